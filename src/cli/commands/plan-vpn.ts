@@ -1,0 +1,11 @@
+/** @module cli/commands/plan-vpn — placeholder until the command is built. */
+import { EXIT, type Io } from "../io.ts";
+
+export async function run(
+  _args: readonly string[],
+  _opts: Readonly<Record<string, unknown>>,
+  io: Io,
+): Promise<number> {
+  io.err("podpath: 'plan-vpn' is not available in this build yet\n");
+  return EXIT.usage;
+}

@@ -1,0 +1,11 @@
+/** @module cli/commands/probe — placeholder until the command is built. */
+import { EXIT, type Io } from "../io.ts";
+
+export async function run(
+  _args: readonly string[],
+  _opts: Readonly<Record<string, unknown>>,
+  io: Io,
+): Promise<number> {
+  io.err("podpath: 'probe' is not available in this build yet\n");
+  return EXIT.usage;
+}

@@ -1,0 +1,245 @@
+#!/usr/bin/env node
+/**
+ * @module cli/main — argv → options → one command module → exit code. A thin table: each command's
+ * work lives in `cli/commands/<name>.ts` (imported lazily) over the library.
+ */
+import { Command, CommanderError, Option } from "commander";
+import { EXIT, type Io, processIo, UsageError } from "./io.ts";
+
+/** What every command module exports. */
+export interface CommandModule {
+  run(args: readonly string[], opts: Readonly<Record<string, unknown>>, io: Io): Promise<number>;
+}
+
+type Loader = () => Promise<CommandModule>;
+
+const controller = new AbortController();
+let io: Io | undefined;
+function getIo(): Io {
+  io ??= processIo(controller.signal, program.opts()["color"] as boolean | undefined);
+  return io;
+}
+
+function action(load: Loader) {
+  return async (...params: unknown[]) => {
+    // commander passes positional args, then the options object, then the Command itself
+    const cmd = params.at(-1) as Command;
+    const positional = params
+      .slice(0, -2)
+      .flatMap((p) => (Array.isArray(p) ? p : p === undefined ? [] : [p])) as string[];
+    const opts = { ...cmd.optsWithGlobals(), _command: cmd.name(), _args: cmd.args };
+    const theIo = getIo();
+    try {
+      const mod = await load();
+      process.exitCode = await mod.run(positional, opts, theIo);
+    } catch (e) {
+      if (e instanceof UsageError) {
+        theIo.err(`podpath: ${e.message}\n`);
+        process.exitCode = EXIT.usage;
+        return;
+      }
+      throw e;
+    }
+  };
+}
+
+const output = (choices: string[], dflt: string) =>
+  new Option("-o, --output <format>", "output format").choices(choices).default(dflt);
+
+const program = new Command("podpath")
+  .description(
+    "Explains what a pod's packet claims to be when it leaves, where it stops and why:\n" +
+      "from cluster intent, the rules installed in the kernel, and captures of the wire.",
+  )
+  .version("0.1.0")
+  .option("--no-color", "never colour the output")
+  .option("-v, --verbose", "more detail on stderr")
+  .showHelpAfterError("(add --help for usage)")
+  .configureOutput({
+    writeOut: (s) => process.stdout.write(s),
+    writeErr: (s) => process.stderr.write(s),
+  })
+  .exitOverride();
+
+program
+  .command("diagnose")
+  .description("explain where the path breaks, with evidence (file and line) for every finding")
+  .argument("[snapshot]", "snapshot folder (or .tar.gz of one)")
+  .option("--dest <ip[:port]>", "destination to explain (default: the remote sites' addresses)")
+  .option("--from <endpoint>", "source endpoint: pod/NS/NAME or node/NAME")
+  .option("--live", "collect from the current cluster first (read-only)")
+  .option("--keep <dir>", "with --live: keep the collected snapshot here")
+  .option("--context <name>", "kubeconfig context")
+  .option("--kubeconfig <file>", "kubeconfig file")
+  .option("--node-state", "with --live: also read node rules (creates short-lived collector pods)")
+  .addOption(output(["text", "json", "md"], "text"))
+  .addHelpText(
+    "after",
+    "\nExamples:\n  podpath diagnose examples/snat-exception-list\n  podpath diagnose snap/ --dest 10.20.30.40:5432 -o json",
+  )
+  .action(action(() => import("./commands/diagnose.ts")));
+
+const plan = program
+  .command("plan")
+  .description("propose the smallest safe fix, with impact and rollback");
+plan
+  .command("masquerade")
+  .description("fix the SNAT exception list: narrow it, or keep pod identity and teach the path")
+  .argument("<snapshot>")
+  .option("--dest <ip[:port]>", "destination that must stop being exempt")
+  .addOption(
+    new Option("--strategy <s>").choices(["narrow", "keep-pod-identity"]).default("narrow"),
+  )
+  .option("--replay", "prove the proposed rules on a real kernel (root)")
+  .addOption(output(["text", "json", "yaml"], "text"))
+  .action(action(() => import("./commands/plan-masquerade.ts")));
+plan
+  .command("vpn")
+  .description("make forwarding in a VPN pod durable, with admission prediction")
+  .argument("<snapshot>")
+  .requiredOption("--pod <ns/name>", "the VPN pod")
+  .addOption(
+    new Option("--strategy <s>")
+      .choices(["init-container", "pod-sysctls", "chart-value", "all"])
+      .default("all"),
+  )
+  .addOption(output(["text", "json", "yaml"], "text"))
+  .action(action(() => import("./commands/plan-vpn.ts")));
+
+program
+  .command("verify")
+  .description("the change record: compare a snapshot before and after a change")
+  .argument("<before>")
+  .argument("<after>")
+  .option("--dest <ip[:port]>", "the known request whose source address proves the change")
+  .addOption(output(["md", "json", "text"], "md"))
+  .action(action(() => import("./commands/verify.ts")));
+
+const capture = program.command("capture").description("read pcap, pcapng and tcpdump text");
+capture
+  .command("read")
+  .description("one packet per line")
+  .argument("<file>")
+  .addOption(output(["text", "jsonl"], "text"))
+  .action(action(() => import("./commands/capture-read.ts")));
+capture
+  .command("flows")
+  .description("conversations and their verdicts")
+  .argument("<file>")
+  .option("--host <ip>", "only conversations with this address")
+  .addOption(output(["text", "json"], "text"))
+  .action(action(() => import("./commands/capture-flows.ts")));
+
+const ipmasq = program
+  .command("ipmasq")
+  .description("ip-masq-agent's own view of a config: effective config and the rules it writes");
+for (const sub of ["config", "rules"] as const) {
+  ipmasq
+    .command(sub)
+    .description(
+      sub === "config"
+        ? "the effective config the agent would run with (or its error)"
+        : "the iptables-restore input the agent would write",
+    )
+    .argument("[file]", "config file, or a ConfigMap as kubectl prints it (absent: defaults)")
+    .option("--masq-chain <name>", "agent flag", "IP-MASQ-AGENT")
+    .option("--nomasq-all-reserved-ranges", "agent flag")
+    .option("--enable-ipv6", "agent flag")
+    .option("--random-fully [bool]", "agent flag (default true)")
+    .option("--to-ports <ports>", "agent flag")
+    .option("--daemonset <file>", "read the agent flags from this DaemonSet's container args")
+    .addOption(output(["text", "json"], sub === "config" ? "json" : "text"))
+    .action(
+      action(() =>
+        sub === "config"
+          ? import("./commands/ipmasq-config.ts")
+          : import("./commands/ipmasq-rules.ts"),
+      ),
+    );
+}
+
+program
+  .command("admission")
+  .description("Pod Security Admission and kubelet sysctl checks")
+  .command("check")
+  .argument("<manifest>")
+  .addOption(new Option("--level <level>").choices(["privileged", "baseline", "restricted"]))
+  .option("--version <v>", "policy version: v1.N or latest", "latest")
+  .addOption(output(["text", "json"], "text"))
+  .action(action(() => import("./commands/admission-check.ts")));
+
+program
+  .command("probe")
+  .description("from the VPN client: probe outward, stop at the first silent hop")
+  .option("--peer <ip>")
+  .option("--pod-ip <ip>")
+  .option("--service-ip <ip[:port]>")
+  .option("--public <host>")
+  .option("--name <name>")
+  .option("--dns-server <ip>")
+  .option("--timeout-ms <n>", "per probe", "2000")
+  .option("--count <n>", "pings per target", "3")
+  .option("--out <file>", "also write the transcript here")
+  .addOption(output(["text", "json"], "text"))
+  .action(action(() => import("./commands/probe.ts")));
+
+program
+  .command("collect")
+  .description("gather a snapshot from a cluster (read-only unless --node-state)")
+  .requiredOption("--out <dir>")
+  .option("--context <name>")
+  .option("--kubeconfig <file>")
+  .option("-n, --namespace <ns>")
+  .option("--nodes <selector|names>")
+  .option("--pod <ns/name>")
+  .option("--node-state", "create short-lived collector pods to read node rules")
+  .option("--capture <host>")
+  .option("--seconds <n>", "capture length", "10")
+  .option("--concurrency <k>", "parallel node reads", "10")
+  .action(action(() => import("./commands/collect.ts")));
+
+const lab = program.command("lab").description("real-kernel replicas in network namespaces (root)");
+lab
+  .command("run")
+  .argument("<scenario>", "masquerade | vpn")
+  .requiredOption("--out <dir>")
+  .allowUnknownOption()
+  .action(action(() => import("./commands/lab.ts")));
+lab
+  .command("up")
+  .argument("<scenario>")
+  .allowUnknownOption()
+  .action(action(() => import("./commands/lab.ts")));
+lab
+  .command("down")
+  .argument("[id]")
+  .action(action(() => import("./commands/lab.ts")));
+lab
+  .command("replay")
+  .requiredOption("--iptables <file>")
+  .requiredOption("--flow <src->dst[:port]>")
+  .allowUnknownOption()
+  .action(action(() => import("./commands/lab.ts")));
+
+async function main(argv: string[]): Promise<void> {
+  for (const sig of ["SIGINT", "SIGTERM"] as const) {
+    process.once(sig, () => {
+      controller.abort(new Error(sig));
+      process.exitCode = 130;
+    });
+  }
+  try {
+    await program.parseAsync(argv);
+  } catch (e) {
+    if (e instanceof CommanderError) {
+      process.exitCode = e.exitCode === 0 ? 0 : EXIT.usage;
+      return;
+    }
+    process.stderr.write(
+      `podpath: internal error: ${e instanceof Error ? (e.stack ?? e.message) : String(e)}\n`,
+    );
+    process.exitCode = 70;
+  }
+}
+
+await main(process.argv);
