@@ -144,6 +144,11 @@ export function formatIp(ip: Ip): string {
     const v = ip.value;
     return [24n, 16n, 8n, 0n].map((s) => String((v >> s) & 255n)).join(".");
   }
+  // RFC 5952 §5: an IPv4-mapped address (::ffff:0:0/96) keeps its dotted quad, as inet_ntop and
+  // `ip` print it.
+  if (ip.value >> 32n === 0xffffn) {
+    return `::ffff:${formatIp({ family: 4, value: ip.value & 0xffffffffn })}`;
+  }
   const groups: number[] = [];
   for (let i = 7; i >= 0; i--) groups.push(Number((ip.value >> BigInt(i * 16)) & 0xffffn));
   // RFC 5952 §4.2: compress the longest run of two or more zero groups, the first if tied.
