@@ -1,0 +1,57 @@
+/**
+ * @module model/answer — what a question returns, before rendering: findings, the paths traced,
+ * evidence that is missing, and problems met while reading. Its JSON form is a public contract
+ * (DESIGN.md "JSON output").
+ */
+import type { Diagnostic, Finding, Missing, SourceRef } from "./types.ts";
+
+/** One station of a traced path, as the report draws it. */
+export interface PathHop {
+  /** Where: `pod/default/app`, `node/gke-a-1`, `remote/onprem-dc1`. */
+  readonly at: string;
+  /** What happens there, in a few words. */
+  readonly label: string;
+  /** The packet's source address as it leaves this hop, when known. */
+  readonly source?: string;
+  /** ok: passes unchanged · changes: the source is rewritten · stops: the path ends here · unknown. */
+  readonly state: "ok" | "changes" | "stops" | "unknown";
+  readonly evidence?: SourceRef;
+}
+
+export interface PathView {
+  readonly from: string;
+  readonly to: string;
+  readonly protocol?: string;
+  readonly port?: number;
+  readonly hops: readonly PathHop[];
+  /** The source address the far side sees, when decided. */
+  readonly sourceOnWire?: string;
+  /** One sentence: how this path ends. */
+  readonly verdict: string;
+}
+
+export interface Answer {
+  readonly schemaVersion: 1;
+  readonly tool: "podpath";
+  readonly question: string;
+  readonly snapshot?: string;
+  readonly findings: readonly Finding[];
+  readonly paths: readonly PathView[];
+  readonly missing: readonly Missing[];
+  readonly diagnostics: readonly Diagnostic[];
+}
+
+const SEVERITY_ORDER = { error: 0, warning: 1, info: 2 } as const;
+
+/** Most important first: errors, then warnings, then info; stable within a severity. */
+export function sortFindings(findings: readonly Finding[]): Finding[] {
+  return findings
+    .map((f, i) => ({ f, i }))
+    .sort((a, b) => SEVERITY_ORDER[a.f.severity] - SEVERITY_ORDER[b.f.severity] || a.i - b.i)
+    .map((x) => x.f);
+}
+
+/** Exit code per DESIGN.md: 1 when any error-severity finding, else 0. */
+export function exitCodeFor(answer: Answer): 0 | 1 {
+  return answer.findings.some((f) => f.severity === "error") ? 1 : 0;
+}

@@ -1,0 +1,38 @@
+/**
+ * @module report/json — the `-o json` form (DESIGN.md "JSON output"): schemaVersion first, keys in
+ * a stable order, no undefined, bigint written as a string.
+ */
+import type { Answer } from "../model/answer.ts";
+
+function normalise(value: unknown): unknown {
+  if (typeof value === "bigint") return value.toString();
+  if (Array.isArray(value)) return value.map(normalise);
+  if (value !== null && typeof value === "object") {
+    const out: Record<string, unknown> = {};
+    for (const [k, v] of Object.entries(value)) if (v !== undefined) out[k] = normalise(v);
+    return out;
+  }
+  return value;
+}
+
+export function renderJson(answer: Answer): string {
+  const ordered = {
+    schemaVersion: answer.schemaVersion,
+    tool: answer.tool,
+    question: answer.question,
+    snapshot: answer.snapshot,
+    findings: answer.findings.map((f) => ({
+      id: f.id,
+      severity: f.severity,
+      title: f.title,
+      subject: f.subject,
+      explanation: f.explanation,
+      evidence: f.evidence,
+      next: f.next,
+    })),
+    paths: answer.paths,
+    missing: answer.missing,
+    diagnostics: answer.diagnostics,
+  };
+  return `${JSON.stringify(normalise(ordered), null, 2)}\n`;
+}

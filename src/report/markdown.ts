@@ -1,0 +1,67 @@
+/**
+ * @module report/markdown — findings and paths as Markdown, ready to paste into a ticket.
+ */
+import type { Answer, PathView } from "../model/answer.ts";
+import { sortFindings } from "../model/answer.ts";
+
+/** Escapes text for a Markdown table cell or inline position. */
+export function mdEscape(s: string): string {
+  return s.replace(/([\\`*_|<>[\]])/g, "\\$1").replace(/\n/g, " ");
+}
+
+function pathTable(path: PathView): string {
+  const rows = path.hops.map(
+    (h) =>
+      `| ${mdEscape(h.at)} | ${mdEscape(h.label)} | ${h.source ? `\`${h.source}\`` : ""} | ${h.state} | ${
+        h.evidence ? `\`${h.evidence.file}:${h.evidence.line}\`` : ""
+      } |`,
+  );
+  return [
+    `**${mdEscape(path.from)} → ${mdEscape(path.to)}${path.port === undefined ? "" : `:${path.port}`}**`,
+    "",
+    "| where | what | source | state | evidence |",
+    "|---|---|---|---|---|",
+    ...rows,
+    "",
+    `Verdict: ${mdEscape(path.verdict)}`,
+  ].join("\n");
+}
+
+export function renderMarkdown(answer: Answer): string {
+  const out = [
+    `# podpath ${answer.question}${answer.snapshot ? `: \`${answer.snapshot}\`` : ""}`,
+    "",
+  ];
+  const findings = sortFindings(answer.findings);
+  if (findings.length === 0) out.push("No findings.", "");
+  for (const f of findings) {
+    out.push(`## ${f.severity.toUpperCase()}: ${mdEscape(f.title)}`, "");
+    out.push(`\`${f.id}\` · ${mdEscape(f.subject)}`, "", f.explanation, "");
+    if (f.evidence.length) {
+      out.push("Evidence:", "");
+      for (const e of f.evidence) {
+        out.push(
+          `- \`${e.file}:${e.line}\`${e.text ? ` — \`${e.text.trim().replace(/`/g, "'")}\`` : ""}`,
+        );
+      }
+      out.push("");
+    }
+    if (f.next.length) {
+      out.push("Next:", "", ...f.next.map((n) => `- \`${n.replace(/`/g, "'")}\``), "");
+    }
+  }
+  if (answer.paths.length) {
+    out.push("## Paths", "");
+    for (const p of answer.paths) out.push(pathTable(p), "");
+  }
+  if (answer.missing.length) {
+    out.push("## Evidence that would decide more", "");
+    for (const m of answer.missing) {
+      out.push(
+        `- \`${m.file}\`: ${mdEscape(m.would_decide)}${m.command ? ` (\`${m.command}\`)` : ""}`,
+      );
+    }
+    out.push("");
+  }
+  return out.join("\n");
+}

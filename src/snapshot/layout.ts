@@ -1,0 +1,100 @@
+/**
+ * @module snapshot/layout — what each path in a snapshot means (DESIGN.md "Snapshot layout"). Pure:
+ * a relative path in, its role out. The layout is a public contract.
+ */
+
+export type Artifact =
+  | "iptables-save"
+  | "ip6tables-save"
+  | "sysctl"
+  | "ip-route"
+  | "ip-addr"
+  | "conntrack";
+
+export type FileRole =
+  | { readonly kind: "cluster"; readonly format: "yaml" | "json" }
+  | { readonly kind: "node"; readonly node: string; readonly artifact: Artifact }
+  | {
+      readonly kind: "pod";
+      readonly namespace: string;
+      readonly pod: string;
+      readonly artifact: Artifact;
+    }
+  | { readonly kind: "capture"; readonly name: string; readonly format: "pcap" | "pcapng" | "text" }
+  | { readonly kind: "capture-meta"; readonly name: string }
+  | { readonly kind: "remote" }
+  | { readonly kind: "probe"; readonly format: "text" | "json" }
+  | { readonly kind: "kubelet-config"; readonly node?: string }
+  | { readonly kind: "vpn-config"; readonly namespace?: string; readonly pod?: string }
+  | { readonly kind: "ignored"; readonly reason: string }
+  | { readonly kind: "unknown" };
+
+const ARTIFACTS: readonly Artifact[] = [
+  "iptables-save",
+  "ip6tables-save",
+  "sysctl",
+  "ip-route",
+  "ip-addr",
+  "conntrack",
+];
+
+function artifactOf(base: string): Artifact | undefined {
+  const stem = base.replace(/\.(txt|log|out)$/, "");
+  return ARTIFACTS.find((a) => a === stem);
+}
+
+/** The role of one file, from its path relative to the snapshot root (forward slashes). */
+export function classifyPath(rel: string): FileRole {
+  const parts = rel.split("/").filter((p) => p !== "" && p !== ".");
+  const base = parts.at(-1) ?? "";
+  if (base.startsWith(".") || base === "README.md" || base === "README") {
+    return { kind: "ignored", reason: "notes" };
+  }
+  const [top] = parts;
+  if (top === "cluster" && parts.length >= 2) {
+    if (/\.(ya?ml)$/.test(base)) return { kind: "cluster", format: "yaml" };
+    if (/\.json$/.test(base)) return { kind: "cluster", format: "json" };
+    return { kind: "unknown" };
+  }
+  if (top === "nodes" && parts.length === 3) {
+    const artifact = artifactOf(base);
+    if (artifact) return { kind: "node", node: parts[1]!, artifact };
+    if (/^kubelet(-config)?\.(ya?ml|json)$/.test(base))
+      return { kind: "kubelet-config", node: parts[1]! };
+    return { kind: "unknown" };
+  }
+  if (top === "pods" && parts.length === 4) {
+    const artifact = artifactOf(base);
+    if (artifact) return { kind: "pod", namespace: parts[1]!, pod: parts[2]!, artifact };
+    if (/\.(conf|ovpn)$/.test(base) || base === "openvpn.conf") {
+      return { kind: "vpn-config", namespace: parts[1]!, pod: parts[2]! };
+    }
+    return { kind: "unknown" };
+  }
+  if (top === "captures" && parts.length === 2) {
+    const m = /^(.*)\.(pcap|pcapng|cap|txt|ya?ml)$/.exec(base);
+    if (!m) return { kind: "unknown" };
+    const name = m[1]!;
+    const ext = m[2]!;
+    if (ext === "yaml" || ext === "yml") return { kind: "capture-meta", name };
+    if (ext === "txt") return { kind: "capture", name, format: "text" };
+    return { kind: "capture", name, format: ext === "pcapng" ? "pcapng" : "pcap" };
+  }
+  if (top === "remote" && parts.length === 2 && /\.ya?ml$/.test(base)) return { kind: "remote" };
+  if (top === "probes" && parts.length === 2) {
+    if (/\.txt$/.test(base)) return { kind: "probe", format: "text" };
+    if (/\.json$/.test(base)) return { kind: "probe", format: "json" };
+  }
+  if (top === "kubelet" && /\.(ya?ml|json)$/.test(base)) return { kind: "kubelet-config" };
+  return { kind: "unknown" };
+}
+
+/** What a snapshot should contain, for the message when a folder is not one. */
+export const LAYOUT_HELP = `A snapshot is a folder (or .tar.gz of one) with any of:
+  cluster/*.yaml|*.json              Kubernetes objects as kubectl prints them
+  nodes/<node>/iptables-save.txt     also ip6tables-save, sysctl, ip-route, ip-addr, conntrack
+  pods/<ns>/<pod>/sysctl.txt         also iptables-save, ip-route, ip-addr
+  captures/<name>.pcap|.pcapng|.txt  tcpdump -w output or tcpdump -n text (+ <name>.yaml: point, phase)
+  remote/*.yaml                      the far side: routes back, VPN selectors, allowlists
+  probes/*.txt|*.json                client-side ping/dig/curl transcripts
+'podpath collect --out DIR' writes one from a live cluster.`;

@@ -1,0 +1,84 @@
+/**
+ * @module snapshot/source — the one place that reads a snapshot from disk: a folder, or a
+ * `.tar.gz` of one. Everything after this works on relative paths and file contents.
+ */
+import { readdirSync, readFileSync, statSync } from "node:fs";
+import { join, relative, sep } from "node:path";
+import type { Diagnostic } from "../model/types.ts";
+import { readTar } from "./tar.ts";
+
+export interface SnapshotSource {
+  /** How the user named it. */
+  readonly name: string;
+  /** Relative paths (forward slashes) of every regular file, sorted. */
+  readonly paths: readonly string[];
+  readText(rel: string): string;
+  readBytes(rel: string): Uint8Array;
+  /** The file on disk, when the snapshot is a folder (captures are then streamed, not loaded). */
+  diskPath(rel: string): string | undefined;
+  readonly diagnostics: readonly Diagnostic[];
+}
+
+export class SnapshotOpenError extends Error {
+  override readonly name = "SnapshotOpenError";
+  readonly code = "ERR_SNAPSHOT_OPEN";
+}
+
+const MAX_DEPTH = 6;
+
+function walk(root: string, dir: string, depth: number, out: string[]): void {
+  if (depth > MAX_DEPTH) return;
+  for (const ent of readdirSync(dir, { withFileTypes: true })) {
+    const abs = join(dir, ent.name);
+    if (ent.isDirectory()) walk(root, abs, depth + 1, out);
+    else if (ent.isFile()) out.push(relative(root, abs).split(sep).join("/"));
+  }
+}
+
+/**
+ * Opens a snapshot. Throws {@link SnapshotOpenError} (a user mistake: the CLI prints one line) when
+ * the path does not exist or is neither a folder nor a tar archive.
+ */
+export function openSnapshot(path: string): SnapshotSource {
+  let st: ReturnType<typeof statSync>;
+  try {
+    st = statSync(path);
+  } catch {
+    throw new SnapshotOpenError(`${path}: no such file or folder`);
+  }
+  if (st.isDirectory()) {
+    const paths: string[] = [];
+    walk(path, path, 0, paths);
+    paths.sort();
+    return {
+      name: path,
+      paths,
+      readText: (rel) => readFileSync(join(path, rel), "utf8"),
+      readBytes: (rel) => readFileSync(join(path, rel)),
+      diskPath: (rel) => join(path, rel),
+      diagnostics: [],
+    };
+  }
+  if (!/\.(tar\.gz|tgz|tar)$/.test(path)) {
+    throw new SnapshotOpenError(`${path}: not a snapshot (expected a folder, or a .tar.gz of one)`);
+  }
+  const { entries, diagnostics } = readTar(readFileSync(path), path);
+  // A tarball of "snap/" holds "snap/cluster/..."; strip one common top folder.
+  const tops = new Set(entries.map((e) => e.path.split("/")[0]));
+  const strip =
+    tops.size === 1 && entries.every((e) => e.path.includes("/")) ? `${[...tops][0]}/` : "";
+  const files = new Map(entries.map((e) => [e.path.slice(strip.length), e.data]));
+  const get = (rel: string): Uint8Array => {
+    const d = files.get(rel);
+    if (!d) throw new SnapshotOpenError(`${path}: no ${rel} in the archive`);
+    return d;
+  };
+  return {
+    name: path,
+    paths: [...files.keys()].sort(),
+    readText: (rel) => new TextDecoder().decode(get(rel)),
+    readBytes: get,
+    diskPath: () => undefined,
+    diagnostics,
+  };
+}

@@ -1,0 +1,115 @@
+/**
+ * @module snapshot/tar — reads the regular files out of a (gzipped) tar archive, so a snapshot can
+ * be handed over as one `.tar.gz`. Written here because a snapshot only needs ustar/pax/GNU
+ * regular files and names; npm's tar packages bring writers, streams and platform handling we do
+ * not need. Bad archives become diagnostics naming the byte offset, and files before the damage
+ * are kept.
+ */
+import { gunzipSync } from "node:zlib";
+import type { Diagnostic } from "../model/types.ts";
+
+export interface TarEntry {
+  readonly path: string;
+  readonly data: Uint8Array;
+}
+
+const BLOCK = 512;
+
+function cString(buf: Uint8Array, start: number, len: number): string {
+  let end = start;
+  while (end < start + len && buf[end] !== 0) end++;
+  return new TextDecoder().decode(buf.subarray(start, end));
+}
+
+function octal(buf: Uint8Array, start: number, len: number): number | undefined {
+  // GNU base-256 for large sizes: high bit of the first byte set
+  if ((buf[start]! & 0x80) !== 0) {
+    let v = 0;
+    for (let i = start + 1; i < start + len; i++) v = v * 256 + buf[i]!;
+    return v;
+  }
+  const text = cString(buf, start, len).trim();
+  if (text === "") return 0;
+  if (!/^[0-7]+$/.test(text)) return undefined;
+  return Number.parseInt(text, 8);
+}
+
+/** Parses pax extended header records (`LEN key=value\n`) for `path`. */
+function paxPath(data: Uint8Array): string | undefined {
+  const text = new TextDecoder().decode(data);
+  for (const rec of text.split("\n")) {
+    const m = /^\d+ path=(.*)$/.exec(rec);
+    if (m) return m[1];
+  }
+  return undefined;
+}
+
+/**
+ * Lists the regular files of a tar archive (gzip detected by magic). Never throws on bad input.
+ * @example readTar(fs.readFileSync("snap.tar.gz"), "snap.tar.gz").entries.map((e) => e.path)
+ */
+export function readTar(
+  bytes: Uint8Array,
+  file: string,
+): { entries: TarEntry[]; diagnostics: Diagnostic[] } {
+  const diagnostics: Diagnostic[] = [];
+  let buf = bytes;
+  if (bytes[0] === 0x1f && bytes[1] === 0x8b) {
+    try {
+      buf = gunzipSync(bytes);
+    } catch (e) {
+      diagnostics.push({
+        code: "ARCHIVE_GZIP",
+        severity: "error",
+        message: `${file}: the gzip stream is damaged (${(e as Error).message}); expected a .tar.gz written by tar -czf`,
+        source: { file, line: 0 },
+      });
+      return { entries: [], diagnostics };
+    }
+  }
+  const entries: TarEntry[] = [];
+  let off = 0;
+  let longName: string | undefined;
+  while (off + BLOCK <= buf.length) {
+    const header = buf.subarray(off, off + BLOCK);
+    if (header.every((b) => b === 0)) break; // end-of-archive marker
+    const size = octal(header, 124, 12);
+    const magicOk = cString(header, 257, 6).startsWith("ustar") || cString(header, 257, 8) === "";
+    if (size === undefined || !magicOk) {
+      diagnostics.push({
+        code: "ARCHIVE_HEADER",
+        severity: "error",
+        message: `${file}: byte ${off}: not a tar header (expected a ustar header with an octal size); files after it are not read`,
+        source: { file, line: 0 },
+      });
+      break;
+    }
+    const type = String.fromCharCode(header[156] || 48);
+    const dataStart = off + BLOCK;
+    const dataEnd = dataStart + size;
+    if (dataEnd > buf.length) {
+      diagnostics.push({
+        code: "ARCHIVE_TRUNCATED",
+        severity: "error",
+        message: `${file}: byte ${off}: the archive ends inside ${JSON.stringify(cString(header, 0, 100))} (expected ${size} bytes of data)`,
+        source: { file, line: 0 },
+      });
+      break;
+    }
+    const data = buf.subarray(dataStart, dataEnd);
+    const prefix = cString(header, 345, 155);
+    const name = cString(header, 0, 100);
+    let path = longName ?? (prefix ? `${prefix}/${name}` : name);
+    if (type === "L") longName = cString(data, 0, data.length);
+    else if (type === "x") longName = paxPath(data);
+    else {
+      longName = undefined;
+      if (type === "0" || type === "7") {
+        path = path.replace(/^\.\//, "");
+        entries.push({ path, data });
+      }
+    }
+    off = dataStart + Math.ceil(size / BLOCK) * BLOCK;
+  }
+  return { entries, diagnostics };
+}
