@@ -1,0 +1,609 @@
+/**
+ * @module k8s/cluster — the one door to a live cluster: the `ClusterSource` interface the collector
+ * uses, the `ClusterError` every API failure becomes, and `openCluster`, the adapter over
+ * `@kubernetes/client-node` (loaded lazily, so nothing else pays its ~400 ms import).
+ *
+ * client-node supplies what is hard to get right: kubeconfig loading and merging, contexts, TLS
+ * material, exec auth plugins, in-cluster config, and pod exec over the WebSocket channel
+ * protocol. Plain reads go through node:http(s) with the options client-node computes, because
+ * its typed API clients decode objects into models that drop unknown fields and turn timestamps
+ * into Dates; a snapshot must hold the objects exactly as the API server sent them (as kubectl
+ * prints them).
+ */
+import type { IncomingMessage } from "node:http";
+import { Writable } from "node:stream";
+
+/** A resource type as the API server names it. */
+export interface ApiResource {
+  readonly group: string;
+  readonly version: string;
+  /** Plural, lower case: `pods`, `daemonsets`. */
+  readonly resource: string;
+  readonly kind: string;
+  readonly namespaced: boolean;
+}
+
+export const RESOURCES = {
+  nodes: { group: "", version: "v1", resource: "nodes", kind: "Node", namespaced: false },
+  namespaces: {
+    group: "",
+    version: "v1",
+    resource: "namespaces",
+    kind: "Namespace",
+    namespaced: false,
+  },
+  pods: { group: "", version: "v1", resource: "pods", kind: "Pod", namespaced: true },
+  services: { group: "", version: "v1", resource: "services", kind: "Service", namespaced: true },
+  configmaps: {
+    group: "",
+    version: "v1",
+    resource: "configmaps",
+    kind: "ConfigMap",
+    namespaced: true,
+  },
+  daemonsets: {
+    group: "apps",
+    version: "v1",
+    resource: "daemonsets",
+    kind: "DaemonSet",
+    namespaced: true,
+  },
+  networkpolicies: {
+    group: "networking.k8s.io",
+    version: "v1",
+    resource: "networkpolicies",
+    kind: "NetworkPolicy",
+    namespaced: true,
+  },
+  egressnatpolicies: {
+    group: "networking.gke.io",
+    version: "v1",
+    resource: "egressnatpolicies",
+    kind: "EgressNATPolicy",
+    namespaced: false,
+  },
+} as const satisfies Record<string, ApiResource>;
+
+export interface ObjectMeta {
+  name?: string;
+  namespace?: string;
+  labels?: Record<string, string>;
+  annotations?: Record<string, string>;
+  resourceVersion?: string;
+  [key: string]: unknown;
+}
+
+/** An object as the API server sends it; only the envelope is typed. */
+export interface KubeObject {
+  apiVersion?: string;
+  kind?: string;
+  metadata?: ObjectMeta;
+  [key: string]: unknown;
+}
+
+export interface KubeList {
+  apiVersion?: string;
+  kind?: string;
+  metadata?: { resourceVersion?: string; continue?: string; [key: string]: unknown };
+  items: KubeObject[];
+}
+
+export interface ListOptions {
+  readonly namespace?: string;
+  readonly labelSelector?: string;
+  readonly fieldSelector?: string;
+  readonly limit?: number;
+  readonly continue?: string;
+  readonly signal?: AbortSignal;
+}
+
+export interface ExecOptions {
+  readonly container?: string;
+  readonly timeoutMs: number;
+  readonly signal?: AbortSignal;
+}
+
+export interface ExecResult {
+  /** Exit code from the status channel; undefined when the command did not run or ended unseen. */
+  readonly code: number | undefined;
+  readonly stdout: Buffer;
+  readonly stderr: string;
+  /** The status channel's message when the command failed to start or exited non-zero. */
+  readonly message?: string;
+  readonly timedOut: boolean;
+}
+
+/** What the collector needs from a cluster; tests substitute their own. */
+export interface ClusterSource {
+  /** The kubeconfig context in use (for messages; never a credential). */
+  readonly contextName: string;
+  readonly server: string;
+  list(res: ApiResource, opts?: ListOptions): Promise<KubeList>;
+  get(
+    res: ApiResource,
+    name: string,
+    opts?: { namespace?: string; signal?: AbortSignal },
+  ): Promise<KubeObject>;
+  create(
+    res: ApiResource,
+    body: KubeObject,
+    opts?: { namespace?: string; signal?: AbortSignal },
+  ): Promise<KubeObject>;
+  delete(
+    res: ApiResource,
+    name: string,
+    opts?: { namespace?: string; signal?: AbortSignal },
+  ): Promise<void>;
+  logs(
+    namespace: string,
+    pod: string,
+    opts?: { container?: string; tailLines?: number; signal?: AbortSignal },
+  ): Promise<string>;
+  exec(
+    namespace: string,
+    pod: string,
+    argv: readonly string[],
+    opts: ExecOptions,
+  ): Promise<ExecResult>;
+  /** Discovery: does the server serve this resource (e.g. a CRD)? */
+  serves(res: ApiResource, opts?: { signal?: AbortSignal }): Promise<boolean>;
+}
+
+export const CLUSTER_ERROR_REASONS = [
+  "Forbidden",
+  "NotFound",
+  "Unauthorized",
+  "Unreachable",
+  "ContextNotFound",
+  "Timeout",
+  "Aborted",
+  "Other",
+] as const;
+export type ClusterErrorReason = (typeof CLUSTER_ERROR_REASONS)[number];
+
+/** What was being asked when an API call failed. */
+export interface ApiRequest {
+  readonly verb: "get" | "list" | "create" | "delete" | "exec" | "logs" | "discover" | "connect";
+  /** Resource with subresource: `pods`, `pods/exec`, `daemonsets`. */
+  readonly resource: string;
+  readonly group?: string;
+  readonly namespace?: string;
+  readonly name?: string;
+}
+
+/** An API call that failed. `reason` is stable; `apiMessage` is the server's own text. */
+export class ClusterError extends Error {
+  override readonly name = "ClusterError";
+  readonly code = "ERR_CLUSTER";
+  readonly reason: ClusterErrorReason;
+  readonly status: number | undefined;
+  readonly request: ApiRequest;
+  readonly apiMessage: string | undefined;
+  constructor(
+    reason: ClusterErrorReason,
+    request: ApiRequest,
+    detail: { status?: number; apiMessage?: string; cause?: unknown } = {},
+  ) {
+    super(
+      `${request.verb} ${request.resource}${request.name ? ` ${JSON.stringify(request.name)}` : ""}: ${reason}${detail.apiMessage ? `: ${detail.apiMessage}` : ""}`,
+      detail.cause === undefined ? undefined : { cause: detail.cause },
+    );
+    this.reason = reason;
+    this.status = detail.status;
+    this.request = request;
+    this.apiMessage = detail.apiMessage;
+  }
+}
+
+/** The URL path of a resource collection or object. */
+export function resourcePath(res: ApiResource, namespace?: string, name?: string): string {
+  const base = res.group === "" ? `/api/${res.version}` : `/apis/${res.group}/${res.version}`;
+  const ns = res.namespaced && namespace ? `/namespaces/${encodeURIComponent(namespace)}` : "";
+  const tail = name === undefined ? "" : `/${encodeURIComponent(name)}`;
+  return `${base}${ns}/${res.resource}${tail}`;
+}
+
+function reasonForStatus(status: number, declared: unknown): ClusterErrorReason {
+  if (typeof declared === "string" && (CLUSTER_ERROR_REASONS as readonly string[]).includes(declared))
+    return declared as ClusterErrorReason;
+  if (status === 401) return "Unauthorized";
+  if (status === 403) return "Forbidden";
+  if (status === 404) return "NotFound";
+  if (status === 504 || status === 408) return "Timeout";
+  return "Other";
+}
+
+/** Turns an API error response (a Status object, or anything else) into a ClusterError. */
+export function errorFromResponse(status: number, body: string, request: ApiRequest): ClusterError {
+  let reason: unknown;
+  let message: string | undefined;
+  try {
+    const parsed = JSON.parse(body) as { kind?: unknown; reason?: unknown; message?: unknown };
+    if (parsed && typeof parsed === "object") {
+      reason = parsed.reason;
+      if (typeof parsed.message === "string") message = parsed.message;
+    }
+  } catch {
+    message = body.trim().slice(0, 200) || undefined;
+  }
+  return new ClusterError(reasonForStatus(status, reason), request, {
+    status,
+    ...(message === undefined ? {} : { apiMessage: message }),
+  });
+}
+
+const NETWORK_CODES = new Set([
+  "ECONNREFUSED",
+  "ENOTFOUND",
+  "EAI_AGAIN",
+  "EHOSTUNREACH",
+  "ENETUNREACH",
+  "ECONNRESET",
+  "ETIMEDOUT",
+  "EPIPE",
+  "CERT_HAS_EXPIRED",
+  "DEPTH_ZERO_SELF_SIGNED_CERT",
+  "SELF_SIGNED_CERT_IN_CHAIN",
+  "UNABLE_TO_VERIFY_LEAF_SIGNATURE",
+  "ERR_TLS_CERT_ALTNAME_INVALID",
+]);
+
+function wrapNetworkError(e: unknown, request: ApiRequest, signal?: AbortSignal): ClusterError {
+  if (e instanceof ClusterError) return e;
+  if (signal?.aborted) return new ClusterError("Aborted", request, { cause: e });
+  const code = (e as { code?: unknown })?.code;
+  const msg = e instanceof Error ? e.message : String(e);
+  if (typeof code === "string" && (NETWORK_CODES.has(code) || code.startsWith("ERR_TLS")))
+    return new ClusterError("Unreachable", request, { apiMessage: `${code}: ${msg}`, cause: e });
+  const m = /Unexpected server response: (\d+)/.exec(msg);
+  if (m) return new ClusterError(reasonForStatus(Number(m[1]), undefined), request, {
+    status: Number(m[1]),
+    cause: e,
+  });
+  return new ClusterError("Other", request, { apiMessage: msg, cause: e });
+}
+
+export interface OpenClusterOptions {
+  /** kubectl's --kubeconfig: this file only, KUBECONFIG ignored. */
+  readonly kubeconfig?: string;
+  /** kubectl's --context. */
+  readonly context?: string;
+  /** Where KUBECONFIG and HOME are read (kubectl's rules: KUBECONFIG is a path list, merged). */
+  readonly env: Readonly<Record<string, string | undefined>>;
+  /** Per-request timeout (ms) for plain API calls. */
+  readonly requestTimeoutMs?: number;
+}
+
+const USER_AGENT = "podpath/0.1.0";
+
+/** The part of the exec WebSocket used here. */
+interface Socket {
+  readonly readyState: number;
+  readonly CLOSED: number;
+  on(event: "close", listener: () => void): void;
+  close(): void;
+  terminate(): void;
+}
+
+/**
+ * Opens the cluster the kubeconfig names, as kubectl would: `--kubeconfig` wins over
+ * `KUBECONFIG` (a path list whose files merge, first wins), then `~/.kube/config`, then the
+ * in-cluster service account. Throws ClusterError("ContextNotFound") for an unknown context.
+ */
+export async function openCluster(opts: OpenClusterOptions): Promise<ClusterSource> {
+  const k8s = await import("@kubernetes/client-node");
+  const { delimiter } = await import("node:path");
+  const kc = new k8s.KubeConfig();
+  const connect: ApiRequest = { verb: "connect", resource: "kubeconfig" };
+  try {
+    const list = opts.env["KUBECONFIG"]?.split(delimiter).filter((f) => f !== "") ?? [];
+    if (opts.kubeconfig !== undefined) {
+      kc.loadFromFile(opts.kubeconfig);
+    } else if (list.length > 0) {
+      kc.loadFromFile(list[0]!);
+      for (const f of list.slice(1)) {
+        const more = new k8s.KubeConfig();
+        more.loadFromFile(f);
+        kc.mergeConfig(more, true);
+      }
+    } else {
+      kc.loadFromDefault();
+    }
+  } catch (e) {
+    const file = opts.kubeconfig ?? opts.env["KUBECONFIG"] ?? "~/.kube/config";
+    const why = (e as { code?: string })?.code === "ENOENT" ? "does not exist" : "cannot be read";
+    throw new ClusterError("ContextNotFound", connect, {
+      apiMessage: `kubeconfig ${file} ${why}`,
+      cause: e,
+    });
+  }
+  if (opts.context !== undefined) {
+    if (!kc.getContextObject(opts.context)) {
+      throw new ClusterError("ContextNotFound", connect, {
+        apiMessage: `context "${opts.context}" is not in the kubeconfig (contexts: ${
+          kc
+            .getContexts()
+            .map((c) => c.name)
+            .join(", ") || "none"
+        })`,
+      });
+    }
+    kc.setCurrentContext(opts.context);
+  }
+  const cluster = kc.getCurrentCluster();
+  if (!cluster) {
+    throw new ClusterError("ContextNotFound", connect, {
+      apiMessage: `the kubeconfig has no current context with a cluster (current-context: "${kc.getCurrentContext() || "none"}")`,
+    });
+  }
+  const server = cluster.server.replace(/\/+$/, "");
+  const timeoutMs = opts.requestTimeoutMs ?? 30_000;
+  const http = await import("node:http");
+  const https = await import("node:https");
+
+  async function request(
+    method: string,
+    path: string,
+    req: ApiRequest,
+    body?: unknown,
+    signal?: AbortSignal,
+  ): Promise<{ status: number; text: string }> {
+    if (signal?.aborted) throw new ClusterError("Aborted", req);
+    const o: import("node:https").RequestOptions = {};
+    try {
+      await kc.applyToHTTPSOptions(o);
+    } catch (e) {
+      // exec auth plugins fail here (plugin missing, plugin exit code, bad output)
+      throw new ClusterError("Unauthorized", req, {
+        apiMessage: `getting credentials failed: ${e instanceof Error ? e.message : String(e)}`,
+        cause: e,
+      });
+    }
+    const url = new URL(server + path);
+    const lib = url.protocol === "http:" ? http : https;
+    const payload = body === undefined ? undefined : Buffer.from(JSON.stringify(body));
+    return await new Promise((resolve, reject) => {
+      const r = lib.request(
+        url,
+        {
+          ...o,
+          method,
+          headers: {
+            ...(o.headers as Record<string, string> | undefined),
+            Accept: "application/json, */*",
+            "User-Agent": USER_AGENT,
+            ...(payload ? { "Content-Type": "application/json" } : {}),
+          },
+          timeout: timeoutMs,
+          ...(signal ? { signal } : {}),
+        },
+        (res: IncomingMessage) => {
+          const chunks: Buffer[] = [];
+          res.on("data", (c: Buffer) => chunks.push(c));
+          res.on("error", (e) => reject(wrapNetworkError(e, req, signal)));
+          res.on("end", () =>
+            resolve({ status: res.statusCode ?? 0, text: Buffer.concat(chunks).toString("utf8") }),
+          );
+        },
+      );
+      r.on("timeout", () => {
+        r.destroy();
+        reject(new ClusterError("Timeout", req, { apiMessage: `no answer in ${timeoutMs} ms` }));
+      });
+      r.on("error", (e) => reject(wrapNetworkError(e, req, signal)));
+      r.end(payload);
+    });
+  }
+
+  async function call<T>(
+    method: string,
+    path: string,
+    req: ApiRequest,
+    body?: unknown,
+    signal?: AbortSignal,
+  ): Promise<T> {
+    const res = await request(method, path, req, body, signal);
+    if (res.status < 200 || res.status >= 300) throw errorFromResponse(res.status, res.text, req);
+    try {
+      return JSON.parse(res.text) as T;
+    } catch (e) {
+      throw new ClusterError("Other", req, {
+        status: res.status,
+        apiMessage: "the server's answer is not JSON",
+        cause: e,
+      });
+    }
+  }
+
+  const reqOf = (
+    verb: ApiRequest["verb"],
+    res: ApiResource,
+    namespace?: string,
+    name?: string,
+  ): ApiRequest => ({
+    verb,
+    resource: res.resource,
+    group: res.group,
+    ...(res.namespaced && namespace !== undefined ? { namespace } : {}),
+    ...(name === undefined ? {} : { name }),
+  });
+
+  return {
+    contextName: kc.getCurrentContext(),
+    server,
+    async list(res, o = {}) {
+      const q = new URLSearchParams();
+      if (o.labelSelector) q.set("labelSelector", o.labelSelector);
+      if (o.fieldSelector) q.set("fieldSelector", o.fieldSelector);
+      if (o.limit !== undefined) q.set("limit", String(o.limit));
+      if (o.continue) q.set("continue", o.continue);
+      const qs = q.size > 0 ? `?${q}` : "";
+      return await call<KubeList>(
+        "GET",
+        resourcePath(res, o.namespace) + qs,
+        reqOf("list", res, o.namespace),
+        undefined,
+        o.signal,
+      );
+    },
+    async get(res, name, o = {}) {
+      return await call<KubeObject>(
+        "GET",
+        resourcePath(res, o.namespace, name),
+        reqOf("get", res, o.namespace, name),
+        undefined,
+        o.signal,
+      );
+    },
+    async create(res, body, o = {}) {
+      return await call<KubeObject>(
+        "POST",
+        resourcePath(res, o.namespace),
+        reqOf("create", res, o.namespace, body.metadata?.name),
+        body,
+        o.signal,
+      );
+    },
+    async delete(res, name, o = {}) {
+      const r = reqOf("delete", res, o.namespace, name);
+      const out = await request(
+        "DELETE",
+        `${resourcePath(res, o.namespace, name)}?propagationPolicy=Background`,
+        r,
+        undefined,
+        o.signal,
+      );
+      if (out.status === 404) return;
+      if (out.status < 200 || out.status >= 300) throw errorFromResponse(out.status, out.text, r);
+    },
+    async logs(namespace, pod, o = {}) {
+      const q = new URLSearchParams();
+      if (o.container) q.set("container", o.container);
+      if (o.tailLines !== undefined) q.set("tailLines", String(o.tailLines));
+      const r: ApiRequest = { verb: "logs", resource: "pods/log", namespace, name: pod };
+      const path = `${resourcePath(RESOURCES.pods, namespace, pod)}/log${q.size > 0 ? `?${q}` : ""}`;
+      const out = await request("GET", path, r, undefined, o.signal);
+      if (out.status < 200 || out.status >= 300) throw errorFromResponse(out.status, out.text, r);
+      return out.text;
+    },
+    async serves(res, o = {}) {
+      const r: ApiRequest = { verb: "discover", resource: res.resource, group: res.group };
+      const base = res.group === "" ? `/api/${res.version}` : `/apis/${res.group}/${res.version}`;
+      const out = await request("GET", base, r, undefined, o.signal);
+      if (out.status === 404) return false;
+      if (out.status < 200 || out.status >= 300) throw errorFromResponse(out.status, out.text, r);
+      try {
+        const list = JSON.parse(out.text) as { resources?: { name?: string }[] };
+        return (list.resources ?? []).some((x) => x.name === res.resource);
+      } catch {
+        return false;
+      }
+    },
+    async exec(namespace, pod, argv, o) {
+      const r: ApiRequest = { verb: "exec", resource: "pods/exec", namespace, name: pod };
+      if (o.signal?.aborted) throw new ClusterError("Aborted", r);
+      const out: Buffer[] = [];
+      const err: Buffer[] = [];
+      const sink = (into: Buffer[]) =>
+        new Writable({
+          write(chunk: Buffer, _enc, cb) {
+            into.push(Buffer.from(chunk));
+            cb();
+          },
+        });
+      const stdout = sink(out);
+      const stderr = sink(err);
+      // Give the handler our own streams: on a v5 close frame it ends the streams it was given,
+      // and its default streams are the process's own stdout and stderr.
+      const { WebSocketHandler } = await import(
+        "@kubernetes/client-node/dist/web-socket-handler.js"
+      );
+      const handler = new WebSocketHandler(kc, undefined, {
+        stdin: new (await import("node:stream")).PassThrough(),
+        stdout,
+        stderr,
+      });
+      let status: { status?: string; message?: string; reason?: string; details?: unknown } | undefined;
+      let timedOut = false;
+      const started = Date.now();
+      let timer: NodeJS.Timeout | undefined;
+      const deadline = new Promise<never>((_, reject) => {
+        timer = setTimeout(() => {
+          timedOut = true;
+          reject(new ClusterError("Timeout", r, { apiMessage: `no answer in ${o.timeoutMs} ms` }));
+        }, o.timeoutMs);
+      });
+      let ws: Socket | undefined;
+      try {
+        const opening = new k8s.Exec(kc, handler).exec(
+          namespace,
+          pod,
+          o.container ?? "",
+          [...argv],
+          stdout,
+          stderr,
+          null,
+          false,
+          (s) => {
+            status = s as typeof status;
+          },
+        );
+        ws = (await Promise.race([opening, deadline])) as unknown as Socket;
+        const sock = ws;
+        await Promise.race([
+          deadline,
+          new Promise<void>((resolve) => {
+            if (sock.readyState === sock.CLOSED) resolve();
+            sock.on("close", () => resolve());
+            o.signal?.addEventListener("abort", () => sock.close(), { once: true });
+          }),
+        ]);
+      } catch (e) {
+        if (timedOut) {
+          ws?.terminate();
+          return {
+            code: undefined,
+            stdout: Buffer.concat(out),
+            stderr: Buffer.concat(err).toString("utf8"),
+            message: `timed out after ${Date.now() - started} ms`,
+            timedOut: true,
+          };
+        }
+        throw wrapNetworkError(e, r, o.signal);
+      } finally {
+        clearTimeout(timer);
+      }
+      if (o.signal?.aborted) throw new ClusterError("Aborted", r);
+      return {
+        code: exitCodeOf(status),
+        stdout: Buffer.concat(out),
+        stderr: Buffer.concat(err).toString("utf8"),
+        ...(status?.status === "Success" || status?.message === undefined
+          ? {}
+          : { message: status.message }),
+        timedOut: false,
+      };
+    },
+  };
+}
+
+/**
+ * The exit code carried by the exec status channel: `Success` is 0; `NonZeroExitCode` carries it
+ * in details.causes[reason=ExitCode].message; anything else (the command did not start) is
+ * undefined.
+ */
+export function exitCodeOf(status: unknown): number | undefined {
+  if (!status || typeof status !== "object") return undefined;
+  const s = status as {
+    status?: unknown;
+    reason?: unknown;
+    details?: { causes?: { reason?: unknown; message?: unknown }[] };
+  };
+  if (s.status === "Success") return 0;
+  if (s.reason === "NonZeroExitCode") {
+    const cause = s.details?.causes?.find((c) => c.reason === "ExitCode");
+    const n = Number(cause?.message);
+    return Number.isInteger(n) ? n : undefined;
+  }
+  return undefined;
+}
