@@ -1,0 +1,165 @@
+/**
+ * @module evidence/probe-route — reads traceroute (Linux, macOS) and Windows tracert hop lists, and
+ * the client's `ip route` / `ip route get` output pasted into a probe transcript.
+ */
+
+import type { Diagnostic, SourceRef } from "../model/types.ts";
+import { type Ip, tryParseIp } from "../net/cidr.ts";
+import type {
+  CommandLine,
+  OutputLine,
+  ProbeResult,
+  RouteLine,
+  ToolReading,
+  TraceHop,
+} from "./probes.ts";
+import { lineMatch, positional, refOf } from "./probes.ts";
+
+const TRACE_WITH_VALUE = new Set([
+  "-m",
+  "-q",
+  "-w",
+  "-p",
+  "-s",
+  "-i",
+  "-f",
+  "-g",
+  "-t",
+  "-z",
+  "-h",
+  "-j",
+  "-N",
+]);
+const ADDR = "[0-9a-fA-F:.]*[0-9a-fA-F]";
+const TRACE_HEADER = new RegExp(`^(?:traceroute to|Tracing route to) \\S+ [([](${ADDR})[)\\]]`);
+
+export function readTraceroute(
+  cmd: CommandLine,
+  output: readonly OutputLine[],
+  diagnostics: Diagnostic[],
+): ToolReading {
+  const commandRef: SourceRef = { file: cmd.file, line: cmd.line, text: cmd.text };
+  const target = positional(cmd.args, TRACE_WITH_VALUE)[0];
+  let targetIp = target === undefined ? undefined : tryParseIp(target);
+  const hops: TraceHop[] = [];
+  let unreachable: OutputLine | undefined;
+  const hopLines: OutputLine[] = [];
+  for (const l of output) {
+    const t = l.text.trim();
+    const on = lineMatch(t);
+    if (on.test(TRACE_HEADER)) {
+      targetIp ??= tryParseIp(on.g(1));
+      continue;
+    }
+    if (!on.test(/^(\d+)\s+(.*)$/)) continue;
+    const hop = Number(on.g(1));
+    const rest = on.g(2);
+    const timingsMs = [...rest.matchAll(/<?(\d+(?:\.\d+)?)\s*ms/g)].map((x) => Number(x[1]));
+    const addrs = [
+      ...rest.matchAll(new RegExp(String.raw`(?:^|[\s(\[])(${ADDR})(?=[\s)\]]|$)`, "g")),
+    ]
+      .map((x) => tryParseIp(x[1]!))
+      .filter((x): x is Ip => x !== undefined);
+    const silent = timingsMs.length === 0 && /\*/.test(rest);
+    if (/![HNPXS]/.test(rest) || /Destination (?:host|net) unreachable/i.test(rest))
+      unreachable ??= l;
+    const address = addrs[0];
+    hops.push({ hop, ...(address ? { address } : {}), timingsMs, silent });
+    hopLines.push(l);
+  }
+  let result: ProbeResult;
+  let decided: OutputLine | undefined;
+  const last = hops.at(-1);
+  const reached = targetIp !== undefined && hops.some((h) => h.address?.value === targetIp.value);
+  const lastAnswering = [...hops].reverse().find((h) => h.address !== undefined);
+  if (reached) {
+    result = "replies";
+    decided = hopLines[hops.findIndex((h) => h.address?.value === targetIp?.value)];
+  } else if (unreachable) {
+    result = "unreachable";
+    decided = unreachable;
+  } else if (last?.silent) {
+    result = "timeout";
+    // the first silent hop after the last one that answered
+    const idx = lastAnswering ? hops.indexOf(lastAnswering) + 1 : 0;
+    decided = hopLines[idx];
+  } else {
+    result = "error";
+    diagnostics.push({
+      code: "PROBE_NO_RESULT",
+      severity: "warning",
+      message: 'traceroute output has no hop lines; expected e.g. " 1  10.8.0.1  1.234 ms ..."',
+      source: commandRef,
+    });
+  }
+  return {
+    ...(target === undefined ? {} : { target }),
+    ...(targetIp ? { targetIp } : {}),
+    result,
+    timingsMs: hops.flatMap((h) => h.timingsMs),
+    ...(lastAnswering?.address ? { replyFrom: lastAnswering.address } : {}),
+    hops,
+    resultSource: decided ? refOf(cmd.file, decided) : commandRef,
+  };
+}
+
+export function readIpRoute(
+  cmd: CommandLine,
+  output: readonly OutputLine[],
+  diagnostics: Diagnostic[],
+): ToolReading {
+  const commandRef: SourceRef = { file: cmd.file, line: cmd.line, text: cmd.text };
+  const isGet = cmd.args[0] === "get" || cmd.args[0] === "g";
+  const target = isGet ? cmd.args[1] : undefined;
+  const routes: RouteLine[] = [];
+  let failure: OutputLine | undefined;
+  for (const l of output) {
+    const t = l.text.trim();
+    if (t === "") continue;
+    if (/^(?:RTNETLINK answers|Error):/.test(t)) {
+      failure ??= l;
+      continue;
+    }
+    const words = t.split(/\s+/);
+    const dest = words[0]!;
+    if (
+      !/^(?:default|[0-9a-fA-F:.]+(?:\/\d+)?|unreachable|blackhole|prohibit|local|broadcast)$/.test(
+        dest,
+      )
+    ) {
+      continue; // `ip route get` continuation lines ("cache", "uid 0")
+    }
+    const destination =
+      ["unreachable", "blackhole", "prohibit", "local", "broadcast"].includes(dest) && words[1]
+        ? `${dest} ${words[1]}`
+        : dest;
+    const viaIdx = words.indexOf("via");
+    const devIdx = words.indexOf("dev");
+    const via = viaIdx >= 0 ? tryParseIp(words[viaIdx + 1] ?? "") : undefined;
+    const dev = devIdx >= 0 ? words[devIdx + 1] : undefined;
+    routes.push({
+      destination,
+      ...(via ? { via } : {}),
+      ...(dev === undefined ? {} : { dev }),
+      source: refOf(cmd.file, l),
+    });
+  }
+  if (routes.length === 0 && !failure) {
+    diagnostics.push({
+      code: "PROBE_NO_RESULT",
+      severity: "info",
+      message: "ip route printed no routes",
+      source: commandRef,
+    });
+  }
+  const targetIp = target === undefined ? undefined : tryParseIp(target);
+  const first = routes[0];
+  return {
+    ...(target === undefined ? {} : { target }),
+    ...(targetIp ? { targetIp } : {}),
+    result: failure ? (isGet ? "unreachable" : "error") : routes.length > 0 ? "ok" : "error",
+    timingsMs: [],
+    routes,
+    resultSource: failure ? refOf(cmd.file, failure) : first ? first.source : commandRef,
+  };
+}

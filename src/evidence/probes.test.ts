@@ -1,0 +1,287 @@
+import assert from "node:assert/strict";
+import { readFileSync } from "node:fs";
+import { describe, it } from "node:test";
+import fc from "fast-check";
+import { formatIp } from "../net/cidr.ts";
+import {
+  PROBE_RESULTS,
+  type ProbeCommand,
+  parseProbeJson,
+  parseProbeTranscript,
+  splitWords,
+} from "./probes.ts";
+
+const dir = new URL("./testdata/probes/", import.meta.url);
+const read = (name: string) => readFileSync(new URL(name, dir), "utf8");
+const brief = (c: ProbeCommand) => [c.tool, c.target, c.result];
+
+describe("parseProbeTranscript on real Linux tool output", () => {
+  const { value, diagnostics } = parseProbeTranscript(read("linux-real.txt"), "probes/linux.txt");
+  const cmds = value.commands;
+
+  it("reads the client header and every command", () => {
+    assert.equal(value.client?.name, "ns-a");
+    assert.equal(formatIp(value.client!.vpnAddress!), "10.99.0.1");
+    assert.equal(cmds.length, 30);
+  });
+
+  it("classifies iputils ping: replies, timeout, ICMP errors, local unreachable, name failure", () => {
+    assert.deepEqual(cmds.slice(0, 6).map(brief), [
+      ["ping", "10.99.0.2", "replies"],
+      ["ping", "10.98.0.5", "timeout"],
+      ["ping", "10.97.0.5", "unreachable"],
+      ["ping", "10.99.0.77", "unreachable"],
+      ["ping", "10.50.0.1", "unreachable"],
+      ["ping", "no.such.host.invalid", "no-server"],
+    ]);
+    assert.deepEqual(cmds[0]!.timingsMs, [0.353, 0.053, 0.058]);
+    assert.equal(cmds[0]!.sent, 3);
+    assert.equal(cmds[1]!.received, 0);
+    assert.equal(formatIp(cmds[2]!.replyFrom!), "10.99.0.2");
+    assert.match(cmds[2]!.resultSource.text!, /Destination Net Unreachable/);
+    assert.equal(formatIp(cmds[3]!.replyFrom!), "10.99.0.1");
+  });
+
+  it("classifies dig: answer, NXDOMAIN, +short, SERVFAIL, timeout and refused servers", () => {
+    assert.deepEqual(cmds.slice(6, 12).map(brief), [
+      ["dig", "web.vpn.test", "ok"],
+      ["dig", "nope.vpn.test", "nxdomain"],
+      ["dig", "web.vpn.test", "ok"],
+      ["dig", "web.vpn.test", "error"],
+      ["dig", "web.vpn.test", "no-server"],
+      ["dig", "web.vpn.test", "no-server"],
+    ]);
+    assert.deepEqual(cmds[6]!.answers!.map(formatIp), ["10.99.0.2"]);
+    assert.equal(formatIp(cmds[6]!.dnsServer!), "10.99.0.2");
+    assert.deepEqual(cmds[6]!.timingsMs, [4]);
+    assert.equal(cmds[9]!.status, "SERVFAIL");
+    assert.equal(formatIp(cmds[10]!.dnsServer!), "10.98.0.9");
+  });
+
+  it("classifies nslookup", () => {
+    assert.deepEqual(cmds.slice(12, 16).map(brief), [
+      ["nslookup", "web.vpn.test", "ok"],
+      ["nslookup", "nope.vpn.test", "nxdomain"],
+      ["nslookup", "web.vpn.test", "error"],
+      ["nslookup", "web.vpn.test", "no-server"],
+    ]);
+    assert.deepEqual(cmds[12]!.answers!.map(formatIp), ["10.99.0.2"]);
+    assert.equal(cmds[14]!.status, "SERVFAIL");
+  });
+
+  it("classifies curl: status codes, refused (-v), unreachable (-v), timeouts, name failure", () => {
+    assert.deepEqual(cmds.slice(16, 26).map(brief), [
+      ["curl", "10.99.0.2", "ok"],
+      ["curl", "10.99.0.2", "ok"],
+      ["curl", "10.99.0.2", "ok"],
+      ["curl", "10.99.0.2", "ok"],
+      ["curl", "10.99.0.2", "error"],
+      ["curl", "10.99.0.2", "refused"],
+      ["curl", "10.98.0.5", "unreachable"],
+      ["curl", "10.98.0.5", "timeout"],
+      ["curl", "no.such.host.invalid", "nxdomain"],
+      ["curl", "10.97.0.5", "timeout"],
+    ]);
+    assert.equal(cmds[16]!.status, "200");
+    assert.equal(cmds[17]!.status, "200");
+    assert.equal(cmds[17]!.port, 8080);
+    assert.equal(cmds[25]!.port, 80);
+    assert.deepEqual(cmds[23]!.timingsMs, [2001]);
+    assert.ok(
+      diagnostics.some(
+        (d) => d.code === "PROBE_AMBIGUOUS" && d.source?.line === cmds[20]!.resultSource.line,
+      ),
+    );
+  });
+
+  it("classifies nc -vz and reads ip route", () => {
+    assert.deepEqual(cmds.slice(26, 29).map(brief), [
+      ["nc", "10.99.0.2", "ok"],
+      ["nc", "10.99.0.2", "refused"],
+      ["nc", "10.98.0.5", "timeout"],
+    ]);
+    assert.equal(cmds[26]!.port, 9090);
+    const route = cmds[29]!;
+    assert.equal(route.tool, "ip-route");
+    assert.deepEqual(
+      route.routes!.map((r) => [r.destination, r.via && formatIp(r.via), r.dev]),
+      [
+        ["10.97.0.0/24", "10.99.0.2", "eth0"],
+        ["10.98.0.0/24", "10.99.0.2", "eth0"],
+        ["10.99.0.0/24", undefined, "eth0"],
+      ],
+    );
+  });
+
+  it("cites the command line and the deciding output line", () => {
+    const text = read("linux-real.txt").split(/\r?\n/);
+    for (const c of cmds) {
+      assert.equal(text[c.source.line - 1], `$ ${c.source.text}`);
+      assert.equal(
+        text[c.resultSource.line - 1],
+        c.resultSource.text ?? text[c.resultSource.line - 1],
+      );
+      assert.ok(c.resultSource.line >= c.source.line);
+    }
+  });
+});
+
+describe("parseProbeTranscript on macOS, Windows and BusyBox formats", () => {
+  it("reads macOS ping", () => {
+    const { value } = parseProbeTranscript(read("macos-ping.txt"), "p.txt");
+    assert.deepEqual(value.commands.map(brief), [
+      ["ping", "10.8.0.1", "replies"],
+      ["ping", "10.96.0.10", "timeout"],
+      ["ping", "10.44.0.9", "unreachable"],
+      ["ping", "nope.cluster.local", "nxdomain"],
+    ]);
+    assert.equal(formatIp(value.commands[2]!.replyFrom!), "10.8.0.1");
+  });
+
+  it("reads Windows prompts, ping, nslookup and tracert (unreachable replies are not replies)", () => {
+    const { value } = parseProbeTranscript(read("windows-ping.txt"), "p.txt");
+    assert.deepEqual(value.commands.map(brief), [
+      ["ping", "10.8.0.1", "replies"],
+      ["ping", "10.0.3.17", "timeout"],
+      ["ping", "10.44.0.9", "unreachable"],
+      ["ping", "web.example.invalid", "nxdomain"],
+      ["nslookup", "web.example.invalid", "no-server"],
+      ["traceroute", "10.0.3.17", "timeout"],
+    ]);
+    assert.deepEqual(value.commands[0]!.timingsMs, [24, 1, 25, 23]);
+    assert.equal(value.commands[2]!.received, 0);
+    const trace = value.commands[5]!;
+    assert.equal(formatIp(trace.replyFrom!), "10.8.0.1");
+    assert.equal(trace.hops!.length, 3);
+    assert.equal(trace.resultSource.text?.trim().startsWith("2"), true);
+  });
+
+  it("reads BusyBox ping and traceroute", () => {
+    const { value } = parseProbeTranscript(read("busybox-ping.txt"), "p.txt");
+    assert.deepEqual(value.commands.map(brief), [
+      ["ping", "10.8.0.1", "replies"],
+      ["ping", "10.0.3.17", "timeout"],
+      ["ping", "nope", "nxdomain"],
+      ["traceroute", "10.0.3.17", "timeout"],
+    ]);
+    assert.deepEqual(value.commands[0]!.timingsMs, [0.08, 0.102]);
+  });
+});
+
+describe("transcript conventions", () => {
+  it("takes the hop role from a trailing comment", () => {
+    const t = "$ ping -c 1 -W 2 10.8.0.1   # peer\n$ ping -c 1 10.0.3.17 # role: pod-ip\n";
+    const { value } = parseProbeTranscript(t, "p.txt");
+    assert.deepEqual(
+      value.commands.map((c) => [c.role, c.target]),
+      [
+        ["peer", "10.8.0.1"],
+        ["pod-ip", "10.0.3.17"],
+      ],
+    );
+  });
+
+  it("reports a file without commands, and an unknown tool, as diagnostics", () => {
+    const a = parseProbeTranscript("hello\nworld\n", "p.txt");
+    assert.equal(a.diagnostics[0]?.code, "PROBE_NO_COMMANDS");
+    assert.equal(a.diagnostics[0]?.severity, "error");
+    const b = parseProbeTranscript("$ mtr 10.0.0.1\nsomething\n", "p.txt");
+    assert.equal(b.value.commands[0]?.result, "error");
+    assert.equal(b.diagnostics[0]?.code, "PROBE_UNKNOWN_TOOL");
+  });
+
+  it("splits quoted words like a shell, without expansion", () => {
+    assert.deepEqual(splitWords(`curl -w "%{http_code}\\n" 'a b' c\\ d $HOME`), [
+      "curl",
+      "-w",
+      "%{http_code}n",
+      "a b",
+      "c d",
+      "$HOME",
+    ]);
+  });
+
+  it("reads the JSON form and cites the JSON file's own lines", () => {
+    const transcript = [
+      "# client: laptop vpn-address: 10.8.0.6",
+      "$ ping -c 1 10.8.0.1  # peer",
+      "64 bytes from 10.8.0.1: icmp_seq=1 ttl=64 time=2.0 ms",
+    ];
+    const text = JSON.stringify(
+      { schemaVersion: 1, tool: "podpath", question: "probe", transcript },
+      null,
+      2,
+    );
+    const { value, diagnostics } = parseProbeJson(text, "probes/p.json");
+    assert.deepEqual(diagnostics, []);
+    const c = value.commands[0]!;
+    assert.equal(c.result, "replies");
+    const lines = text.split("\n");
+    assert.match(lines[c.source.line - 1]!, /\$ ping -c 1 10\.8\.0\.1/);
+    assert.match(lines[c.resultSource.line - 1]!, /64 bytes from/);
+    assert.equal(parseProbeJson("{", "x.json").diagnostics[0]?.code, "PROBE_JSON");
+    assert.equal(parseProbeJson("{}", "x.json").diagnostics[0]?.code, "PROBE_JSON");
+  });
+});
+
+describe("parseProbeTranscript fuzz", () => {
+  const pieces = [
+    "$ ",
+    "ping ",
+    "dig ",
+    "curl ",
+    "nc ",
+    "traceroute ",
+    "ip route ",
+    "nslookup ",
+    "-c ",
+    "@",
+    "10.8.0.1",
+    " ",
+    "\n",
+    "From ",
+    "Reply from ",
+    "icmp_seq=1 ",
+    "time=",
+    "ms",
+    "status: ",
+    "(",
+    ")",
+    "*",
+    "curl: (7) ",
+    "packets transmitted, ",
+    "0 received",
+    "#",
+    "'",
+    '"',
+    "\\",
+    "[",
+    "]",
+    "via ",
+    "dev ",
+    ";; ",
+    "Name:",
+    "Address: ",
+    "C:\\> ",
+  ];
+  it("never throws, and every result is one of the known results with a line in the text", () => {
+    fc.assert(
+      fc.property(
+        fc.oneof(
+          fc.string({ maxLength: 300 }),
+          fc.array(fc.constantFrom(...pieces), { maxLength: 80 }).map((a) => a.join("")),
+        ),
+        (text) => {
+          const { value } = parseProbeTranscript(text, "f.txt");
+          const n = text.split(/\r?\n/).length;
+          for (const c of value.commands) {
+            assert.ok(PROBE_RESULTS.includes(c.result));
+            assert.ok(c.resultSource.line >= 1 && c.resultSource.line <= n);
+          }
+          parseProbeJson(text, "f.json");
+        },
+      ),
+      { numRuns: 3000 },
+    );
+  });
+});
