@@ -204,21 +204,26 @@ lab
   .argument("<scenario>", "masquerade | vpn")
   .requiredOption("--out <dir>")
   .allowUnknownOption()
+  .allowExcessArguments()
   .action(action(() => import("./commands/lab.ts")));
 lab
   .command("up")
   .argument("<scenario>")
   .allowUnknownOption()
+  .allowExcessArguments()
   .action(action(() => import("./commands/lab.ts")));
 lab
   .command("down")
   .argument("[id]")
+  .option("--all", "remove every recorded lab (kept, running or left by a dead run)")
   .action(action(() => import("./commands/lab.ts")));
 lab
   .command("replay")
   .requiredOption("--iptables <file>")
   .requiredOption("--flow <src->dst[:port]>")
+  .addOption(output(["text", "json"], "text"))
   .allowUnknownOption()
+  .allowExcessArguments()
   .action(action(() => import("./commands/lab.ts")));
 
 async function main(argv: string[]): Promise<void> {

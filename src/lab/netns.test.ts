@@ -1,5 +1,5 @@
 import assert from "node:assert/strict";
-import { spawn } from "node:child_process";
+import { spawn, spawnSync } from "node:child_process";
 import { existsSync, readdirSync } from "node:fs";
 import { describe, it } from "node:test";
 import { fileURLToPath } from "node:url";
@@ -128,6 +128,15 @@ describe("createLab", { skip: kernelSkip() }, () => {
     assert.equal(held.namespaces.some(netnsExists), false);
     assert.equal(pidAlive(held.sleeper), false);
     assert.equal(await rootNamespaceHash(), before);
+  });
+
+  it("removes lab-named namespaces that no pid file owns", async () => {
+    const orphan = `pp${Math.random().toString(36).slice(2, 6).padEnd(4, "0")}-x`;
+    const made = spawnSync("ip", ["netns", "add", orphan]);
+    assert.equal(made.status, 0, String(made.stderr));
+    const lab = await createLab();
+    await lab.destroy();
+    assert.equal(netnsExists(orphan), false);
   });
 
   it("stale labs of a killed run are removed at the next start, live ones are kept", async () => {

@@ -7,7 +7,7 @@
  */
 import { type ChildProcess, execFileSync, spawn as spawnChild } from "node:child_process";
 import { randomBytes } from "node:crypto";
-import { mkdirSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { existsSync, mkdirSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 
 export interface ExecResult {
   code: number;
@@ -44,6 +44,11 @@ export interface Lab {
   link(a: Namespace, aIf: string, b: Namespace, bIf: string): Promise<void>;
   /** Idempotent: kills spawned processes (and anything else left inside), deletes namespaces. */
   destroy(): Promise<void>;
+  /**
+   * Keeps the lab after this process exits (`podpath lab up`): no destroy at exit, spawned
+   * processes detached, the state file marked `kept` with `note`. Removed by removeLab (`lab down`).
+   */
+  keep(note: string): void;
 }
 
 /** Where runs record their owner pid: `<id>.pid` holding `pid starttime`. */
@@ -261,6 +266,17 @@ class LabImpl implements Lab {
     }
     rmSync(pidFile(this.id), { force: true });
   }
+  keep(note: string): void {
+    live.delete(this);
+    for (const ns of this.nsList) {
+      for (const c of ns.children) {
+        c.stdout?.destroy();
+        c.stderr?.destroy();
+        c.unref();
+      }
+    }
+    writeFileSync(pidFile(this.id), `kept ${JSON.stringify(note)}\n`);
+  }
   /** The same, synchronously (for process exit and signals). */
   destroySync(): void {
     if (this.destroyed) return;
@@ -355,6 +371,10 @@ export interface LabRecord {
   readonly id: string;
   readonly ownerPid: number;
   readonly alive: boolean;
+  /** Kept by `lab up` until `lab down`; never removed as stale. */
+  readonly kept: boolean;
+  /** What `keep(note)` recorded. */
+  readonly note?: string;
   readonly namespaces: readonly string[];
 }
 
@@ -373,10 +393,19 @@ export function listLabs(): LabRecord[] {
     try {
       content = readFileSync(`${LAB_STATE_DIR}/${f}`, "utf8");
     } catch {}
+    const kept = content.startsWith("kept");
+    let note: string | undefined;
+    if (kept) {
+      try {
+        note = String(JSON.parse(content.slice(4).trim()));
+      } catch {}
+    }
     return {
       id,
-      ownerPid: Number(content.trim().split(/\s+/)[0]),
-      alive: isOwnerAlive(content),
+      ownerPid: kept ? 0 : Number(content.trim().split(/\s+/)[0]),
+      alive: !kept && isOwnerAlive(content),
+      kept,
+      ...(note === undefined ? {} : { note }),
       namespaces: netns.filter((n) => n.startsWith(`${id}-`)),
     };
   });
@@ -401,10 +430,24 @@ export function removeLab(id: string): void {
  */
 export function removeStaleLabs(): string[] {
   const removed: string[] = [];
-  for (const rec of listLabs()) {
-    if (rec.alive) continue;
+  const labs = listLabs();
+  for (const rec of labs) {
+    if (rec.alive || rec.kept) continue;
     removeLab(rec.id);
     removed.push(rec.id);
+  }
+  // Namespaces named like a default-prefix lab but with no pid file: the pid file is written
+  // before the first namespace and removed after the last, so no live run owns these.
+  const recorded = new Set(labs.map((l) => l.id));
+  const orphans = new Set(
+    listNetns()
+      .map((n) => /^(pp[a-z0-9]{4})-/.exec(n)?.[1])
+      .filter((id): id is string => id !== undefined && !recorded.has(id)),
+  );
+  for (const id of orphans) {
+    if (existsSync(pidFile(id))) continue;
+    removeLab(id);
+    removed.push(id);
   }
   return removed;
 }

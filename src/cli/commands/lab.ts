@@ -1,11 +1,138 @@
-/** @module cli/commands/lab — placeholder until the command is built. */
-import { EXIT, type Io } from "../io.ts";
+/**
+ * @module cli/commands/lab — `podpath lab run|up|down|replay`: wiring only. Scenarios live in
+ * lab/scenarios/, the harness in lab/netns.ts, replay in lab/replay.ts.
+ */
+import { existsSync, readdirSync } from "node:fs";
+import { resolve } from "node:path";
+import type { z } from "zod";
+import { createLab, type Lab, labUnavailableReason, listLabs, removeLab } from "../../lab/netns.ts";
+import { parseScenarioArgs, SCENARIOS, type Scenario } from "../../lab/scenarios/index.ts";
+import { EXIT, type Io, UsageError } from "../io.ts";
 
 export async function run(
-  _args: readonly string[],
-  _opts: Readonly<Record<string, unknown>>,
+  args: readonly string[],
+  opts: Readonly<Record<string, unknown>>,
   io: Io,
 ): Promise<number> {
-  io.err("podpath: 'lab' is not available in this build yet\n");
-  return EXIT.usage;
+  const command = String(opts["_command"]);
+  const reason = labUnavailableReason();
+  if (reason !== undefined) {
+    io.err(`podpath lab: ${reason}; run it as root on Linux\n`);
+    return EXIT.usage;
+  }
+  switch (command) {
+    case "run":
+    case "up":
+      return runScenario(command, opts, io);
+    case "down":
+      return down(args[0], opts["all"] === true, io);
+    case "replay": {
+      const { runReplay } = await import("./lab-replay.ts");
+      return runReplay(opts, io);
+    }
+    default:
+      throw new UsageError(`lab: unknown subcommand ${command}`);
+  }
+}
+
+function formatZodError(e: z.ZodError): string {
+  return e.issues
+    .map((i) => {
+      const key = i.path.map(String).join(".");
+      if (i.code === "unrecognized_keys")
+        return `unknown option(s): ${i.keys.map((k) => `--${k}`).join(", ")}`;
+      return key ? `--${key}: ${i.message}` : i.message;
+    })
+    .join("; ");
+}
+
+async function loadScenario(
+  extra: readonly string[],
+): Promise<{ scenario: Scenario<unknown>; options: unknown }> {
+  const { options, positional } = parseScenarioArgs(extra);
+  const [name, ...rest] = positional;
+  if (name === undefined) throw new UsageError("lab: name a scenario");
+  const load = SCENARIOS[name];
+  if (load === undefined) {
+    throw new UsageError(
+      `lab: unknown scenario ${JSON.stringify(name)}; expected one of ${Object.keys(SCENARIOS).join(", ")}`,
+    );
+  }
+  if (rest.length > 0) throw new UsageError(`lab: unexpected argument ${JSON.stringify(rest[0])}`);
+  const scenario = await load();
+  const parsed = scenario.options.safeParse(options);
+  if (!parsed.success) throw new UsageError(`lab ${name}: ${formatZodError(parsed.error)}`);
+  return { scenario, options: parsed.data };
+}
+
+async function runScenario(
+  command: "run" | "up",
+  opts: Readonly<Record<string, unknown>>,
+  io: Io,
+): Promise<number> {
+  const extra = Array.isArray(opts["_args"]) ? (opts["_args"] as string[]) : [];
+  const { scenario, options } = await loadScenario(extra);
+  let outDir: string | undefined;
+  if (command === "run") {
+    outDir = resolve(io.cwd, String(opts["out"]));
+    if (existsSync(outDir) && readdirSync(outDir).length > 0) {
+      throw new UsageError(`lab run: --out ${outDir} is not empty; name a new or empty folder`);
+    }
+  }
+  let lab: Lab;
+  try {
+    lab = await createLab();
+  } catch (e) {
+    io.err(`podpath lab: ${(e as Error).message}\n`);
+    return EXIT.live;
+  }
+  const onAbort = () => void lab.destroy();
+  io.signal.addEventListener("abort", onAbort, { once: true });
+  try {
+    const outcome = await scenario.run(
+      { lab, outDir, log: (l) => io.err(`${l}\n`), signal: io.signal },
+      options,
+    );
+    if (io.signal.aborted) {
+      io.err("podpath lab: interrupted; the replica was removed\n");
+      return EXIT.live;
+    }
+    if (command === "up") {
+      lab.keep(`${scenario.name} ${extra.slice(1).join(" ")}`.trim());
+      io.out(
+        `lab ${lab.id} is up (${scenario.name}); remove it with: podpath lab down ${lab.id}\n`,
+      );
+      for (const ns of lab.namespaces) io.out(`  ip netns exec ${ns.name} bash\n`);
+    } else {
+      io.out(`snapshot written to ${outDir} (${outcome.files.length} files)\n`);
+    }
+    for (const line of outcome.summary) io.out(`  ${line}\n`);
+    return EXIT.ok;
+  } catch (e) {
+    io.err(`podpath lab ${command} ${scenario.name}: ${(e as Error).message}\n`);
+    return EXIT.live;
+  } finally {
+    io.signal.removeEventListener("abort", onAbort);
+    if (command === "run" || io.signal.aborted) await lab.destroy();
+  }
+}
+
+async function down(id: string | undefined, all: boolean, io: Io): Promise<number> {
+  const labs = listLabs();
+  if (id === undefined && !all) {
+    if (labs.length === 0) io.out("no labs recorded\n");
+    for (const l of labs) {
+      const state = l.kept ? "kept" : l.alive ? `running (pid ${l.ownerPid})` : "stale";
+      io.out(`${l.id}  ${state}  ${l.namespaces.length} namespace(s)  ${l.note ?? ""}\n`);
+    }
+    if (labs.length > 0) io.err("podpath lab down: name an id, or --all to remove every one\n");
+    return labs.length === 0 ? EXIT.ok : EXIT.usage;
+  }
+  const targets = all ? labs : labs.filter((l) => l.id === id);
+  if (!all && targets.length === 0) throw new UsageError(`lab down: no lab ${JSON.stringify(id)}`);
+  for (const l of targets) {
+    removeLab(l.id);
+    io.out(`removed ${l.id} (${l.namespaces.length} namespace(s))\n`);
+  }
+  return EXIT.ok;
 }
