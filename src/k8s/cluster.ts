@@ -118,6 +118,8 @@ export interface ClusterSource {
   /** The kubeconfig context in use (for messages; never a credential). */
   readonly contextName: string;
   readonly server: string;
+  /** The context's namespace (kubectl's default for names without one), else "default". */
+  readonly namespace: string;
   list(res: ApiResource, opts?: ListOptions): Promise<KubeList>;
   get(
     res: ApiResource,
@@ -204,7 +206,10 @@ export function resourcePath(res: ApiResource, namespace?: string, name?: string
 }
 
 function reasonForStatus(status: number, declared: unknown): ClusterErrorReason {
-  if (typeof declared === "string" && (CLUSTER_ERROR_REASONS as readonly string[]).includes(declared))
+  if (
+    typeof declared === "string" &&
+    (CLUSTER_ERROR_REASONS as readonly string[]).includes(declared)
+  )
     return declared as ClusterErrorReason;
   if (status === 401) return "Unauthorized";
   if (status === 403) return "Forbidden";
@@ -256,10 +261,11 @@ function wrapNetworkError(e: unknown, request: ApiRequest, signal?: AbortSignal)
   if (typeof code === "string" && (NETWORK_CODES.has(code) || code.startsWith("ERR_TLS")))
     return new ClusterError("Unreachable", request, { apiMessage: `${code}: ${msg}`, cause: e });
   const m = /Unexpected server response: (\d+)/.exec(msg);
-  if (m) return new ClusterError(reasonForStatus(Number(m[1]), undefined), request, {
-    status: Number(m[1]),
-    cause: e,
-  });
+  if (m)
+    return new ClusterError(reasonForStatus(Number(m[1]), undefined), request, {
+      status: Number(m[1]),
+      cause: e,
+    });
   return new ClusterError("Other", request, { apiMessage: msg, cause: e });
 }
 
@@ -431,6 +437,7 @@ export async function openCluster(opts: OpenClusterOptions): Promise<ClusterSour
   return {
     contextName: kc.getCurrentContext(),
     server,
+    namespace: kc.getContextObject(kc.getCurrentContext())?.namespace || "default",
     async list(res, o = {}) {
       const q = new URLSearchParams();
       if (o.labelSelector) q.set("labelSelector", o.labelSelector);
@@ -523,7 +530,9 @@ export async function openCluster(opts: OpenClusterOptions): Promise<ClusterSour
         stdout,
         stderr,
       });
-      let status: { status?: string; message?: string; reason?: string; details?: unknown } | undefined;
+      let status:
+        | { status?: string; message?: string; reason?: string; details?: unknown }
+        | undefined;
       let timedOut = false;
       const started = Date.now();
       let timer: NodeJS.Timeout | undefined;

@@ -1,11 +1,221 @@
-/** @module cli/commands/collect — placeholder until the command is built. */
-import { EXIT, type Io } from "../io.ts";
+/**
+ * @module cli/commands/collect — `podpath collect`: options → open the cluster (kubectl's
+ * kubeconfig rules) → collect into a folder → progress and failures on stderr, the snapshot path
+ * on stdout. Also used by `diagnose --live` through `collectLive`.
+ */
+import { readdir } from "node:fs/promises";
+import { resolve } from "node:path";
+import { ClusterError, type ClusterSource, openCluster } from "../../k8s/cluster.ts";
+import { collectSnapshot } from "../../live/collect.ts";
+import { explainClusterError } from "../../live/collect-errors.ts";
+import type {
+  CollectOptions,
+  CollectReport,
+  PodTarget,
+  Progress,
+} from "../../live/collect-types.ts";
+import { folderWriter } from "../../live/collect-writer.ts";
+import { tryParseIp } from "../../net/cidr.ts";
+import { EXIT, type Io, UsageError } from "../io.ts";
+
+/** Options shared by `collect` and `diagnose --live`, as commander hands them over. */
+export interface LiveArgs {
+  readonly context?: string;
+  readonly kubeconfig?: string;
+  readonly namespace?: string;
+  readonly nodes?: string;
+  readonly pod?: string;
+  readonly nodeState: boolean;
+  readonly capture?: { host: string; seconds: number };
+  readonly concurrency: number;
+}
+
+function str(v: unknown, flag: string): string | undefined {
+  if (v === undefined || v === null) return undefined;
+  if (typeof v !== "string" || v.trim() === "") throw new UsageError(`${flag} needs a value`);
+  return v;
+}
+
+function int(v: unknown, flag: string, min: number, max: number, dflt: number): number {
+  if (v === undefined) return dflt;
+  const n = Number(v);
+  if (!Number.isInteger(n) || n < min || n > max) {
+    throw new UsageError(
+      `${flag} must be a whole number from ${min} to ${max}, not ${JSON.stringify(v)}`,
+    );
+  }
+  return n;
+}
+
+/** Reads and checks the live-collection options; throws UsageError on a mistake. */
+export function parseLiveArgs(opts: Readonly<Record<string, unknown>>): LiveArgs {
+  const nodeState = opts["nodeState"] === true;
+  const captureHost = str(opts["capture"], "--capture");
+  if (captureHost !== undefined) {
+    if (tryParseIp(captureHost) === undefined) {
+      throw new UsageError(
+        `--capture expects an IP address to capture traffic with, not ${JSON.stringify(captureHost)}`,
+      );
+    }
+    if (!nodeState) {
+      throw new UsageError("--capture runs tcpdump on the nodes and needs --node-state");
+    }
+  }
+  const pod = str(opts["pod"], "--pod");
+  if (pod !== undefined && !/^([a-z0-9][a-z0-9.-]*\/)?[a-z0-9][a-z0-9.-]*$/.test(pod)) {
+    throw new UsageError(`--pod expects NAMESPACE/NAME or NAME, not ${JSON.stringify(pod)}`);
+  }
+  const out: LiveArgs = {
+    nodeState,
+    concurrency: int(opts["concurrency"], "--concurrency", 1, 500, 10),
+  };
+  const context = str(opts["context"], "--context");
+  const kubeconfig = str(opts["kubeconfig"], "--kubeconfig");
+  const namespace = str(opts["namespace"], "-n/--namespace");
+  const nodes = str(opts["nodes"], "--nodes");
+  return {
+    ...out,
+    ...(context === undefined ? {} : { context }),
+    ...(kubeconfig === undefined ? {} : { kubeconfig }),
+    ...(namespace === undefined ? {} : { namespace }),
+    ...(nodes === undefined ? {} : { nodes }),
+    ...(pod === undefined ? {} : { pod }),
+    ...(captureHost === undefined
+      ? {}
+      : { capture: { host: captureHost, seconds: int(opts["seconds"], "--seconds", 1, 600, 10) } }),
+  };
+}
+
+function podTarget(pod: string, args: LiveArgs, source: ClusterSource): PodTarget {
+  const i = pod.indexOf("/");
+  if (i >= 0) return { namespace: pod.slice(0, i), name: pod.slice(i + 1) };
+  return { namespace: args.namespace ?? source.namespace, name: pod };
+}
+
+/** A status line on a terminal; nothing when stderr is not one. */
+function progressRenderer(io: Io): { onProgress: (p: Progress) => void; done: () => void } {
+  let line = false;
+  const clear = () => {
+    if (line) io.err("\r\x1b[2K");
+    line = false;
+  };
+  if (!io.stderrIsTTY) return { onProgress: () => {}, done: () => {} };
+  return {
+    onProgress(p) {
+      if (p.kind === "nodes") {
+        clear();
+        io.err(`nodes ${p.done}/${p.total}${p.failed > 0 ? `, ${p.failed} failed` : ""}`);
+        line = true;
+      } else if (p.kind === "phase") {
+        clear();
+        io.err(`${p.message}…`);
+        line = true;
+      }
+    },
+    done: clear,
+  };
+}
+
+export interface LiveResult {
+  readonly code: number;
+  readonly report?: CollectReport;
+}
+
+/**
+ * Opens the cluster and collects into `dir`, printing progress and failures to stderr. Returns the
+ * exit code (0, or 3 when anything could not be collected or the API refused) and the report.
+ */
+export async function collectLive(args: LiveArgs, dir: string, io: Io): Promise<LiveResult> {
+  let source: ClusterSource;
+  try {
+    source = await openCluster({
+      env: io.env,
+      ...(args.kubeconfig === undefined ? {} : { kubeconfig: args.kubeconfig }),
+      ...(args.context === undefined ? {} : { context: args.context }),
+    });
+  } catch (e) {
+    if (e instanceof ClusterError) {
+      io.err(
+        `podpath: ${explainClusterError(e, args.context ? { contextName: args.context } : {})}\n`,
+      );
+      return { code: EXIT.live };
+    }
+    throw e;
+  }
+  if (args.nodeState) {
+    io.err(
+      "podpath: --node-state creates short-lived host-network collector pods (label app.kubernetes.io/managed-by=podpath) in kube-system; they only read node state and are removed when done.\n",
+    );
+  }
+  const view = progressRenderer(io);
+  const options: CollectOptions = {
+    nodeState: args.nodeState,
+    concurrency: args.concurrency,
+    signal: io.signal,
+    onProgress: view.onProgress,
+    ...(args.nodes === undefined ? {} : { nodes: args.nodes }),
+    ...(args.namespace === undefined ? {} : { namespace: args.namespace }),
+    ...(args.pod === undefined ? {} : { pods: [podTarget(args.pod, args, source)] }),
+    ...(args.capture === undefined ? {} : { capture: args.capture }),
+  };
+  let report: CollectReport;
+  try {
+    report = await collectSnapshot(source, folderWriter(dir), options);
+  } catch (e) {
+    view.done();
+    if (e instanceof ClusterError) {
+      io.err(
+        `podpath: ${explainClusterError(e, { contextName: source.contextName, server: source.server })}\n`,
+      );
+      return { code: EXIT.live };
+    }
+    throw e;
+  }
+  view.done();
+  if (report.failures.length > 0) {
+    io.err(`podpath: not collected (${report.failures.length}):\n`);
+    for (const f of report.failures) io.err(`  ${f.subject}: ${f.what}: ${f.why}\n`);
+  }
+  const leftover = report.collectorsCreated.filter((c) => !report.collectorsRemoved.includes(c));
+  if (leftover.length > 0) {
+    io.err(
+      `podpath: could not remove ${leftover.join(", ")}; the next run removes them after they expire, or: kubectl delete -n kube-system pod,daemonset -l app.kubernetes.io/managed-by=podpath\n`,
+    );
+  }
+  if (report.staleRemoved.length > 0) {
+    io.err(
+      `podpath: removed expired collectors of an earlier run: ${report.staleRemoved.join(", ")}\n`,
+    );
+  }
+  if (report.aborted) {
+    io.err("podpath: interrupted; the partial snapshot is kept and collector pods were removed\n");
+    return { code: 130, report };
+  }
+  return { code: report.failures.length > 0 ? EXIT.live : EXIT.ok, report };
+}
 
 export async function run(
   _args: readonly string[],
-  _opts: Readonly<Record<string, unknown>>,
+  opts: Readonly<Record<string, unknown>>,
   io: Io,
 ): Promise<number> {
-  io.err("podpath: 'collect' is not available in this build yet\n");
-  return EXIT.usage;
+  const out = str(opts["out"], "--out");
+  if (out === undefined)
+    throw new UsageError("--out DIR is required: the folder the snapshot is written to");
+  const live = parseLiveArgs(opts);
+  const dir = resolve(io.cwd, out);
+  const existing = await readdir(dir).catch(() => []);
+  if (existing.length > 0) {
+    throw new UsageError(
+      `--out ${out} is not empty; give a new or empty folder so snapshots do not mix`,
+    );
+  }
+  const r = await collectLive(live, dir, io);
+  if (r.report) {
+    io.err(
+      `podpath: ${r.report.files.length} files written${r.report.nodes.total > 0 ? `; nodes ${r.report.nodes.done - r.report.nodes.failed}/${r.report.nodes.total} read` : ""}\n`,
+    );
+    io.out(`${dir}\n`);
+  }
+  return r.code;
 }

@@ -1,0 +1,77 @@
+/**
+ * @module live/collect-exec — runs the fixed read commands in one pod and writes what they print
+ * into the snapshot (`<dir>/<artifact>.txt`); a command that fails is reported and the others
+ * still run.
+ */
+import type { ClusterSource } from "../k8s/cluster.ts";
+import { type ReadCommand, SYSCTL_PROC_FALLBACK, sysctlFromProc } from "./collect-commands.ts";
+
+export interface ExecTarget {
+  readonly namespace: string;
+  readonly pod: string;
+  readonly container?: string;
+}
+
+export interface CommandFailure {
+  readonly command: string;
+  readonly why: string;
+}
+
+/** A command that could not start (missing binary) rather than one that ran and failed. */
+function didNotStart(r: { code: number | undefined; message?: string }): boolean {
+  return (
+    r.code === 127 ||
+    r.code === 126 ||
+    (r.code === undefined && /not found|no such file/i.test(r.message ?? ""))
+  );
+}
+
+function firstLine(s: string | undefined): string {
+  return (s ?? "").trim().split("\n")[0]?.slice(0, 300) ?? "";
+}
+
+/** Runs `commands` in the target, writing `${dir}/${artifact}.txt`; returns the failures. */
+export async function runReadCommands(
+  src: ClusterSource,
+  target: ExecTarget,
+  commands: readonly ReadCommand[],
+  dir: string,
+  write: (rel: string, data: string | Uint8Array) => Promise<void>,
+  opts: { timeoutMs: number; signal?: AbortSignal | undefined },
+): Promise<CommandFailure[]> {
+  const failures: CommandFailure[] = [];
+  const base = {
+    timeoutMs: opts.timeoutMs,
+    ...(target.container === undefined ? {} : { container: target.container }),
+    ...(opts.signal === undefined ? {} : { signal: opts.signal }),
+  };
+  for (const c of commands) {
+    let r = await src.exec(target.namespace, target.pod, c.argv, base);
+    let text = r.stdout;
+    if (didNotStart(r) && c.fallback) {
+      const fb = await src.exec(target.namespace, target.pod, c.fallback, base);
+      if (fb.code === 0) {
+        r = fb;
+        const isProc = c.fallback.every((x, i) => x === SYSCTL_PROC_FALLBACK[i]);
+        text = isProc ? Buffer.from(sysctlFromProc(fb.stdout.toString("utf8"))) : fb.stdout;
+      }
+    }
+    const name = c.argv.join(" ");
+    if (r.timedOut) {
+      failures.push({ command: name, why: `no answer within ${opts.timeoutMs} ms` });
+      continue;
+    }
+    // sysctl exits non-zero when one of several keys is unknown, yet prints the others
+    if (r.code === 0 || (c.artifact === "sysctl" && text.length > 0)) {
+      await write(`${dir}/${c.artifact}.txt`, text);
+      continue;
+    }
+    const why = didNotStart(r)
+      ? `${c.argv[0]} is not in the image`
+      : r.code !== undefined
+        ? `exited ${r.code}${firstLine(r.stderr) ? `: ${firstLine(r.stderr)}` : ""}`
+        : firstLine(r.message) || "did not run";
+    failures.push({ command: name, why });
+  }
+  return failures;
+}

@@ -1,0 +1,208 @@
+/**
+ * @module live/collect-objects — the Kubernetes objects a diagnosis reads, fetched with reads only
+ * and written as `kubectl get -o yaml` prints them: Nodes, Namespaces, the ip-masq-agent
+ * ConfigMap, the kube-system DaemonSets that masquerade and their pods, the pods asked about,
+ * Services, NetworkPolicies and (where the CRD exists) EgressNATPolicies. Secrets are never read.
+ */
+import {
+  type ApiResource,
+  ClusterError,
+  type ClusterSource,
+  type KubeObject,
+  RESOURCES,
+} from "../k8s/cluster.ts";
+import { renderKubectlList, renderKubectlObject } from "./collect-render.ts";
+import type { CollectOptions, PodTarget } from "./collect-types.ts";
+
+/** What the object phase needs from the run: where to write, where to report. */
+export interface RunContext {
+  readonly source: ClusterSource;
+  readonly options: CollectOptions;
+  readonly signal: AbortSignal | undefined;
+  write(rel: string, data: string | Uint8Array): Promise<void>;
+  fail(subject: string, what: string, e: unknown): void;
+}
+
+const PAGE = 500;
+
+/** Lists every page (kubectl's default chunk size is 500). */
+export async function listAll(
+  src: ClusterSource,
+  res: ApiResource,
+  opts: { namespace?: string; labelSelector?: string; signal?: AbortSignal | undefined },
+): Promise<KubeObject[]> {
+  const items: KubeObject[] = [];
+  let cont: string | undefined;
+  do {
+    const page = await src.list(res, {
+      ...(opts.namespace === undefined ? {} : { namespace: opts.namespace }),
+      ...(opts.labelSelector === undefined ? {} : { labelSelector: opts.labelSelector }),
+      ...(opts.signal === undefined ? {} : { signal: opts.signal }),
+      limit: PAGE,
+      ...(cont === undefined ? {} : { continue: cont }),
+    });
+    items.push(...page.items);
+    cont = page.metadata?.continue || undefined;
+  } while (cont !== undefined);
+  return items;
+}
+
+/** Whether `--nodes` is a label selector rather than a list of names. */
+export function isLabelSelector(nodes: string): boolean {
+  return /[=!]|\s(in|notin)\s*\(/.test(nodes);
+}
+
+/** DaemonSets that write masquerade rules on the node (ip-masq-agent, anetd/cilium, kube-proxy, CNI agents). */
+const MASQUERADING =
+  /ip-masq-agent|anetd|cilium|kube-proxy|calico-node|antrea-agent|kube-router|weave-net|flannel|netd|masq/i;
+
+export function isMasqueradingDaemonSet(ds: KubeObject): boolean {
+  const tpl = (ds["spec"] as { template?: { spec?: { containers?: unknown[] } } } | undefined)
+    ?.template;
+  const text = JSON.stringify([ds.metadata?.name, ds.metadata?.labels, tpl?.spec?.containers]);
+  return MASQUERADING.test(text);
+}
+
+function selectorOf(ds: KubeObject): string | undefined {
+  const ml = (ds["spec"] as { selector?: { matchLabels?: Record<string, string> } } | undefined)
+    ?.selector?.matchLabels;
+  if (!ml || Object.keys(ml).length === 0) return undefined;
+  return Object.entries(ml)
+    .map(([k, v]) => `${k}=${v}`)
+    .join(",");
+}
+
+const podKey = (p: KubeObject) => `${p.metadata?.namespace}/${p.metadata?.name}`;
+
+/**
+ * Collects and writes the objects; returns the selected nodes (names) and the target pods as the
+ * API returned them. Failures of one kind are recorded and the others still collected.
+ */
+export async function collectObjects(
+  run: RunContext,
+): Promise<{ nodes: string[]; pods: KubeObject[] }> {
+  const { source: src, options: o, signal } = run;
+  const sig = signal === undefined ? {} : { signal };
+  const out = { nodes: [] as string[], pods: [] as KubeObject[] };
+  async function step(subject: string, what: string, f: () => Promise<void>): Promise<void> {
+    try {
+      await f();
+    } catch (e) {
+      if (e instanceof ClusterError && e.reason === "Aborted") throw e;
+      if (signal?.aborted) throw e;
+      run.fail(subject, what, e);
+      if (e instanceof ClusterError && (e.reason === "Unauthorized" || e.reason === "Unreachable"))
+        throw e;
+    }
+  }
+
+  await step("cluster/nodes", "list nodes", async () => {
+    const selector = o.nodes !== undefined && isLabelSelector(o.nodes) ? o.nodes : undefined;
+    let nodes = await listAll(src, RESOURCES.nodes, {
+      ...(selector === undefined ? {} : { labelSelector: selector }),
+      ...sig,
+    });
+    if (o.nodes !== undefined && selector === undefined) {
+      const wanted = o.nodes
+        .split(",")
+        .map((s) => s.trim())
+        .filter((s) => s !== "");
+      const have = new Set(nodes.map((n) => n.metadata?.name));
+      for (const w of wanted) {
+        if (!have.has(w)) run.fail(`node/${w}`, "find the node", "no node with this name");
+      }
+      nodes = nodes.filter((n) => wanted.includes(n.metadata?.name ?? ""));
+    }
+    out.nodes = nodes.map((n) => n.metadata?.name ?? "").filter((n) => n !== "");
+    await run.write("cluster/nodes.yaml", renderKubectlList(RESOURCES.nodes, nodes));
+  });
+
+  await step("cluster/namespaces", "list namespaces", async () => {
+    const items = await listAll(src, RESOURCES.namespaces, sig);
+    await run.write("cluster/namespaces.yaml", renderKubectlList(RESOURCES.namespaces, items));
+  });
+
+  await step("cluster/configmaps", "get ConfigMap kube-system/ip-masq-agent", async () => {
+    try {
+      const cm = await src.get(RESOURCES.configmaps, "ip-masq-agent", {
+        namespace: "kube-system",
+        ...sig,
+      });
+      await run.write(
+        "cluster/configmap-ip-masq-agent.yaml",
+        renderKubectlObject(RESOURCES.configmaps, cm),
+      );
+    } catch (e) {
+      // absent is a fact, not a failure: the agent then runs with its defaults
+      if (!(e instanceof ClusterError && e.reason === "NotFound")) throw e;
+    }
+  });
+
+  const pods = new Map<string, KubeObject>();
+  await step("cluster/daemonsets", "list DaemonSets in kube-system", async () => {
+    const all = await listAll(src, RESOURCES.daemonsets, { namespace: "kube-system", ...sig });
+    const kept = all.filter(isMasqueradingDaemonSet);
+    await run.write("cluster/daemonsets.yaml", renderKubectlList(RESOURCES.daemonsets, kept));
+    for (const ds of kept) {
+      const selector = selectorOf(ds);
+      if (selector === undefined) continue;
+      await step(
+        "cluster/pods",
+        `list pods of DaemonSet kube-system/${ds.metadata?.name}`,
+        async () => {
+          for (const p of await listAll(src, RESOURCES.pods, {
+            namespace: "kube-system",
+            labelSelector: selector,
+            ...sig,
+          }))
+            pods.set(podKey(p), p);
+        },
+      );
+    }
+  });
+  // kube-proxy often runs as static pods (GKE), not as a DaemonSet
+  await step("cluster/pods", "list kube-proxy pods in kube-system", async () => {
+    for (const p of await listAll(src, RESOURCES.pods, {
+      namespace: "kube-system",
+      labelSelector: "component=kube-proxy",
+      ...sig,
+    }))
+      pods.set(podKey(p), p);
+  });
+  for (const t of o.pods ?? []) {
+    await step(`pod/${t.namespace}/${t.name}`, "get the pod", async () => {
+      const p = await src.get(RESOURCES.pods, t.name, { namespace: t.namespace, ...sig });
+      pods.set(podKey(p), p);
+      out.pods.push(p);
+    });
+  }
+  await run.write("cluster/pods.yaml", renderKubectlList(RESOURCES.pods, [...pods.values()]));
+
+  const scoped = o.namespace === undefined ? {} : { namespace: o.namespace };
+  const targetNamespaces = new Set((o.pods ?? []).map((t: PodTarget) => t.namespace));
+  for (const [res, file] of [
+    [RESOURCES.services, "cluster/services.yaml"],
+    [RESOURCES.networkpolicies, "cluster/networkpolicies.yaml"],
+  ] as const) {
+    await step(`cluster/${res.resource}`, `list ${res.resource}`, async () => {
+      const items = await listAll(src, res, { ...scoped, ...sig });
+      if (o.namespace !== undefined) {
+        for (const ns of targetNamespaces) {
+          if (ns !== o.namespace)
+            items.push(...(await listAll(src, res, { namespace: ns, ...sig })));
+        }
+      }
+      await run.write(file, renderKubectlList(res, items));
+    });
+  }
+
+  await step("cluster/egressnatpolicies", "list EgressNATPolicies", async () => {
+    if (!(await src.serves(RESOURCES.egressnatpolicies, sig))) return;
+    const items = await listAll(src, RESOURCES.egressnatpolicies, sig);
+    await run.write(
+      "cluster/egressnatpolicies.yaml",
+      renderKubectlList(RESOURCES.egressnatpolicies, items),
+    );
+  });
+  return out;
+}

@@ -1,0 +1,188 @@
+/**
+ * @module live/collect — `collect`: gathers a snapshot from a live cluster. Reads only, unless
+ * `nodeState` is asked for (then podpath's own collector pods are the only writes, and they are
+ * always removed). Partial results are kept; every failure is reported with why.
+ */
+import { ClusterError, type ClusterSource, type KubeObject } from "../k8s/cluster.ts";
+import {
+  DEFAULT_COLLECTOR_IMAGE,
+  DEFAULT_COLLECTOR_NAMESPACE,
+  removeStale,
+} from "./collect-collector.ts";
+import { POD_COMMANDS } from "./collect-commands.ts";
+import { explainClusterError } from "./collect-errors.ts";
+import { runReadCommands } from "./collect-exec.ts";
+import { collectNodeState, type NodeRun } from "./collect-nodes.ts";
+import { collectObjects, type RunContext } from "./collect-objects.ts";
+import type {
+  CollectFailure,
+  CollectOptions,
+  CollectReport,
+  SnapshotWriter,
+} from "./collect-types.ts";
+
+/** The container `kubectl exec` would pick: the default-container annotation, else the first. */
+export function defaultContainer(pod: KubeObject): string | undefined {
+  const named = pod.metadata?.annotations?.["kubectl.kubernetes.io/default-container"];
+  if (named) return named;
+  const cs = (pod["spec"] as { containers?: { name?: string }[] } | undefined)?.containers;
+  return cs?.[0]?.name;
+}
+
+/** A short id for collector names: base36 time + randomness, lower case. */
+export function newRunId(now: Date = new Date()): string {
+  return (
+    (now.getTime() % 36 ** 4).toString(36).padStart(4, "0") +
+    Math.floor(Math.random() * 36 ** 2)
+      .toString(36)
+      .padStart(2, "0")
+  );
+}
+
+function describe(e: unknown, source: ClusterSource): string {
+  if (e instanceof ClusterError)
+    return explainClusterError(e, { contextName: source.contextName, server: source.server });
+  return e instanceof Error ? e.message : String(e);
+}
+
+/**
+ * Collects a snapshot through `source` into `writer`. Throws ClusterError only when nothing can
+ * be read at all (Unauthorized, Unreachable); anything narrower becomes a failure in the report.
+ */
+export async function collectSnapshot(
+  source: ClusterSource,
+  writer: SnapshotWriter,
+  options: CollectOptions = {},
+): Promise<CollectReport> {
+  const now = options.now ?? (() => new Date());
+  const startedAt = now().toISOString();
+  const files: string[] = [];
+  const failures: CollectFailure[] = [];
+  const signal = options.signal;
+  const progress = options.onProgress ?? (() => {});
+  const run: RunContext = {
+    source,
+    options,
+    signal,
+    async write(rel, data) {
+      await writer.write(rel, data);
+      files.push(rel);
+    },
+    fail(subject, what, e) {
+      const why = typeof e === "string" ? e : describe(e, source);
+      failures.push({ subject, what, why });
+      progress({ kind: "warning", message: `${subject}: ${what}: ${why}` });
+    },
+  };
+  const nodes = { total: 0, done: 0, failed: 0 };
+  const created: string[] = [];
+  const removed: string[] = [];
+  let staleRemoved: string[] = [];
+  let aborted = false;
+  try {
+    progress({ kind: "phase", message: `reading objects from context "${source.contextName}"` });
+    const found = await collectObjects(run);
+
+    for (const pod of found.pods) {
+      const ns = pod.metadata?.namespace ?? "";
+      const name = pod.metadata?.name ?? "";
+      progress({ kind: "phase", message: `reading pod state of ${ns}/${name}` });
+      const container = defaultContainer(pod);
+      try {
+        const fails = await runReadCommands(
+          source,
+          { namespace: ns, pod: name, ...(container === undefined ? {} : { container }) },
+          POD_COMMANDS,
+          `pods/${ns}/${name}`,
+          run.write,
+          { timeoutMs: options.execTimeoutMs ?? 30_000, signal },
+        );
+        for (const f of fails) run.fail(`pod/${ns}/${name}`, f.command, f.why);
+      } catch (e) {
+        if (signal?.aborted) throw e;
+        run.fail(`pod/${ns}/${name}`, "exec the read commands", e);
+      }
+    }
+
+    if (options.nodeState && found.nodes.length > 0) {
+      const spec = {
+        runId: options.runId ?? newRunId(now()),
+        image: options.collectorImage ?? DEFAULT_COLLECTOR_IMAGE,
+        namespace: options.collectorNamespace ?? DEFAULT_COLLECTOR_NAMESPACE,
+        lifetimeSeconds: Math.ceil(
+          ((options.podStartTimeoutMs ?? 120_000) +
+            (options.execTimeoutMs ?? 60_000) * 8 +
+            (options.capture?.seconds ?? 0) * 1000) /
+            1000,
+        ),
+        now: now(),
+      };
+      progress({ kind: "phase", message: `removing expired collectors in ${spec.namespace}` });
+      try {
+        staleRemoved = await removeStale(source, spec.namespace, spec.runId, now(), signal);
+      } catch (e) {
+        if (signal?.aborted) throw e;
+        run.fail("cluster/collectors", "remove expired collectors", e);
+      }
+      progress({
+        kind: "phase",
+        message: `starting collector pods on ${found.nodes.length} node(s) in ${spec.namespace}`,
+      });
+      const nodeRun: NodeRun = {
+        ...run,
+        spec,
+        created,
+        removed,
+        progress: (p) => {
+          Object.assign(nodes, p);
+          progress({ kind: "nodes", ...p });
+        },
+      };
+      nodes.total = found.nodes.length;
+      await collectNodeState(nodeRun, found.nodes);
+    }
+  } catch (e) {
+    if (!signal?.aborted) throw e;
+    aborted = true;
+  }
+  if (signal?.aborted) aborted = true;
+  await writer.write(
+    "README.md",
+    renderReadme({ context: source.contextName, startedAt, failures, created, removed }),
+  );
+  return {
+    context: source.contextName,
+    startedAt,
+    finishedAt: now().toISOString(),
+    files,
+    failures,
+    nodes,
+    collectorsCreated: created,
+    collectorsRemoved: removed,
+    staleRemoved,
+    aborted,
+  };
+}
+
+function renderReadme(r: {
+  context: string;
+  startedAt: string;
+  failures: readonly CollectFailure[];
+  created: readonly string[];
+  removed: readonly string[];
+}): string {
+  const lines = [
+    "# Snapshot collected by podpath collect",
+    "",
+    `- context: ${r.context}`,
+    `- started: ${r.startedAt}`,
+    `- collector objects created: ${r.created.length}, removed: ${r.removed.length}`,
+    "",
+  ];
+  if (r.failures.length > 0) {
+    lines.push("## Not collected", "");
+    for (const f of r.failures) lines.push(`- ${f.subject}: ${f.what}: ${f.why}`);
+    lines.push("");
+  }
+  return lines.join("\n");
+}
