@@ -151,9 +151,11 @@ export async function* parseTcpdumpLines(
       });
     }
   };
+  const bases = new Map<string, number>();
   const finish = (b: Block): Packet | undefined => {
     index++;
-    return blockToPacket(b, b.number ?? index, file, diag);
+    const p = blockToPacket(b, b.number ?? index, file, diag);
+    return p === undefined ? undefined : absoluteSequence(p, bases);
   };
   for await (const raw of lines) {
     lineNo++;
@@ -206,6 +208,24 @@ export async function* parseTcpdumpLines(
       source: { file, line: lineNo },
     });
   }
+}
+
+/**
+ * tcpdump prints sequence numbers relative to the first it saw for a flow direction (the SYN's,
+ * absolute) unless run with -S; this restores the absolute numbers so retransmissions compare
+ * the same way as in a binary capture. Bases are remembered per flow direction.
+ */
+function absoluteSequence(p: Packet, bases: Map<string, number>): Packet {
+  const t = p.transport;
+  if (p.ip === undefined || t?.kind !== "tcp" || t.seq === undefined) return p;
+  const dir = `${p.ip.src}.${t.srcPort}>${p.ip.dst}.${t.dstPort}`;
+  const base = bases.get(dir);
+  if (base === undefined || ((t.flags ?? 0) & 0x02) !== 0) {
+    if (bases.size > 100_000) bases.clear();
+    bases.set(dir, t.seq);
+    return p;
+  }
+  return { ...p, transport: { ...t, seq: (base + t.seq) >>> 0 } };
 }
 
 /** Whether the block's last printed line announces an inner frame on the next line. */

@@ -1,0 +1,537 @@
+/**
+ * @module capture/conversations — packets grouped into conversations, each with the facts the
+ * diagnosis keys on: who spoke first, the source address on the wire, whether replies came, how
+ * far TCP got (SYN only … data both ways, FIN/RST), retransmissions, and ICMP errors that quote it.
+ *
+ * Tunnelled packets count for their innermost frame (the endpoints' own conversation); the
+ * tunnel is noted. Evidence is a SourceRef whose `line` is the packet number for pcap/pcapng and
+ * the text line for tcpdump text (the `text` says which).
+ */
+
+import type { SourceRef } from "../model/types.ts";
+import { type Cidr, contains, type Family, formatIp, type Ip } from "../net/cidr.ts";
+import { type Frame, innermost, type Packet, TCP } from "./packet.ts";
+
+export type ConversationProtocol = "tcp" | "udp" | "icmp" | "esp" | "other";
+
+/** How far a TCP conversation got, in order. */
+export const TCP_PROGRESS = [
+  "mid-stream",
+  "syn-only",
+  "syn-ack",
+  "established",
+  "data-one-way",
+  "data-both-ways",
+] as const;
+export type TcpProgress = (typeof TCP_PROGRESS)[number];
+
+export interface Endpoint {
+  readonly ip: Ip;
+  readonly port?: number;
+}
+
+/** Where in the capture a packet is, for evidence and for people. */
+export interface PacketRef {
+  readonly ref: SourceRef;
+  readonly index: number;
+  readonly timeNs: bigint;
+  readonly timeOfDayOnly: boolean;
+  readonly iface?: string;
+  readonly direction?: string;
+}
+
+export interface IcmpErrorSeen {
+  /** Who sent the error (a router, or the destination itself). */
+  readonly from: Ip;
+  readonly type: number;
+  readonly code?: number;
+  readonly what: string;
+  readonly at: PacketRef;
+}
+
+export interface TcpSummary {
+  readonly progress: TcpProgress;
+  readonly synCount: number;
+  readonly synAckCount: number;
+  readonly retransmissions: number;
+  readonly finFrom: readonly ("initiator" | "responder")[];
+  readonly rstFrom: readonly ("initiator" | "responder")[];
+}
+
+export interface Conversation {
+  readonly protocol: ConversationProtocol;
+  readonly family: Family;
+  /** Who spoke first: the source of the request (the SYN, the echo request, the first packet). */
+  readonly initiator: Endpoint;
+  readonly responder: Endpoint;
+  /** What decided who spoke first. */
+  readonly initiatorBasis: "syn" | "syn-ack" | "echo" | "first-packet";
+  readonly packetsFromInitiator: number;
+  readonly packetsFromResponder: number;
+  readonly replied: boolean;
+  readonly tcp?: TcpSummary;
+  readonly icmpErrors: readonly IcmpErrorSeen[];
+  readonly first: PacketRef;
+  readonly last: PacketRef;
+  readonly firstReply?: PacketRef;
+  /** Interfaces and directions the initiator's packets were seen with (`eth0 out`). */
+  readonly seenOn: readonly string[];
+  readonly tunnel?: { readonly kind: string; readonly vni: number };
+  /** One line: what happened. */
+  readonly verdict: string;
+}
+
+export interface ConversationOptions {
+  /** File name for evidence. */
+  readonly file: string;
+  /** Only conversations with this address at either end. */
+  readonly host?: Ip;
+}
+
+export interface ConversationSummary {
+  readonly conversations: Conversation[];
+  readonly packets: number;
+  /** What was assumed because the input does not say (capture point, time zone...). */
+  readonly assumptions: string[];
+}
+
+interface Mutable {
+  protocol: ConversationProtocol;
+  family: Family;
+  a: Endpoint;
+  b: Endpoint;
+  /** True when `a` is the initiator. */
+  aInitiates: boolean;
+  basis: Conversation["initiatorBasis"];
+  fromA: number;
+  fromB: number;
+  syn: number;
+  synAck: number;
+  retrans: number;
+  dataA: boolean;
+  dataB: boolean;
+  ackAfterSynAck: boolean;
+  finA: boolean;
+  finB: boolean;
+  rstA: boolean;
+  rstB: boolean;
+  /** Highest sequence end seen per side and interface (retransmission = not beyond it). */
+  highA: Map<string, number>;
+  highB: Map<string, number>;
+  errors: IcmpErrorSeen[];
+  first: PacketRef;
+  last: PacketRef;
+  firstFromA?: PacketRef;
+  firstFromB?: PacketRef;
+  seenA: Set<string>;
+  seenB: Set<string>;
+  tunnel?: { kind: string; vni: number };
+}
+
+const WELL_KNOWN = 1024;
+
+function endpointKey(e: Endpoint): string {
+  return `${e.ip.value}/${e.port ?? ""}`;
+}
+
+function flowKey(
+  protocol: string,
+  family: Family,
+  x: Endpoint,
+  y: Endpoint,
+  extra = "",
+): {
+  key: string;
+  xFirst: boolean;
+} {
+  const kx = endpointKey(x);
+  const ky = endpointKey(y);
+  const xFirst = kx <= ky;
+  return { key: `${protocol}|${family}|${xFirst ? kx : ky}|${xFirst ? ky : kx}|${extra}`, xFirst };
+}
+
+function refOf(p: Packet, file: string): PacketRef {
+  const when = formatTime(p.timeNs, p.timeOfDayOnly === true);
+  const where = p.line !== undefined ? `line ${p.line} (packet ${p.index})` : `packet ${p.index}`;
+  return {
+    ref: { file, line: p.line ?? p.index, text: `${where} at ${when}` },
+    index: p.index,
+    timeNs: p.timeNs,
+    timeOfDayOnly: p.timeOfDayOnly === true,
+    ...(p.iface === undefined ? {} : { iface: p.iface }),
+    ...(p.direction === undefined ? {} : { direction: p.direction }),
+  };
+}
+
+/** ISO time with the capture's precision kept to nanoseconds; `HH:MM:SS.fff…` without a date. */
+export function formatTime(ns: bigint, timeOfDayOnly = false): string {
+  const sec = ns / 1_000_000_000n;
+  const frac = (ns % 1_000_000_000n).toString().padStart(9, "0");
+  if (timeOfDayOnly) {
+    const s = Number(sec % 86400n);
+    const hh = String(Math.floor(s / 3600)).padStart(2, "0");
+    const mm = String(Math.floor((s % 3600) / 60)).padStart(2, "0");
+    const ss = String(s % 60).padStart(2, "0");
+    return `${hh}:${mm}:${ss}.${frac}`;
+  }
+  const iso = new Date(Number(sec) * 1000).toISOString().slice(0, 19);
+  return `${iso}.${frac}Z`;
+}
+
+const ICMP_WHAT: Readonly<Record<string, string>> = {
+  "4:3:0": "net unreachable",
+  "4:3:1": "host unreachable",
+  "4:3:2": "protocol unreachable",
+  "4:3:3": "port unreachable",
+  "4:3:4": "fragmentation needed",
+  "4:3:13": "administratively prohibited",
+  "4:11:0": "TTL exceeded in transit",
+  "4:11:1": "fragment reassembly time exceeded",
+  "6:1:0": "no route to destination",
+  "6:1:1": "administratively prohibited",
+  "6:1:3": "address unreachable",
+  "6:1:4": "port unreachable",
+  "6:2:0": "packet too big",
+  "6:3:0": "hop limit exceeded in transit",
+};
+
+function describeIcmpError(version: 4 | 6, type: number, code: number | undefined): string {
+  const exact = ICMP_WHAT[`${version}:${type}:${code ?? 0}`];
+  if (exact !== undefined && code !== undefined) return exact;
+  if (version === 4)
+    return type === 3
+      ? "destination unreachable"
+      : type === 11
+        ? "time exceeded"
+        : `ICMP type ${type}`;
+  return type === 1
+    ? "destination unreachable"
+    : type === 3
+      ? "time exceeded"
+      : `ICMPv6 type ${type}`;
+}
+
+/**
+ * Groups packets into conversations incrementally; `add` each packet, then `finish`.
+ * Memory grows with the number of conversations, not packets.
+ */
+export class ConversationTracker {
+  private readonly flows = new Map<string, Mutable>();
+  private readonly pendingErrors: { key: string; quotedFromA: boolean; error: IcmpErrorSeen }[] =
+    [];
+  private count = 0;
+  private sawDirection = false;
+  private sawDateless = false;
+  private sawTunnel = false;
+  private readonly opts: ConversationOptions;
+
+  constructor(opts: ConversationOptions) {
+    this.opts = opts;
+  }
+
+  add(p: Packet): void {
+    this.count++;
+    if (p.direction !== undefined) this.sawDirection = true;
+    if (p.timeOfDayOnly) this.sawDateless = true;
+    const f: Frame = innermost(p);
+    if (f !== p) this.sawTunnel = true;
+    const ip = f.ip;
+    if (ip === undefined) return;
+    const t = f.transport;
+    const src: Ip = { family: ip.family, value: ip.src };
+    const dst: Ip = { family: ip.family, value: ip.dst };
+    // ICMP errors belong to the conversation they quote.
+    if (t?.kind === "icmp" && t.quoted !== undefined) {
+      const q = t.quoted;
+      const qp = q.ip.protocol === 6 ? "tcp" : q.ip.protocol === 17 ? "udp" : undefined;
+      if (qp !== undefined && q.srcPort !== undefined && q.dstPort !== undefined) {
+        const qs: Endpoint = { ip: { family: q.ip.family, value: q.ip.src }, port: q.srcPort };
+        const qd: Endpoint = { ip: { family: q.ip.family, value: q.ip.dst }, port: q.dstPort };
+        if (
+          this.opts.host !== undefined &&
+          !this.involves(qs, qd) &&
+          !this.involves({ ip: src }, { ip: dst })
+        )
+          return;
+        const { key, xFirst } = flowKey(qp, q.ip.family, qs, qd);
+        this.pendingErrors.push({
+          key,
+          quotedFromA: xFirst,
+          error: {
+            from: src,
+            type: t.type,
+            ...(t.code === undefined ? {} : { code: t.code }),
+            what: describeIcmpError(t.version, t.type, t.code),
+            at: refOf(p, this.opts.file),
+          },
+        });
+        return;
+      }
+    }
+    let protocol: ConversationProtocol;
+    let sp: number | undefined;
+    let dp: number | undefined;
+    let extra = "";
+    if (t?.kind === "tcp" || t?.kind === "udp") {
+      protocol = t.kind;
+      sp = t.srcPort;
+      dp = t.dstPort;
+    } else if (t?.kind === "icmp") {
+      protocol = "icmp";
+      if (t.id !== undefined) extra = `id${t.id}`;
+    } else if (t?.kind === "esp") {
+      protocol = "esp";
+      extra = `spi${t.spi}`;
+    } else protocol = "other";
+    const s: Endpoint = sp === undefined ? { ip: src } : { ip: src, port: sp };
+    const d: Endpoint = dp === undefined ? { ip: dst } : { ip: dst, port: dp };
+    if (this.opts.host !== undefined && !this.involves(s, d)) return;
+    const { key, xFirst } = flowKey(protocol, ip.family, s, d, extra);
+    let c = this.flows.get(key);
+    const ref = refOf(p, this.opts.file);
+    if (c === undefined) {
+      const a = xFirst ? s : d;
+      const b = xFirst ? d : s;
+      c = {
+        protocol,
+        family: ip.family,
+        a,
+        b,
+        aInitiates: xFirst,
+        basis: "first-packet",
+        fromA: 0,
+        fromB: 0,
+        syn: 0,
+        synAck: 0,
+        retrans: 0,
+        dataA: false,
+        dataB: false,
+        ackAfterSynAck: false,
+        finA: false,
+        finB: false,
+        rstA: false,
+        rstB: false,
+        highA: new Map(),
+        highB: new Map(),
+        errors: [],
+        first: ref,
+        last: ref,
+        seenA: new Set(),
+        seenB: new Set(),
+      };
+      if (f !== p && p.tunnel !== undefined) {
+        c.tunnel = { kind: p.tunnel.kind, vni: p.tunnel.vni };
+      }
+      // Without a SYN or echo to go by, a well-known source port answering an ephemeral one is
+      // the responder.
+      if (sp !== undefined && dp !== undefined && sp < WELL_KNOWN && dp >= WELL_KNOWN)
+        c.aInitiates = !xFirst;
+      if (t?.kind === "icmp" && (t.type === 0 || t.type === 129)) {
+        c.aInitiates = !xFirst;
+        c.basis = "echo";
+      }
+      this.flows.set(key, c);
+    }
+    c.last = ref;
+    const fromA = xFirst;
+    if (fromA) {
+      c.fromA++;
+      c.firstFromA ??= ref;
+    } else {
+      c.fromB++;
+      c.firstFromB ??= ref;
+    }
+    const seen = p.iface !== undefined || p.direction !== undefined;
+    if (seen) (fromA ? c.seenA : c.seenB).add([p.iface, p.direction].filter(Boolean).join(" "));
+    if (t?.kind === "icmp" && (t.type === 8 || t.type === 128) && c.basis !== "echo") {
+      c.aInitiates = fromA;
+      c.basis = "echo";
+    }
+    if (t?.kind === "tcp") this.tcp(c, fromA, t.flags, t.seq, t.payloadLength, p.iface ?? "");
+  }
+
+  private involves(s: Endpoint, d: Endpoint): boolean {
+    const h = this.opts.host!;
+    return (
+      (s.ip.family === h.family && s.ip.value === h.value) ||
+      (d.ip.family === h.family && d.ip.value === h.value)
+    );
+  }
+
+  private tcp(
+    c: Mutable,
+    fromA: boolean,
+    flags: number | undefined,
+    seq: number | undefined,
+    len: number | undefined,
+    iface: string,
+  ): void {
+    if (flags === undefined) return;
+    const syn = (flags & TCP.SYN) !== 0;
+    const ack = (flags & TCP.ACK) !== 0;
+    if (syn && !ack) {
+      c.syn++;
+      if (c.basis !== "syn") {
+        c.aInitiates = fromA;
+        c.basis = "syn";
+      }
+    } else if (syn && ack) {
+      c.synAck++;
+      if (c.basis === "first-packet") {
+        c.aInitiates = !fromA;
+        c.basis = "syn-ack";
+      }
+    } else if (ack && c.synAck > 0 && fromA === c.aInitiates) c.ackAfterSynAck = true;
+    const data = (len ?? 0) > 0;
+    if (data) {
+      if (fromA) c.dataA = true;
+      else c.dataB = true;
+    }
+    if (flags & TCP.FIN) {
+      if (fromA) c.finA = true;
+      else c.finB = true;
+    }
+    if (flags & TCP.RST) {
+      if (fromA) c.rstA = true;
+      else c.rstB = true;
+    }
+    // A retransmission repeats sequence space already sent on the same interface (the same
+    // packet seen on a pod's veth and on eth0 is one packet, not two).
+    if (seq !== undefined && (data || syn || flags & TCP.FIN) && !(flags & TCP.RST)) {
+      const high = fromA ? c.highA : c.highB;
+      const end = (seq + (len ?? 0) + (syn ? 1 : 0) + (flags & TCP.FIN ? 1 : 0)) >>> 0;
+      const prev = high.get(iface);
+      if (prev !== undefined && seqLeq(end, prev)) {
+        if (!syn || c.syn > 1 || c.synAck > 1) c.retrans++;
+      } else high.set(iface, end);
+    }
+  }
+
+  finish(): ConversationSummary {
+    for (const e of this.pendingErrors) {
+      const c = this.flows.get(e.key);
+      if (c !== undefined) c.errors.push(e.error);
+    }
+    const conversations = [...this.flows.values()].map((c) => this.summarize(c));
+    conversations.sort((x, y) => x.first.index - y.first.index);
+    const assumptions: string[] = [];
+    if (!this.sawDirection)
+      assumptions.push(
+        "the capture does not record packet directions; who spoke first is taken from the SYN, the echo request or the first packet seen",
+      );
+    if (this.sawDateless)
+      assumptions.push("the text has times without a date: times are compared within one day");
+    if (this.sawTunnel)
+      assumptions.push("tunnelled packets (VXLAN, Geneve) are counted for their inner addresses");
+    return { conversations, packets: this.count, assumptions };
+  }
+
+  private summarize(c: Mutable): Conversation {
+    const ini = c.aInitiates ? c.a : c.b;
+    const res = c.aInitiates ? c.b : c.a;
+    const fromIni = c.aInitiates ? c.fromA : c.fromB;
+    const fromRes = c.aInitiates ? c.fromB : c.fromA;
+    const firstReply = c.aInitiates ? c.firstFromB : c.firstFromA;
+    const replied = fromRes > 0;
+    const side = (isA: boolean): "initiator" | "responder" =>
+      isA === c.aInitiates ? "initiator" : "responder";
+    let tcp: TcpSummary | undefined;
+    if (c.protocol === "tcp") {
+      const dataIni = c.aInitiates ? c.dataA : c.dataB;
+      const dataRes = c.aInitiates ? c.dataB : c.dataA;
+      const progress: TcpProgress =
+        dataIni && dataRes
+          ? "data-both-ways"
+          : (dataIni || dataRes) && (c.synAck > 0 || c.syn === 0)
+            ? "data-one-way"
+            : c.ackAfterSynAck
+              ? "established"
+              : c.synAck > 0
+                ? "syn-ack"
+                : c.syn > 0
+                  ? "syn-only"
+                  : "mid-stream";
+      const finFrom = [c.finA && side(true), c.finB && side(false)].filter(
+        (x): x is "initiator" | "responder" => x !== false,
+      );
+      const rstFrom = [c.rstA && side(true), c.rstB && side(false)].filter(
+        (x): x is "initiator" | "responder" => x !== false,
+      );
+      tcp = {
+        progress,
+        synCount: c.syn,
+        synAckCount: c.synAck,
+        retransmissions: c.retrans,
+        finFrom,
+        rstFrom,
+      };
+    }
+    const seen = [...(c.aInitiates ? c.seenA : c.seenB)];
+    const base = {
+      protocol: c.protocol,
+      family: c.family,
+      initiator: ini,
+      responder: res,
+      initiatorBasis: c.basis,
+      packetsFromInitiator: fromIni,
+      packetsFromResponder: fromRes,
+      replied,
+      icmpErrors: c.errors,
+      first: c.first,
+      last: c.last,
+      seenOn: seen,
+      ...(tcp === undefined ? {} : { tcp }),
+      ...(firstReply === undefined ? {} : { firstReply }),
+      ...(c.tunnel === undefined ? {} : { tunnel: c.tunnel }),
+    };
+    return { ...base, verdict: verdictOf(base) };
+  }
+}
+
+function seqLeq(a: number, b: number): boolean {
+  return ((b - a) | 0) >= 0;
+}
+
+function verdictOf(c: Omit<Conversation, "verdict">): string {
+  const parts: string[] = [];
+  if (c.tcp !== undefined) {
+    const t = c.tcp;
+    const text: Record<TcpProgress, string> = {
+      "mid-stream": "joined mid-stream",
+      "syn-only": `SYN only (${t.synCount} sent), no SYN-ACK`,
+      "syn-ack": "SYN-ACK came back, handshake not completed",
+      established: "handshake completed, no data",
+      "data-one-way": "data in one direction only",
+      "data-both-ways": "data in both directions",
+    };
+    parts.push(text[t.progress]);
+    if (t.retransmissions > 0) parts.push(`${t.retransmissions} retransmissions`);
+    if (t.finFrom.length > 0) parts.push(`FIN from ${t.finFrom.join(" and ")}`);
+    if (t.rstFrom.length > 0) parts.push(`RST from ${t.rstFrom.join(" and ")}`);
+  } else {
+    parts.push(c.replied ? `replied (${c.packetsFromResponder} packets back)` : "no reply");
+  }
+  if (c.tcp !== undefined && !c.replied) parts.push("no reply");
+  for (const e of c.icmpErrors) parts.push(`ICMP ${e.what} from ${formatIp(e.from)}`);
+  return parts.join("; ");
+}
+
+/**
+ * Reads packets (any iterable, e.g. `readCapture(...)`) into conversation summaries.
+ *
+ * @example
+ * const { conversations } = await conversations(readCapture("node.pcap"), { file: "node.pcap" });
+ */
+export async function conversations(
+  packets: AsyncIterable<Packet> | Iterable<Packet>,
+  opts: ConversationOptions,
+): Promise<ConversationSummary> {
+  const t = new ConversationTracker(opts);
+  for await (const p of packets) t.add(p);
+  return t.finish();
+}
+
+/** Whether an address is in any of the blocks. */
+export function inAny(ip: Ip, blocks: readonly Cidr[]): boolean {
+  return blocks.some((b) => contains(b, ip));
+}
