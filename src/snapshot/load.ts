@@ -1,0 +1,261 @@
+/**
+ * @module snapshot/load — reads every file of a snapshot with the reader its place in the layout
+ * calls for, and gathers the results and every reader's diagnostics in one typed value. A file that
+ * cannot be read becomes a diagnostic; the rest of the snapshot is still used. Captures are only
+ * located here (they can be large); questions stream them.
+ */
+
+import { type ConntrackEntry, readConntrack } from "../evidence/conntrack.ts";
+import { type NetInterface, readIpAddr } from "../evidence/ip-addr.ts";
+import { type Route, readIpRoute } from "../evidence/ip-route.ts";
+import { type KubeObject, readKubeObjects } from "../evidence/kube-objects.ts";
+import { type ProbeTranscript, parseProbeFile } from "../evidence/probes.ts";
+import { readSysctl, type SysctlValues } from "../evidence/sysctl.ts";
+import type { IptablesDump } from "../iptables/dump.ts";
+import { parseIptablesSave } from "../iptables/save-parser.ts";
+import type { Diagnostic } from "../model/types.ts";
+import { type Artifact, classifyPath } from "./layout.ts";
+import type { SnapshotSource } from "./source.ts";
+
+/** What one host (a node, or a pod's network namespace) showed. */
+export interface HostEvidence {
+  /** The files read, by artifact: snapshot-relative paths for citing. */
+  readonly files: Partial<Record<Artifact, string>>;
+  iptables?: IptablesDump;
+  ip6tables?: IptablesDump;
+  sysctl?: SysctlValues;
+  routes?: Route[];
+  interfaces?: NetInterface[];
+  conntrack?: ConntrackEntry[];
+}
+
+export interface NodeEvidence extends HostEvidence {
+  readonly name: string;
+}
+
+export interface PodEvidence extends HostEvidence {
+  readonly namespace: string;
+  readonly name: string;
+  /** OpenVPN server configs found beside the pod's other files. */
+  readonly vpnConfigs: { readonly file: string; readonly text: string }[];
+}
+
+export interface CaptureRef {
+  readonly name: string;
+  /** Snapshot-relative path, for citing. */
+  readonly file: string;
+  readonly format: "pcap" | "pcapng" | "text";
+  /** The `captures/<name>.yaml` beside it, as text (read by the wire question). */
+  readonly metaFile?: string;
+}
+
+export interface Snapshot {
+  readonly name: string;
+  readonly source: SnapshotSource;
+  readonly objects: KubeObject[];
+  readonly nodes: Map<string, NodeEvidence>;
+  /** Keyed `namespace/name`. */
+  readonly pods: Map<string, PodEvidence>;
+  readonly captures: CaptureRef[];
+  /** Paths of `remote/*.yaml`. */
+  readonly remoteFiles: string[];
+  readonly probes: ProbeTranscript[];
+  /** Paths of kubelet configuration files. */
+  readonly kubeletConfigFiles: string[];
+  readonly diagnostics: Diagnostic[];
+  /** Files that fit no place in the layout. */
+  readonly unknownFiles: string[];
+}
+
+/** Per-file size limit for text evidence; larger files are refused with a diagnostic. */
+const MAX_TEXT_BYTES = 512 * 1024 * 1024;
+
+function readHostArtifact(
+  host: HostEvidence,
+  artifact: Artifact,
+  rel: string,
+  text: string,
+  diagnostics: Diagnostic[],
+): void {
+  (host.files as Partial<Record<Artifact, string>>)[artifact] = rel;
+  switch (artifact) {
+    case "iptables-save": {
+      const r = parseIptablesSave(text, rel, { family: 4 });
+      host.iptables = r.value;
+      diagnostics.push(...r.diagnostics);
+      return;
+    }
+    case "ip6tables-save": {
+      const r = parseIptablesSave(text, rel, { family: 6 });
+      host.ip6tables = r.value;
+      diagnostics.push(...r.diagnostics);
+      return;
+    }
+    case "sysctl": {
+      const r = readSysctl(text, rel);
+      host.sysctl = r.value;
+      diagnostics.push(...r.diagnostics);
+      return;
+    }
+    case "ip-route": {
+      const r = readIpRoute(text, rel);
+      host.routes = r.value;
+      diagnostics.push(...r.diagnostics);
+      return;
+    }
+    case "ip-addr": {
+      const r = readIpAddr(text, rel);
+      host.interfaces = r.value;
+      diagnostics.push(...r.diagnostics);
+      return;
+    }
+    case "conntrack": {
+      const r = readConntrack(text, rel);
+      host.conntrack = r.value;
+      diagnostics.push(...r.diagnostics);
+      return;
+    }
+  }
+}
+
+/** Reads a snapshot. Never throws for bad content: every problem is a diagnostic. */
+export function loadSnapshot(source: SnapshotSource): Snapshot {
+  const snap: Snapshot = {
+    name: source.name,
+    source,
+    objects: [],
+    nodes: new Map(),
+    pods: new Map(),
+    captures: [],
+    remoteFiles: [],
+    probes: [],
+    kubeletConfigFiles: [],
+    diagnostics: [...source.diagnostics],
+    unknownFiles: [],
+  };
+  const captureMeta = new Map<string, string>();
+  const readText = (rel: string): string | undefined => {
+    try {
+      const bytes = source.readBytes(rel);
+      if (bytes.length > MAX_TEXT_BYTES) {
+        snap.diagnostics.push({
+          code: "FILE_TOO_LARGE",
+          severity: "error",
+          message: `${rel} is ${bytes.length} bytes; text evidence over ${MAX_TEXT_BYTES} bytes is not read`,
+          source: { file: rel, line: 0 },
+        });
+        return undefined;
+      }
+      return new TextDecoder().decode(bytes);
+    } catch (e) {
+      snap.diagnostics.push({
+        code: "FILE_UNREADABLE",
+        severity: "error",
+        message: `${rel} could not be read: ${(e as Error).message}`,
+        source: { file: rel, line: 0 },
+      });
+      return undefined;
+    }
+  };
+
+  for (const rel of source.paths) {
+    const role = classifyPath(rel);
+    switch (role.kind) {
+      case "cluster": {
+        const text = readText(rel);
+        if (text === undefined) break;
+        const r = readKubeObjects(text, rel);
+        snap.objects.push(...r.value);
+        snap.diagnostics.push(...r.diagnostics);
+        break;
+      }
+      case "node": {
+        const text = readText(rel);
+        if (text === undefined) break;
+        let node = snap.nodes.get(role.node);
+        if (!node) {
+          node = { name: role.node, files: {} };
+          snap.nodes.set(role.node, node);
+        }
+        readHostArtifact(node, role.artifact, rel, text, snap.diagnostics);
+        break;
+      }
+      case "pod": {
+        const text = readText(rel);
+        if (text === undefined) break;
+        const pod = podOf(snap, role.namespace, role.pod);
+        readHostArtifact(pod, role.artifact, rel, text, snap.diagnostics);
+        break;
+      }
+      case "vpn-config": {
+        const text = readText(rel);
+        if (text === undefined || role.namespace === undefined || role.pod === undefined) break;
+        podOf(snap, role.namespace, role.pod).vpnConfigs.push({ file: rel, text });
+        break;
+      }
+      case "capture":
+        snap.captures.push({ name: role.name, file: rel, format: role.format });
+        break;
+      case "capture-meta":
+        captureMeta.set(role.name, rel);
+        break;
+      case "remote":
+        snap.remoteFiles.push(rel);
+        break;
+      case "probe": {
+        const text = readText(rel);
+        if (text === undefined) break;
+        const r = parseProbeFile(text, rel);
+        snap.probes.push(r.value);
+        snap.diagnostics.push(...r.diagnostics);
+        break;
+      }
+      case "kubelet-config":
+        snap.kubeletConfigFiles.push(rel);
+        break;
+      case "ignored":
+        break;
+      case "unknown":
+        snap.unknownFiles.push(rel);
+        break;
+    }
+  }
+  for (let i = 0; i < snap.captures.length; i++) {
+    const c = snap.captures[i]!;
+    const meta = captureMeta.get(c.name);
+    if (meta) snap.captures[i] = { ...c, metaFile: meta };
+  }
+  if (snap.unknownFiles.length > 0) {
+    snap.diagnostics.push({
+      code: "SNAPSHOT_UNKNOWN_FILES",
+      severity: "info",
+      message: `not part of the snapshot layout, not read: ${snap.unknownFiles.slice(0, 10).join(", ")}${
+        snap.unknownFiles.length > 10 ? ` and ${snap.unknownFiles.length - 10} more` : ""
+      }`,
+    });
+  }
+  return snap;
+}
+
+function podOf(snap: Snapshot, namespace: string, name: string): PodEvidence {
+  const key = `${namespace}/${name}`;
+  let pod = snap.pods.get(key);
+  if (!pod) {
+    pod = { namespace, name, files: {}, vpnConfigs: [] };
+    snap.pods.set(key, pod);
+  }
+  return pod;
+}
+
+/** True when nothing in the folder fits the layout: the user pointed at something else. */
+export function isEmptySnapshot(snap: Snapshot): boolean {
+  return (
+    snap.objects.length === 0 &&
+    snap.nodes.size === 0 &&
+    snap.pods.size === 0 &&
+    snap.captures.length === 0 &&
+    snap.remoteFiles.length === 0 &&
+    snap.probes.length === 0 &&
+    snap.kubeletConfigFiles.length === 0
+  );
+}
