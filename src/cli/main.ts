@@ -165,6 +165,13 @@ program
   .argument("<manifest>")
   .addOption(new Option("--level <level>").choices(["privileged", "baseline", "restricted"]))
   .option("--version <v>", "policy version: v1.N or latest", "latest")
+  .option("--policy-version <v>", "same as --version (which the top-level --version takes first)")
+  .option("--kubelet-config <file>", "KubeletConfiguration, configz JSON or kubelet command line")
+  .addOption(
+    new Option("--platform <p>")
+      .choices(["generic", "gke-standard", "gke-autopilot"])
+      .default("generic"),
+  )
   .addOption(output(["text", "json"], "text"))
   .action(action(() => import("./commands/admission-check.ts")));
 

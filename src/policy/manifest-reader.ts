@@ -12,11 +12,11 @@ export interface ManifestObject {
   readonly raw: Record<string, unknown>;
   readonly kind: string;
   readonly name: string;
-  readonly namespace: string | undefined;
+  readonly namespace?: string;
   /** The object's first line. */
   readonly source: SourceRef;
-  /** The line of the value at `path` (keys and indices below the object), or the closest parent's. */
-  readonly lineOf: (path: readonly (string | number)[]) => number;
+  /** Where the value at `path` (keys and indices below the object) is written, or its closest parent. */
+  locate(path: readonly (string | number)[]): SourceRef | undefined;
 }
 
 type Json = unknown;
@@ -126,9 +126,9 @@ export function readManifestObjects(text: string, file: string): Parsed<Manifest
         raw,
         kind,
         name,
-        namespace: str(meta["namespace"]),
+        ...(str(meta["namespace"]) === undefined ? {} : { namespace: str(meta["namespace"]) as string }),
         source: { file, line, text: `${kind}/${name}` },
-        lineOf: (path) => nodeAt(base, path),
+        locate: (path) => ({ file, line: nodeAt(base, path) }),
       });
     };
     add(value, []);

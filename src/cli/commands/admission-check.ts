@@ -1,11 +1,196 @@
-/** @module cli/commands/admission-check — placeholder until the command is built. */
-import { EXIT, type Io } from "../io.ts";
+/**
+ * @module cli/commands/admission-check — `podpath admission check MANIFEST`: for every Pod or pod
+ * controller in the manifest, Pod Security Admission's verdict in its own words, API validation
+ * of sysctls, and the kubelet's sysctl admission. Exit 1 when any object would be denied.
+ */
+import { readFile } from "node:fs/promises";
+import { readKubeletSysctlConfig } from "../../agents/pod-security/kubelet-config.ts";
+import { podViewOf } from "../../agents/pod-security/pod-spec.ts";
+import { LABELS, type Level, parseVersion } from "../../agents/pod-security/policy-level.ts";
+import {
+  type AdmissionPrediction,
+  type Platform,
+  predictAdmission,
+} from "../../agents/pod-security/predict.ts";
+import type { Diagnostic } from "../../model/types.ts";
+import { type ManifestObject, readManifestObjects } from "../../policy/manifest-reader.ts";
+import { EXIT, type Io, UsageError } from "../io.ts";
+
+interface Result {
+  readonly object: { kind: string; namespace?: string; name: string; file: string; line: number };
+  /** Where the level came from: the --level flag, a Namespace's labels, or the default. */
+  readonly policySource: string;
+  readonly prediction: AdmissionPrediction;
+  readonly denied: boolean;
+}
+
+async function readText(path: string, what: string): Promise<string> {
+  try {
+    return await readFile(path, "utf8");
+  } catch (e) {
+    const code = (e as NodeJS.ErrnoException).code;
+    throw new UsageError(
+      `cannot read ${what} ${path}: ${code === "ENOENT" ? "no such file" : code === "EISDIR" ? "is a directory" : (e as Error).message}`,
+    );
+  }
+}
+
+function psaLabels(o: ManifestObject): Record<string, string> | undefined {
+  const meta = o.raw["metadata"];
+  const labels =
+    typeof meta === "object" && meta !== null
+      ? (meta as Record<string, unknown>)["labels"]
+      : undefined;
+  if (typeof labels !== "object" || labels === null) return undefined;
+  const out: Record<string, string> = {};
+  for (const [k, v] of Object.entries(labels)) {
+    if (k.startsWith("pod-security.kubernetes.io/")) out[k] = String(v);
+  }
+  return Object.keys(out).length > 0 ? out : undefined;
+}
 
 export async function run(
-  _args: readonly string[],
-  _opts: Readonly<Record<string, unknown>>,
+  args: readonly string[],
+  opts: Readonly<Record<string, unknown>>,
   io: Io,
 ): Promise<number> {
-  io.err("podpath: 'admission-check' is not available in this build yet\n");
-  return EXIT.usage;
+  const file = args[0];
+  if (file === undefined) throw new UsageError("admission check needs a MANIFEST file");
+  const levelFlag = opts["level"] as Level | undefined;
+  const versionText = String(opts["policyVersion"] ?? opts["version"] ?? "latest");
+  const { version, error } = parseVersion(versionText);
+  if (error) throw new UsageError(`policy version ${JSON.stringify(versionText)}: ${error}`);
+  const platform = (opts["platform"] as Platform | undefined) ?? "generic";
+
+  const text = await readText(file, "manifest");
+  const parsed = readManifestObjects(text, file);
+  const diagnostics: Diagnostic[] = [...parsed.diagnostics];
+
+  let kubeletConfig: ReturnType<typeof readKubeletSysctlConfig>["value"];
+  const kubeletFile = opts["kubeletConfig"] as string | undefined;
+  if (kubeletFile !== undefined) {
+    const k = readKubeletSysctlConfig(await readText(kubeletFile, "kubelet config"), kubeletFile);
+    diagnostics.push(...k.diagnostics);
+    if (!k.value) {
+      throw new UsageError(
+        `${kubeletFile}: expected a KubeletConfiguration, configz JSON or a kubelet command line with --allowed-unsafe-sysctls`,
+      );
+    }
+    kubeletConfig = k.value;
+  }
+
+  const namespaces = parsed.value.filter((o) => o.kind === "Namespace");
+  const workloads = parsed.value.filter((o) => podViewOf(o.raw) !== undefined);
+  if (workloads.length === 0) {
+    for (const d of diagnostics) io.err(`podpath: ${d.message}\n`);
+    const why =
+      parsed.value.length === 0
+        ? "no Kubernetes objects could be read"
+        : "no Pod or pod controller found";
+    throw new UsageError(
+      `${file}: ${why} (expected a Pod, Deployment, DaemonSet, StatefulSet, ReplicaSet, Job or CronJob)`,
+    );
+  }
+
+  const results: Result[] = [];
+  for (const o of workloads) {
+    let labels: Record<string, string> | undefined;
+    let policySource: string;
+    if (levelFlag !== undefined) {
+      labels = { [LABELS.enforce]: levelFlag, [LABELS.enforceVersion]: versionText };
+      policySource = `--level ${levelFlag} --version ${versionText}`;
+    } else {
+      const ns =
+        namespaces.find((n) => n.name === o.namespace && psaLabels(n)) ??
+        (o.namespace === undefined && namespaces.length === 1 ? namespaces[0] : undefined);
+      const nsLabels = ns ? psaLabels(ns) : undefined;
+      if (ns && nsLabels) {
+        labels = nsLabels;
+        policySource = `labels of Namespace ${ns.name} (${ns.source.file}:${ns.source.line})`;
+      } else {
+        labels = { [LABELS.enforce]: "restricted", [LABELS.enforceVersion]: versionText };
+        policySource = "default: restricted (no --level and no Namespace with pod-security labels)";
+      }
+    }
+    const prediction = predictAdmission(o.raw, {
+      namespaceLabels: labels,
+      version,
+      platform,
+      ...(kubeletConfig ? { kubeletConfig } : {}),
+    });
+    if (!prediction) continue;
+    const denied = prediction.allowed === "no";
+    results.push({
+      object: {
+        kind: o.kind,
+        ...(o.namespace === undefined ? {} : { namespace: o.namespace }),
+        name: o.name,
+        file: o.source.file,
+        line: o.source.line,
+      },
+      policySource,
+      prediction,
+      denied,
+    });
+  }
+
+  for (const d of diagnostics) io.err(`podpath: ${d.severity}: ${d.message}\n`);
+  if (opts["output"] === "json") {
+    io.out(
+      `${JSON.stringify(
+        {
+          schemaVersion: 1,
+          tool: "podpath",
+          question: "admission-check",
+          results: results.map((r) => ({
+            object: r.object,
+            allowed: r.prediction.allowed,
+            policySource: r.policySource,
+            podSecurity: r.prediction.podSecurity,
+            apiValidation: r.prediction.apiValidation,
+            kubelet: r.prediction.kubelet,
+            ...(r.prediction.autopilot ? { autopilot: r.prediction.autopilot } : {}),
+          })),
+          diagnostics,
+        },
+        null,
+        2,
+      )}\n`,
+    );
+  } else {
+    io.out(results.map((r) => renderText(r, io)).join("\n"));
+  }
+  return results.some((r) => r.denied) ? EXIT.findings : EXIT.ok;
+}
+
+function renderText(r: Result, io: Io): string {
+  const c = io.colors;
+  const p = r.prediction;
+  const id = `${r.object.kind} ${r.object.namespace ? `${r.object.namespace}/` : ""}${r.object.name}`;
+  const verdict =
+    p.allowed === "no"
+      ? c.red("DENIED")
+      : p.allowed === "unknown"
+        ? c.yellow("UNKNOWN")
+        : c.green("ALLOWED");
+  const lines = [`${verdict} ${id} (${r.object.file}:${r.object.line})`];
+  const ps = p.podSecurity;
+  lines.push(`  Pod Security ${ps.level}:${ps.version} [${r.policySource}]`);
+  if (r.object.kind === "Pod") {
+    lines.push(ps.allowed ? "    allowed" : `    ${ps.message}`);
+    for (const w of ps.warnings) lines.push(`    ${w}`);
+  } else {
+    for (const w of ps.warnings) lines.push(`    on apply: ${w}`);
+    lines.push(ps.allowed ? "    its pods are allowed" : `    each pod it creates: ${ps.message}`);
+  }
+  for (const e of ps.policyErrors) lines.push(`    label error: ${e}`);
+  if (!p.apiValidation.allowed) lines.push(`  API validation: ${p.apiValidation.message}`);
+  lines.push(`  kubelet sysctls: ${p.kubelet.outcome}: ${p.kubelet.message}`);
+  if (p.kubelet.needs) lines.push(`    needs: ${p.kubelet.needs}`);
+  if (p.kubelet.command) lines.push(`    check: ${p.kubelet.command}`);
+  if (p.autopilot) {
+    lines.push(`  GKE Autopilot: ${p.autopilot.allowed ? "allowed" : p.autopilot.message}`);
+    for (const n of p.autopilot.notes) lines.push(`    note: ${n}`);
+  }
+  return `${lines.join("\n")}\n`;
 }
