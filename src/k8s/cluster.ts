@@ -253,8 +253,11 @@ const NETWORK_CODES = new Set([
   "ERR_TLS_CERT_ALTNAME_INVALID",
 ]);
 
-function wrapNetworkError(e: unknown, request: ApiRequest, signal?: AbortSignal): ClusterError {
-  if (e instanceof ClusterError) return e;
+function wrapNetworkError(raw: unknown, request: ApiRequest, signal?: AbortSignal): ClusterError {
+  if (raw instanceof ClusterError) return raw;
+  // the exec WebSocket reports failures as an ErrorEvent that wraps the Error
+  const inner = (raw as { error?: unknown } | undefined)?.error;
+  const e = inner instanceof Error ? inner : raw;
   if (signal?.aborted) return new ClusterError("Aborted", request, { cause: e });
   const code = (e as { code?: unknown })?.code;
   const msg = e instanceof Error ? e.message : String(e);
@@ -559,14 +562,19 @@ export async function openCluster(opts: OpenClusterOptions): Promise<ClusterSour
         );
         ws = (await Promise.race([opening, deadline])) as unknown as Socket;
         const sock = ws;
-        await Promise.race([
-          deadline,
-          new Promise<void>((resolve) => {
-            if (sock.readyState === sock.CLOSED) resolve();
-            sock.on("close", () => resolve());
-            o.signal?.addEventListener("abort", () => sock.close(), { once: true });
-          }),
-        ]);
+        const onAbort = () => sock.close();
+        o.signal?.addEventListener("abort", onAbort, { once: true });
+        try {
+          await Promise.race([
+            deadline,
+            new Promise<void>((resolve) => {
+              if (sock.readyState === sock.CLOSED) resolve();
+              sock.on("close", () => resolve());
+            }),
+          ]);
+        } finally {
+          o.signal?.removeEventListener("abort", onAbort);
+        }
       } catch (e) {
         if (timedOut) {
           ws?.terminate();
