@@ -14,7 +14,7 @@ import {
 } from "./netns.ts";
 import { normalizeRootState, rootNamespaceHash } from "./root-state.ts";
 
-const HOLD = fileURLToPath(new URL("./testdata/hold-lab.ts", import.meta.url));
+const HOLD = fileURLToPath(new URL("./test-helpers/hold-lab.ts", import.meta.url));
 
 interface Held {
   id: string;

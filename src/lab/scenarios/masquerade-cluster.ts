@@ -59,19 +59,25 @@ function sortKeys(v: unknown): unknown {
 export function kubectlList(items: readonly unknown[]): string {
   return stringify(
     sortKeys({ apiVersion: "v1", items, kind: "List", metadata: { resourceVersion: "" } }),
-    { lineWidth: 0 },
+    { lineWidth: 0, aliasDuplicateObjects: false },
   );
 }
 
-function meta(name: string, createdAt: string, extra: Record<string, unknown> = {}) {
-  return { name, uid: uid(name), creationTimestamp: createdAt, resourceVersion: "1000", ...extra };
+function meta(kind: string, name: string, createdAt: string, extra: Record<string, unknown> = {}) {
+  return {
+    name,
+    uid: uid(`${kind}/${name}`),
+    creationTimestamp: createdAt,
+    resourceVersion: "1000",
+    ...extra,
+  };
 }
 
 export function nodeObjects(d: ReplicaDescription): unknown[] {
   return d.nodes.map((n) => ({
     apiVersion: "v1",
     kind: "Node",
-    metadata: meta(n.name, d.createdAt, {
+    metadata: meta("Node", n.name, d.createdAt, {
       labels: {
         [POOL_LABEL]: n.pool,
         "kubernetes.io/hostname": n.name,
@@ -139,14 +145,14 @@ export function agentObjects(d: ReplicaDescription): unknown[] {
     objects.push({
       apiVersion: "v1",
       kind: "ConfigMap",
-      metadata: meta("ip-masq-agent", d.createdAt, { namespace: "kube-system" }),
+      metadata: meta("ConfigMap", "ip-masq-agent", d.createdAt, { namespace: "kube-system" }),
       data: { config: d.agentConfig },
     });
   }
   objects.push({
     apiVersion: "apps/v1",
     kind: "DaemonSet",
-    metadata: meta("ip-masq-agent", d.createdAt, { namespace: "kube-system", labels }),
+    metadata: meta("DaemonSet", "ip-masq-agent", d.createdAt, { namespace: "kube-system", labels }),
     spec: {
       selector: { matchLabels: labels },
       template: { metadata: { labels }, spec: podSpec() },
@@ -165,7 +171,7 @@ export function agentObjects(d: ReplicaDescription): unknown[] {
     objects.push({
       apiVersion: "v1",
       kind: "Pod",
-      metadata: meta(name, d.createdAt, {
+      metadata: meta("Pod", name, d.createdAt, {
         namespace: "kube-system",
         labels: { ...labels, "controller-revision-hash": "6b8d9c7f5" },
         ownerReferences: [
@@ -174,7 +180,7 @@ export function agentObjects(d: ReplicaDescription): unknown[] {
             kind: "DaemonSet",
             name: "ip-masq-agent",
             controller: true,
-            uid: uid("ip-masq-agent"),
+            uid: uid("DaemonSet/ip-masq-agent"),
           },
         ],
       }),
@@ -204,7 +210,10 @@ export function appPodObjects(d: ReplicaDescription): unknown[] {
   return d.nodes.map((n) => ({
     apiVersion: "v1",
     kind: "Pod",
-    metadata: meta(n.podName, d.createdAt, { namespace: "default", labels: { app: "billing" } }),
+    metadata: meta("Pod", n.podName, d.createdAt, {
+      namespace: "default",
+      labels: { app: "billing" },
+    }),
     spec: {
       nodeName: n.name,
       containers: [{ name: "app", image: "registry.example/billing:1.4" }],

@@ -107,8 +107,10 @@ export type MasqueradeOptions = z.output<typeof MasqueradeOptions>;
 /** What the replica's nodes run, derived from the options (pure, for tests and the snapshot). */
 export interface MasqueradePlan {
   readonly nodes: readonly ReplicaNode[];
-  /** ConfigMap `config` text; undefined when no config was given and none is shipped. */
+  /** ConfigMap `config` text. */
   readonly configText: string;
+  /** Why the agent rejects configText (then every node keeps the old rules). */
+  readonly configError: string | undefined;
   /** Rules on nodes where the agent runs (from the config). */
   readonly current: MasqRuleConfig;
   /** Rules on nodes without the agent (what an earlier agent run left). */
@@ -119,8 +121,17 @@ export interface MasqueradePlan {
   readonly ipv6: boolean;
 }
 
-/** Derives the replica from options; throws Error with a user-facing message for a bad --config. */
+const oldRules = (o: MasqueradeOptions): MasqRuleConfig => ({
+  nonMasqueradeCIDRs: o["old-non-masquerade"] ?? [...AGENT_DEFAULT_NON_MASQUERADE],
+  masqLinkLocal: false,
+});
+
+/**
+ * Derives the replica from options; throws Error with a user-facing message when --config cannot
+ * be read. An invalid config is replicated as the agent handles it: nodes keep the old rules.
+ */
 export function planMasquerade(o: MasqueradeOptions): MasqueradePlan {
+  let configError: string | undefined;
   let configText: string;
   let current: MasqRuleConfig;
   if (o.config !== undefined) {
@@ -131,18 +142,16 @@ export function planMasquerade(o: MasqueradeOptions): MasqueradePlan {
       throw new Error(`--config ${o.config}: cannot read (${(e as NodeJS.ErrnoException).code})`);
     }
     const parsed = parseAgentConfigText(text);
-    if ("error" in parsed) throw new Error(`--config ${o.config}: ${parsed.error}`);
     configText = text;
-    current = parsed.config;
+    // ip-masq-agent keeps the rules already in the kernel while its config is invalid
+    current = "error" in parsed ? oldRules(o) : parsed.config;
+    configError = "error" in parsed ? parsed.error : undefined;
   } else {
     const cidrs = o["non-masquerade"] ?? [...AGENT_DEFAULT_NON_MASQUERADE];
     configText = renderAgentConfig(cidrs);
     current = { nonMasqueradeCIDRs: cidrs, masqLinkLocal: false };
   }
-  const old: MasqRuleConfig = {
-    nonMasqueradeCIDRs: o["old-non-masquerade"] ?? [...AGENT_DEFAULT_NON_MASQUERADE],
-    masqLinkLocal: false,
-  };
+  const old = oldRules(o);
   const nodes = o.pools.map((p, i) => ({
     name: `gke-lab-${p.name}-${i}`,
     pool: p.name,
@@ -155,6 +164,7 @@ export function planMasquerade(o: MasqueradeOptions): MasqueradePlan {
   return {
     nodes,
     configText,
+    configError,
     current,
     old,
     routesBack: o["routes-back"],
@@ -170,10 +180,10 @@ export function remoteSiteYaml(plan: MasqueradePlan): string {
     kind: "RemoteSite",
     name: SITE_NAME,
     prefixes: [ONPREM_PREFIX],
-    routesBack: plan.routesBack,
+    routesBack: [...plan.routesBack],
     vpn: {
       kind: "cloud-vpn-classic",
-      localTrafficSelectors: plan.routesBack,
+      localTrafficSelectors: [...plan.routesBack],
       remoteTrafficSelectors: [ONPREM_PREFIX],
     },
     allowlists: [
@@ -249,7 +259,7 @@ async function build(ctx: ScenarioContext, plan: MasqueradePlan): Promise<Built>
           "addr add fd00:20::30:40/64 dev eth0 nodad",
           ...plan.routesBack
             .filter((c) => c.includes(":"))
-            .map((c) => `-6 route add ${c} via fd00:20::1`),
+            .map((c) => `route add ${c} via fd00:20::1`),
         ]
       : []),
   ]);
@@ -276,15 +286,15 @@ async function build(ctx: ScenarioContext, plan: MasqueradePlan): Promise<Built>
       ...(ipv6
         ? [
             `addr add fd00:128::${2 + i}/64 dev eth0 nodad`,
-            `-6 route add fd00:4:${i}::/64 dev gkeveth0`,
-            "-6 route add default via fd00:128::1",
+            `route add fd00:4:${i}::/64 dev gkeveth0`,
+            "route add default via fd00:128::1",
           ]
         : []),
     ]);
     await sysctl(ns, "net.ipv4.ip_forward", "1");
     if (ipv6) {
       await sysctl(ns, "net.ipv6.conf.all.forwarding", "1");
-      await ipBatch(router, [`-6 route add fd00:4:${i}::/64 via fd00:128::${2 + i}`]);
+      await ipBatch(router, [`route add fd00:4:${i}::/64 via fd00:128::${2 + i}`]);
     }
     // GKE pods see their gateway as a /32 peer; a host route to it then a default route
     await ipBatch(pod, [
@@ -294,7 +304,7 @@ async function build(ctx: ScenarioContext, plan: MasqueradePlan): Promise<Built>
       ...(ipv6
         ? [
             `addr add fd00:4:${i}::5/64 dev eth0 nodad`,
-            `-6 route add default via fd00:4:${i}::1 dev eth0 onlink`,
+            `route add default via fd00:4:${i}::1 dev eth0 onlink`,
           ]
         : []),
     ]);
@@ -434,6 +444,9 @@ async function probeAndSnapshot(
 async function run(ctx: ScenarioContext, opts: MasqueradeOptions): Promise<ScenarioOutcome> {
   const plan = planMasquerade(opts);
   ctx.log(`building masquerade replica ${ctx.lab.id} (${plan.nodes.length} node(s))`);
+  if (plan.configError !== undefined) {
+    ctx.log(`the agent rejects this config (${plan.configError}); nodes keep the old rules`);
+  }
   const built = await build(ctx, plan);
   const listener = await startListener(built.onprem, built.ipv6);
   if (ctx.outDir === undefined) {

@@ -1,5 +1,5 @@
 /**
- * @module lab/testdata/hold-lab — test helper process: builds a small lab (two namespaces, a veth,
+ * @module lab/test-helpers/hold-lab — test helper process: builds a small lab (two namespaces, a veth,
  * an address, a nat rule, a sleeping process), prints its id and namespace names as JSON on one
  * line, then waits to be killed. Used to test cleanup after SIGTERM and after SIGKILL.
  */

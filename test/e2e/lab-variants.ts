@@ -1,0 +1,96 @@
+/**
+ * @module test/e2e/lab-variants — the scenario variants the end-to-end suite runs through
+ * `lab run` → `diagnose`, with what the kernel must show and which findings must follow.
+ * `scripts/make-examples.ts` regenerates `examples/<example>` from the variants that name one.
+ */
+import type { FindingId } from "../../src/model/types.ts";
+
+export interface NodeExpectation {
+  /** Node name as the replica names it (`gke-lab-<pool>-<index>`). */
+  readonly node: string;
+  /** Source address the on-prem host sees for the pod's packets. */
+  readonly wireSource: "pod" | "node";
+  /** Whether the pod's ping and TCP connection get their replies. */
+  readonly replied: boolean;
+}
+
+export interface LabVariant {
+  readonly name: string;
+  readonly scenario: "masquerade";
+  /** Arguments after `lab run <scenario>` (paths relative to the repository root). */
+  readonly args: readonly string[];
+  /** The examples/ folder regenerated from this variant. */
+  readonly example?: string;
+  readonly description: string;
+  readonly nodes: readonly NodeExpectation[];
+  readonly findings: {
+    readonly present: readonly FindingId[];
+    readonly absent: readonly FindingId[];
+  };
+}
+
+export const LAB_VARIANTS: readonly LabVariant[] = [
+  {
+    name: "seed",
+    scenario: "masquerade",
+    args: [],
+    example: "snat-exception-list",
+    description:
+      "The seed case: the agent's RFC 1918 default exempts 10.20.30.40, the pod leaves with its own address, and on-prem routes back only the node subnet.",
+    nodes: [{ node: "gke-lab-default-0", wireSource: "pod", replied: false }],
+    findings: {
+      present: [
+        "masq/exempt-destination",
+        "masq/no-return-route",
+        "masq/wire-pod-source",
+        "masq/reply-missing",
+      ],
+      absent: ["masq/agent-missing", "masq/config-invalid"],
+    },
+  },
+  {
+    name: "narrowed",
+    scenario: "masquerade",
+    args: ["--non-masquerade", "10.4.0.0/14", "--phase", "after"],
+    description:
+      "The supported fix: the exception narrowed to the pod range; pods leave as the node.",
+    nodes: [{ node: "gke-lab-default-0", wireSource: "node", replied: true }],
+    findings: {
+      present: ["masq/wire-node-source"],
+      absent: ["masq/exempt-destination", "masq/reply-missing", "masq/wire-pod-source"],
+    },
+  },
+  {
+    name: "keep-pod-identity",
+    scenario: "masquerade",
+    args: ["--routes-back", "10.128.0.0/20,10.4.0.0/14"],
+    description: "The alternative: pod addresses kept, the pod range routed back on-prem.",
+    nodes: [{ node: "gke-lab-default-0", wireSource: "pod", replied: true }],
+    findings: {
+      present: ["masq/wire-pod-source"],
+      absent: ["masq/no-return-route", "masq/reply-missing"],
+    },
+  },
+  {
+    name: "pool-without-agent",
+    scenario: "masquerade",
+    args: ["--non-masquerade", "10.4.0.0/14", "--pools", "default:agent,legacy:no-agent"],
+    description: "The fix applied, but one node pool runs no agent and keeps the old rules.",
+    nodes: [
+      { node: "gke-lab-default-0", wireSource: "node", replied: true },
+      { node: "gke-lab-legacy-1", wireSource: "pod", replied: false },
+    ],
+    findings: {
+      present: ["masq/agent-missing", "masq/intent-rules-drift"],
+      absent: ["masq/config-invalid"],
+    },
+  },
+  {
+    name: "invalid-config",
+    scenario: "masquerade",
+    args: ["--config", "test/fixtures/lab/ip-masq-agent-misaligned.yaml"],
+    description: "A rejected config: the agent keeps the rules already installed.",
+    nodes: [{ node: "gke-lab-default-0", wireSource: "pod", replied: false }],
+    findings: { present: ["masq/config-invalid"], absent: ["masq/agent-missing"] },
+  },
+];
