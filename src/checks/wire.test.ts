@@ -1,0 +1,152 @@
+import assert from "node:assert/strict";
+import { describe, it } from "node:test";
+import { conversations } from "../capture/conversations.ts";
+import { type Packet, TCP } from "../capture/packet.ts";
+import { parseTcpdumpLines } from "../capture/tcpdump-text.ts";
+import { parseCidr, parseIp } from "../net/cidr.ts";
+import { wireFindings } from "./wire.ts";
+
+const POD = "10.4.1.5";
+const NODE = "10.128.0.20";
+const DEST = "10.20.30.40";
+const base = {
+  podCidrs: [parseCidr("10.4.0.0/14")],
+  nodeAddresses: [parseIp(NODE)],
+  dest: { ip: parseIp(DEST), port: 5432 },
+};
+
+function syn(
+  i: number,
+  src: string,
+  dst: string,
+  sp: number,
+  dp: number,
+  flags: number,
+  extra: Partial<Packet> = {},
+): Packet {
+  return {
+    index: i,
+    timeNs: 1_700_000_000_000_000_000n + BigInt(i) * 1_000_000_000n,
+    ip: { family: 4, src: parseIp(src).value, dst: parseIp(dst).value, protocol: 6 },
+    transport: { kind: "tcp", srcPort: sp, dstPort: dp, flags, seq: 100, payloadLength: 0 },
+    ...extra,
+  };
+}
+
+async function conv(pkts: Packet[], file: string) {
+  return (await conversations(pkts, { file })).conversations;
+}
+
+describe("wireFindings", () => {
+  it("closes the case when the pod address leaves and no reply returns", async () => {
+    const c = await conv(
+      [1, 2, 3].map((i) =>
+        syn(i, POD, DEST, 40000, 5432, TCP.SYN, { iface: "eth0", direction: "out" }),
+      ),
+      "captures/node.pcap",
+    );
+    const f = wireFindings({
+      ...base,
+      captures: [{ file: "captures/node.pcap", meta: { point: "node/gke-a-1" }, conversations: c }],
+    });
+    assert.equal(f.length, 1);
+    assert.equal(f[0]!.id, "masq/wire-pod-source");
+    assert.equal(f[0]!.severity, "error");
+    assert.equal(f[0]!.subject, `flow/${POD}->${DEST}`);
+    assert.equal(f[0]!.evidence[0]!.file, "captures/node.pcap");
+    assert.equal(f[0]!.evidence[0]!.line, 1);
+    assert.match(f[0]!.evidence[0]!.text!, /packet 1 at 2023-11-14T22:13:21\.000000000Z/);
+    assert.match(f[0]!.explanation, /closes the case/);
+  });
+
+  it("reads the pod's packet on its veth (in) and the node address on eth0 (out) as masquerade working; no reply is the far side's problem", async () => {
+    const c = await conv(
+      [
+        syn(1, POD, DEST, 40000, 5432, TCP.SYN, { iface: "veth1", direction: "in" }),
+        syn(2, NODE, DEST, 61000, 5432, TCP.SYN, { iface: "eth0", direction: "out" }),
+      ],
+      "captures/node.pcap",
+    );
+    const f = wireFindings({
+      ...base,
+      captures: [{ file: "captures/node.pcap", conversations: c }],
+    });
+    assert.deepEqual(
+      f.map((x) => [x.id, x.severity]),
+      [["masq/reply-missing", "error"]],
+    );
+    assert.equal(f[0]!.evidence[0]!.line, 2);
+  });
+
+  it("reports the node source with replies as the healthy sign (info)", async () => {
+    const c = await conv(
+      [
+        syn(1, NODE, DEST, 61000, 5432, TCP.SYN),
+        syn(2, DEST, NODE, 5432, 61000, TCP.SYN | TCP.ACK),
+      ],
+      "captures/after.pcap",
+    );
+    const f = wireFindings({
+      ...base,
+      captures: [{ file: "captures/after.pcap", meta: { phase: "after" }, conversations: c }],
+    });
+    assert.deepEqual(
+      f.map((x) => [x.id, x.severity]),
+      [["masq/wire-node-source", "info"]],
+    );
+    assert.equal(f[0]!.evidence.length, 2);
+    assert.equal(f[0]!.evidence[1]!.line, 2);
+  });
+
+  it("shows two observations side by side and cites tcpdump text by line", async () => {
+    const node = await conv(
+      [syn(1, POD, DEST, 40000, 5432, TCP.SYN, { iface: "eth0", direction: "out" })],
+      "captures/node.pcap",
+    );
+    const text = [
+      "reading from file remote.pcap, link-type EN10MB (Ethernet)",
+      "10:00:01.000001 IP 10.4.1.5.40000 > 10.20.30.40.5432: Flags [S], seq 100, win 64240, length 0",
+      "10:00:02.000001 IP 10.4.1.5.40000 > 10.20.30.40.5432: Flags [S], seq 100, win 64240, length 0",
+    ];
+    const pkts: Packet[] = [];
+    for await (const p of parseTcpdumpLines(text, "captures/remote.txt", () => {})) pkts.push(p);
+    const remote = (await conversations(pkts, { file: "captures/remote.txt" })).conversations;
+    const f = wireFindings({
+      ...base,
+      captures: [
+        { file: "captures/node.pcap", meta: { point: "node/gke-a-1" }, conversations: node },
+        { file: "captures/remote.txt", meta: { point: "remote/onprem" }, conversations: remote },
+      ],
+    });
+    assert.equal(f.length, 2);
+    assert.ok(f.every((x) => x.id === "masq/wire-pod-source"));
+    const remoteFinding = f.find((x) => x.evidence[0]!.file === "captures/remote.txt")!;
+    assert.equal(remoteFinding.evidence[0]!.line, 2);
+    assert.match(remoteFinding.explanation, /arrived at the far side/);
+    for (const x of f) {
+      assert.match(x.explanation, /captures\/node\.pcap \(node\/gke-a-1\), packet 1/);
+      assert.match(
+        x.explanation,
+        /captures\/remote\.txt \(remote\/onprem\), line 2 \(packet 1\) at 10:00:01\.000001000/,
+      );
+    }
+  });
+
+  it("says what it assumed when the capture has no directions", async () => {
+    const c = await conv([syn(1, POD, DEST, 40000, 5432, TCP.SYN)], "c.pcap");
+    const f = wireFindings({ ...base, captures: [{ file: "c.pcap", conversations: c }] });
+    assert.equal(f[0]!.id, "masq/wire-pod-source");
+    assert.match(f[0]!.explanation, /does not record directions/);
+  });
+
+  it("ignores other destinations and other ports", async () => {
+    const c = await conv(
+      [syn(1, POD, "10.20.30.41", 40000, 5432, TCP.SYN), syn(2, POD, DEST, 40001, 443, TCP.SYN)],
+      "c.pcap",
+    );
+    assert.deepEqual(
+      wireFindings({ ...base, captures: [{ file: "c.pcap", conversations: c }] }),
+      [],
+    );
+  });
+});

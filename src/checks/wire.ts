@@ -1,0 +1,254 @@
+/**
+ * @module checks/wire — findings from the wire: which source address a request to the
+ * destination carried (the pod's own or the node's), and whether replies came back.
+ *
+ * - `masq/wire-pod-source`: the pod address leaves toward the destination. With no reply this
+ *   closes the case (error): the far side has no route back to the pod range.
+ * - `masq/wire-node-source`: the request leaves translated to a node address and replies come
+ *   back (info): after a fix, the healthy sign.
+ * - `masq/reply-missing`: the request leaves translated and no reply returns (error): a routing
+ *   or firewall problem on the far side, not masquerade.
+ *
+ * Every observation of the source address (e.g. on the node and on the far side) is listed side
+ * by side in each finding's explanation.
+ */
+
+import type { Conversation, PacketRef } from "../capture/conversations.ts";
+import { formatTime } from "../capture/conversations.ts";
+import type { Evidence, Finding } from "../model/types.ts";
+import { type Cidr, contains, formatIp, type Ip } from "../net/cidr.ts";
+
+export interface WireCapture {
+  /** Snapshot-relative file, as cited. */
+  readonly file: string;
+  /** From `captures/<name>.yaml`: `point` (node/N, pod/NS/N, remote/SITE, client), `phase`. */
+  readonly meta?: { readonly point?: string; readonly phase?: "before" | "after" };
+  readonly conversations: readonly Conversation[];
+}
+
+export interface WireInput {
+  readonly captures: readonly WireCapture[];
+  readonly podCidrs: readonly Cidr[];
+  readonly nodeAddresses: readonly Ip[];
+  /** The destination in question; absent: every conversation leaving the pod and node ranges. */
+  readonly dest?: { readonly ip: Ip; readonly port?: number };
+  /** Pod addresses known individually (e.g. from pod status), beyond the pod CIDRs. */
+  readonly podIps?: readonly Ip[];
+}
+
+type SourceClass = "pod" | "node";
+
+/** One capture's view of one source address talking to one destination. */
+interface Observation {
+  readonly capture: WireCapture;
+  readonly src: Ip;
+  readonly dst: Ip;
+  readonly cls: SourceClass;
+  readonly conversations: readonly Conversation[];
+  readonly replied: boolean;
+  readonly first: PacketRef;
+  readonly firstReply?: PacketRef;
+  /** The packets were seen leaving (direction out, or a far-side capture), or direction unknown. */
+  readonly leaving: "seen-leaving" | "far-side" | "unknown-direction" | "arriving-only";
+}
+
+const same = (a: Ip, b: Ip) => a.family === b.family && a.value === b.value;
+
+function classify(ip: Ip, input: WireInput): SourceClass | undefined {
+  if (input.nodeAddresses.some((n) => same(n, ip))) return "node";
+  if (input.podIps?.some((p) => same(p, ip)) || input.podCidrs.some((c) => contains(c, ip)))
+    return "pod";
+  return undefined;
+}
+
+function isDestination(c: Conversation, input: WireInput): boolean {
+  const d = input.dest;
+  if (d !== undefined) {
+    if (!same(c.responder.ip, d.ip)) return false;
+    return d.port === undefined || c.responder.port === undefined || c.responder.port === d.port;
+  }
+  // Without a destination: anything leaving the cluster's pod and node addresses.
+  return classify(c.responder.ip, input) === undefined;
+}
+
+function leavingOf(c: WireCapture, convs: readonly Conversation[]): Observation["leaving"] {
+  if (c.meta?.point?.startsWith("remote/")) return "far-side";
+  const seen = convs.flatMap((x) => x.seenOn);
+  if (seen.length === 0) return "unknown-direction";
+  if (seen.some((s) => / out$/.test(s) || s === "out")) return "seen-leaving";
+  // pcapng/tcpdump -i any on a node: "in" on a veth is the pod handing the packet to the node.
+  return "arriving-only";
+}
+
+function observe(input: WireInput): Observation[] {
+  const out: Observation[] = [];
+  for (const cap of input.captures) {
+    const groups = new Map<string, Conversation[]>();
+    for (const c of cap.conversations) {
+      if (!isDestination(c, input)) continue;
+      if (classify(c.initiator.ip, input) === undefined) continue;
+      const k = `${c.initiator.ip.value}|${c.responder.ip.value}`;
+      const g = groups.get(k);
+      if (g) g.push(c);
+      else groups.set(k, [c]);
+    }
+    for (const convs of groups.values()) {
+      const c0 = convs[0]!;
+      const replied = convs.some((c) => c.replied);
+      const firstReply = convs
+        .map((c) => c.firstReply)
+        .filter((r): r is PacketRef => r !== undefined)
+        .sort((a, b) => a.index - b.index)[0];
+      out.push({
+        capture: cap,
+        src: c0.initiator.ip,
+        dst: c0.responder.ip,
+        cls: classify(c0.initiator.ip, input)!,
+        conversations: convs,
+        replied,
+        first: convs.map((c) => c.first).sort((a, b) => a.index - b.index)[0]!,
+        ...(firstReply === undefined ? {} : { firstReply }),
+        leaving: leavingOf(cap, convs),
+      });
+    }
+  }
+  return out;
+}
+
+function when(r: PacketRef): string {
+  return formatTime(r.timeNs, r.timeOfDayOnly);
+}
+
+function where(o: Observation): string {
+  const point = o.capture.meta?.point ?? "capture point not stated";
+  const phase = o.capture.meta?.phase === undefined ? "" : `, ${o.capture.meta.phase}`;
+  return `${o.capture.file} (${point}${phase})`;
+}
+
+function describe(o: Observation): string {
+  const c = o.conversations[0]!;
+  const port = c.responder.port === undefined ? "" : `:${c.responder.port}`;
+  const verdicts = [...new Set(o.conversations.map((x) => x.verdict))].join(" | ");
+  const n = o.conversations.length;
+  return (
+    `${where(o)}, ${o.first.ref.text}: source ${formatIp(o.src)} → ${formatIp(o.dst)}${port} ` +
+    `(${o.cls} address; ${n} conversation${n === 1 ? "" : "s"}: ${verdicts})`
+  );
+}
+
+function sideBySide(all: readonly Observation[], dst: Ip): string {
+  const mine = all.filter((o) => same(o.dst, dst));
+  if (mine.length === 0) return "";
+  return `\nSource address toward ${formatIp(dst)}, as each capture saw it:\n${mine
+    .map((o) => `  - ${describe(o)}`)
+    .join("\n")}`;
+}
+
+function evidenceOf(o: Observation): Evidence[] {
+  const ev: Evidence[] = [
+    {
+      file: o.capture.file,
+      line: o.first.ref.line,
+      text: `${o.first.ref.text}: ${formatIp(o.src)} → ${formatIp(o.dst)}`,
+    },
+  ];
+  if (o.firstReply !== undefined)
+    ev.push({
+      file: o.capture.file,
+      line: o.firstReply.ref.line,
+      text: `${o.firstReply.ref.text}: reply from ${formatIp(o.dst)}`,
+    });
+  return ev;
+}
+
+/**
+ * The wire findings for every capture. Pure: conversations in, findings out.
+ *
+ * @example
+ * wireFindings({ captures: [{ file: "captures/node.pcap", meta: { point: "node/gke-a-1" },
+ *   conversations }], podCidrs: [parseCidr("10.4.0.0/14")], nodeAddresses: [parseIp("10.128.0.20")],
+ *   dest: { ip: parseIp("10.20.30.40"), port: 5432 } });
+ */
+export function wireFindings(input: WireInput): Finding[] {
+  const all = observe(input);
+  const findings: Finding[] = [];
+  for (const o of all) {
+    const subject = `flow/${formatIp(o.src)}->${formatIp(o.dst)}`;
+    const table = sideBySide(all, o.dst);
+    const phase = o.capture.meta?.phase;
+    if (o.cls === "pod") {
+      // A pod address only arriving from the pod's veth is the packet before masquerade.
+      if (o.leaving === "arriving-only") continue;
+      const assumed =
+        o.leaving === "unknown-direction"
+          ? " The capture does not record directions; the packet is taken to be leaving toward the destination (a node capture with -i any also shows the pod's packet on its veth before masquerade: check for the same request with the node address)."
+          : "";
+      const seenAt =
+        o.leaving === "far-side" ? "arrived at the far side" : "left toward the destination";
+      const afterNote =
+        phase === "after"
+          ? " This capture is marked phase: after — the pod address still on the wire means the rules never changed (is the agent running on this node, did it reload?)."
+          : "";
+      findings.push({
+        id: "masq/wire-pod-source",
+        severity: o.replied ? "info" : "error",
+        title: o.replied
+          ? `The pod address ${formatIp(o.src)} reaches ${formatIp(o.dst)} untranslated, and replies come back`
+          : `The pod address ${formatIp(o.src)} leaves toward ${formatIp(o.dst)} untranslated and no reply returns`,
+        subject,
+        explanation:
+          `The wire shows the request with the pod's own source address: it ${seenAt} without masquerade, ` +
+          (o.replied
+            ? `and the far side answered (${o.firstReply?.ref.text ?? "reply seen"}): it routes the pod range back.`
+            : "and nothing came back. The far side (or the VPN's traffic selectors) has no route back to the pod range: " +
+              "this closes the case — neither the tunnel nor the CNI is at fault. Either masquerade this destination " +
+              "(narrow the ip-masq-agent exception list) or teach the far side a route back to the pod range.") +
+          assumed +
+          afterNote +
+          table,
+        evidence: evidenceOf(o),
+        next: o.replied
+          ? []
+          : [
+              "kubectl -n kube-system get configmap ip-masq-agent -o yaml",
+              "podpath plan masquerade <snapshot>",
+              `tcpdump -ni any host ${formatIp(o.dst)}   # on the far side: does ${formatIp(o.src)} arrive, does a reply leave?`,
+            ],
+      });
+      continue;
+    }
+    // Node address: translated (or the node's own traffic).
+    if (o.replied) {
+      findings.push({
+        id: "masq/wire-node-source",
+        severity: "info",
+        title: `Requests to ${formatIp(o.dst)} leave with the node address ${formatIp(o.src)} and replies come back`,
+        subject,
+        explanation:
+          `The wire shows the node address as source (the pod's packet after masquerade, or the node's own traffic) ` +
+          `and the far side answered (${o.firstReply?.ref.text ?? "reply seen"}). After a masquerade fix this is the healthy sign; ` +
+          `record this line in the change record.` +
+          table,
+        evidence: evidenceOf(o),
+        next: [],
+      });
+    } else {
+      findings.push({
+        id: "masq/reply-missing",
+        severity: "error",
+        title: `Requests leave translated (${formatIp(o.src)} → ${formatIp(o.dst)}) and no reply returns`,
+        subject,
+        explanation:
+          `The request carries the node address, so masquerade did its job; no reply came back. ` +
+          `That is a routing or firewall problem on the far side (a route back to the node range, an allowlist), not masquerade.` +
+          table,
+        evidence: evidenceOf(o),
+        next: [
+          `tcpdump -ni any host ${formatIp(o.dst)}   # on the far side: does ${formatIp(o.src)} arrive, does a reply leave?`,
+          "check remote/*.yaml: routesBack and allowlists must include the node range",
+        ],
+      });
+    }
+  }
+  return findings;
+}
