@@ -38,7 +38,8 @@ const HOPELESS = new Set([
 type PodState = { ready: true } | { ready: false; hopeless?: string; why: string };
 
 export function podState(p: KubeObject): PodState {
-  const st = (p["status"] ?? {}) as {
+  const raw = p["status"];
+  const st = (typeof raw === "object" && raw !== null ? raw : {}) as {
     phase?: string;
     reason?: string;
     message?: string;
@@ -47,7 +48,9 @@ export function podState(p: KubeObject): PodState {
       state?: { waiting?: { reason?: string; message?: string } };
     }[];
   };
-  const cs = st.containerStatuses ?? [];
+  const cs = (Array.isArray(st.containerStatuses) ? st.containerStatuses : []).filter(
+    (c) => typeof c === "object" && c !== null,
+  );
   if (st.phase === "Running" && cs.length > 0 && cs.every((c) => c.ready)) return { ready: true };
   if (st.phase === "Failed" || st.phase === "Succeeded") {
     return {
@@ -58,7 +61,7 @@ export function podState(p: KubeObject): PodState {
   }
   for (const c of cs) {
     const w = c.state?.waiting;
-    if (w?.reason && HOPELESS.has(w.reason)) {
+    if (typeof w?.reason === "string" && HOPELESS.has(w.reason)) {
       return {
         ready: false,
         hopeless: w.reason,

@@ -41,7 +41,21 @@ export async function listAll(
       limit: PAGE,
       ...(cont === undefined ? {} : { continue: cont }),
     });
-    items.push(...page.items);
+    if (!Array.isArray(page?.items)) {
+      throw new ClusterError(
+        "Other",
+        {
+          verb: "list",
+          resource: res.resource,
+          group: res.group,
+          ...(opts.namespace === undefined ? {} : { namespace: opts.namespace }),
+        },
+        { apiMessage: "the answer is not a list (no items array)" },
+      );
+    }
+    for (const item of page.items) {
+      if (typeof item === "object" && item !== null && !Array.isArray(item)) items.push(item);
+    }
     cont = page.metadata?.continue || undefined;
   } while (cont !== undefined);
   return items;

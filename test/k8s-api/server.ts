@@ -116,6 +116,8 @@ export interface RecordedRequest {
   readonly path: string;
   readonly verb: string;
   readonly resource: string;
+  /** API group of the resource ("" for the core group). */
+  readonly group: string;
   readonly namespace?: string;
   readonly name?: string;
   /** exec only: the command. */
@@ -480,6 +482,7 @@ export async function startFakeApi(initial: Obj[], opts: FakeApiOptions = {}): P
           path: url.pathname + url.search,
           verb: r?.discovery ? "discover" : verb,
           resource,
+          group: r?.def?.group ?? "",
           ...(r?.ns === undefined ? {} : { namespace: r.ns }),
           ...(r?.name === undefined ? {} : { name: r.name }),
           headers: req.headers,
@@ -654,6 +657,7 @@ export async function startFakeApi(initial: Obj[], opts: FakeApiOptions = {}): P
         path: url.pathname + url.search,
         verb: "create",
         resource: "pods/exec",
+        group: "",
         ...(r?.ns === undefined ? {} : { namespace: r.ns }),
         ...(r?.name === undefined ? {} : { name: r.name }),
         command,

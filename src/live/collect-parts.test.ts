@@ -1,0 +1,238 @@
+import assert from "node:assert/strict";
+import { describe, it } from "node:test";
+import fc from "fast-check";
+import { ClusterError, errorFromResponse, exitCodeOf, RESOURCES } from "../k8s/cluster.ts";
+import { collectorDaemonSet, collectorName, collectorPod } from "./collect-collector.ts";
+import { captureCommand, isReadCommand, NODE_COMMANDS, POD_COMMANDS } from "./collect-commands.ts";
+import { explainClusterError } from "./collect-errors.ts";
+import { podState } from "./collect-nodes.ts";
+import { isLabelSelector, isMasqueradingDaemonSet } from "./collect-objects.ts";
+import { createLimiter } from "./collect-pool.ts";
+
+describe("isReadCommand", () => {
+  it("accepts the fixed commands and the bounded capture, and nothing else", () => {
+    for (const c of [...POD_COMMANDS, ...NODE_COMMANDS]) assert.ok(isReadCommand(c.argv));
+    assert.ok(isReadCommand(captureCommand("10.20.30.40", 10)));
+    assert.ok(!isReadCommand(["iptables", "-F"]));
+    assert.ok(!isReadCommand(["sysctl", "-w", "net.ipv4.ip_forward=1"]));
+    assert.ok(!isReadCommand(["sh", "-c", "iptables-save"]));
+    assert.ok(!isReadCommand([...captureCommand("10.20.30.40", 10), "-c", "1"]));
+  });
+});
+
+describe("collector manifests", () => {
+  it("names stay valid DNS labels (<= 63 chars, lower case) for any node name", () => {
+    fc.assert(
+      fc.property(fc.string({ maxLength: 300 }), (node) => {
+        const n = collectorName("ab12cd", node);
+        return n.length <= 63 && /^[a-z0-9]([a-z0-9-]*[a-z0-9])?$/.test(n);
+      }),
+    );
+    assert.notEqual(collectorName("r", "node-a"), collectorName("r", "node-b"));
+  });
+
+  it("a collector pod is pinned to its node, host-network, self-ending, labelled and expiring", () => {
+    const now = new Date("2026-11-29T10:00:00Z");
+    const p = collectorPod(
+      { runId: "ab12cd", image: "img", namespace: "kube-system", lifetimeSeconds: 300, now },
+      "n1",
+    ) as {
+      metadata: { labels: Record<string, string>; annotations: Record<string, string> };
+      spec: {
+        nodeName: string;
+        hostNetwork: boolean;
+        activeDeadlineSeconds: number;
+        restartPolicy: string;
+        automountServiceAccountToken: boolean;
+      };
+    };
+    assert.equal(p.spec.nodeName, "n1");
+    assert.equal(p.spec.hostNetwork, true);
+    assert.equal(p.spec.activeDeadlineSeconds, 300);
+    assert.equal(p.spec.restartPolicy, "Never");
+    assert.equal(p.spec.automountServiceAccountToken, false);
+    assert.equal(p.metadata.labels["app.kubernetes.io/managed-by"], "podpath");
+    assert.equal(p.metadata.annotations["podpath.dev/expires-at"], "2026-11-29T10:05:00.000Z");
+    const ds = collectorDaemonSet(
+      { runId: "ab12cd", image: "img", namespace: "kube-system", lifetimeSeconds: 300, now },
+      ["a", "b"],
+    );
+    assert.match(
+      JSON.stringify(ds),
+      /"matchFields":\[\{"key":"metadata.name","operator":"In","values":\["a","b"\]\}\]/,
+    );
+  });
+});
+
+describe("podState", () => {
+  it("is ready only when running with every container ready; gives up on image pull errors", () => {
+    assert.deepEqual(
+      podState({ status: { phase: "Running", containerStatuses: [{ ready: true }] } }),
+      { ready: true },
+    );
+    assert.equal(
+      podState({ status: { phase: "Running", containerStatuses: [{ ready: false }] } }).ready,
+      false,
+    );
+    const s = podState({
+      status: {
+        phase: "Pending",
+        containerStatuses: [{ state: { waiting: { reason: "ErrImagePull", message: "x" } } }],
+      },
+    });
+    assert.equal(s.ready === false && s.hopeless, "ErrImagePull");
+  });
+  it("never throws on arbitrary status shapes", () => {
+    const waiting = fc.record(
+      {
+        reason: fc.oneof(fc.constantFrom("ErrImagePull", "CrashLoopBackOff"), fc.jsonValue()),
+        message: fc.jsonValue(),
+      },
+      { requiredKeys: [] },
+    );
+    const cs = fc.oneof(
+      fc.jsonValue(),
+      fc.array(
+        fc.oneof(
+          fc.jsonValue(),
+          fc.record(
+            {
+              ready: fc.jsonValue(),
+              state: fc.oneof(
+                fc.jsonValue(),
+                fc.record({ waiting: fc.oneof(fc.jsonValue(), waiting) }),
+              ),
+            },
+            { requiredKeys: [] },
+          ),
+        ),
+      ),
+    );
+    const status = fc.oneof(
+      fc.jsonValue(),
+      fc.record(
+        {
+          phase: fc.oneof(fc.constantFrom("Running", "Failed", "Pending"), fc.jsonValue()),
+          reason: fc.jsonValue(),
+          containerStatuses: cs,
+        },
+        { requiredKeys: [] },
+      ),
+    );
+    fc.assert(
+      fc.property(status, (v) => {
+        const s = podState({ status: v as never });
+        return s.ready === true || typeof s.why === "string";
+      }),
+      { numRuns: 2000 },
+    );
+  });
+});
+
+describe("API answers", () => {
+  it("reads the exit code from the exec status channel", () => {
+    assert.equal(exitCodeOf({ metadata: {}, status: "Success" }), 0);
+    assert.equal(
+      exitCodeOf({
+        status: "Failure",
+        reason: "NonZeroExitCode",
+        details: { causes: [{ reason: "ExitCode", message: "3" }] },
+      }),
+      3,
+    );
+    assert.equal(
+      exitCodeOf({ status: "Failure", reason: "InternalError", message: "exec: not found" }),
+      undefined,
+    );
+    fc.assert(
+      fc.property(fc.jsonValue(), (v) => {
+        const c = exitCodeOf(v);
+        return c === undefined || Number.isInteger(c);
+      }),
+    );
+  });
+  it("turns Status objects and garbage into a ClusterError without throwing", () => {
+    const e = errorFromResponse(
+      403,
+      JSON.stringify({
+        kind: "Status",
+        apiVersion: "v1",
+        metadata: {},
+        status: "Failure",
+        message:
+          'nodes is forbidden: User "u" cannot list resource "nodes" in API group "" at the cluster scope',
+        reason: "Forbidden",
+        details: { kind: "nodes" },
+        code: 403,
+      }),
+      { verb: "list", resource: "nodes" },
+    );
+    assert.equal(e.reason, "Forbidden");
+    assert.match(
+      explainClusterError(e, { contextName: "gke_prod" }),
+      /^Forbidden: the identity of context "gke_prod" may not list nodes cluster-wide; it needs "list" on "nodes"/,
+    );
+    fc.assert(
+      fc.property(fc.integer({ min: 100, max: 599 }), fc.string(), (status, body) => {
+        const x = errorFromResponse(status, body, {
+          verb: "get",
+          resource: "pods",
+          name: "p",
+          namespace: "n",
+        });
+        return x instanceof ClusterError && !explainClusterError(x).includes("\n");
+      }),
+    );
+  });
+});
+
+describe("collect-objects helpers", () => {
+  it("tells a label selector from a list of node names", () => {
+    assert.ok(isLabelSelector("cloud.google.com/gke-nodepool=pool-a"));
+    assert.ok(isLabelSelector("env!=dev"));
+    assert.ok(isLabelSelector("pool in (a,b)"));
+    assert.ok(!isLabelSelector("gke-a-1,gke-a-2"));
+  });
+  it("keeps masquerading DaemonSets only", () => {
+    assert.ok(isMasqueradingDaemonSet({ metadata: { name: "ip-masq-agent" } }));
+    assert.ok(isMasqueradingDaemonSet({ metadata: { name: "anetd" } }));
+    assert.ok(
+      !isMasqueradingDaemonSet({
+        metadata: { name: "fluentbit-gke" },
+        spec: { template: { spec: { containers: [{ image: "fluent-bit" }] } } },
+      }),
+    );
+  });
+  it("resource paths follow the API layout", async () => {
+    const { resourcePath } = await import("../k8s/cluster.ts");
+    assert.equal(
+      resourcePath(RESOURCES.daemonsets, "kube-system"),
+      "/apis/apps/v1/namespaces/kube-system/daemonsets",
+    );
+    assert.equal(resourcePath(RESOURCES.nodes, "ignored", "n1"), "/api/v1/nodes/n1");
+  });
+});
+
+describe("createLimiter", () => {
+  it("never runs more than the limit at once and runs everything", async () => {
+    const run = createLimiter(3);
+    let active = 0;
+    let peak = 0;
+    const results = await Promise.all(
+      Array.from({ length: 20 }, (_, i) =>
+        run(async () => {
+          active++;
+          peak = Math.max(peak, active);
+          await new Promise((r) => setTimeout(r, 1 + (i % 3)));
+          active--;
+          return i;
+        }),
+      ),
+    );
+    assert.equal(peak, 3);
+    assert.deepEqual(
+      results,
+      Array.from({ length: 20 }, (_, i) => i),
+    );
+  });
+});

@@ -1,0 +1,104 @@
+import assert from "node:assert/strict";
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { after, describe, it } from "node:test";
+import { parse } from "yaml";
+import { kubeconfigFor, type RecordedRequest, startFakeApi } from "../../test/k8s-api/server.ts";
+import { smallCluster, smallClusterExec } from "../../test/k8s-api/small-cluster.ts";
+import { openCluster } from "../k8s/cluster.ts";
+import { collectSnapshot } from "./collect.ts";
+import { memoryWriter } from "./collect-writer.ts";
+
+interface Rule {
+  apiGroups: string[];
+  resources: string[];
+  verbs: string[];
+  resourceNames?: string[];
+}
+interface Role {
+  kind: "ClusterRole" | "Role";
+  metadata: { namespace?: string };
+  rules: Rule[];
+}
+
+const readRole = (f: string) =>
+  parse(readFileSync(new URL(`../../deploy/rbac/${f}`, import.meta.url), "utf8")) as Role;
+
+/** RBAC's own matching: group, resource (with subresource), verb, optional names; a Role only in its namespace. */
+function allows(roles: readonly Role[], q: RecordedRequest): boolean {
+  if (q.verb === "discover") return true; // system:discovery grants every authenticated user
+  // an exec WebSocket is authorized as create and, since 1.30, get
+  const verbs = q.resource === "pods/exec" ? ["create", "get"] : [q.verb];
+  return verbs.every((verb) =>
+    roles.some(
+      (role) =>
+        (role.kind === "ClusterRole" || role.metadata.namespace === q.namespace) &&
+        role.rules.some(
+          (r) =>
+            r.apiGroups.includes(q.group) &&
+            r.resources.includes(q.resource) &&
+            r.verbs.includes(verb) &&
+            (r.resourceNames === undefined ||
+              (q.name !== undefined && r.resourceNames.includes(q.name))),
+        ),
+    ),
+  );
+}
+
+const scratch = mkdtempSync(join(tmpdir(), "podpath-rbac-test-"));
+after(() => rmSync(scratch, { recursive: true, force: true }));
+
+async function requestsOf(nodeState: boolean, daemonSetThreshold = 50): Promise<RecordedRequest[]> {
+  const api = await startFakeApi(smallCluster(), { gkeCrds: true, exec: smallClusterExec });
+  try {
+    const kc = join(scratch, `kc-${nodeState}-${daemonSetThreshold}`);
+    writeFileSync(kc, kubeconfigFor(api.url, { token: "t" }));
+    const src = await openCluster({ kubeconfig: kc, env: {} });
+    const rep = await collectSnapshot(src, memoryWriter(), {
+      nodeState,
+      daemonSetThreshold,
+      pods: [{ namespace: "vpn", name: "openvpn-6f7d8c9b5-x2x7p" }],
+      pollMs: 5,
+    });
+    assert.deepEqual(rep.failures, []);
+    return api.requests;
+  } finally {
+    await api.close();
+  }
+}
+
+describe("deploy/rbac", () => {
+  it("podpath-reader allows every request of a read-only collection, and grants no write", async () => {
+    const reader = readRole("podpath-reader.yaml");
+    for (const q of await requestsOf(false)) {
+      assert.ok(
+        allows([reader], q),
+        `podpath-reader does not allow ${q.verb} ${q.resource} ${q.namespace ?? ""}`,
+      );
+    }
+    for (const r of reader.rules) {
+      for (const v of r.verbs) {
+        if (v === "create") assert.deepEqual(r.resources, ["pods/exec"]);
+        else assert.ok(["get", "list"].includes(v), v);
+      }
+      assert.ok(!r.resources.includes("secrets"));
+    }
+  });
+
+  it("podpath-reader plus podpath-node-state allow --node-state, per-node pods and DaemonSet alike", async () => {
+    const roles = [readRole("podpath-reader.yaml"), readRole("podpath-node-state.yaml")];
+    for (const threshold of [50, 1]) {
+      const reqs = await requestsOf(true, threshold);
+      assert.ok(reqs.some((q) => q.verb === "create" && q.resource !== "pods/exec"));
+      for (const q of reqs) {
+        assert.ok(
+          allows(roles, q),
+          `not allowed: ${q.verb} ${q.resource} in ${q.namespace ?? "cluster"}`,
+        );
+      }
+      // the reader alone is not enough for node state: the rules are really needed
+      assert.ok(reqs.some((q) => !allows([roles[0]!], q)));
+    }
+  });
+});
