@@ -72,6 +72,12 @@ program
   .option("--context <name>", "kubeconfig context")
   .option("--kubeconfig <file>", "kubeconfig file")
   .option("--node-state", "with --live: also read node rules (creates short-lived collector pods)")
+  .option("-n, --namespace <ns>", "with --live: namespace for --pod NAME and Services/NetworkPolicies")
+  .option("--nodes <selector|names>", "with --live: which nodes")
+  .option("--pod <ns/name>", "with --live: also read this pod's sysctl, iptables-save, routes")
+  .option("--capture <host>", "with --live --node-state: capture traffic with this host on the nodes")
+  .option("--seconds <n>", "with --capture: capture length", "10")
+  .option("--concurrency <k>", "with --live: parallel node reads", "10")
   .addOption(output(["text", "json", "md"], "text"))
   .addHelpText(
     "after",
@@ -142,13 +148,21 @@ for (const sub of ["config", "rules"] as const) {
         : "the iptables-restore input the agent would write",
     )
     .argument("[file]", "config file, or a ConfigMap as kubectl prints it (absent: defaults)")
-    .option("--masq-chain <name>", "agent flag", "IP-MASQ-AGENT")
-    .option("--nomasq-all-reserved-ranges", "agent flag")
-    .option("--enable-ipv6", "agent flag")
+    .option("--masq-chain <name>", "agent flag (default IP-MASQ-AGENT)")
+    .option("--nomasq-all-reserved-ranges [bool]", "agent flag (default false)")
+    .option("--enable-ipv6 [bool]", "agent flag (default false)")
     .option("--random-fully [bool]", "agent flag (default true)")
     .option("--to-ports <ports>", "agent flag")
     .option("--daemonset <file>", "read the agent flags from this DaemonSet's container args")
+    .option("--family <4|6>", "rules: print the iptables (4) or ip6tables (6) input", "4")
     .addOption(output(["text", "json"], sub === "config" ? "json" : "text"))
+    .addHelpText(
+      "after",
+      "\nAgent flags take Go's forms: --enable-ipv6, --random-fully=false. Flags given here override\n" +
+        "those read with --daemonset.\n\nExamples:\n" +
+        "  podpath ipmasq config cluster/ip-masq-agent.yaml\n" +
+        "  podpath ipmasq rules cm.yaml --daemonset ds.yaml | iptables-restore --noflush\n",
+    )
     .action(
       action(() =>
         sub === "config"
@@ -203,6 +217,12 @@ program
   .option("--capture <host>")
   .option("--seconds <n>", "capture length", "10")
   .option("--concurrency <k>", "parallel node reads", "10")
+  .option("--collector-image <ref>", "with --node-state: image with iptables, iproute2, conntrack, tcpdump")
+  .option("--collector-namespace <ns>", "with --node-state: where collector pods run", "kube-system")
+  .addHelpText(
+    "after",
+    "\nExamples:\n  podpath collect --out snap/ --pod vpn/openvpn-0\n  kubectl podpath collect --out snap/ --context prod --node-state --capture 10.20.30.40 --seconds 10",
+  )
   .action(action(() => import("./commands/collect.ts")));
 
 const lab = program.command("lab").description("real-kernel replicas in network namespaces (root)");

@@ -62,7 +62,8 @@ describe("syncMasqConfig (upstream TestSyncConfig + derived vectors)", () => {
       assert.equal(out.error?.message ?? null, v.expected_error);
       assert.equal(out.applied, v.expected_error === null);
       assertConfigEquals(out.config, v.expected_config, v.id);
-      if (v.expected_error !== null) assert.equal(out.config, previous, "keeps the previous config");
+      if (v.expected_error !== null)
+        assert.equal(out.config, previous, "keeps the previous config");
     });
   }
 });
@@ -136,7 +137,10 @@ describe("decodeMasqConfig", () => {
   it("refuses a top-level list with Go's type error", () => {
     const r = decodeMasqConfig("- 10.0.0.0/8\n");
     assert.ok("error" in r);
-    assert.equal(r.error.message, "json: cannot unmarshal array into Go value of type main.MasqConfig");
+    assert.equal(
+      r.error.message,
+      "json: cannot unmarshal array into Go value of type main.MasqConfig",
+    );
   });
 
   it("keeps the file line of each nonMasqueradeCIDRs entry", () => {

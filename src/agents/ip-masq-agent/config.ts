@@ -156,14 +156,21 @@ export function decodeMasqConfig(
   if (isJsonBuffer(text)) {
     const r = parseGoJson(bytes);
     if ("error" in r) {
-      return { error: { message: r.error.message, stage: "decode", exact: true, ...at(r.error.offset) } };
+      return {
+        error: { message: r.error.message, stage: "decode", exact: true, ...at(r.error.offset) },
+      };
     }
     root = r.value;
   } else {
     const r = goYamlToJson(text);
     if ("error" in r) {
       return {
-        error: { message: r.error.message, stage: "decode", exact: r.error.exact, ...at(r.error.offset) },
+        error: {
+          message: r.error.message,
+          stage: "decode",
+          exact: r.error.exact,
+          ...at(r.error.offset),
+        },
       };
     }
     root = r.value;
@@ -235,13 +242,15 @@ function unmarshalMasqConfig(
     switch (field) {
       case "nonMasqueradeCIDRs": {
         if (value.kind === "null") c.nonMasqueradeCIDRs = null;
-        else if (value.kind !== "array") save(typeError(goKindName(value), field, "[]string"), value.offset);
+        else if (value.kind !== "array")
+          save(typeError(goKindName(value), field, "[]string"), value.offset);
         else {
           c.nonMasqueradeCIDRs = value.items.map((item) => {
             const source = locate ? { source: locate(item.offset) } : {};
             if (item.kind === "string") return { text: item.value, ...source };
             // null leaves the zero value ""; anything else is a type mismatch
-            if (item.kind !== "null") save(typeError(goKindName(item), field, "string"), item.offset);
+            if (item.kind !== "null")
+              save(typeError(goKindName(item), field, "string"), item.offset);
             return { text: "", ...source };
           });
         }
@@ -308,7 +317,10 @@ export function validateMasqConfig(
   for (const entry of list) {
     const r = goParseCidr(entry.text);
     if ("error" in r) {
-      return { message: `CIDR ${goQuoteString(entry.text)} could not be parsed, ${r.error}`, entry };
+      return {
+        message: `CIDR ${goQuoteString(entry.text)} could not be parsed, ${r.error}`,
+        entry,
+      };
     }
     if (!r.ok.aligned) {
       return {

@@ -5,12 +5,7 @@
  * packet, and earlier chains may masquerade it before the agent's chain is reached.
  */
 import { type Cidr, contains, type Ip, parseCidr } from "../../net/cidr.ts";
-import {
-  LINK_LOCAL_V4,
-  LINK_LOCAL_V6,
-  type MasqConfig,
-  type NonMasqEntry,
-} from "./config.ts";
+import { LINK_LOCAL_V4, LINK_LOCAL_V6, type MasqConfig, type NonMasqEntry } from "./config.ts";
 import { goParseCidr } from "./go-net.ts";
 
 export type Exemption =

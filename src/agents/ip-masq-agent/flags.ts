@@ -90,11 +90,8 @@ export function agentFlagsFromArgs(
   const flags: { -readonly [K in keyof AgentFlags]: AgentFlags[K] } = { ...DEFAULT_AGENT_FLAGS };
   const set: (keyof AgentFlags)[] = [];
   let fatal: string | undefined;
-  const diag = (
-    code: string,
-    severity: Diagnostic["severity"],
-    message: string,
-  ): Diagnostic => (source ? { code, severity, message, source } : { code, severity, message });
+  const diag = (code: string, severity: Diagnostic["severity"], message: string): Diagnostic =>
+    source ? { code, severity, message, source } : { code, severity, message };
 
   let rest = [...args];
   while (rest.length > 0 && fatal === undefined) {

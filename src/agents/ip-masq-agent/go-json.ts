@@ -78,9 +78,7 @@ class Fail {
  * Parses `bytes` as one JSON document the way `json.Unmarshal` checks it (the whole input is
  * validated before decoding, so the first syntax error anywhere wins).
  */
-export function parseGoJson(
-  bytes: Uint8Array,
-): { value: GoValue } | { error: GoJsonSyntaxError } {
+export function parseGoJson(bytes: Uint8Array): { value: GoValue } | { error: GoJsonSyntaxError } {
   let pos = 0;
   const n = bytes.length;
   const utf8 = new TextDecoder("utf-8");
@@ -166,14 +164,14 @@ export function parseGoJson(
       if (pos >= n) fail("in string escape code");
       const e = bytes[pos]!;
       const simple: Record<number, string> = {
-        0x22: '"',
-        0x5c: "\\",
-        0x2f: "/",
-        0x62: "\b",
-        0x66: "\f",
-        0x6e: "\n",
-        0x72: "\r",
-        0x74: "\t",
+        34: '"',
+        92: "\\",
+        47: "/",
+        98: "\b",
+        102: "\f",
+        110: "\n",
+        114: "\r",
+        116: "\t",
       };
       if (simple[e] !== undefined) {
         out += simple[e];

@@ -89,7 +89,8 @@ export function resolvePlainScalar(text: string): Resolved {
   if (text === "<<") return { kind: "merge" };
   const first = text.charCodeAt(0);
   const known = BOOL_NULL.get(text);
-  if (text === "" || "yYnNtTfFoO~".includes(text[0]!)) return known ?? { kind: "string", value: text };
+  if (text === "" || "yYnNtTfFoO~".includes(text[0]!))
+    return known ?? { kind: "string", value: text };
   if (text[0] === ".") {
     if (known) return known;
     // yaml.v2 tries strconv.ParseFloat on the raw text here
@@ -160,7 +161,6 @@ export function goYamlToJson(text: string): { value: GoValue } | { error: GoYaml
 
 function byteOffsets(text: string): (charOffset: number) => number {
   // Only pay for a table when the text is not ASCII.
-  // biome-ignore lint/suspicious/noControlCharactersInRegex: ASCII range test
   if (/^[\x00-\x7f]*$/.test(text)) return (c) => c;
   const table = new Uint32Array(text.length + 1);
   let b = 0;
@@ -215,9 +215,7 @@ function build(
     return { value: resolvedToJson(r, offset) };
   }
   if (isSeq(node)) {
-    const items = node.items.map(
-      (it) => build(doc, it, toByte, depth + 1, aliasDepth).value,
-    );
+    const items = node.items.map((it) => build(doc, it, toByte, depth + 1, aliasDepth).value);
     return { value: { kind: "array", items, offset } };
   }
   if (isMap(node)) {
@@ -243,7 +241,12 @@ function build(
       }
       for (const pair of pairs) {
         const keyNode = pair.key;
-        if (isScalar(keyNode) && keyNode.type === "PLAIN" && !keyNode.tag && keyNode.value === "<<") {
+        if (
+          isScalar(keyNode) &&
+          keyNode.type === "PLAIN" &&
+          !keyNode.tag &&
+          keyNode.value === "<<"
+        ) {
           const v = pair.value instanceof Alias ? pair.value.resolve(doc) : pair.value;
           if (isSeq(v)) {
             // yaml.v2 steps backwards: earlier maps in the list take precedence
@@ -423,7 +426,8 @@ function mapYamlError(
       return scanner("mapping values are not allowed in this context");
     case "MISSING_CHAR":
       if (firstLine.includes("quote")) return scanner("found unexpected end of stream");
-      if (firstLine.includes("followed by map values")) return scanner("could not find expected ':'");
+      if (firstLine.includes("followed by map values"))
+        return scanner("could not find expected ':'");
       return parser(firstLine, false);
     case "MULTILINE_IMPLICIT_KEY":
       return scanner("could not find expected ':'");

@@ -204,7 +204,11 @@ export function agentSavedLines(chain: AgentChain): string[] {
 export function expectedAgentChain(
   config: MasqConfig,
   flags: AgentFlags,
-  options: { readonly family?: RuleFamily; readonly toPorts?: readonly PortInterval[]; readonly hasRandomFully?: boolean } = {},
+  options: {
+    readonly family?: RuleFamily;
+    readonly toPorts?: readonly PortInterval[];
+    readonly hasRandomFully?: boolean;
+  } = {},
 ): AgentChain | undefined {
   return agentChain(config, options.family ?? 4, {
     flags,

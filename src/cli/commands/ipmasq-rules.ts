@@ -1,11 +1,64 @@
-/** @module cli/commands/ipmasq-rules — placeholder until the command is built. */
-import { EXIT, type Io } from "../io.ts";
+/**
+ * @module cli/commands/ipmasq-rules — `podpath ipmasq rules [FILE] [agent flags]`: the exact
+ * iptables-restore input the agent writes (load it with `iptables-restore --noflush`), for IPv4
+ * or, with `--family 6`, for IPv6; `-o json` adds the POSTROUTING jump and the lines a real
+ * iptables-save prints afterwards.
+ */
+import {
+  agentChain,
+  agentRestoreInput,
+  agentSavedLines,
+} from "../../agents/ip-masq-agent/rules.ts";
+import { EXIT, type Io, UsageError } from "../io.ts";
+import { explainRejected, loadAgentView } from "./ipmasq-common.ts";
 
 export async function run(
-  _args: readonly string[],
-  _opts: Readonly<Record<string, unknown>>,
+  args: readonly string[],
+  opts: Readonly<Record<string, unknown>>,
   io: Io,
 ): Promise<number> {
-  io.err("podpath: 'ipmasq-rules' is not available in this build yet\n");
-  return EXIT.usage;
+  const familyOpt = String(opts["family"] ?? "4");
+  if (familyOpt !== "4" && familyOpt !== "6") {
+    throw new UsageError(`--family must be 4 or 6, not ${JSON.stringify(familyOpt)}`);
+  }
+  const family = familyOpt === "6" ? 6 : 4;
+  const view = await loadAgentView(args, opts, io);
+  if (view.flags.fatal !== undefined || !view.outcome) {
+    io.err(`error: the agent exits at startup: ${view.flags.fatal}\n`);
+    return EXIT.usage;
+  }
+  if (view.outcome.error) {
+    explainRejected(view, io);
+    io.err("  no rules are written for a rejected config\n");
+    return EXIT.usage;
+  }
+  const options = { flags: view.flags.flags, toPorts: view.flags.toPorts };
+  const config = view.outcome.config;
+  if (opts["output"] === "json") {
+    const out: Record<string, unknown> = {};
+    for (const f of [4, 6] as const) {
+      const chain = agentChain(config, f, options);
+      if (!chain) continue;
+      out[f === 4 ? "iptables" : "ip6tables"] = {
+        restoreInput: agentRestoreInput(config, f, options),
+        postroutingJump: chain.jump.written,
+        savedLines: agentSavedLines(chain),
+      };
+    }
+    io.out(`${JSON.stringify(out, null, 2)}\n`);
+    return EXIT.ok;
+  }
+  const text = agentRestoreInput(config, family, options);
+  if (text === undefined) {
+    io.err(
+      "error: the agent writes no IPv6 rules without --enable-ipv6 (it never touches ip6tables)\n",
+    );
+    return EXIT.usage;
+  }
+  const chain = agentChain(config, family, options)!;
+  io.err(
+    `note: the agent also ensures the POSTROUTING jump (appended when missing, not part of this input):\n  ${family === 4 ? "iptables" : "ip6tables"} -t nat ${chain.jump.written.replace(/--comment (.*?) -m addrtype/, '--comment "$1" -m addrtype')}\n`,
+  );
+  io.out(text);
+  return EXIT.ok;
 }

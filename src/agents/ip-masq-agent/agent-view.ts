@@ -1,0 +1,73 @@
+/**
+ * @module agents/ip-masq-agent/agent-view — the agent's own view of one node: its flags (from a
+ * DaemonSet and/or explicit arguments), the config file it finds, and the config it runs with
+ * after one sync. Pure: callers pass file contents.
+ */
+import type { Diagnostic } from "../../model/types.ts";
+import { defaultMasqConfig, type MasqConfig, type SyncOutcome, syncMasqConfig } from "./config.ts";
+import { type AgentConfigInput, readAgentConfigInput } from "./config-source.ts";
+import { agentArgsFromDaemonSet } from "./daemonset-args.ts";
+import { type AgentFlagsResult, agentFlagsFromArgs } from "./flags.ts";
+
+export interface AgentViewInput {
+  /** The config file or ConfigMap text; absent: no config file (the agent's defaults). */
+  readonly config?: { readonly text: string; readonly file: string };
+  /** A DaemonSet whose agent container's arguments give the flags. */
+  readonly daemonSet?: { readonly text: string; readonly file: string };
+  /** Flags given explicitly, in Go flag syntax; applied after the DaemonSet's (later wins). */
+  readonly flagArgs?: readonly string[];
+  /** The config the agent ran with before this sync (default: its startup defaults). */
+  readonly previous?: MasqConfig;
+}
+
+export interface AgentView {
+  readonly flags: AgentFlagsResult;
+  readonly input?: AgentConfigInput;
+  /** Undefined when the agent would not start (`flags.fatal`). */
+  readonly outcome?: SyncOutcome;
+  readonly diagnostics: readonly Diagnostic[];
+}
+
+/**
+ * Runs the agent's startup flag parsing and one config sync.
+ * @example
+ *   const view = agentView({ config: { text, file: "cm.yaml" }, flagArgs: ["--enable-ipv6"] });
+ *   view.outcome?.error?.message; // the agent's exact error text, or undefined
+ */
+export function agentView(input: AgentViewInput): AgentView {
+  const diagnostics: Diagnostic[] = [];
+  let dsArgs: readonly string[] = [];
+  let dsSource: Diagnostic["source"];
+  if (input.daemonSet) {
+    const ds = agentArgsFromDaemonSet(input.daemonSet.text, input.daemonSet.file);
+    diagnostics.push(...ds.diagnostics);
+    if (ds.value) {
+      dsArgs = ds.value.args;
+      dsSource = ds.value.source;
+    }
+  }
+  const dsFlags = agentFlagsFromArgs(dsArgs, dsSource);
+  const parsed = agentFlagsFromArgs([...dsArgs, ...(input.flagArgs ?? [])], dsSource);
+  // report the DaemonSet's own problems with its position; the combined parse decides
+  diagnostics.push(...(dsArgs.length > 0 ? dsFlags.diagnostics : []));
+  if (parsed.value.fatal !== undefined && dsFlags.value.fatal === undefined) {
+    diagnostics.push(...parsed.diagnostics.filter((d) => d.code === "IPMASQ_FLAG_FATAL"));
+  }
+  const flags = parsed.value;
+  if (flags.fatal !== undefined) return { flags, diagnostics };
+
+  let configInput: AgentConfigInput | undefined;
+  if (input.config) {
+    const r = readAgentConfigInput(input.config.text, input.config.file);
+    diagnostics.push(...r.diagnostics);
+    configInput = r.value;
+  }
+  const previous = input.previous ?? defaultMasqConfig(flags.flags.nomasqAllReservedRanges);
+  const outcome = syncMasqConfig(previous, configInput?.file ?? { present: false }, flags.flags);
+  return {
+    flags,
+    ...(configInput ? { input: configInput } : {}),
+    outcome,
+    diagnostics,
+  };
+}
