@@ -28,6 +28,8 @@ export interface LiveArgs {
   readonly nodeState: boolean;
   readonly capture?: { host: string; seconds: number };
   readonly concurrency: number;
+  readonly collectorImage?: string;
+  readonly collectorNamespace?: string;
 }
 
 function str(v: unknown, flag: string): string | undefined {
@@ -73,7 +75,11 @@ export function parseLiveArgs(opts: Readonly<Record<string, unknown>>): LiveArgs
   const kubeconfig = str(opts["kubeconfig"], "--kubeconfig");
   const namespace = str(opts["namespace"], "-n/--namespace");
   const nodes = str(opts["nodes"], "--nodes");
+  const collectorImage = str(opts["collectorImage"], "--collector-image");
+  const collectorNamespace = str(opts["collectorNamespace"], "--collector-namespace");
   return {
+    ...(collectorImage === undefined ? {} : { collectorImage }),
+    ...(collectorNamespace === undefined ? {} : { collectorNamespace }),
     ...out,
     ...(context === undefined ? {} : { context }),
     ...(kubeconfig === undefined ? {} : { kubeconfig }),
@@ -144,7 +150,7 @@ export async function collectLive(args: LiveArgs, dir: string, io: Io): Promise<
   }
   if (args.nodeState) {
     io.err(
-      "podpath: --node-state creates short-lived host-network collector pods (label app.kubernetes.io/managed-by=podpath) in kube-system; they only read node state and are removed when done.\n",
+      `podpath: --node-state creates short-lived host-network collector pods (label app.kubernetes.io/managed-by=podpath) in ${args.collectorNamespace ?? "kube-system"}; they only read node state and are removed when done.\n`,
     );
   }
   const view = progressRenderer(io);
@@ -157,6 +163,10 @@ export async function collectLive(args: LiveArgs, dir: string, io: Io): Promise<
     ...(args.namespace === undefined ? {} : { namespace: args.namespace }),
     ...(args.pod === undefined ? {} : { pods: [podTarget(args.pod, args, source)] }),
     ...(args.capture === undefined ? {} : { capture: args.capture }),
+    ...(args.collectorImage === undefined ? {} : { collectorImage: args.collectorImage }),
+    ...(args.collectorNamespace === undefined
+      ? {}
+      : { collectorNamespace: args.collectorNamespace }),
   };
   let report: CollectReport;
   try {
