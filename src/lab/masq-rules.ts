@@ -1,50 +1,81 @@
 /**
- * @module lab/masq-rules — the nat rules ip-masq-agent writes for a config, as iptables-restore
- * input for a lab node (reference: /work/shared/reference/ip-masq-agent.md §1.5: RETURN for
- * 169.254.0.0/16 unless masqLinkLocal, one RETURN per non-masquerade CIDR in list order, then
- * MASQUERADE last; the POSTROUTING jump skips LOCAL destinations). Pure.
+ * @module lab/masq-rules — installs ip-masq-agent's rules in a lab node the way the agent does
+ * (agents/ip-masq-agent renders them): EnsureChain, EnsureRule for the POSTROUTING jump
+ * (`iptables -C`, then `-A` with argv), then `iptables-restore --noflush` of the chain. The
+ * config goes through the agent's own decoding and validation, so a rejected config keeps the
+ * previous rules exactly as the agent would.
  */
+import {
+  type ConfigError,
+  DEFAULT_NON_MASQ_CIDRS,
+  defaultMasqConfig,
+  type MasqConfig,
+  syncMasqConfig,
+} from "../agents/ip-masq-agent/config.ts";
+import { DEFAULT_AGENT_FLAGS } from "../agents/ip-masq-agent/flags.ts";
+import { agentChain, agentRestoreInput, jumpComment } from "../agents/ip-masq-agent/rules.ts";
+import type { Namespace } from "./netns.ts";
 
-/** The agent's shipped default list (RFC 1918). */
-export const AGENT_DEFAULT_NON_MASQUERADE = [
-  "10.0.0.0/8",
-  "172.16.0.0/12",
-  "192.168.0.0/16",
-] as const;
-
-export const AGENT_CHAIN = "IP-MASQ-AGENT";
-const JUMP_COMMENT = `ip-masq-agent: ensure nat POSTROUTING directs all non-LOCAL destination traffic to our custom ${AGENT_CHAIN} chain`;
-const RETURN_COMMENT = "ip-masq-agent: local traffic is not subject to MASQUERADE";
-const MASQ_COMMENT =
-  "ip-masq-agent: outbound traffic is subject to MASQUERADE (must be last in chain)";
-
-export interface MasqRuleConfig {
-  readonly nonMasqueradeCIDRs: readonly string[];
-  readonly masqLinkLocal: boolean;
-}
-
-/** iptables-restore input (nat table) installing the agent's jump and chain for `family`. */
-export function renderAgentRestore(cfg: MasqRuleConfig, family: 4 | 6 = 4): string {
-  const isV6 = (c: string) => c.includes(":");
-  const cidrs = cfg.nonMasqueradeCIDRs.filter((c) => (family === 6 ? isV6(c) : !isV6(c)));
-  const linkLocal = family === 6 ? "fe80::/10" : "169.254.0.0/16";
-  const lines = [
-    "*nat",
-    `:${AGENT_CHAIN} - [0:0]`,
-    `-A POSTROUTING -m comment --comment "${JUMP_COMMENT}" -m addrtype ! --dst-type LOCAL -j ${AGENT_CHAIN}`,
-  ];
-  const ret = (d: string) =>
-    `-A ${AGENT_CHAIN} -d ${d} -m comment --comment "${RETURN_COMMENT}" -j RETURN`;
-  if (!cfg.masqLinkLocal) lines.push(ret(linkLocal));
-  for (const c of cidrs) lines.push(ret(c));
-  lines.push(
-    `-A ${AGENT_CHAIN} -m comment --comment "${MASQ_COMMENT}" -j MASQUERADE --random-fully`,
-  );
-  lines.push("COMMIT", "");
-  return lines.join("\n");
-}
+export const AGENT_DEFAULT_NON_MASQUERADE: readonly string[] = DEFAULT_NON_MASQ_CIDRS;
 
 /** The agent's config file for a list, as a user would write it in the ConfigMap. */
 export function renderAgentConfig(cidrs: readonly string[]): string {
   return `nonMasqueradeCIDRs:\n${cidrs.map((c) => `  - ${c}\n`).join("")}masqLinkLocal: false\nresyncInterval: 60s\n`;
+}
+
+/**
+ * One agent config cycle from the defaults: the config the agent runs with and, when it rejects
+ * the file, its error (it then keeps `previous`).
+ */
+export function agentConfigFrom(
+  text: string,
+  enableIpv6: boolean,
+  previous: MasqConfig = defaultMasqConfig(),
+): { config: MasqConfig; error?: ConfigError } {
+  const r = syncMasqConfig(
+    previous,
+    { present: true, content: text },
+    { nomasqAllReservedRanges: false, enableIpv6 },
+  );
+  return r.error ? { config: r.config, error: r.error } : { config: r.config };
+}
+
+async function must(ns: Namespace, argv: readonly string[], input?: string): Promise<void> {
+  const r = await ns.exec(argv, input === undefined ? {} : { input });
+  if (r.code !== 0) {
+    throw new Error(`${argv.join(" ")} in ${ns.name} exited ${r.code}: ${r.stderr.trim()}`);
+  }
+}
+
+/** Runs one agent sync for `family` inside `ns` (nothing for IPv6 unless enableIpv6). */
+export async function installAgentRules(
+  ns: Namespace,
+  config: MasqConfig,
+  family: 4 | 6,
+  enableIpv6: boolean,
+): Promise<void> {
+  const flags = { ...DEFAULT_AGENT_FLAGS, enableIpv6 };
+  const chain = agentChain(config, family, { flags });
+  const input = agentRestoreInput(config, family, { flags });
+  if (!chain || input === undefined) return;
+  const ipt = family === 4 ? "iptables" : "ip6tables";
+  // EnsureChain: -N fails harmlessly when the chain exists
+  await ns.exec([ipt, "-w", "-t", "nat", "-N", chain.chain]);
+  const jump = [
+    "POSTROUTING",
+    "-m",
+    "comment",
+    "--comment",
+    jumpComment(chain.chain),
+    "-m",
+    "addrtype",
+    "!",
+    "--dst-type",
+    "LOCAL",
+    "-j",
+    chain.chain,
+  ];
+  const check = await ns.exec([ipt, "-w", "-t", "nat", "-C", ...jump]);
+  if (check.code !== 0) await must(ns, [ipt, "-w", "-t", "nat", "-A", ...jump]);
+  await must(ns, [`${ipt}-restore`, "--noflush"], input);
 }

@@ -21,6 +21,8 @@ export interface ReplicaDescription {
   /** The ConfigMap's `config` key; undefined: no ConfigMap (the agent uses its defaults). */
   readonly agentConfig: string | undefined;
   readonly createdAt: string;
+  /** The agent runs with --enable-ipv6. */
+  readonly enableIpv6?: boolean;
 }
 
 const POOL_LABEL = "cloud.google.com/gke-nodepool";
@@ -110,7 +112,11 @@ export function agentObjects(d: ReplicaDescription): unknown[] {
       {
         name: "ip-masq-agent",
         image: AGENT_IMAGE,
-        args: ["--masq-chain=IP-MASQ-AGENT", "--nomasq-all-reserved-ranges=false"],
+        args: [
+          "--masq-chain=IP-MASQ-AGENT",
+          "--nomasq-all-reserved-ranges=false",
+          ...(d.enableIpv6 ? ["--enable-ipv6=true"] : []),
+        ],
         securityContext: { privileged: false, capabilities: { add: ["NET_ADMIN", "NET_RAW"] } },
         volumeMounts: [{ name: "config", mountPath: "/etc/config" }],
       },

@@ -13,6 +13,7 @@
 import { readFileSync } from "node:fs";
 import { stringify } from "yaml";
 import { z } from "zod";
+import type { MasqConfig } from "../../agents/ip-masq-agent/config.ts";
 import { tryParseCidr } from "../../net/cidr.ts";
 import {
   type Capture,
@@ -24,9 +25,9 @@ import {
 } from "../artifacts.ts";
 import {
   AGENT_DEFAULT_NON_MASQUERADE,
-  type MasqRuleConfig,
+  agentConfigFrom,
+  installAgentRules,
   renderAgentConfig,
-  renderAgentRestore,
 } from "../masq-rules.ts";
 import type { Namespace } from "../netns.ts";
 import type { Scenario, ScenarioContext, ScenarioOutcome } from "./index.ts";
@@ -38,7 +39,6 @@ import {
   type ReplicaDescription,
   type ReplicaNode,
 } from "./masquerade-cluster.ts";
-import { parseAgentConfigText } from "./masquerade-config.ts";
 
 export const ONPREM_IP = "10.20.30.40";
 export const ONPREM_PREFIX = "10.20.0.0/16";
@@ -112,46 +112,42 @@ export interface MasqueradePlan {
   /** Why the agent rejects configText (then every node keeps the old rules). */
   readonly configError: string | undefined;
   /** Rules on nodes where the agent runs (from the config). */
-  readonly current: MasqRuleConfig;
+  readonly current: MasqConfig;
   /** Rules on nodes without the agent (what an earlier agent run left). */
-  readonly old: MasqRuleConfig;
+  readonly old: MasqConfig;
   readonly routesBack: readonly string[];
   readonly allow: readonly string[];
   readonly phase: "before" | "after";
   readonly ipv6: boolean;
 }
 
-const oldRules = (o: MasqueradeOptions): MasqRuleConfig => ({
-  nonMasqueradeCIDRs: o["old-non-masquerade"] ?? [...AGENT_DEFAULT_NON_MASQUERADE],
-  masqLinkLocal: false,
-});
-
 /**
  * Derives the replica from options; throws Error with a user-facing message when --config cannot
- * be read. An invalid config is replicated as the agent handles it: nodes keep the old rules.
+ * be read or --old-non-masquerade is rejected. An invalid --config is replicated as the agent
+ * handles it: it keeps running with the previous (old) config and its rules.
  */
 export function planMasquerade(o: MasqueradeOptions): MasqueradePlan {
-  let configError: string | undefined;
+  const ipv6 = o.ipv6 === true || o.ipv6 === "true";
+  const oldText = renderAgentConfig(o["old-non-masquerade"] ?? AGENT_DEFAULT_NON_MASQUERADE);
+  const oldResult = agentConfigFrom(oldText, ipv6);
+  if (oldResult.error) throw new Error(`--old-non-masquerade: ${oldResult.error.message}`);
+  const old = oldResult.config;
   let configText: string;
-  let current: MasqRuleConfig;
   if (o.config !== undefined) {
-    let text: string;
     try {
-      text = readFileSync(o.config, "utf8");
+      configText = readFileSync(o.config, "utf8");
     } catch (e) {
       throw new Error(`--config ${o.config}: cannot read (${(e as NodeJS.ErrnoException).code})`);
     }
-    const parsed = parseAgentConfigText(text);
-    configText = text;
-    // ip-masq-agent keeps the rules already in the kernel while its config is invalid
-    current = "error" in parsed ? oldRules(o) : parsed.config;
-    configError = "error" in parsed ? parsed.error : undefined;
   } else {
-    const cidrs = o["non-masquerade"] ?? [...AGENT_DEFAULT_NON_MASQUERADE];
-    configText = renderAgentConfig(cidrs);
-    current = { nonMasqueradeCIDRs: cidrs, masqLinkLocal: false };
+    configText = renderAgentConfig(o["non-masquerade"] ?? AGENT_DEFAULT_NON_MASQUERADE);
   }
-  const old = oldRules(o);
+  const synced = agentConfigFrom(configText, ipv6, old);
+  if (synced.error && o.config === undefined) {
+    throw new Error(`--non-masquerade: ${synced.error.message}`);
+  }
+  const current = synced.config;
+  const configError = synced.error?.message;
   const nodes = o.pools.map((p, i) => ({
     name: `gke-lab-${p.name}-${i}`,
     pool: p.name,
@@ -170,7 +166,7 @@ export function planMasquerade(o: MasqueradeOptions): MasqueradePlan {
     routesBack: o["routes-back"],
     allow: o.allow,
     phase: o.phase,
-    ipv6: o.ipv6 === true || o.ipv6 === "true",
+    ipv6,
   };
 }
 
@@ -310,8 +306,8 @@ async function build(ctx: ScenarioContext, plan: MasqueradePlan): Promise<Built>
     ]);
     if (ipv6) await ipBatch(ns, [`addr add fd00:4:${i}::1/128 dev gkeveth0 nodad`]);
     const rules = node.hasAgent ? plan.current : plan.old;
-    await must(ns, ["iptables-restore", "--noflush"], renderAgentRestore(rules, 4));
-    if (ipv6) await must(ns, ["ip6tables-restore", "--noflush"], renderAgentRestore(rules, 6));
+    await installAgentRules(ns, rules, 4, plan.ipv6);
+    if (ipv6) await installAgentRules(ns, rules, 6, plan.ipv6);
     nodes.push({ ns, pod, node });
   }
   return { router, onprem, nodes, ipv6 };
@@ -430,6 +426,7 @@ async function probeAndSnapshot(
   const desc: ReplicaDescription = {
     nodes: plan.nodes,
     agentConfig: plan.configText,
+    enableIpv6: plan.ipv6,
     createdAt: CREATED_AT,
   };
   files.push(
