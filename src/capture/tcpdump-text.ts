@@ -32,7 +32,7 @@ const DATE_TIME = /^(\d{4})-(\d{2})-(\d{2}) (\d{2}):(\d{2}):(\d{2})(?:\.(\d{1,9}
 const TIME_OF_DAY = /^(\d{2}):(\d{2}):(\d{2})(?:\.(\d{1,9}))? /;
 const EPOCH = /^(\d{1,12})\.(\d{6}|\d{9}) /;
 const NOISE =
-  /^(reading from file |listening on |tcpdump: |\d+ packets? (captured|received by filter|dropped by kernel)|dropped privs|\$ |# |\s*$)/;
+  /^(reading from file |listening on |tcpdump: |Warning: interface names |\d+ packets? (captured|received by filter|dropped by kernel)|dropped privs|\$ |# |\s*$)/;
 /** `-i any` columns: interface name, then the packet type (print-sll.c sll_pkttype_values). */
 const IFACE_DIR = /^(\S+) +(In|Out|B|M|P) +(?=\S)/;
 const DIRECTIONS: Readonly<Record<string, Direction>> = {

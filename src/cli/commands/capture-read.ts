@@ -1,11 +1,47 @@
-/** @module cli/commands/capture-read — placeholder until the command is built. */
-import { EXIT, type Io } from "../io.ts";
+/**
+ * @module cli/commands/capture-read — `podpath capture read FILE [-o text|jsonl]`: one packet per
+ * line from pcap, pcapng or tcpdump text. Damage is reported on stderr with its byte offset or
+ * line after every packet before it has been printed.
+ */
+import { existsSync, statSync } from "node:fs";
+import { resolve } from "node:path";
+import { readCapture } from "../../capture/read-capture.ts";
+import { packetJson, packetLine } from "../../capture/render.ts";
+import type { Diagnostic } from "../../model/types.ts";
+import { EXIT, type Io, UsageError } from "../io.ts";
+
+/** Resolves and checks a capture path given on the command line. */
+export function captureArg(args: readonly string[], io: Io): string {
+  const file = args[0];
+  if (file === undefined) throw new UsageError("capture: a capture file is required");
+  const path = resolve(io.cwd, file);
+  if (!existsSync(path)) throw new UsageError(`${file}: no such file`);
+  if (!statSync(path).isFile()) throw new UsageError(`${file}: not a regular file`);
+  return path;
+}
+
+export function printDiagnostic(io: Io, d: Diagnostic): void {
+  io.err(`podpath: ${d.severity}: ${d.message}\n`);
+}
 
 export async function run(
-  _args: readonly string[],
-  _opts: Readonly<Record<string, unknown>>,
+  args: readonly string[],
+  opts: Readonly<Record<string, unknown>>,
   io: Io,
 ): Promise<number> {
-  io.err("podpath: 'capture-read' is not available in this build yet\n");
-  return EXIT.usage;
+  const path = captureArg(args, io);
+  const file = args[0]!;
+  const jsonl = opts["output"] === "jsonl";
+  const cap = readCapture(path, { file, onDiagnostic: (d) => printDiagnostic(io, d) });
+  let buffered = "";
+  for await (const p of cap) {
+    buffered += `${jsonl ? JSON.stringify(packetJson(p)) : packetLine(p)}\n`;
+    if (buffered.length > 65536) {
+      io.out(buffered);
+      buffered = "";
+    }
+    if (io.signal.aborted) break;
+  }
+  io.out(buffered);
+  return cap.diagnostics.some((d) => d.severity === "error") ? EXIT.usage : EXIT.ok;
 }
