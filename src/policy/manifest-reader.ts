@@ -94,7 +94,7 @@ export function readManifestObjects(text: string, file: string): Parsed<Manifest
       }
       return best;
     };
-    const add = (raw: Json, base: readonly (string | number)[]) => {
+    const add = (raw: Json, base: readonly (string | number)[], listKind?: string) => {
       const line = nodeAt(base, []);
       if (!isRecord(raw)) {
         diagnostics.push({
@@ -105,10 +105,12 @@ export function readManifestObjects(text: string, file: string): Parsed<Manifest
         });
         return;
       }
-      const kind = str(raw["kind"]);
+      // items of a typed list (PodList) omit kind, as the API returns them
+      const kind = str(raw["kind"]) ?? listKind;
       const items = raw["items"];
       if (kind !== undefined && kind.endsWith("List") && Array.isArray(items)) {
-        for (const [i, item] of items.entries()) add(item, [...base, "items", i]);
+        const itemKind = kind === "List" ? undefined : kind.slice(0, -"List".length);
+        for (const [i, item] of items.entries()) add(item, [...base, "items", i], itemKind);
         return;
       }
       const meta = isRecord(raw["metadata"]) ? raw["metadata"] : {};
@@ -126,7 +128,9 @@ export function readManifestObjects(text: string, file: string): Parsed<Manifest
         raw,
         kind,
         name,
-        ...(str(meta["namespace"]) === undefined ? {} : { namespace: str(meta["namespace"]) as string }),
+        ...(str(meta["namespace"]) === undefined
+          ? {}
+          : { namespace: str(meta["namespace"]) as string }),
         source: { file, line, text: `${kind}/${name}` },
         locate: (path) => ({ file, line: nodeAt(base, path) }),
       });

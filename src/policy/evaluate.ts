@@ -1,0 +1,332 @@
+/**
+ * @module policy/evaluate — Kubernetes NetworkPolicy semantics: a pod is isolated for a direction
+ * when any policy of that type selects it; then only the union of those policies' rules is
+ * allowed; a connection needs both the source's egress and the destination's ingress. Each verdict
+ * cites the policies and rules (file and line) that decided it, in netpol-analyzer's words.
+ *
+ * ipBlock peers match external addresses. Whether they also match pod IPs is left to the network
+ * plugin by Kubernetes (Calico and Cilium differ; netpol-analyzer says no): off by default,
+ * `ipBlockMatchesPodIps` turns it on.
+ */
+import type { Diagnostic, SourceRef } from "../model/types.ts";
+import { type Cidr, formatIp, type Ip, overlaps, tryParseIp } from "../net/cidr.ts";
+import {
+  ALL_CONNECTIONS,
+  type ConnectionSet,
+  connectionSet,
+  formatConnections,
+  hasPort,
+  intersect,
+  isEmpty,
+  NO_CONNECTIONS,
+  union,
+} from "./connection-set.ts";
+import { selectorMatches } from "./label-selector.ts";
+import type {
+  NetworkPolicy,
+  PolicyObject,
+  PolicyPeer,
+  PolicyRule,
+  Protocol,
+} from "./network-policy.ts";
+import {
+  buildPolicyWorld,
+  type Endpoint,
+  type PodEndpoint,
+  type PolicyWorld,
+} from "./policy-world.ts";
+
+export interface EvaluateOptions {
+  /** Let ipBlock peers match pod IPs too (CNI-specific; default false). */
+  readonly ipBlockMatchesPodIps?: boolean;
+}
+
+type Direction = "ingress" | "egress";
+const Title: Record<Direction, string> = { ingress: "Ingress", egress: "Egress" };
+
+/** One policy's part in a direction's verdict. */
+export interface PolicyCitation {
+  readonly policy: string;
+  /** 1-based rule number when a rule is meant. */
+  readonly rule?: number;
+  readonly effect: "allows" | "ports-do-not-match" | "selects-without-matching-rule";
+  readonly connections: ConnectionSet;
+  readonly source: SourceRef;
+  readonly text: string;
+}
+
+export interface DirectionVerdict {
+  readonly direction: Direction;
+  /** True when a policy of this type selects the pod on this side (default deny applies). */
+  readonly isolated: boolean;
+  readonly allowed: ConnectionSet;
+  readonly citations: readonly PolicyCitation[];
+}
+
+export interface ConnectionsBetween {
+  readonly connections: ConnectionSet;
+  readonly egress: DirectionVerdict;
+  readonly ingress: DirectionVerdict;
+}
+
+const inBlock = (peer: Extract<PolicyPeer, { kind: "ipBlock" }>, lo: Ip, hi: bigint): boolean => {
+  const range: Cidr = { family: lo.family, start: lo.value, end: hi, prefix: 0 };
+  if (peer.cidr.family !== lo.family) return false;
+  if (!(peer.cidr.start <= lo.value && hi <= peer.cidr.end)) return false;
+  return !peer.except.some((e) => overlaps(e, range));
+};
+
+function peerMatches(
+  world: PolicyWorld,
+  policy: NetworkPolicy,
+  peer: PolicyPeer,
+  ep: Endpoint,
+  opts: EvaluateOptions,
+): boolean {
+  if (peer.kind === "ipBlock") {
+    if (ep.kind === "external") return inBlock(peer, ep.ip, ep.end ?? ep.ip.value);
+    return opts.ipBlockMatchesPodIps === true && ep.ips.some((ip) => inBlock(peer, ip, ip.value));
+  }
+  if (ep.kind !== "pod") return false;
+  if (peer.namespaceSelector === undefined) {
+    if (ep.namespace !== policy.namespace) return false;
+  } else if (!selectorMatches(peer.namespaceSelector, world.namespaces.get(ep.namespace) ?? {})) {
+    return false;
+  }
+  return peer.podSelector === undefined || selectorMatches(peer.podSelector, ep.labels);
+}
+
+/** The ports a rule opens towards `dst`; named ports resolve against dst's container ports. */
+function rulePorts(rule: PolicyRule, dst: Endpoint): ConnectionSet {
+  if (rule.ports === undefined) return ALL_CONNECTIONS;
+  const parts: Record<Protocol, [number, number][]> = { TCP: [], UDP: [], SCTP: [] };
+  for (const p of rule.ports) {
+    if (p.port === undefined) parts[p.protocol].push([1, 65535]);
+    else if (typeof p.port === "number") parts[p.protocol].push([p.port, p.endPort ?? p.port]);
+    else if (dst.kind === "pod") {
+      for (const cp of dst.ports) {
+        if (cp.name === p.port && cp.protocol === p.protocol)
+          parts[p.protocol].push([cp.port, cp.port]);
+      }
+    }
+  }
+  return connectionSet(parts);
+}
+
+function selects(policy: NetworkPolicy, direction: Direction, pod: Endpoint): pod is PodEndpoint {
+  if (pod.kind !== "pod" || policy.namespace !== pod.namespace) return false;
+  if (direction === "ingress" ? !policy.affectsIngress : !policy.affectsEgress) return false;
+  return selectorMatches(policy.podSelector, pod.labels);
+}
+
+const label = (ep: Endpoint): string =>
+  ep.kind === "pod"
+    ? `${ep.namespace}/${ep.workload.name}[${ep.workload.kind}]`
+    : ep.end === undefined || ep.end === ep.ip.value
+      ? formatIp(ep.ip)
+      : `${formatIp(ep.ip)}-${formatIp({ family: ep.ip.family, value: ep.end })}`;
+
+/** One direction: the policies selecting the pod on that side, and what their rules allow. */
+export function directionVerdict(
+  world: PolicyWorld,
+  direction: Direction,
+  src: Endpoint,
+  dst: Endpoint,
+  opts: EvaluateOptions = {},
+): DirectionVerdict {
+  const subject = direction === "ingress" ? dst : src;
+  const peer = direction === "ingress" ? src : dst;
+  const selecting = world.policies.filter((p) => selects(p, direction, subject));
+  if (selecting.length === 0) {
+    return { direction, isolated: false, allowed: ALL_CONNECTIONS, citations: [] };
+  }
+  let allowed = NO_CONNECTIONS;
+  const citations: PolicyCitation[] = [];
+  for (const policy of selecting) {
+    const rules = direction === "ingress" ? policy.ingress : policy.egress;
+    const id = `${policy.namespace}/${policy.name}`;
+    let any = false;
+    for (const rule of rules) {
+      if (
+        rule.peers !== undefined &&
+        !rule.peers.some((x) => peerMatches(world, policy, x, peer, opts))
+      ) {
+        continue;
+      }
+      const ports = rulePorts(rule, dst);
+      const n = rule.index + 1;
+      if (isEmpty(ports)) {
+        citations.push({
+          policy: id,
+          rule: n,
+          effect: "ports-do-not-match",
+          connections: ports,
+          source: rule.source,
+          text: `NetworkPolicy '${id}' selects ${label(subject)}, and ${Title[direction]} rule #${n} selects ${label(peer)}, but the protocols and ports do not match`,
+        });
+        continue;
+      }
+      any = true;
+      allowed = union(allowed, ports);
+      citations.push({
+        policy: id,
+        rule: n,
+        effect: "allows",
+        connections: ports,
+        source: rule.source,
+        text: `NetworkPolicy '${id}' allows connections by ${Title[direction]} rule #${n}`,
+      });
+    }
+    if (!any && !citations.some((c) => c.policy === id)) {
+      citations.push({
+        policy: id,
+        effect: "selects-without-matching-rule",
+        connections: NO_CONNECTIONS,
+        source: policy.source,
+        text: `NetworkPolicy '${id}' selects ${label(subject)}, but ${label(peer)} is not allowed by any ${Title[direction]} rule${rules.length === 0 ? " (no rules defined)" : ""}`,
+      });
+    }
+  }
+  return { direction, isolated: true, allowed, citations };
+}
+
+/** Everything src may open to dst: the source's egress intersected with the destination's ingress. */
+export function connectionsBetween(
+  world: PolicyWorld,
+  src: Endpoint,
+  dst: Endpoint,
+  opts: EvaluateOptions = {},
+): ConnectionsBetween {
+  const egress = directionVerdict(world, "egress", src, dst, opts);
+  const ingress = directionVerdict(world, "ingress", src, dst, opts);
+  return { connections: intersect(egress.allowed, ingress.allowed), egress, ingress };
+}
+
+/** An endpoint as callers name it: a pod (`ns/name`, or its workload's name), an IP, or a model. */
+export type EndpointRef = Endpoint | string;
+
+export interface FlowQuery {
+  readonly from: EndpointRef;
+  readonly to: EndpointRef;
+  /** Absent: any port of the protocol. */
+  readonly port?: number;
+  /** Default TCP. */
+  readonly protocol?: Protocol;
+}
+
+export interface PolicyVerdict {
+  readonly allowed: boolean;
+  readonly from: Endpoint;
+  readonly to: Endpoint;
+  readonly protocol: Protocol;
+  readonly port?: number;
+  /** Everything the pair may use, e.g. `TCP 8080`. */
+  readonly connections: ConnectionSet;
+  readonly egress: DirectionVerdict;
+  readonly ingress: DirectionVerdict;
+  /** netpol-analyzer-style explanation lines. */
+  readonly explanation: readonly string[];
+  readonly diagnostics: readonly Diagnostic[];
+}
+
+/** Thrown for an endpoint name that is neither a known pod nor an IP (caller misuse). */
+export class EndpointError extends Error {
+  override readonly name = "EndpointError";
+  readonly code = "ERR_UNKNOWN_ENDPOINT";
+}
+
+export function resolveEndpoint(world: PolicyWorld, ref: EndpointRef): Endpoint {
+  if (typeof ref !== "string") return ref;
+  const ip = tryParseIp(ref);
+  if (ip) {
+    const pod = world.pods.find((p) =>
+      p.ips.some((x) => x.family === ip.family && x.value === ip.value),
+    );
+    return pod ?? { kind: "external", ip };
+  }
+  const [ns, name] = ref.includes("/") ? ref.split("/", 2) : ["default", ref];
+  const pod =
+    world.pods.find((p) => p.namespace === ns && p.name === name) ??
+    world.pods.find((p) => p.namespace === ns && p.workload.name === name);
+  if (!pod)
+    throw new EndpointError(
+      `no pod or workload ${ns}/${name} in the manifests, and not an IP address`,
+    );
+  return pod;
+}
+
+function isWorld(x: unknown): x is PolicyWorld {
+  return typeof x === "object" && x !== null && "policies" in x && "pods" in x && "namespaces" in x;
+}
+
+/**
+ * May `from` reach `to` on `protocol`/`port` under the NetworkPolicies in `input` (manifest
+ * objects or a prepared world)? Cites the deciding policies and rules.
+ *
+ * @example
+ * evaluateNetworkPolicies(objects, { from: "default/frontend", to: "default/backend", port: 9090 })
+ *   .allowed  // true, cited by "NetworkPolicy 'default/backend-netpol' allows connections by Ingress rule #1"
+ */
+export function evaluateNetworkPolicies(
+  input: readonly PolicyObject[] | PolicyWorld,
+  query: FlowQuery,
+  opts: EvaluateOptions = {},
+): PolicyVerdict {
+  let world: PolicyWorld;
+  let diagnostics: Diagnostic[] = [];
+  if (isWorld(input)) world = input;
+  else {
+    const built = buildPolicyWorld(input);
+    world = built.value;
+    diagnostics = built.diagnostics;
+  }
+  const from = resolveEndpoint(world, query.from);
+  const to = resolveEndpoint(world, query.to);
+  const protocol = query.protocol ?? "TCP";
+  const between = connectionsBetween(world, from, to, opts);
+  const allowed =
+    query.port === undefined
+      ? between.connections[protocol].length > 0
+      : hasPort(between.connections, protocol, query.port);
+  const want = query.port === undefined ? protocol : `${protocol} ${query.port}`;
+  const explanation: string[] = [
+    `${label(from)} => ${label(to)} ${want}: ${allowed ? "allowed" : "denied"} (allowed between them: ${formatConnections(between.connections)})`,
+  ];
+  for (const v of [between.egress, between.ingress]) {
+    const ok =
+      query.port === undefined
+        ? v.allowed[protocol].length > 0
+        : hasPort(v.allowed, protocol, query.port);
+    if (!v.isolated) {
+      explanation.push(`${Title[v.direction]} (Allowed) due to the system default (Allow all)`);
+      continue;
+    }
+    explanation.push(`${Title[v.direction]} (${ok ? "Allowed" : "Denied"})`);
+    for (const c of v.citations) {
+      const relevant =
+        c.effect !== "allows" ||
+        (query.port === undefined
+          ? c.connections[protocol].length > 0
+          : hasPort(c.connections, protocol, query.port));
+      if (ok ? c.effect === "allows" && relevant : !(c.effect === "allows" && relevant)) {
+        const why =
+          c.effect === "allows" && !relevant
+            ? ` (rule #${c.rule} opens ${formatConnections(c.connections)}, not ${want})`
+            : "";
+        explanation.push(`  ${c.text}${why} [${c.source.file}:${c.source.line}]`);
+      }
+    }
+  }
+  return {
+    allowed,
+    from,
+    to,
+    protocol,
+    ...(query.port === undefined ? {} : { port: query.port }),
+    connections: between.connections,
+    egress: between.egress,
+    ingress: between.ingress,
+    explanation,
+    diagnostics,
+  };
+}
