@@ -133,6 +133,7 @@ capture
   .description("conversations and their verdicts")
   .argument("<file>")
   .option("--host <ip>", "only conversations with this address")
+  .option("--talkers", "with --host: who sent to it, packet counts, and whether replies came")
   .addOption(output(["text", "json"], "text"))
   .action(action(() => import("./commands/capture-flows.ts")));
 
