@@ -159,14 +159,14 @@ describe("readKubeObjects", () => {
     assert.equal(cyc.diagnostics.length, 1);
   });
 
-  it("reads YAML 1.1 scalars as the Go decoders do", () => {
+  it("keeps string fields as written, as the API server's decoder does", () => {
     const [o] = readKubeObjects(
-      "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: a}\ndata:\n  flag: yes\n  mode: 0777\n",
+      "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: n\n  labels: {enabled: yes}\ndata:\n  port: '8080'\n",
       "y.yaml",
     ).value;
-    const data = o!.raw.data as Record<string, unknown>;
-    assert.equal(data.flag, true);
-    assert.equal(data.mode, 511);
+    assert.equal(o?.name, "n");
+    assert.deepEqual(o?.labels, { enabled: "yes" });
+    assert.equal((o!.raw.data as Record<string, unknown>).port, "8080");
   });
 
   it("gives typed-list items their kind when the API omitted it", () => {

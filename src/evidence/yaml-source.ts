@@ -48,8 +48,10 @@ const MAX_DEPTH = 200;
 const MAX_ALIAS_COUNT = 100;
 
 /**
- * Parses every document of `text`. YAML 1.1 scalars, as the Go decoders behind kubectl and the API
- * server read them (`yes` is a boolean, `0777` an octal number). Duplicate keys are errors.
+ * Parses every document of `text` with YAML 1.2 core scalars. The API server decodes through
+ * sigs.k8s.io/yaml, which resolves YAML 1.1 scalars (`yes`, `n`) but hands a string field the
+ * original text; 1.2 gives those string fields (names, labels, data) the same strings, and
+ * kubectl quotes every ambiguous string when it prints. Duplicate keys are errors.
  */
 export function readYamlSource(
   text: string,
@@ -83,7 +85,6 @@ export function readYamlSource(
     const parsed = parseAllDocuments(text, {
       uniqueKeys: true,
       prettyErrors: false,
-      version: "1.1",
       keepSourceTokens: false,
     });
     for (const doc of Array.isArray(parsed) ? parsed : []) {
