@@ -1,0 +1,41 @@
+import assert from "node:assert/strict";
+import { describe, it } from "node:test";
+import { classifyPath } from "./layout.ts";
+
+describe("classifyPath", () => {
+  it("reads node and pod artifacts with or without .txt", () => {
+    assert.deepEqual(classifyPath("nodes/gke-a-1/iptables-save.txt"), {
+      kind: "node",
+      node: "gke-a-1",
+      artifact: "iptables-save",
+    });
+    assert.deepEqual(classifyPath("pods/vpn/openvpn-0/sysctl"), {
+      kind: "pod",
+      namespace: "vpn",
+      pod: "openvpn-0",
+      artifact: "sysctl",
+    });
+  });
+  it("pairs captures with their metadata by name", () => {
+    assert.deepEqual(classifyPath("captures/node.pcapng"), {
+      kind: "capture",
+      name: "node",
+      format: "pcapng",
+    });
+    assert.deepEqual(classifyPath("captures/node.yaml"), { kind: "capture-meta", name: "node" });
+    assert.deepEqual(classifyPath("captures/pasted.txt"), {
+      kind: "capture",
+      name: "pasted",
+      format: "text",
+    });
+  });
+  it("treats cluster YAML and JSON in any subfolder as objects", () => {
+    assert.equal(classifyPath("cluster/kube-system/cm.yaml").kind, "cluster");
+    assert.deepEqual(classifyPath("cluster/all.json"), { kind: "cluster", format: "json" });
+  });
+  it("leaves files outside the layout as unknown and notes as ignored", () => {
+    assert.equal(classifyPath("notes.md").kind, "unknown");
+    assert.equal(classifyPath("nodes/n1/dmesg.txt").kind, "unknown");
+    assert.equal(classifyPath("README.md").kind, "ignored");
+  });
+});
