@@ -16,6 +16,7 @@ import type {
 } from "./dump.ts";
 import { interpretMatch, MODULE_OPTIONS, OPTION_ALIASES } from "./match-spec.ts";
 import { interpretTarget, KNOWN_TARGETS, TARGET_OPTIONS } from "./target-spec.ts";
+import { tokenize } from "./tokenize.ts";
 import { parseAddr } from "./values.ts";
 
 export interface RuleParts {
@@ -29,11 +30,6 @@ export interface RuleParts {
   target?: Target;
   /** `-c PKTS BYTES` inside the rule (`iptables -S -v`). */
   counters?: Counters;
-}
-
-export interface RuleArgsResult {
-  readonly parts: RuleParts;
-  readonly problems: string[];
 }
 
 /** IANA numbers to the names iptables-save prints (from /etc/protocols). */
@@ -99,6 +95,8 @@ interface Ctx {
   options: ModuleOption[];
   isTarget: boolean;
   isGoto: boolean;
+  /** The options as text, for sharing identical interpretations. */
+  key: string;
 }
 
 function knows(ctx: Ctx, opt: string): boolean {
@@ -120,39 +118,87 @@ function parseIface(text: string, negated: boolean): IfaceMatch | string {
   return { name: wildcard ? text.slice(0, -1) : text, wildcard, negated };
 }
 
+function isQuotedAt(quoted: readonly number[], i: number): boolean {
+  return quoted.length > 0 && quoted.includes(i);
+}
+
+function isValueAt(tokens: readonly string[], quoted: readonly number[], i: number): boolean {
+  const t = tokens[i]!;
+  return isQuotedAt(quoted, i) || (t !== "!" && !(t.length > 1 && t.charCodeAt(0) === 45));
+}
+
+// Match and target objects are immutable and carry no position, so identical ones (kube-proxy
+// repeats the same comment, port and probability thousands of times) are shared. This keeps
+// a 500k-rule dump from allocating millions of equal objects.
+interface Interpreted<T> {
+  readonly value: T;
+  readonly problems: readonly string[];
+}
+const matchCache = new Map<string, Interpreted<Match>>();
+const targetCache = new Map<string, Interpreted<Target>>();
+const CACHE_LIMIT = 100_000;
+
+function interpretCtx(
+  c: Ctx,
+  family: Family,
+  problems: string[],
+  useCache: boolean,
+): Match | Target {
+  if (!useCache) {
+    if (c.isTarget) {
+      const r = interpretTarget(c.module, c.isGoto, c.options, family);
+      for (const p of r.problems) problems.push(p);
+      return r.target;
+    }
+    const r = interpretMatch(c.module, c.options, family);
+    for (const p of r.problems) problems.push(p);
+    return r.match;
+  }
+  const cache: Map<string, Interpreted<Match | Target>> = c.isTarget ? targetCache : matchCache;
+  const key = `${family}${c.isGoto ? "g" : ""}\u0000${c.module}${c.key}`;
+  let hit = cache.get(key);
+  if (hit === undefined) {
+    const r = c.isTarget
+      ? interpretTarget(c.module, c.isGoto, c.options, family)
+      : interpretMatch(c.module, c.options, family);
+    hit = { value: "target" in r ? r.target : r.match, problems: r.problems };
+    if (cache.size >= CACHE_LIMIT) cache.clear();
+    cache.set(key, hit);
+  }
+  for (const p of hit.problems) problems.push(p);
+  return hit.value;
+}
+
 /**
  * Reads rule arguments `tokens[from..]`. `quoted` marks arguments that were in quotes (always
- * values). Problems are returned as text; the caller attaches file and line.
+ * values). Problems are appended to `problems` as text; the caller attaches file and line.
  */
 export function parseRuleArgs(
   tokens: readonly string[],
   quoted: readonly number[],
   from: number,
   family: Family,
-): RuleArgsResult {
-  const problems: string[] = [];
+  problems: string[],
+  useCache = true,
+): RuleParts {
   const parts: RuleParts = { matches: [] };
   const contexts: Ctx[] = [];
   let target: Ctx | undefined;
   let lastCtx: Ctx | undefined;
   let negate = false;
   const n = tokens.length;
-  const isQuoted = (i: number) => quoted.length > 0 && quoted.includes(i);
-  const isValue = (i: number) => {
-    const t = tokens[i]!;
-    return isQuoted(i) || (t !== "!" && !(t.length > 1 && t.charCodeAt(0) === 45));
-  };
 
   let i = from;
   while (i < n) {
     const tok = tokens[i]!;
-    if (tok === "!" && !isQuoted(i)) {
+    const q = isQuotedAt(quoted, i);
+    if (tok === "!" && !q) {
       if (negate) problems.push('"!" twice in a row');
       negate = true;
       i++;
       continue;
     }
-    const base = isQuoted(i) ? undefined : BASE[tok];
+    const base = q ? undefined : BASE[tok];
     if (base !== undefined) {
       const neg = negate;
       negate = false;
@@ -168,7 +214,13 @@ export function parseRuleArgs(
       // old syntax: `-s ! 10.0.0.0/8`
       let j = i + 1;
       let neg2 = neg;
-      if (tokens[j] === "!" && !isQuoted(j) && base !== "m" && base !== "j" && base !== "g") {
+      if (
+        tokens[j] === "!" &&
+        !isQuotedAt(quoted, j) &&
+        base !== "m" &&
+        base !== "j" &&
+        base !== "g"
+      ) {
         neg2 = !neg2;
         j++;
       }
@@ -217,7 +269,7 @@ export function parseRuleArgs(
           const name = PROTO_NAMES[lower] ?? (lower === "icmpv6" ? "ipv6-icmp" : lower);
           if (name === "all" || name === "0") {
             if (neg2) problems.push("! -p all matches nothing");
-          } else parts.protocol = { name, negated: neg2 };
+          } else parts.protocol = protoMatch(name, neg2);
           break;
         }
         case "m": {
@@ -226,6 +278,7 @@ export function parseRuleArgs(
             options: [],
             isTarget: false,
             isGoto: false,
+            key: "",
           };
           contexts.push(ctx);
           lastCtx = ctx;
@@ -234,33 +287,41 @@ export function parseRuleArgs(
         case "j":
         case "g": {
           if (target) problems.push(`second ${tok} ${value}: a rule has one target`);
-          target = { module: value, options: [], isTarget: true, isGoto: base === "g" };
+          target = { module: value, options: [], isTarget: true, isGoto: base === "g", key: "" };
           lastCtx = target;
           break;
         }
       }
       continue;
     }
-    if (tok.startsWith("--") && !isQuoted(i)) {
+    if (!q && tok.startsWith("--")) {
       const name = OPTION_ALIASES[tok] ?? tok;
       const neg = negate;
       negate = false;
       let j = i + 1;
       let postNeg = false;
       // old syntax: `--dport ! 80`
-      if (tokens[j] === "!" && !isQuoted(j) && j + 1 < n && isValue(j + 1)) {
+      if (
+        tokens[j] === "!" &&
+        !isQuotedAt(quoted, j) &&
+        j + 1 < n &&
+        isValueAt(tokens, quoted, j + 1)
+      ) {
         postNeg = true;
         j++;
       }
       const values: string[] = [];
-      while (j < n && isValue(j)) values.push(tokens[j++]!);
+      while (j < n && isValueAt(tokens, quoted, j)) values.push(tokens[j++]!);
       i = j;
       const opt: ModuleOption = { name, negated: neg !== postNeg, values };
       // who owns it: the latest module/target if it knows it, else the other, else the
       // protocol's implicit module, else whoever came last (unknown extensions take anything)
-      const lastMatch = contexts.at(-1);
-      const order = lastCtx === target ? [target, lastMatch] : [lastMatch, target];
-      let owner = order.find((c) => c !== undefined && knows(c, name));
+      const lastMatch = contexts.length > 0 ? contexts[contexts.length - 1] : undefined;
+      const first = lastCtx === target ? target : lastMatch;
+      const second = lastCtx === target ? lastMatch : target;
+      let owner: Ctx | undefined;
+      if (first !== undefined && knows(first, name)) owner = first;
+      else if (second !== undefined && knows(second, name)) owner = second;
       if (!owner && parts.protocol) {
         const implicit = PROTO_MODULE[parts.protocol.name];
         if (
@@ -269,17 +330,21 @@ export function parseRuleArgs(
         ) {
           owner = contexts.find((c) => c.module === implicit);
           if (!owner) {
-            owner = { module: implicit, options: [], isTarget: false, isGoto: false };
+            owner = { module: implicit, options: [], isTarget: false, isGoto: false, key: "" };
             contexts.push(owner);
           }
         }
       }
-      if (!owner) owner = order.find((c) => c !== undefined && !isKnownCtx(c));
+      if (!owner) {
+        if (first !== undefined && !isKnownCtx(first)) owner = first;
+        else if (second !== undefined && !isKnownCtx(second)) owner = second;
+      }
       if (!owner) {
         problems.push(`option ${tok} belongs to no match or target on this rule`);
         continue;
       }
       owner.options.push(opt);
+      owner.key += `\u0000${opt.negated ? "!" : ""}${name}\u0001${values.join("\u0001")}`;
       continue;
     }
     problems.push(`unexpected argument ${JSON.stringify(tok)}`);
@@ -287,17 +352,184 @@ export function parseRuleArgs(
   }
   if (negate) problems.push('"!" at the end of the rule negates nothing');
 
-  for (const c of contexts) {
-    const r = interpretMatch(c.module, c.options, family);
-    parts.matches.push(r.match);
-    for (const p of r.problems) problems.push(p);
+  for (const c of contexts)
+    parts.matches.push(interpretCtx(c, family, problems, useCache) as Match);
+  if (target) parts.target = interpretCtx(target, family, problems, useCache) as Target;
+  return parts;
+}
+
+const protoCache = new Map<string, ProtoMatch>();
+function protoMatch(name: string, negated: boolean): ProtoMatch {
+  const key = negated ? `!${name}` : name;
+  let p = protoCache.get(key);
+  if (!p) {
+    p = { name, negated };
+    protoCache.set(key, p);
   }
-  if (target) {
-    const r = interpretTarget(target.module, target.isGoto, target.options, family);
-    parts.target = r.target;
-    for (const p of r.problems) problems.push(p);
-  }
-  return { parts, problems };
+  return p;
 }
 
 export { KNOWN_TARGETS };
+
+// ---- fast path ------------------------------------------------------------------------------
+// iptables-save prints every rule as `[base options] (-m MODULE options)* [-j TARGET options]`.
+// Cut such a line into those segments and reuse the interpretation of an identical segment seen
+// before; anything unusual (implicit modules, options after the target, problems) falls back to
+// parseRuleArgs on the whole line, which is the reference behaviour.
+
+type BaseParts = Omit<RuleParts, "matches" | "target" | "counters">;
+const baseCache = new Map<string, BaseParts>();
+const segMatchCache = new Map<string, Match>();
+const segTargetCache = new Map<string, Target>();
+const scratchProblems: string[] = [];
+
+function remember<T>(cache: Map<string, T>, key: string, value: T): void {
+  if (cache.size >= CACHE_LIMIT) cache.clear();
+  cache.set(key, value);
+}
+
+function segmentAlone(text: string, family: Family): RuleParts | undefined {
+  const tk = tokenize(text);
+  if (tk.unterminatedQuoteAt !== undefined) return undefined;
+  scratchProblems.length = 0;
+  const parts = parseRuleArgs(tk.tokens, tk.quoted, 0, family, scratchProblems, false);
+  return scratchProblems.length === 0 && parts.counters === undefined ? parts : undefined;
+}
+
+const BOUNDARY_M = 109; // m
+const BOUNDARY_J = 106; // j
+const BOUNDARY_G = 103; // g
+
+/**
+ * Reads the arguments of a rule line from `from` (just after `-A CHAIN`). Same result as
+ * `parseRuleArgs(tokenize(line).tokens, ..., from)`, faster on iptables-save's own output.
+ */
+export function parseRuleText(
+  line: string,
+  from: number,
+  family: Family,
+  problems: string[],
+): RuleParts {
+  const fast = fastRule(line, from, family);
+  if (fast) return fast;
+  const tk = tokenize(line, from);
+  if (tk.unterminatedQuoteAt !== undefined) {
+    problems.push(
+      `quote opened at column ${tk.unterminatedQuoteAt + 1} is never closed; expected a closing "`,
+    );
+  }
+  return parseRuleArgs(tk.tokens, tk.quoted, 0, family, problems);
+}
+
+/** Index of the quote that closes a quoted argument opened before `from`, or -1. */
+function closingQuote(line: string, from: number): number {
+  let q = line.indexOf('"', from);
+  while (q >= 0) {
+    let bs = 0;
+    while (line.charCodeAt(q - 1 - bs) === 92) bs++;
+    if (bs % 2 === 0) return q;
+    q = line.indexOf('"', q + 1);
+  }
+  return -1;
+}
+
+function fastRule(line: string, from: number, family: Family): RuleParts | undefined {
+  const n = line.length;
+  const matches: Match[] = [];
+  let target: Target | undefined;
+  let baseEnd = n;
+  let segStart = -1;
+  let segIsTarget = false;
+  let quote = line.indexOf('"', from);
+  let search = from > 0 ? from - 1 : 0;
+  // boundaries are " -m ", " -j ", " -g " outside quotes; found with indexOf, not a char loop
+  for (;;) {
+    let cand = line.indexOf(" -", search);
+    while (cand >= 0 && quote >= 0 && quote < cand) {
+      const close = closingQuote(line, quote + 1);
+      if (close < 0) return undefined;
+      quote = line.indexOf('"', close + 1);
+      if (close > cand) cand = line.indexOf(" -", close + 1);
+    }
+    let isBoundary = false;
+    if (cand >= 0) {
+      const k = line.charCodeAt(cand + 2);
+      isBoundary =
+        (k === BOUNDARY_M || k === BOUNDARY_J || k === BOUNDARY_G) &&
+        (cand + 3 === n || line.charCodeAt(cand + 3) === 32);
+      if (!isBoundary) {
+        search = cand + 2;
+        continue;
+      }
+    }
+    const end = cand < 0 ? n : cand;
+    if (segStart < 0) baseEnd = end;
+    else {
+      if (target) return undefined; // something after the target
+      const seg = line.slice(segStart, end);
+      const key = family === 4 ? seg : `6 ${seg}`;
+      if (segIsTarget) {
+        let t = segTargetCache.get(key);
+        if (t === undefined) {
+          const parts = segmentAlone(seg, family);
+          if (!parts || !parts.target || parts.matches.length > 0 || hasBase(parts))
+            return undefined;
+          t = parts.target;
+          remember(segTargetCache, key, t);
+        }
+        target = t;
+      } else {
+        let m = segMatchCache.get(key);
+        if (m === undefined) {
+          const parts = segmentAlone(seg, family);
+          if (!parts || parts.target || parts.matches.length !== 1 || hasBase(parts))
+            return undefined;
+          m = parts.matches[0]!;
+          remember(segMatchCache, key, m);
+        }
+        matches.push(m);
+      }
+    }
+    if (cand < 0) break;
+    segStart = cand + 1;
+    segIsTarget = line.charCodeAt(cand + 2) !== BOUNDARY_M;
+    search = cand + 3;
+  }
+  // base options: -s -d -i -o -p -f with "!" (no quotes, no module options)
+  let base: BaseParts | undefined;
+  if (baseEnd > from) {
+    const baseText = line.slice(from, baseEnd);
+    const key = family === 4 ? baseText : `6 ${baseText}`;
+    base = baseCache.get(key);
+    if (base === undefined) {
+      if (baseText.includes('"')) return undefined;
+      const parts = segmentAlone(baseText, family);
+      if (!parts || parts.target || parts.matches.length > 0) return undefined;
+      const { matches: _m, ...rest } = parts;
+      base = rest;
+      remember(baseCache, key, base);
+    }
+  }
+  const out: RuleParts = { matches };
+  if (base) {
+    if (base.protocol) out.protocol = base.protocol;
+    if (base.src) out.src = base.src;
+    if (base.dst) out.dst = base.dst;
+    if (base.inIface) out.inIface = base.inIface;
+    if (base.outIface) out.outIface = base.outIface;
+    if (base.fragment) out.fragment = base.fragment;
+  }
+  if (target) out.target = target;
+  return out;
+}
+
+function hasBase(p: RuleParts): boolean {
+  return (
+    p.protocol !== undefined ||
+    p.src !== undefined ||
+    p.dst !== undefined ||
+    p.inIface !== undefined ||
+    p.outIface !== undefined ||
+    p.fragment !== undefined
+  );
+}

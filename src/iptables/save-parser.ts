@@ -18,7 +18,7 @@ import {
   type Table,
   type TableName,
 } from "./dump.ts";
-import { parseRuleArgs } from "./rule-args.ts";
+import { parseRuleArgs, parseRuleText, type RuleParts } from "./rule-args.ts";
 import { tokenize } from "./tokenize.ts";
 
 export interface ParseIptablesOptions {
@@ -133,6 +133,9 @@ export function parseIptablesSave(
     st.tables.set(name, st.current);
   }
 
+  const problems: string[] = [];
+  let lastChain: Chain | undefined;
+  let lastTable: Table | undefined;
   const len = text.length;
   let pos = 0;
   let lineNo = 0;
@@ -238,7 +241,61 @@ export function parseIptablesSave(
       continue;
     }
     // rule or command line, optionally prefixed by counters "[p:b] -A ..."
-    const tk = tokenize(line);
+    let counters: Counters | undefined;
+    let rest = 0;
+    if (c0 === 91 /* [ */) {
+      const close = line.indexOf("]");
+      counters = close < 0 ? undefined : parseCountersText(line.slice(0, close + 1));
+      if (!counters) {
+        diag(
+          "IPTABLES_SYNTAX",
+          "error",
+          lineNo,
+          line,
+          `counters ${JSON.stringify(line.slice(0, close + 1 || 20))}: expected [packets:bytes]`,
+        );
+      }
+      rest = close < 0 ? line.length : close + 1;
+      while (line.charCodeAt(rest) === 32) rest++;
+    }
+    // the common "-A CHAIN args" line is read without tokenizing it twice
+    if (line.startsWith("-A ", rest) && st.current) {
+      const sp = line.indexOf(" ", rest + 3);
+      const nameEnd = sp < 0 ? line.length : sp;
+      const table = st.current;
+      let chain: Chain | undefined;
+      // rules of one chain come together: compare with the previous chain before hashing
+      if (
+        lastChain !== undefined &&
+        lastTable === table &&
+        nameEnd - rest - 3 === lastChain.name.length &&
+        line.startsWith(lastChain.name, rest + 3)
+      ) {
+        chain = lastChain;
+      } else if (nameEnd > rest + 3 && line.charCodeAt(rest + 3) !== 34) {
+        chain = getChain(st, table, line.slice(rest + 3, nameEnd), lineNo, line);
+        lastChain = chain;
+        lastTable = table;
+      }
+      if (chain !== undefined) {
+        const parts = parseRuleText(line, sp < 0 ? line.length : sp + 1, family, problems);
+        if (problems.length > 0) {
+          for (const p of problems) diag("IPTABLES_RULE", "error", lineNo, line, p);
+          problems.length = 0;
+        }
+        const rule = buildRule(
+          table.name,
+          chain.name,
+          { file, line: lineNo, text: line },
+          parts,
+          counters,
+        );
+        (rule as { index: number }).index = chain.rules.length + 1;
+        chain.rules.push(rule);
+        continue;
+      }
+    }
+    const tk = tokenize(line, rest);
     const tokens = tk.tokens;
     if (tk.unterminatedQuoteAt !== undefined) {
       diag(
@@ -249,21 +306,7 @@ export function parseIptablesSave(
         `quote opened at column ${tk.unterminatedQuoteAt + 1} is never closed; expected a closing "`,
       );
     }
-    let first = 0;
-    let counters: Counters | undefined;
-    if (tokens[0]?.charCodeAt(0) === 91) {
-      counters = parseCountersText(tokens[0]);
-      if (!counters) {
-        diag(
-          "IPTABLES_SYNTAX",
-          "error",
-          lineNo,
-          line,
-          `counters ${JSON.stringify(tokens[0])}: expected [packets:bytes]`,
-        );
-      }
-      first = 1;
-    }
+    const first = 0;
     const cmd = tokens[first];
     if (!st.current) {
       diag(
@@ -293,25 +336,18 @@ export function parseIptablesSave(
         }
       }
       const chain = getChain(st, table, chainName, lineNo, line);
-      const r = parseRuleArgs(tokens, tk.quoted, argStart, family);
-      for (const p of r.problems) diag("IPTABLES_RULE", "error", lineNo, line, p);
-      const parts = r.parts;
-      const ruleCounters = counters ?? parts.counters;
-      const rule: Rule = {
-        table: table.name,
-        chain: chainName,
-        index: 0,
-        source: { file, line: lineNo, text: line },
-        ...(ruleCounters ? { counters: ruleCounters } : {}),
-        ...(parts.protocol ? { protocol: parts.protocol } : {}),
-        ...(parts.src ? { src: parts.src } : {}),
-        ...(parts.dst ? { dst: parts.dst } : {}),
-        ...(parts.inIface ? { inIface: parts.inIface } : {}),
-        ...(parts.outIface ? { outIface: parts.outIface } : {}),
-        ...(parts.fragment ? { fragment: parts.fragment } : {}),
-        matches: parts.matches,
-        ...(parts.target ? { target: parts.target } : {}),
-      };
+      const parts = parseRuleArgs(tokens, tk.quoted, argStart, family, problems);
+      if (problems.length > 0) {
+        for (const p of problems) diag("IPTABLES_RULE", "error", lineNo, line, p);
+        problems.length = 0;
+      }
+      const rule = buildRule(
+        table.name,
+        chainName,
+        { file, line: lineNo, text: line },
+        parts,
+        counters,
+      );
       if (insertAt === undefined) {
         (rule as { index: number }).index = chain.rules.length + 1;
         chain.rules.push(rule);
@@ -397,6 +433,28 @@ export function parseIptablesSave(
     tables: st.tables,
   };
   return { value, diagnostics: st.diagnostics };
+}
+
+type Mutable<T> = { -readonly [K in keyof T]: T[K] };
+
+function buildRule(
+  table: TableName,
+  chain: string,
+  source: SourceRef,
+  parts: RuleParts,
+  counters: Counters | undefined,
+): Rule {
+  const rule: Mutable<Rule> = { table, chain, index: 0, source, matches: parts.matches };
+  const c = counters ?? parts.counters;
+  if (c) rule.counters = c;
+  if (parts.protocol) rule.protocol = parts.protocol;
+  if (parts.src) rule.src = parts.src;
+  if (parts.dst) rule.dst = parts.dst;
+  if (parts.inIface) rule.inIface = parts.inIface;
+  if (parts.outIface) rule.outIface = parts.outIface;
+  if (parts.fragment) rule.fragment = parts.fragment;
+  if (parts.target) rule.target = parts.target;
+  return rule;
 }
 
 function getChain(st: State, table: Table, name: string, lineNo: number, line: string): Chain {
