@@ -1,23 +1,46 @@
 /**
- * @module k8s/lenient-parse — validating a Kubernetes object against a narrow zod schema while
- * keeping what is valid: each bad field becomes a diagnostic at its file line and is dropped,
- * and the rest of the object is still read.
+ * @module evidence/lenient-parse — validating a document against a zod schema while keeping what
+ * is valid: each bad field becomes a diagnostic at its file line and is dropped, and the rest of
+ * the document is still read.
  */
 import type { z } from "zod";
-import type { KubeObject } from "../evidence/kube-objects.ts";
-import type { Diagnostic } from "../model/types.ts";
+import type { Diagnostic, SourceRef } from "../model/types.ts";
+import type { KubeObject } from "./kube-objects.ts";
+
+/** What the parser needs to know about the document: its value, and where its fields are written. */
+export interface LocatedValue {
+  readonly raw: unknown;
+  /** Where the field at `path` is written, if it is. */
+  locate(path: readonly (string | number)[]): SourceRef | undefined;
+  /** Where the document starts: the fallback position. */
+  readonly source: SourceRef;
+  /** Names the document in messages (`Node gke-a-1`, `remote/onprem.yaml`). */
+  readonly label: string;
+}
+
+/** A Kubernetes object as a {@link LocatedValue}. */
+export function locatedObject(obj: KubeObject): LocatedValue {
+  return {
+    raw: obj.raw,
+    locate: obj.locate,
+    source: obj.source,
+    label: `${obj.kind} ${obj.namespace ? `${obj.namespace}/` : ""}${obj.name}`,
+  };
+}
 
 const MAX_ROUNDS = 8;
 
 /**
- * Parses `obj.raw` with `schema`. Fields that fail are reported (code `KUBE_SCHEMA`, at the field's
- * line) and removed, then parsing is retried; undefined only when the object cannot be read at all.
+ * Parses `doc.raw` with `schema`. Fields that fail are reported (with `code`, at the field's line)
+ * and removed, then parsing is retried; undefined only when the document cannot be read at all.
  */
 export function parseLenient<S extends z.ZodType>(
   schema: S,
-  obj: KubeObject,
+  doc: LocatedValue,
   diagnostics: Diagnostic[],
+  code = "KUBE_SCHEMA",
 ): z.output<S> | undefined {
+  const obj = doc;
   let value: unknown = structuredClone(obj.raw);
   const removed = new Set<string>();
   for (let round = 0; round < MAX_ROUNDS; round++) {
@@ -26,6 +49,21 @@ export function parseLenient<S extends z.ZodType>(
     const issues = [...r.error.issues].sort((a, b) => comparePaths(b.path, a.path));
     for (const issue of issues) {
       let path = issue.path.filter((p): p is string | number => typeof p !== "symbol");
+      if (issue.code === "unrecognized_keys") {
+        // Unknown keys are warnings: newer files still read with an older podpath.
+        for (const key of issue.keys) {
+          const at = [...path, key];
+          diagnostics.push({
+            code: "UNKNOWN_KEY",
+            severity: "warning",
+            message: `${obj.label}: unknown key ${[...path, key].join(".")}; ignored (expected one of the documented keys)`,
+            source: nearestRef(obj, at),
+          });
+          removed.add(JSON.stringify(at));
+          value = remove(value, at);
+        }
+        continue;
+      }
       // A required field that was removed is reported again: remove its parent instead.
       if (removed.has(JSON.stringify(path))) {
         while (path.length > 0 && removed.has(JSON.stringify(path))) path = path.slice(0, -1);
@@ -36,9 +74,11 @@ export function parseLenient<S extends z.ZodType>(
       }
       removed.add(JSON.stringify(path));
       diagnostics.push({
-        code: "KUBE_SCHEMA",
+        code,
         severity: "warning",
-        message: `${obj.kind} ${obj.namespace ? `${obj.namespace}/` : ""}${obj.name}: ${path.join(".") || "(object)"}: ${issue.message}; the field was ignored`,
+        message: `${obj.label}: ${path.join(".") || "(document)"}: ${issue.message}; ${
+          path.length ? "the field was ignored" : "the document was skipped"
+        }`,
         source: nearestRef(obj, path),
       });
       if (path.length === 0) return undefined;
@@ -48,7 +88,7 @@ export function parseLenient<S extends z.ZodType>(
   return undefined;
 }
 
-function nearestRef(obj: KubeObject, path: readonly (string | number)[]) {
+function nearestRef(obj: LocatedValue, path: readonly (string | number)[]): SourceRef {
   for (let n = path.length; n > 0; n--) {
     const ref = obj.locate(path.slice(0, n));
     if (ref) return ref;

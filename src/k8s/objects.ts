@@ -5,9 +5,9 @@
  */
 import { z } from "zod";
 import type { KubeObject } from "../evidence/kube-objects.ts";
+import { locatedObject, parseLenient } from "../evidence/lenient-parse.ts";
 import type { Diagnostic, Parsed, SourceRef } from "../model/types.ts";
 import { type Cidr, type Ip, tryParseCidr, tryParseIp } from "../net/cidr.ts";
-import { parseLenient } from "./lenient-parse.ts";
 
 /** The GKE label naming a node's pool. */
 export const GKE_NODE_POOL_LABEL = "cloud.google.com/gke-nodepool";
@@ -336,7 +336,7 @@ const NodeSchema = z.object({
 export function readNode(obj: KubeObject): Parsed<NodeView | undefined> {
   if (obj.kind !== "Node") return wrongKind(obj, "Node");
   const diagnostics: Diagnostic[] = [];
-  const n = parseLenient(NodeSchema, obj, diagnostics);
+  const n = parseLenient(NodeSchema, locatedObject(obj), diagnostics);
   if (!n) return { value: undefined, diagnostics };
   const cidrTexts = n.spec?.podCIDRs?.length
     ? n.spec.podCIDRs.map((text, i) => ({ text, path: ["spec", "podCIDRs", i] as Path }))
@@ -423,7 +423,7 @@ const PodSchema = z.object({
 export function readPod(obj: KubeObject): Parsed<PodView | undefined> {
   if (obj.kind !== "Pod") return wrongKind(obj, "Pod");
   const diagnostics: Diagnostic[] = [];
-  const p = parseLenient(PodSchema, obj, diagnostics);
+  const p = parseLenient(PodSchema, locatedObject(obj), diagnostics);
   if (!p) return { value: undefined, diagnostics };
   const ipTexts = p.status?.podIPs?.length
     ? p.status.podIPs.map((x, i) => ({ text: x.ip, path: ["status", "podIPs", i, "ip"] as Path }))
@@ -521,7 +521,7 @@ const DaemonSetSchema = z.object({
 export function readDaemonSet(obj: KubeObject): Parsed<DaemonSetView | undefined> {
   if (obj.kind !== "DaemonSet") return wrongKind(obj, "DaemonSet");
   const diagnostics: Diagnostic[] = [];
-  const d = parseLenient(DaemonSetSchema, obj, diagnostics);
+  const d = parseLenient(DaemonSetSchema, locatedObject(obj), diagnostics);
   if (!d) return { value: undefined, diagnostics };
   const spec = d.spec?.template?.spec;
   const tpl: Path = ["spec", "template", "spec"];
@@ -592,7 +592,7 @@ const ConfigMapSchema = z.object({ data: strMap.optional() });
 export function readConfigMap(obj: KubeObject): Parsed<ConfigMapView | undefined> {
   if (obj.kind !== "ConfigMap") return wrongKind(obj, "ConfigMap");
   const diagnostics: Diagnostic[] = [];
-  const c = parseLenient(ConfigMapSchema, obj, diagnostics);
+  const c = parseLenient(ConfigMapSchema, locatedObject(obj), diagnostics);
   if (!c) return { value: undefined, diagnostics };
   return {
     value: {
@@ -639,7 +639,7 @@ const ServiceSchema = z.object({
 export function readService(obj: KubeObject): Parsed<ServiceView | undefined> {
   if (obj.kind !== "Service") return wrongKind(obj, "Service");
   const diagnostics: Diagnostic[] = [];
-  const s = parseLenient(ServiceSchema, obj, diagnostics);
+  const s = parseLenient(ServiceSchema, locatedObject(obj), diagnostics);
   if (!s) return { value: undefined, diagnostics };
   const texts = s.spec?.clusterIPs?.length
     ? s.spec.clusterIPs.map((text, i) => ({ text, path: ["spec", "clusterIPs", i] as Path }))
@@ -680,7 +680,7 @@ const NetworkPolicySchema = z.object({
 export function readNetworkPolicy(obj: KubeObject): Parsed<NetworkPolicyView | undefined> {
   if (obj.kind !== "NetworkPolicy") return wrongKind(obj, "NetworkPolicy");
   const diagnostics: Diagnostic[] = [];
-  const n = parseLenient(NetworkPolicySchema, obj, diagnostics);
+  const n = parseLenient(NetworkPolicySchema, locatedObject(obj), diagnostics);
   if (!n) return { value: undefined, diagnostics };
   return {
     value: {
