@@ -9,8 +9,8 @@ import { dirname, join } from "node:path";
 import { describe, it } from "node:test";
 import { fileURLToPath } from "node:url";
 import { formatIp } from "../net/cidr.ts";
-import type { Frame, Packet } from "./packet.ts";
-import { readCapture } from "./read-capture.ts";
+import type { Packet } from "./packet.ts";
+import { collect, project } from "./test-helpers/projection.ts";
 
 const dir = join(dirname(fileURLToPath(import.meta.url)), "fixtures", "tcpdump");
 
@@ -28,50 +28,6 @@ const tests: OracleTest[] = readFileSync(join(dir, "TESTLIST.subset"), "utf8")
     const [name, capture, out, ...flags] = l.trim().split(/\s+/);
     return { name: name!, capture: capture!, out: out!, flags };
   });
-
-async function collect(path: string) {
-  const cap = readCapture(path);
-  const packets: Packet[] = [];
-  for await (const p of cap) packets.push(p);
-  return { packets, diagnostics: cap.diagnostics, format: cap.format };
-}
-
-/** What both readers must agree on, for one frame and its tunnels. */
-function project(f: Frame, withFlags: boolean): unknown {
-  const t = f.transport;
-  return {
-    ip:
-      f.ip === undefined
-        ? undefined
-        : { family: f.ip.family, src: f.ip.src, dst: f.ip.dst, protocol: f.ip.protocol },
-    arp: f.arp?.op,
-    transport:
-      t === undefined
-        ? undefined
-        : t.kind === "tcp"
-          ? { kind: t.kind, ports: [t.srcPort, t.dstPort], flags: withFlags ? t.flags : "-" }
-          : t.kind === "udp"
-            ? { kind: t.kind, ports: [t.srcPort, t.dstPort] }
-            : t.kind === "icmp"
-              ? {
-                  kind: t.kind,
-                  type: t.type,
-                  quoted: t.quoted && {
-                    src: t.quoted.ip.src,
-                    dst: t.quoted.ip.dst,
-                    dstPort: t.quoted.dstPort,
-                  },
-                }
-              : t.kind === "esp"
-                ? { kind: t.kind, spi: t.spi, seq: t.seq }
-                : { kind: t.kind },
-    tunnel: f.tunnel && {
-      kind: f.tunnel.kind,
-      vni: f.tunnel.vni,
-      inner: project(f.tunnel.inner, withFlags),
-    },
-  };
-}
 
 const DAY_NS = 86_400_000_000_000n;
 
@@ -137,6 +93,31 @@ describe("tcpdump oracle pairs", () => {
           const dst = endpoint({ family: b.ip.family, value: b.ip.dst }, ports[1]);
           assert.ok(blocks[i]!.includes(`${src} > ${dst}:`), `${src} > ${dst} in .out ${i + 1}`);
         }
+      }
+    });
+  }
+});
+
+const captured = join(dirname(fileURLToPath(import.meta.url)), "fixtures", "captured");
+
+describe("captures made with the real tcpdump, against its text", () => {
+  for (const name of ["any-sll2", "tun0-raw"]) {
+    it(`${name}: capture and tcpdump's text give the same packets and directions`, async () => {
+      const bin = await collect(join(captured, `${name}.pcap`));
+      const txt = await collect(join(captured, `${name}.out`));
+      assert.deepEqual(bin.diagnostics, []);
+      assert.deepEqual(
+        txt.diagnostics.filter((d) => d.severity !== "info"),
+        [],
+      );
+      assert.ok(bin.packets.length > 5);
+      assert.equal(txt.packets.length, bin.packets.length);
+      for (let i = 0; i < bin.packets.length; i++) {
+        const b = bin.packets[i]!;
+        const x = txt.packets[i]!;
+        assert.equal(x.timeNs, (b.timeNs / 1000n) * 1000n);
+        assert.equal(x.direction, b.direction);
+        assert.deepEqual(project(x), project(b), `packet ${i + 1}`);
       }
     });
   }

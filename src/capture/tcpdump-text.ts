@@ -346,6 +346,8 @@ function matchParen(s: string): number {
   return -1;
 }
 
+const IPV6_EXTENSION_HEADERS = new Set([0, 43, 44, 51, 60, 135]);
+
 interface HeaderInfo {
   ttl?: number;
   protocol?: number;
@@ -359,7 +361,8 @@ function parseHeaderInfo(s: string): HeaderInfo {
   const ttl = /\b(?:ttl|hlim) (\d+)/.exec(s);
   if (ttl) h.ttl = Number(ttl[1]);
   const proto = /\b(?:proto|next-header) \S+ \((\d+)\)/.exec(s);
-  if (proto) h.protocol = Number(proto[1]);
+  // IPv6's next-header may name an extension header; the transport text decides then.
+  if (proto && !IPV6_EXTENSION_HEADERS.has(Number(proto[1]))) h.protocol = Number(proto[1]);
   const plen = /payload length:? (\d+)/.exec(s);
   if (plen) h.length = Number(plen[1]) + 40;
   else {
@@ -476,9 +479,18 @@ function parseTransport(
   depth: number,
 ): { transport?: Transport; tunnel?: Tunnel; protocol?: number } {
   // 5.x `-v` may open with a checksum note; the protocol text follows it.
-  const r = rest
-    .replace(/^\[(?:bad )?(?:udp |tcp |icmp6? )?(?:sum|cksum) [^\]]*\] /, "")
-    .replace(/^\[no cksum\] /, "");
+  // Before the protocol text: IPv6 extension headers (`HBH (rtalert: 0x0000) (padn) `,
+  // `frag (0|1448) `) and checksum notes (`[icmp6 sum ok] `, 5.x `[no cksum] `).
+  let r = rest;
+  for (let i = 0; i < 8; i++) {
+    const next = r
+      .replace(/^(?:HBH|DSTOPT|mobility|srcrt)(?: \([^)]*\))* /, "")
+      .replace(/^frag \([^)]*\) /, "")
+      .replace(/^\[(?:bad )?(?:udp |tcp |icmp6? )?(?:sum|cksum) [^\]]*\] /, "")
+      .replace(/^\[no cksum\] /, "");
+    if (next === r) break;
+    r = next;
+  }
   if (srcPort !== undefined && dstPort !== undefined) {
     const flags = /^Flags \[([^\]]*)\]/.exec(r);
     if (flags || h.protocol === 6 || /^tcp \d+/.test(r)) {
@@ -624,7 +636,9 @@ function quotedFromText(r: string, version: 4 | 6): QuotedHeader | undefined {
   };
 }
 
-function parseArp(r: string): ArpMessage {
+function parseArp(text: string): ArpMessage {
+  // -v names the hardware and protocol address formats first.
+  const r = text.replace(/^\S+ \(len \d+\), \S+ \(len \d+\), /, "");
   const req = /^Request who-has (\S+?)(?: \(\S+\))? tell (\S+?),/.exec(r);
   if (req) {
     const t = tryParseIp(req[1]!);

@@ -14,7 +14,6 @@
  */
 
 import type { Conversation, PacketRef } from "../capture/conversations.ts";
-import { formatTime } from "../capture/conversations.ts";
 import type { Evidence, Finding } from "../model/types.ts";
 import { type Cidr, contains, formatIp, type Ip } from "../net/cidr.ts";
 
@@ -113,10 +112,6 @@ function observe(input: WireInput): Observation[] {
     }
   }
   return out;
-}
-
-function when(r: PacketRef): string {
-  return formatTime(r.timeNs, r.timeOfDayOnly);
 }
 
 function where(o: Observation): string {
