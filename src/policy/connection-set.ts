@@ -71,6 +71,29 @@ export function intersect(a: ConnectionSet, b: ConnectionSet): ConnectionSet {
   };
 }
 
+function subtractRanges(a: readonly PortRange[], b: readonly PortRange[]): PortRange[] {
+  let out: PortRange[] = [...a];
+  for (const [b0, b1] of b) {
+    out = out.flatMap(([a0, a1]): PortRange[] => {
+      if (b1 < a0 || b0 > a1) return [[a0, a1]];
+      const parts: PortRange[] = [];
+      if (a0 < b0) parts.push([a0, b0 - 1]);
+      if (b1 < a1) parts.push([b1 + 1, a1]);
+      return parts;
+    });
+  }
+  return normalize(out);
+}
+
+/** What `a` allows and `b` does not. */
+export function subtract(a: ConnectionSet, b: ConnectionSet): ConnectionSet {
+  return {
+    TCP: subtractRanges(a.TCP, b.TCP),
+    UDP: subtractRanges(a.UDP, b.UDP),
+    SCTP: subtractRanges(a.SCTP, b.SCTP),
+  };
+}
+
 export function isEmpty(c: ConnectionSet): boolean {
   return PROTOCOLS.every((p) => c[p].length === 0);
 }

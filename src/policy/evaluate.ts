@@ -10,6 +10,7 @@
  */
 import type { Diagnostic, SourceRef } from "../model/types.ts";
 import { type Cidr, formatIp, type Ip, overlaps, tryParseIp } from "../net/cidr.ts";
+import type { AdminNetworkPolicy, AdminPeer, AdminRule } from "./admin-network-policy.ts";
 import {
   ALL_CONNECTIONS,
   type ConnectionSet,
@@ -19,6 +20,7 @@ import {
   intersect,
   isEmpty,
   NO_CONNECTIONS,
+  subtract,
   union,
 } from "./connection-set.ts";
 import { selectorMatches } from "./label-selector.ts";
@@ -49,7 +51,12 @@ export interface PolicyCitation {
   readonly policy: string;
   /** 1-based rule number when a rule is meant. */
   readonly rule?: number;
-  readonly effect: "allows" | "ports-do-not-match" | "selects-without-matching-rule";
+  readonly effect:
+    | "allows"
+    | "ports-do-not-match"
+    | "selects-without-matching-rule"
+    /** An AdminNetworkPolicy rule denied or passed it (see `text`). */
+    | "denied-by-admin";
   readonly connections: ConnectionSet;
   readonly source: SourceRef;
   readonly text: string;
@@ -126,7 +133,85 @@ const label = (ep: Endpoint): string =>
       ? formatIp(ep.ip)
       : `${formatIp(ep.ip)}-${formatIp({ family: ep.ip.family, value: ep.end })}`;
 
-/** One direction: the policies selecting the pod on that side, and what their rules allow. */
+function adminPeerMatches(
+  world: PolicyWorld,
+  peer: AdminPeer,
+  ep: Endpoint,
+  opts: EvaluateOptions,
+): boolean {
+  if (peer.kind === "networks") {
+    const within = (lo: Ip, hi: bigint) =>
+      peer.cidrs.some((c) => c.family === lo.family && c.start <= lo.value && hi <= c.end);
+    if (ep.kind === "external") return within(ep.ip, ep.end ?? ep.ip.value);
+    return opts.ipBlockMatchesPodIps === true && ep.ips.some((ip) => within(ip, ip.value));
+  }
+  if (ep.kind !== "pod") return false;
+  if (!selectorMatches(peer.namespaceSelector, world.namespaces.get(ep.namespace) ?? {}))
+    return false;
+  return peer.kind === "namespaces" || selectorMatches(peer.podSelector, ep.labels);
+}
+
+function adminRulePorts(rule: AdminRule, dst: Endpoint): ConnectionSet {
+  if (rule.ports === undefined) return ALL_CONNECTIONS;
+  const parts: Record<Protocol, [number, number][]> = { TCP: [], UDP: [], SCTP: [] };
+  for (const p of rule.ports) {
+    if (p.kind === "number") parts[p.protocol].push([p.port, p.port]);
+    else if (p.kind === "range") parts[p.protocol].push([p.start, p.end]);
+    else if (dst.kind === "pod") {
+      for (const cp of dst.ports)
+        if (cp.name === p.name) parts[cp.protocol].push([cp.port, cp.port]);
+    }
+  }
+  return connectionSet(parts);
+}
+
+const ACTION_WORD = { Allow: "allows", Deny: "denies", Pass: "passes" } as const;
+
+/**
+ * Applies the admin tier (AdminNetworkPolicies or the BaselineAdminNetworkPolicy) to `rest`:
+ * returns what its rules allow, what they pass on, and what no rule decided.
+ */
+function adminTier(
+  world: PolicyWorld,
+  tier: readonly AdminNetworkPolicy[],
+  direction: Direction,
+  subject: PodEndpoint,
+  peer: Endpoint,
+  dst: Endpoint,
+  rest: ConnectionSet,
+  citations: PolicyCitation[],
+  opts: EvaluateOptions,
+): { allowed: ConnectionSet; passed: ConnectionSet; undecided: ConnectionSet; matched: boolean } {
+  let allowed = NO_CONNECTIONS;
+  let passed = NO_CONNECTIONS;
+  let undecided = rest;
+  let matched = false;
+  for (const anp of tier) {
+    if (!adminPeerMatches(world, anp.subject, subject, opts)) continue;
+    matched = true;
+    for (const rule of direction === "ingress" ? anp.ingress : anp.egress) {
+      if (!rule.peers.some((p) => adminPeerMatches(world, p, peer, opts))) continue;
+      const m = intersect(adminRulePorts(rule, dst), undecided);
+      if (isEmpty(m)) continue;
+      if (rule.action === "Allow") allowed = union(allowed, m);
+      if (rule.action === "Pass") passed = union(passed, m);
+      undecided = subtract(undecided, m);
+      citations.push({
+        policy: anp.name,
+        effect: rule.action === "Allow" ? "allows" : "denied-by-admin",
+        connections: m,
+        source: rule.source,
+        text: `${anp.kind} '${anp.name}' ${ACTION_WORD[rule.action]} connections by ${Title[direction]} rule ${rule.name}`,
+      });
+    }
+  }
+  return { allowed, passed, undecided, matched };
+}
+
+/**
+ * One direction: AdminNetworkPolicies first (by priority), then the NetworkPolicies selecting the
+ * pod on that side, then the BaselineAdminNetworkPolicy for what no NetworkPolicy isolates.
+ */
 export function directionVerdict(
   world: PolicyWorld,
   direction: Direction,
@@ -136,6 +221,55 @@ export function directionVerdict(
 ): DirectionVerdict {
   const subject = direction === "ingress" ? dst : src;
   const peer = direction === "ingress" ? src : dst;
+  if (subject.kind !== "pod") {
+    return { direction, isolated: false, allowed: ALL_CONNECTIONS, citations: [] };
+  }
+  const citations: PolicyCitation[] = [];
+  const admin = world.adminPolicies ?? [];
+  const anp = adminTier(
+    world,
+    admin.filter((p) => p.kind === "AdminNetworkPolicy"),
+    direction,
+    subject,
+    peer,
+    dst,
+    ALL_CONNECTIONS,
+    citations,
+    opts,
+  );
+  const rest = union(anp.undecided, anp.passed);
+  const np = networkPolicyVerdict(world, direction, subject, peer, dst, opts);
+  let allowed = anp.allowed;
+  if (np.isolated) {
+    allowed = union(allowed, intersect(rest, np.allowed));
+    citations.push(...np.citations);
+  } else {
+    const banp = adminTier(
+      world,
+      admin.filter((p) => p.kind === "BaselineAdminNetworkPolicy"),
+      direction,
+      subject,
+      peer,
+      dst,
+      rest,
+      citations,
+      opts,
+    );
+    allowed = union(allowed, union(banp.allowed, union(banp.passed, banp.undecided)));
+    return { direction, isolated: anp.matched || banp.matched, allowed, citations };
+  }
+  return { direction, isolated: true, allowed, citations };
+}
+
+/** The NetworkPolicy tier alone: the policies selecting the pod, and what their rules allow. */
+function networkPolicyVerdict(
+  world: PolicyWorld,
+  direction: Direction,
+  subject: PodEndpoint,
+  peer: Endpoint,
+  dst: Endpoint,
+  opts: EvaluateOptions,
+): DirectionVerdict {
   const selecting = world.policies.filter((p) => selects(p, direction, subject));
   if (selecting.length === 0) {
     return { direction, isolated: false, allowed: ALL_CONNECTIONS, citations: [] };
@@ -197,6 +331,20 @@ export function connectionsBetween(
   dst: Endpoint,
   opts: EvaluateOptions = {},
 ): ConnectionsBetween {
+  if (src === dst) {
+    // a pod talking to itself never meets a policy (as netpol-analyzer's pod-to-pod map has it)
+    const self: DirectionVerdict = {
+      direction: "egress",
+      isolated: false,
+      allowed: ALL_CONNECTIONS,
+      citations: [],
+    };
+    return {
+      connections: ALL_CONNECTIONS,
+      egress: self,
+      ingress: { ...self, direction: "ingress" },
+    };
+  }
   const egress = directionVerdict(world, "egress", src, dst, opts);
   const ingress = directionVerdict(world, "ingress", src, dst, opts);
   return { connections: intersect(egress.allowed, ingress.allowed), egress, ingress };

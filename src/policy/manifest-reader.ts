@@ -108,7 +108,7 @@ export function readManifestObjects(text: string, file: string): Parsed<Manifest
       // items of a typed list (PodList) omit kind, as the API returns them
       const kind = str(raw["kind"]) ?? listKind;
       const items = raw["items"];
-      if (kind !== undefined && kind.endsWith("List") && Array.isArray(items)) {
+      if (kind?.endsWith("List") && Array.isArray(items)) {
         const itemKind = kind === "List" ? undefined : kind.slice(0, -"List".length);
         for (const [i, item] of items.entries()) add(item, [...base, "items", i], itemKind);
         return;

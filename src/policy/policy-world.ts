@@ -7,6 +7,7 @@
  */
 import type { Diagnostic, Parsed } from "../model/types.ts";
 import { type Ip, tryParseIp } from "../net/cidr.ts";
+import { type AdminNetworkPolicy, readAdminNetworkPolicies } from "./admin-network-policy.ts";
 import {
   type NetworkPolicy,
   type PolicyObject,
@@ -45,6 +46,8 @@ export interface PolicyWorld {
   readonly namespaces: ReadonlyMap<string, Readonly<Record<string, string>>>;
   readonly pods: readonly PodEndpoint[];
   readonly policies: readonly NetworkPolicy[];
+  /** AdminNetworkPolicies by priority, then the BaselineAdminNetworkPolicy if any. */
+  readonly adminPolicies: readonly AdminNetworkPolicy[];
 }
 
 const TEMPLATE: Readonly<Record<string, readonly string[]>> = {
@@ -151,9 +154,10 @@ export function buildPolicyWorld(objects: readonly PolicyObject[]): Parsed<Polic
   }
   const policies = readNetworkPolicies(objects);
   diagnostics.push(...policies.diagnostics);
+  const adminPolicies = readAdminNetworkPolicies(objects, diagnostics);
   const all = new Map(namespaces);
   for (const n of [...pods.map((p) => p.namespace), ...policies.value.map((p) => p.namespace)]) {
     if (!all.has(n)) all.set(n, { "kubernetes.io/metadata.name": n });
   }
-  return { value: { namespaces: all, pods, policies: policies.value }, diagnostics };
+  return { value: { namespaces: all, pods, policies: policies.value, adminPolicies }, diagnostics };
 }
