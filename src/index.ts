@@ -3,6 +3,45 @@
  * internal and may change.
  */
 
+export { type CaptureMeta, type CapturePoint, readCaptureMeta } from "./evidence/capture-meta.ts";
+export {
+  type ConntrackEntry,
+  type ConntrackTuple,
+  readConntrack,
+  translatedDestination,
+  translatedSource,
+} from "./evidence/conntrack.ts";
+export {
+  type InterfaceAddress,
+  type NetInterface,
+  primaryAddress,
+  readIpAddr,
+} from "./evidence/ip-addr.ts";
+export {
+  lookupRoute,
+  type Route,
+  type RouteType,
+  readIpRoute,
+  routeDestination,
+} from "./evidence/ip-route.ts";
+export { type KubeObject, readKubeObjects } from "./evidence/kube-objects.ts";
+export { type RemoteSite, readRemoteSites } from "./evidence/remote-site.ts";
+export { readSysctl, type SysctlEntry, type SysctlValues } from "./evidence/sysctl.ts";
+export { type DaemonSetMatch, nodeMatchesDaemonSet } from "./k8s/daemonset-scheduling.ts";
+export {
+  type ConfigMapView,
+  type DaemonSetView,
+  type NodeView,
+  type PodView,
+  readConfigMap,
+  readDaemonSet,
+  readNamespace,
+  readNetworkPolicy,
+  readNode,
+  readPod,
+  readService,
+  type ServiceView,
+} from "./k8s/objects.ts";
 export type {
   Diagnostic,
   Evidence,
@@ -29,3 +68,52 @@ export {
   tryParseCidr,
   tryParseIp,
 } from "./net/cidr.ts";
+export {
+  type AdmissionResponse,
+  admit,
+  checkPodSecurity,
+  type PodSecurityResult,
+  type Violation,
+} from "./agents/pod-security/evaluate.ts";
+export { type AutopilotVerdict, checkAutopilot } from "./agents/pod-security/gke-autopilot.ts";
+export {
+  configzCommand,
+  type KubeletSysctlConfig,
+  readKubeletSysctlConfig,
+} from "./agents/pod-security/kubelet-config.ts";
+export {
+  kubeletAdmitSysctls,
+  kubeletSafeSysctls,
+  normalizeSysctlName,
+  sysctlNamespace,
+} from "./agents/pod-security/kubelet-sysctls.ts";
+export {
+  type Level,
+  type NamespacePolicy,
+  type PolicyVersion,
+  parseVersion,
+  policyFromLabels,
+} from "./agents/pod-security/policy-level.ts";
+export {
+  type AdmissionPrediction,
+  type Platform,
+  type PredictOptions,
+  predictAdmission,
+} from "./agents/pod-security/predict.ts";
+export { type ConnectionSet, formatConnections } from "./policy/connection-set.ts";
+export { connectivityList, renderConnlist } from "./policy/connlist.ts";
+export {
+  connectionsBetween,
+  type EvaluateOptions,
+  type FlowQuery,
+  type PolicyVerdict,
+  evaluateNetworkPolicies,
+} from "./policy/evaluate.ts";
+export {
+  type IpBlockMatch,
+  ipBlockMatches,
+  type TranslationEffect,
+  translationEffect,
+} from "./policy/ip-block-match.ts";
+export { type NetworkPolicy, readNetworkPolicies } from "./policy/network-policy.ts";
+export { buildPolicyWorld, type Endpoint, type PolicyWorld } from "./policy/policy-world.ts";
