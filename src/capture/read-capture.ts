@@ -78,6 +78,24 @@ export function readCapture(input: CaptureInput, opts: ReadCaptureOptions = {}):
       await win.ensure(4);
       format = detectFormat(win.buf.subarray(win.pos, win.end));
       if (format === "tcpdump-text") {
+        await win.ensure(512);
+        const head = win.buf.subarray(win.pos, Math.min(win.end, win.pos + 512));
+        // PowerShell's `>` writes UTF-16LE with a byte-order mark.
+        const utf16 = head[0] === 0xff && head[1] === 0xfe;
+        if (utf16) {
+          yield* parseTcpdumpLines(textLines(win, "utf16le"), file, sink);
+          return;
+        }
+        if (head.includes(0)) {
+          const hex = [...head.subarray(0, 4)].map((x) => x.toString(16).padStart(2, "0")).join("");
+          sink({
+            code: "CAPTURE_UNKNOWN_FORMAT",
+            severity: "error",
+            message: `${file}: byte offset 0: magic 0x${hex} is neither pcap (a1b2c3d4, a1b23c4d, either byte order) nor pcapng (0a0d0d0a), and the file is binary, not tcpdump text`,
+            source: { file, line: 0 },
+          });
+          return;
+        }
         yield* parseTcpdumpLines(textLines(win), file, sink);
         return;
       }
@@ -151,12 +169,18 @@ export function readCapture(input: CaptureInput, opts: ReadCaptureOptions = {}):
 }
 
 /** Splits the window's bytes into lines, streaming; keeps the file's own line numbering. */
-async function* textLines(win: ByteWindow): AsyncGenerator<string> {
+async function* textLines(
+  win: ByteWindow,
+  encoding: "utf8" | "utf16le" = "utf8",
+): AsyncGenerator<string> {
   let carry = "";
-  const decoder = new StringDecoder("utf8");
+  const decoder = new StringDecoder(encoding);
+  let first = true;
   for (;;) {
     if (win.available === 0 && !(await win.ensure(1))) break;
-    const chunk = decoder.write(win.buf.subarray(win.pos, win.end));
+    let chunk = decoder.write(win.buf.subarray(win.pos, win.end));
+    if (first && chunk.charCodeAt(0) === 0xfeff) chunk = chunk.slice(1);
+    first = false;
     win.pos = win.end;
     const parts = (carry + chunk).split("\n");
     carry = parts.pop() ?? "";
