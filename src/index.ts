@@ -3,71 +3,6 @@
  * internal and may change.
  */
 
-export { type CaptureMeta, type CapturePoint, readCaptureMeta } from "./evidence/capture-meta.ts";
-export {
-  type ConntrackEntry,
-  type ConntrackTuple,
-  readConntrack,
-  translatedDestination,
-  translatedSource,
-} from "./evidence/conntrack.ts";
-export {
-  type InterfaceAddress,
-  type NetInterface,
-  primaryAddress,
-  readIpAddr,
-} from "./evidence/ip-addr.ts";
-export {
-  lookupRoute,
-  type Route,
-  type RouteType,
-  readIpRoute,
-  routeDestination,
-} from "./evidence/ip-route.ts";
-export { type KubeObject, readKubeObjects } from "./evidence/kube-objects.ts";
-export { type RemoteSite, readRemoteSites } from "./evidence/remote-site.ts";
-export { readSysctl, type SysctlEntry, type SysctlValues } from "./evidence/sysctl.ts";
-export { type DaemonSetMatch, nodeMatchesDaemonSet } from "./k8s/daemonset-scheduling.ts";
-export {
-  type ConfigMapView,
-  type DaemonSetView,
-  type NodeView,
-  type PodView,
-  readConfigMap,
-  readDaemonSet,
-  readNamespace,
-  readNetworkPolicy,
-  readNode,
-  readPod,
-  readService,
-  type ServiceView,
-} from "./k8s/objects.ts";
-export type {
-  Diagnostic,
-  Evidence,
-  Finding,
-  FindingId,
-  Missing,
-  Parsed,
-  Severity,
-  SourceRef,
-} from "./model/types.ts";
-export {
-  type Cidr,
-  CidrError,
-  contains,
-  excludeCidrs,
-  type Family,
-  formatCidr,
-  formatIp,
-  type Ip,
-  mergeCidrs,
-  overlaps,
-  parseCidr,
-  parseIp,
-  tryParseCidr,
-  tryParseIp,
-} from "./net/cidr.ts";
 export {
   type AdmissionResponse,
   admit,
@@ -100,14 +35,40 @@ export {
   type PredictOptions,
   predictAdmission,
 } from "./agents/pod-security/predict.ts";
+export type {
+  Diagnostic,
+  Evidence,
+  Finding,
+  FindingId,
+  Missing,
+  Parsed,
+  Severity,
+  SourceRef,
+} from "./model/types.ts";
+export {
+  type Cidr,
+  CidrError,
+  contains,
+  excludeCidrs,
+  type Family,
+  formatCidr,
+  formatIp,
+  type Ip,
+  mergeCidrs,
+  overlaps,
+  parseCidr,
+  parseIp,
+  tryParseCidr,
+  tryParseIp,
+} from "./net/cidr.ts";
 export { type ConnectionSet, formatConnections } from "./policy/connection-set.ts";
 export { connectivityList, renderConnlist } from "./policy/connlist.ts";
 export {
   connectionsBetween,
   type EvaluateOptions,
+  evaluateNetworkPolicies,
   type FlowQuery,
   type PolicyVerdict,
-  evaluateNetworkPolicies,
 } from "./policy/evaluate.ts";
 export {
   type IpBlockMatch,
