@@ -1,0 +1,977 @@
+/**
+ * @module iptables/nat-eval — follows one connection's first packet through the nat table the way
+ * the kernel does: PREROUTING (or OUTPUT for the node's own traffic), then POSTROUTING (or INPUT
+ * for local delivery); jumps, goto, RETURN, policies; the first NAT target of a hook decides.
+ * The table is compiled once (chains resolved, address blocks as bigint bounds, big chains indexed
+ * on the destination address) so evaluating a flow does not scan every rule.
+ */
+
+import type { SourceRef } from "../model/types.ts";
+import { type Family, formatIp, type Ip } from "../net/cidr.ts";
+import type { IptablesDump, Rule, Target } from "./dump.ts";
+import {
+  type AddressKnowledge,
+  addressKnowledge,
+  BRANCH,
+  compileRulePreds,
+  NO,
+  normalizeProto,
+  type PacketState,
+  type Pred,
+  UNDECIDED,
+  type Verdict,
+  YES,
+} from "./nat-match.ts";
+import type {
+  DstOut,
+  Flow,
+  NatBranch,
+  NatContext,
+  NatDecision,
+  NatEvaluator,
+  NatStep,
+  NatStepKind,
+  NatTrace,
+  SourceOut,
+  Undecided,
+} from "./nat-trace.ts";
+
+interface CRule {
+  readonly rule: Rule;
+  readonly preds: Pred[];
+  /** Resolved chain for jump/goto targets; null when the chain is not in the dump. */
+  jump: CChain | null | undefined;
+}
+
+interface Run {
+  readonly end: number;
+  readonly byDst: Map<bigint, number[]>;
+}
+
+interface CChain {
+  readonly name: string;
+  readonly builtin: boolean;
+  readonly policy: string | undefined;
+  readonly ref: SourceRef;
+  readonly rules: CRule[];
+  /** For indexed chains: for each rule position, the run it belongs to (-1: none). */
+  runOf?: Int32Array;
+  runs?: Run[];
+}
+
+interface StepNode {
+  readonly step: NatStep;
+  readonly prev: StepNode | undefined;
+}
+
+interface Frame {
+  chain: CChain;
+  pos: number;
+}
+
+type Hook = "PREROUTING" | "OUTPUT" | "POSTROUTING" | "INPUT";
+
+interface Walk {
+  st: PacketState;
+  frames: Frame[];
+  hook: CChain;
+  hookName: Hook;
+  steps: StepNode | undefined;
+  prob: number;
+}
+
+type EndKind = "accept" | "nat" | "drop" | "undecided";
+
+interface HookEnd {
+  readonly w: Walk;
+  readonly kind: EndKind;
+  readonly ref: SourceRef;
+  readonly target?: Target;
+  readonly undecided?: Undecided;
+}
+
+const NON_TERMINATING = new Set([
+  "LOG",
+  "NFLOG",
+  "ULOG",
+  "TRACE",
+  "AUDIT",
+  "CLASSIFY",
+  "DSCP",
+  "TOS",
+  "TTL",
+  "HL",
+  "TCPMSS",
+  "CHECKSUM",
+  "SET",
+  "IDLETIMER",
+  "LED",
+  "SECMARK",
+  "CONNSECMARK",
+  "RATEEST",
+  "TEE",
+  "NOTRACK",
+  "CT",
+]);
+
+const MAX_DEPTH = 128;
+
+/**
+ * Compiles the dump's nat table for evaluation. The dump's other tables are read only to learn
+ * whether something could have marked the packet before nat (mangle/raw MARK rules).
+ *
+ * @example
+ * const nat = compileNat(dump, { nodeInternalIp: parseIp("10.128.0.20"), localAddresses: [...] });
+ * nat.evaluate({ src: parseIp("10.4.1.5"), dst: parseIp("10.20.30.40"), proto: "tcp", dport: 5432, origin: "pod" });
+ */
+export function compileNat(dump: IptablesDump, ctx: NatContext = {}): NatEvaluator {
+  const family = dump.family;
+  const table = dump.tables.get("nat");
+  const ifaceAddrs = (ctx.interfaces ?? []).flatMap((i) => i.addresses ?? []);
+  const knowledge = addressKnowledge(ctx.localAddresses, ifaceAddrs);
+  const chains = new Map<string, CChain>();
+  const tableRef: SourceRef = table?.source ?? {
+    file: dump.file,
+    line: 0,
+    text: "(nat table not in the dump)",
+  };
+  for (const name of ["PREROUTING", "INPUT", "OUTPUT", "POSTROUTING"]) {
+    if (!table?.chains.has(name)) {
+      chains.set(name, { name, builtin: true, policy: undefined, ref: tableRef, rules: [] });
+    }
+  }
+  if (table) {
+    for (const c of table.chains.values()) {
+      chains.set(c.name, {
+        name: c.name,
+        builtin: c.builtin,
+        policy: c.policy,
+        ref: c.declared ?? tableRef,
+        rules: c.rules.map((rule) => ({
+          rule,
+          preds: compileRulePreds(rule, family, knowledge),
+          jump: undefined,
+        })),
+      });
+    }
+  }
+  const threshold = ctx.indexThreshold ?? 16;
+  for (const c of chains.values()) {
+    for (const r of c.rules) {
+      const t = r.rule.target;
+      if (t?.kind === "chain") r.jump = chains.get(t.name) ?? null;
+    }
+    if (c.rules.length >= threshold) buildIndex(c, family);
+  }
+  const marksMayBePreset = [...dump.tables.values()].some(
+    (t) =>
+      (t.name === "mangle" || t.name === "raw") &&
+      [...t.chains.values()].some((c) =>
+        c.rules.some(
+          (r) =>
+            r.target &&
+            ["MARK", "CONNMARK", "HMARK"].includes(
+              r.target.kind === "extension" ? r.target.name : r.target.kind,
+            ),
+        ),
+      ),
+  );
+  const engine = new Engine(dump, ctx, chains, knowledge, marksMayBePreset, table === undefined);
+  return { evaluate: (flow) => engine.evaluate(flow) };
+}
+
+/**
+ * Index a chain on the destination address: maximal runs of consecutive rules that match one
+ * exact destination (`-d A/32`, not negated) get a map from that address to their positions.
+ * A rule outside the map cannot match a packet to another address, so skipping it keeps the
+ * first-match order (kube-proxy's KUBE-SERVICES is one such run of thousands of rules).
+ */
+function buildIndex(c: CChain, family: Family): void {
+  const full = family === 4 ? 32 : 128;
+  const runOf = new Int32Array(c.rules.length).fill(-1);
+  const runs: Run[] = [];
+  let i = 0;
+  while (i < c.rules.length) {
+    const exact = (r: CRule) =>
+      r.rule.dst !== undefined && !r.rule.dst.negated && r.rule.dst.cidr.prefix === full;
+    if (!exact(c.rules[i]!)) {
+      i++;
+      continue;
+    }
+    let j = i;
+    const byDst = new Map<bigint, number[]>();
+    while (j < c.rules.length && exact(c.rules[j]!)) {
+      const key = c.rules[j]!.rule.dst!.cidr.start;
+      const list = byDst.get(key);
+      if (list) list.push(j);
+      else byDst.set(key, [j]);
+      j++;
+    }
+    if (j - i >= 4) {
+      const id = runs.length;
+      runs.push({ end: j, byDst });
+      runOf.fill(id, i, j);
+    }
+    i = j;
+  }
+  if (runs.length > 0) {
+    c.runOf = runOf;
+    c.runs = runs;
+  }
+}
+
+/** The first rule at or after `pos` that could match a packet to `dst`. */
+function nextCandidate(c: CChain, pos: number, dst: bigint): number {
+  const runOf = c.runOf;
+  if (runOf === undefined) return pos;
+  const n = c.rules.length;
+  while (pos < n) {
+    const ri = runOf[pos]!;
+    if (ri < 0) return pos;
+    const run = c.runs![ri]!;
+    const list = run.byDst.get(dst);
+    if (list !== undefined) {
+      for (const k of list) if (k >= pos) return k;
+    }
+    pos = run.end;
+  }
+  return n;
+}
+
+function evalPreds(preds: Pred[], s: PacketState): Verdict {
+  let undecided = false;
+  let branch = false;
+  let reason = "";
+  let p = 1;
+  let note = "";
+  for (let i = 0; i < preds.length; i++) {
+    const v = preds[i]!(s);
+    if (v === NO) return NO;
+    if (v === UNDECIDED && !undecided) {
+      undecided = true;
+      reason = s.reason;
+    } else if (v === BRANCH) {
+      branch = true;
+      p *= s.branchP;
+      note = note ? `${note}; ${s.branchNote}` : s.branchNote;
+    }
+  }
+  if (undecided) {
+    s.reason = reason;
+    return UNDECIDED;
+  }
+  if (branch) {
+    s.branchP = p;
+    s.branchNote = note;
+    return BRANCH;
+  }
+  return YES;
+}
+
+function applyMarkOp(value: number, known: number, op: { value: number; mask: number }) {
+  return { value: ((value & ~op.mask) ^ op.value) >>> 0, known: (known | op.mask) >>> 0 };
+}
+
+const fmt = (family: Family, v: bigint) => formatIp({ family, value: v });
+
+class Engine {
+  private readonly dump: IptablesDump;
+  private readonly ctx: NatContext;
+  private readonly chains: Map<string, CChain>;
+  private readonly knowledge: AddressKnowledge;
+  private readonly marksMayBePreset: boolean;
+  private readonly noNatTable: boolean;
+  private readonly maxBranches: number;
+  private walks = 0;
+
+  constructor(
+    dump: IptablesDump,
+    ctx: NatContext,
+    chains: Map<string, CChain>,
+    knowledge: AddressKnowledge,
+    marksMayBePreset: boolean,
+    noNatTable: boolean,
+  ) {
+    this.dump = dump;
+    this.ctx = ctx;
+    this.chains = chains;
+    this.knowledge = knowledge;
+    this.marksMayBePreset = marksMayBePreset;
+    this.noNatTable = noNatTable;
+    this.maxBranches = ctx.maxBranches ?? 512;
+  }
+
+  evaluate(flow: Flow): NatTrace {
+    const family = this.dump.family;
+    const notes: string[] = [];
+    if (flow.src.family !== family || flow.dst.family !== family) {
+      return this.bare(
+        flow,
+        notes,
+        `the flow is IPv${flow.src.family === family ? flow.dst.family : flow.src.family} but ${this.dump.file} holds IPv${family} rules`,
+      );
+    }
+    if (this.noNatTable)
+      notes.push(`${this.dump.file} has no nat table: nothing rewrites this flow there`);
+    const ctstate = flow.ctstate ?? "NEW";
+    if (ctstate !== "NEW") {
+      notes.push(
+        `the nat table is consulted only for the first packet of a connection; a ${ctstate} packet keeps the translation chosen then (this is what a new connection would get now)`,
+      );
+    }
+    let markKnown = 0xffffffff;
+    if (flow.mark === undefined && this.marksMayBePreset) {
+      markKnown = 0;
+      notes.push(
+        "the mangle/raw tables can set packet marks and the flow's mark was not given: mark matches cannot be decided",
+      );
+    }
+    const host = flow.origin === "host";
+    const st: PacketState = {
+      family,
+      src: flow.src.value,
+      dst: flow.dst.value,
+      origSrc: flow.src.value,
+      origDst: flow.dst.value,
+      proto: normalizeProto(flow.proto),
+      sport: flow.sport,
+      dport: flow.dport,
+      inIface: host ? "" : flow.inIface,
+      outIface: host ? flow.outIface : "",
+      mark: (flow.mark ?? 0) >>> 0,
+      markKnown,
+      ctmark: 0,
+      ctmarkKnown: ctstate === "NEW" ? 0xffffffff : 0,
+      ctstate,
+      dnatted: false,
+      reason: "",
+      branchP: 1,
+      branchNote: "",
+    };
+    this.walks = 1;
+    const first: Hook = host ? "OUTPUT" : "PREROUTING";
+    const w0: Walk = {
+      st,
+      frames: [],
+      hook: this.chains.get(first)!,
+      hookName: first,
+      steps: undefined,
+      prob: 1,
+    };
+    const ends1 = this.runHook(w0, first);
+    const finals: HookEnd[] = [];
+    for (const e of ends1) {
+      if (e.kind === "drop" || e.kind === "undecided") {
+        finals.push(e);
+        continue;
+      }
+      const w = e.w;
+      let second: Hook = "POSTROUTING";
+      if (!host) {
+        const local = this.isLocal(w.st.dst);
+        if (local === true) second = "INPUT";
+        else if (local === undefined && !notes.includes(ASSUMED_NOT_LOCAL))
+          notes.push(ASSUMED_NOT_LOCAL);
+        w.st.inIface = second === "INPUT" ? flow.inIface : "";
+        w.st.outIface = second === "INPUT" ? "" : flow.outIface;
+      }
+      if (this.walks > this.maxBranches) {
+        finals.push(this.tooMany(w));
+        continue;
+      }
+      for (const e2 of this.runHook(w, second)) finals.push(e2);
+    }
+    if (this.walks > this.maxBranches) {
+      return this.bare(
+        flow,
+        notes,
+        `more than ${this.maxBranches} statistic branches: too many to follow`,
+      );
+    }
+    const traces = finals.map((e) => this.toTrace(flow, e, notes));
+    if (traces.length === 1) return traces[0]!;
+    return this.combine(flow, finals, traces, notes);
+  }
+
+  private isLocal(dst: bigint): boolean | undefined {
+    const family = this.dump.family;
+    if (family === 4 && dst >= 0x7f000000n && dst <= 0x7fffffffn) return true;
+    if (family === 6 && dst === 1n) return true;
+    if (!this.knowledge.localKnown) return undefined;
+    return this.knowledge.local.some((r) => r.family === family && dst >= r.start && dst <= r.end);
+  }
+
+  private tooMany(w: Walk): HookEnd {
+    const undecided: Undecided = {
+      chain: w.hook.name,
+      ruleIndex: 0,
+      rule: w.hook.ref,
+      reason: `more than ${this.maxBranches} statistic branches: too many to follow`,
+    };
+    return { w, kind: "undecided", ref: w.hook.ref, undecided };
+  }
+
+  private bare(flow: Flow, notes: string[], reason: string): NatTrace {
+    const ref: SourceRef = { file: this.dump.file, line: 0 };
+    return {
+      flow,
+      steps: [],
+      decision: "cannot-decide",
+      undecided: { chain: "", ruleIndex: 0, rule: ref, reason },
+      notes: [...notes, reason],
+    };
+  }
+
+  private step(
+    w: Walk,
+    kind: NatStepKind,
+    chain: CChain,
+    ruleIndex: number,
+    source: SourceRef,
+    note: string,
+  ): void {
+    w.steps = { step: { kind, chain: chain.name, ruleIndex, source, note }, prev: w.steps };
+  }
+
+  private runHook(w: Walk, hook: Hook): HookEnd[] {
+    const chain = this.chains.get(hook)!;
+    w.hook = chain;
+    w.hookName = hook;
+    w.frames = [{ chain, pos: 0 }];
+    this.step(w, "enter", chain, 0, chain.ref, `nat ${hook}`);
+    const out: HookEnd[] = [];
+    const pending: Walk[] = [w];
+    while (pending.length > 0) {
+      const next = pending.shift()!;
+      if (this.walks > this.maxBranches) {
+        out.push(this.tooMany(next));
+        continue;
+      }
+      this.loop(next, out, pending);
+    }
+    return out;
+  }
+
+  private loop(w: Walk, out: HookEnd[], pending: Walk[]): void {
+    const s = w.st;
+    for (;;) {
+      const f = w.frames[w.frames.length - 1];
+      if (f === undefined) {
+        this.policy(w, out);
+        return;
+      }
+      const c = f.chain;
+      const idx = nextCandidate(c, f.pos, s.dst);
+      if (idx >= c.rules.length) {
+        w.frames.pop();
+        if (w.frames.length === 0) {
+          this.policy(w, out);
+          return;
+        }
+        this.step(
+          w,
+          "return",
+          c,
+          0,
+          c.ref,
+          `end of ${c.name}: back to ${w.frames[w.frames.length - 1]!.chain.name}`,
+        );
+        continue;
+      }
+      f.pos = idx + 1;
+      const cr = c.rules[idx]!;
+      const v = evalPreds(cr.preds, s);
+      if (v === NO) continue;
+      if (v === UNDECIDED) {
+        this.undecided(w, out, c, cr, s.reason);
+        return;
+      }
+      if (v === BRANCH) {
+        const p = s.branchP;
+        if (p <= 0) continue;
+        if (p < 1) {
+          this.walks++;
+          const other: Walk = {
+            st: { ...s },
+            frames: w.frames.map((fr) => ({ chain: fr.chain, pos: fr.pos })),
+            hook: w.hook,
+            hookName: w.hookName,
+            steps: w.steps,
+            prob: w.prob * (1 - p),
+          };
+          this.step(
+            other,
+            "branch",
+            c,
+            cr.rule.index,
+            cr.rule.source,
+            `${s.branchNote}: not taken (${round(1 - p)})`,
+          );
+          pending.push(other);
+          w.prob *= p;
+          this.step(
+            w,
+            "branch",
+            c,
+            cr.rule.index,
+            cr.rule.source,
+            `${s.branchNote}: taken (${round(p)})`,
+          );
+        }
+      }
+      if (!this.act(w, out, c, cr)) return;
+    }
+  }
+
+  private policy(w: Walk, out: HookEnd[]): void {
+    const h = w.hook;
+    const policy = h.policy ?? "ACCEPT";
+    const note =
+      h.policy === undefined
+        ? `end of ${h.name}: policy not in the dump; nat chains accept`
+        : `end of ${h.name}: policy ${policy}`;
+    this.step(w, "policy", h, 0, h.ref, note);
+    out.push({ w, kind: policy === "DROP" ? "drop" : "accept", ref: h.ref });
+  }
+
+  private undecided(w: Walk, out: HookEnd[], c: CChain, cr: CRule, reason: string): void {
+    this.step(w, "cannot-decide", c, cr.rule.index, cr.rule.source, reason);
+    out.push({
+      w,
+      kind: "undecided",
+      ref: cr.rule.source,
+      undecided: { chain: c.name, ruleIndex: cr.rule.index, rule: cr.rule.source, reason },
+    });
+  }
+
+  /** Applies a matched rule's target. Returns false when the walk has ended. */
+  private act(w: Walk, out: HookEnd[], c: CChain, cr: CRule): boolean {
+    const t = cr.rule.target;
+    const r = cr.rule;
+    const s = w.st;
+    if (t === undefined) return true;
+    const hook = w.hookName;
+    const family = s.family;
+    switch (t.kind) {
+      case "chain": {
+        const to = cr.jump;
+        if (!to) {
+          this.undecided(
+            w,
+            out,
+            c,
+            cr,
+            `${t.goto ? "goto" : "jump"} to chain ${t.name}, which is not in the dump`,
+          );
+          return false;
+        }
+        if (w.frames.length >= MAX_DEPTH) {
+          this.undecided(
+            w,
+            out,
+            c,
+            cr,
+            `chains nested deeper than ${MAX_DEPTH}: a loop in the rules`,
+          );
+          return false;
+        }
+        if (t.goto) w.frames.pop();
+        w.frames.push({ chain: to, pos: 0 });
+        this.step(
+          w,
+          t.goto ? "goto" : "jump",
+          c,
+          r.index,
+          r.source,
+          `${t.goto ? "goto" : "jump to"} ${t.name}`,
+        );
+        return true;
+      }
+      case "verdict": {
+        if (t.name === "RETURN") {
+          w.frames.pop();
+          const back = w.frames[w.frames.length - 1];
+          this.step(
+            w,
+            "return",
+            c,
+            r.index,
+            r.source,
+            back ? `RETURN to ${back.chain.name}` : `RETURN from ${c.name}`,
+          );
+          return true; // an empty stack ends in the hook's policy
+        }
+        if (t.name === "ACCEPT") {
+          this.step(w, "accept", c, r.index, r.source, `ACCEPT: no further nat rules in ${hook}`);
+          out.push({ w, kind: "accept", ref: r.source });
+          return false;
+        }
+        if (t.name === "DROP") {
+          this.step(w, "drop", c, r.index, r.source, "DROP");
+          out.push({ w, kind: "drop", ref: r.source });
+          return false;
+        }
+        this.undecided(w, out, c, cr, `${t.name}: the packet goes to a userspace program`);
+        return false;
+      }
+      case "MARK": {
+        const m = applyMarkOp(s.mark, s.markKnown, t.op);
+        s.mark = m.value;
+        s.markKnown = m.known;
+        this.step(
+          w,
+          "mark",
+          c,
+          r.index,
+          r.source,
+          `mark = (mark & ~${hex(t.op.mask)}) ^ ${hex(t.op.value)} -> ${s.markKnown === 0xffffffff ? hex(s.mark) : "partly unknown"}`,
+        );
+        return true;
+      }
+      case "CONNMARK": {
+        if (t.mode === "set") {
+          const m = applyMarkOp(s.ctmark, s.ctmarkKnown, t.op);
+          s.ctmark = m.value;
+          s.ctmarkKnown = m.known;
+        } else if (t.mode === "save") {
+          // xt_connmark: ctmark = (ctmark & ~ctmask) ^ (mark & nfmask)
+          const v = ((s.ctmark & ~t.ctmask) ^ (s.mark & t.nfmask)) >>> 0;
+          s.ctmarkKnown = ((s.ctmarkKnown | t.ctmask) & (s.markKnown | ~t.nfmask)) >>> 0;
+          s.ctmark = v;
+        } else {
+          // mark = (mark & ~nfmask) ^ (ctmark & ctmask)
+          const v = ((s.mark & ~t.nfmask) ^ (s.ctmark & t.ctmask)) >>> 0;
+          s.markKnown = ((s.markKnown | t.nfmask) & (s.ctmarkKnown | ~t.ctmask)) >>> 0;
+          s.mark = v;
+        }
+        this.step(w, "mark", c, r.index, r.source, `CONNMARK ${t.mode}`);
+        return true;
+      }
+      case "DNAT":
+      case "REDIRECT":
+      case "NETMAP":
+      case "SNAT":
+      case "MASQUERADE":
+        return this.nat(w, out, c, cr, t, hook, family);
+      case "extension": {
+        if (NON_TERMINATING.has(t.name)) {
+          this.step(w, "log", c, r.index, r.source, `${t.name}: recorded, traversal continues`);
+          return true;
+        }
+        if (t.name === "HMARK") {
+          s.markKnown = 0;
+          this.step(w, "mark", c, r.index, r.source, "HMARK: mark set from a hash of the packet");
+          return true;
+        }
+        if (t.name === "REJECT") {
+          this.step(w, "drop", c, r.index, r.source, "REJECT");
+          out.push({ w, kind: "drop", ref: r.source });
+          return false;
+        }
+        this.undecided(w, out, c, cr, `target ${t.name} is not modelled`);
+        return false;
+      }
+    }
+  }
+
+  private nat(
+    w: Walk,
+    out: HookEnd[],
+    c: CChain,
+    cr: CRule,
+    t: Target,
+    hook: Hook,
+    family: Family,
+  ): boolean {
+    const r = cr.rule;
+    const s = w.st;
+    const destHook = hook === "PREROUTING" || hook === "OUTPUT";
+    if (t.kind === "DNAT" || t.kind === "REDIRECT") {
+      if (!destHook) {
+        this.undecided(
+          w,
+          out,
+          c,
+          cr,
+          `${t.kind} in nat ${hook}: the kernel allows it only in PREROUTING and OUTPUT (iptables-restore would refuse this rule set)`,
+        );
+        return false;
+      }
+      if (t.kind === "DNAT") {
+        if (!t.to) {
+          this.undecided(w, out, c, cr, "DNAT without --to-destination");
+          return false;
+        }
+        if (t.to.from && t.to.to && t.to.from.value !== t.to.to.value) {
+          this.undecided(
+            w,
+            out,
+            c,
+            cr,
+            `DNAT to the range ${formatIp(t.to.from)}-${formatIp(t.to.to)}: the kernel picks one address per connection`,
+          );
+          return false;
+        }
+        if (t.to.ports && t.to.ports.from !== t.to.ports.to) {
+          this.undecided(
+            w,
+            out,
+            c,
+            cr,
+            `DNAT to the port range ${t.to.ports.from}-${t.to.ports.to}: the kernel picks one port per connection`,
+          );
+          return false;
+        }
+        if (t.to.from) s.dst = t.to.from.value;
+        if (t.to.ports) s.dport = t.to.ports.from;
+      } else if (t.kind === "REDIRECT") {
+        let to: bigint | undefined;
+        if (hook === "OUTPUT") to = family === 4 ? 0x7f000001n : 1n;
+        else {
+          const iface = this.ctx.interfaces?.find((i) => i.name === s.inIface);
+          to = iface?.primary?.value;
+        }
+        if (to === undefined) {
+          this.undecided(
+            w,
+            out,
+            c,
+            cr,
+            `REDIRECT goes to the primary address of the incoming interface${s.inIface ? ` ${s.inIface}` : ""}, which is not known`,
+          );
+          return false;
+        }
+        if (t.toPorts && t.toPorts.from !== t.toPorts.to) {
+          this.undecided(
+            w,
+            out,
+            c,
+            cr,
+            `REDIRECT to the port range ${t.toPorts.from}-${t.toPorts.to}: the kernel picks one port per connection`,
+          );
+          return false;
+        }
+        s.dst = to;
+        if (t.toPorts) s.dport = t.toPorts.from;
+      }
+      s.dnatted = true;
+      const kind = t.kind === "DNAT" ? "dnat" : "redirect";
+      this.step(
+        w,
+        kind,
+        c,
+        r.index,
+        r.source,
+        `${t.kind}: destination becomes ${fmt(family, s.dst)}${s.dport !== undefined ? ` port ${s.dport}` : ""}`,
+      );
+      out.push({ w, kind: "nat", ref: r.source, target: t });
+      return false;
+    }
+    if (t.kind === "NETMAP") {
+      const hostBits = t.to.end - t.to.start;
+      if (destHook) {
+        s.dst = (s.dst & ~hostBits) | t.to.start;
+        s.dnatted = true;
+        this.step(
+          w,
+          "netmap",
+          c,
+          r.index,
+          r.source,
+          `NETMAP: destination becomes ${fmt(family, s.dst)}`,
+        );
+      } else {
+        this.step(
+          w,
+          "netmap",
+          c,
+          r.index,
+          r.source,
+          `NETMAP: source becomes ${fmt(family, (s.src & ~hostBits) | t.to.start)}`,
+        );
+      }
+      out.push({ w, kind: "nat", ref: r.source, target: t });
+      return false;
+    }
+    if (destHook) {
+      this.undecided(
+        w,
+        out,
+        c,
+        cr,
+        `${t.kind} in nat ${hook}: the kernel allows it only in POSTROUTING and INPUT (iptables-restore would refuse this rule set)`,
+      );
+      return false;
+    }
+    this.step(
+      w,
+      t.kind === "SNAT" ? "snat" : "masquerade",
+      c,
+      r.index,
+      r.source,
+      t.kind === "SNAT"
+        ? "SNAT: source rewritten"
+        : "MASQUERADE: source becomes the outgoing interface's address",
+    );
+    out.push({ w, kind: "nat", ref: r.source, target: t });
+    return false;
+  }
+
+  private sourceOut(flow: Flow, e: HookEnd): { decision: NatDecision; out: SourceOut } {
+    const t = e.target;
+    const family = this.dump.family;
+    const unchanged: SourceOut = {
+      ip: flow.src,
+      how: "unchanged",
+      note: "no source NAT: the packet leaves with its own source address",
+    };
+    if (e.kind === "accept" || !t || e.w.hookName === "PREROUTING" || e.w.hookName === "OUTPUT") {
+      return { decision: "keep", out: unchanged };
+    }
+    if (t.kind === "SNAT") {
+      if (!t.to?.from)
+        return { decision: "snat", out: { how: "unknown", note: "SNAT without an address" } };
+      const single = t.to.to === undefined || t.to.to.value === t.to.from.value;
+      return {
+        decision: "snat",
+        out: {
+          ip: t.to.from,
+          ...(single || !t.to.to ? {} : { rangeEnd: t.to.to }),
+          ...(t.to.ports ? { ports: t.to.ports } : {}),
+          how: "to-source",
+          note: single
+            ? `--to-source ${formatIp(t.to.from)}`
+            : `--to-source ${formatIp(t.to.from)}-${formatIp(t.to.to!)}: one of the range per connection`,
+        },
+      };
+    }
+    if (t.kind === "NETMAP") {
+      const hostBits = t.to.end - t.to.start;
+      const ip: Ip = { family, value: (flow.src.value & ~hostBits) | t.to.start };
+      return { decision: "snat", out: { ip, how: "netmap", note: `NETMAP to ${formatIp(ip)}` } };
+    }
+    if (t.kind === "MASQUERADE") {
+      const ports = t.toPorts ? { ports: t.toPorts } : {};
+      const ifName = flow.outIface;
+      const iface =
+        ifName === undefined ? undefined : this.ctx.interfaces?.find((i) => i.name === ifName);
+      if (iface?.primary) {
+        return {
+          decision: "masquerade",
+          out: {
+            ip: iface.primary,
+            ...ports,
+            how: "interface-primary",
+            note: `primary address of ${iface.name}`,
+          },
+        };
+      }
+      const why =
+        ifName === undefined
+          ? "the outgoing interface is not known"
+          : `the addresses of ${ifName} are not known`;
+      if (this.ctx.nodeInternalIp) {
+        return {
+          decision: "masquerade",
+          out: {
+            ip: this.ctx.nodeInternalIp,
+            ...ports,
+            how: "node-internal-ip-fallback",
+            note: `${why}; assumed the Node's InternalIP ${formatIp(this.ctx.nodeInternalIp)} (MASQUERADE takes the primary address of the outgoing interface, which is the node address on GKE)`,
+          },
+        };
+      }
+      return {
+        decision: "masquerade",
+        out: { ...ports, how: "unknown", note: `${why}, and the Node's InternalIP was not given` },
+      };
+    }
+    return { decision: "keep", out: unchanged };
+  }
+
+  private toTrace(flow: Flow, e: HookEnd, notes: string[]): NatTrace {
+    const steps: NatStep[] = [];
+    for (let n = e.w.steps; n; n = n.prev) steps.push(n.step);
+    steps.reverse();
+    const s = e.w.st;
+    const family = this.dump.family;
+    const dstChanged = s.dst !== flow.dst.value || s.dport !== flow.dport;
+    const dnatStep = steps.find(
+      (x) => x.kind === "dnat" || x.kind === "redirect" || (x.kind === "netmap" && s.dnatted),
+    );
+    const dstOut: DstOut = {
+      ip: { family, value: s.dst },
+      ...(s.dport !== undefined ? { port: s.dport } : {}),
+      how:
+        !dstChanged || !dnatStep
+          ? "unchanged"
+          : dnatStep.kind === "netmap"
+            ? "netmap"
+            : dnatStep.kind === "redirect"
+              ? "redirect"
+              : "dnat",
+    };
+    if (e.kind === "undecided") {
+      return {
+        flow,
+        steps,
+        decision: "cannot-decide",
+        dstOut,
+        undecided: e.undecided!,
+        notes: [...notes],
+      };
+    }
+    if (e.kind === "drop") {
+      return { flow, steps, decision: "dropped", dstOut, decidingRule: e.ref, notes: [...notes] };
+    }
+    const { decision, out } = this.sourceOut(flow, e);
+    return {
+      flow,
+      steps,
+      decision,
+      sourceOut: out,
+      dstOut,
+      decidingRule: e.ref,
+      notes: [...notes],
+    };
+  }
+
+  private combine(flow: Flow, finals: HookEnd[], traces: NatTrace[], notes: string[]): NatTrace {
+    const branches: NatBranch[] = traces.map((trace, i) => ({
+      probability: finals[i]!.w.prob,
+      trace,
+    }));
+    let prefix = traces[0]!.steps.length;
+    for (const t of traces) {
+      let k = 0;
+      while (k < prefix && k < t.steps.length && t.steps[k] === traces[0]!.steps[k]) k++;
+      prefix = k;
+    }
+    const first = traces[0]!;
+    const same = traces.every(
+      (t) =>
+        t.decision === first.decision &&
+        t.sourceOut?.how === first.sourceOut?.how &&
+        t.sourceOut?.ip?.value === first.sourceOut?.ip?.value,
+    );
+    return {
+      flow,
+      steps: first.steps.slice(0, prefix),
+      decision: "branches",
+      ...(same && first.sourceOut ? { sourceOut: first.sourceOut } : {}),
+      branches,
+      notes: [...notes],
+    };
+  }
+}
+
+const ASSUMED_NOT_LOCAL =
+  "the node's local addresses were not given: the destination was taken as not local (POSTROUTING, not INPUT)";
+
+function round(p: number): string {
+  return String(Math.round(p * 1e6) / 1e6);
+}
+
+function hex(n: number): string {
+  return `0x${(n >>> 0).toString(16)}`;
+}
