@@ -7,7 +7,7 @@
  *
  * Shapes follow the API reference and the apiserver's own texts (see README.md beside this file).
  */
-import { randomUUID } from "node:crypto";
+import { createHash, randomUUID } from "node:crypto";
 import { createServer, type IncomingMessage, type ServerResponse } from "node:http";
 import type { AddressInfo } from "node:net";
 import type { Duplex } from "node:stream";
@@ -162,8 +162,13 @@ export interface FakeApi {
   close(): Promise<void>;
 }
 
-let rv = 1000;
-const nextRv = () => String(++rv);
+/** A stable uid for a fixture object, so recorded kubectl output stays comparable. */
+function stableUid(kind: string, ns: string | undefined, name: string): string {
+  const h = createHash("sha1")
+    .update(`${kind}/${ns ?? ""}/${name}`)
+    .digest("hex");
+  return `${h.slice(0, 8)}-${h.slice(8, 12)}-4${h.slice(13, 16)}-8${h.slice(17, 20)}-${h.slice(20, 32)}`;
+}
 
 function status(code: number, reason: string, message: string, details?: object) {
   return {
@@ -234,6 +239,8 @@ function matchesFields(o: Obj, selector: string): boolean {
 /** Starts the server on 127.0.0.1 and a free port, with the given objects. */
 export async function startFakeApi(initial: Obj[], opts: FakeApiOptions = {}): Promise<FakeApi> {
   const store = new Map<string, Obj[]>();
+  let rv = 1000;
+  const nextRv = () => String(++rv);
   const defOfKind = (kind: string | undefined) => DEFS.find((d) => d.kind === kind);
   for (const o of initial) {
     const d = defOfKind(o.kind);
@@ -242,7 +249,7 @@ export async function startFakeApi(initial: Obj[], opts: FakeApiOptions = {}): P
     delete copy.apiVersion;
     delete copy.kind;
     copy.metadata.resourceVersion ??= nextRv();
-    copy.metadata["uid"] ??= randomUUID();
+    copy.metadata["uid"] ??= stableUid(d.kind, copy.metadata.namespace, copy.metadata.name);
     store.set(d.resource, [...(store.get(d.resource) ?? []), copy]);
   }
   const requests: RecordedRequest[] = [];
@@ -401,6 +408,34 @@ export async function startFakeApi(initial: Obj[], opts: FakeApiOptions = {}): P
       .split("/")
       .filter((s) => s !== "")
       .map(decodeURIComponent);
+    if (seg.length === 1 && seg[0] === "version") {
+      return {
+        discovery: {
+          major: "1",
+          minor: "29",
+          gitVersion: "v1.29.6-gke.1038001",
+          platform: "linux/amd64",
+        },
+      };
+    }
+    if (seg.length === 1 && seg[0] === "apis") {
+      const gvs = [
+        ...new Set(
+          DEFS.filter((d) => d.group !== "" && served(d)).map((d) => `${d.group}/${d.version}`),
+        ),
+      ];
+      return {
+        discovery: {
+          kind: "APIGroupList",
+          apiVersion: "v1",
+          groups: gvs.map((gv) => {
+            const [name, version] = gv.split("/") as [string, string];
+            const v = { groupVersion: gv, version };
+            return { name, versions: [v], preferredVersion: v };
+          }),
+        },
+      };
+    }
     if (seg.length === 1 && seg[0] === "api")
       return {
         discovery: {
