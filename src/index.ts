@@ -5,36 +5,101 @@
 
 export {
   type AdmissionResponse,
+  type AdmissionResponse,
+  admit,
   admit,
   checkPodSecurity,
+  checkPodSecurity,
+  type PodSecurityResult,
   type PodSecurityResult,
   type Violation,
+  type Violation,
 } from "./agents/pod-security/evaluate.ts";
-export { type AutopilotVerdict, checkAutopilot } from "./agents/pod-security/gke-autopilot.ts";
+export {
+  type AutopilotVerdict,
+  type AutopilotVerdict,
+  checkAutopilot,
+  checkAutopilot,
+} from "./agents/pod-security/gke-autopilot.ts";
 export {
   configzCommand,
+  configzCommand,
   type KubeletSysctlConfig,
+  type KubeletSysctlConfig,
+  readKubeletSysctlConfig,
   readKubeletSysctlConfig,
 } from "./agents/pod-security/kubelet-config.ts";
 export {
   kubeletAdmitSysctls,
+  kubeletAdmitSysctls,
+  kubeletSafeSysctls,
   kubeletSafeSysctls,
   normalizeSysctlName,
+  normalizeSysctlName,
+  sysctlNamespace,
   sysctlNamespace,
 } from "./agents/pod-security/kubelet-sysctls.ts";
 export {
   type Level,
+  type Level,
+  type NamespacePolicy,
   type NamespacePolicy,
   type PolicyVersion,
+  type PolicyVersion,
   parseVersion,
+  parseVersion,
+  policyFromLabels,
   policyFromLabels,
 } from "./agents/pod-security/policy-level.ts";
 export {
   type AdmissionPrediction,
+  type AdmissionPrediction,
+  type Platform,
   type Platform,
   type PredictOptions,
+  type PredictOptions,
+  predictAdmission,
   predictAdmission,
 } from "./agents/pod-security/predict.ts";
+export { type CaptureMeta, type CapturePoint, readCaptureMeta } from "./evidence/capture-meta.ts";
+export {
+  type ConntrackEntry,
+  type ConntrackTuple,
+  readConntrack,
+  translatedDestination,
+  translatedSource,
+} from "./evidence/conntrack.ts";
+export {
+  type InterfaceAddress,
+  type NetInterface,
+  primaryAddress,
+  readIpAddr,
+} from "./evidence/ip-addr.ts";
+export {
+  lookupRoute,
+  type Route,
+  type RouteType,
+  readIpRoute,
+  routeDestination,
+} from "./evidence/ip-route.ts";
+export { type KubeObject, readKubeObjects } from "./evidence/kube-objects.ts";
+export { type RemoteSite, readRemoteSites } from "./evidence/remote-site.ts";
+export { readSysctl, type SysctlEntry, type SysctlValues } from "./evidence/sysctl.ts";
+export { type DaemonSetMatch, nodeMatchesDaemonSet } from "./k8s/daemonset-scheduling.ts";
+export {
+  type ConfigMapView,
+  type DaemonSetView,
+  type NodeView,
+  type PodView,
+  readConfigMap,
+  readDaemonSet,
+  readNamespace,
+  readNetworkPolicy,
+  readNode,
+  readPod,
+  readService,
+  type ServiceView,
+} from "./k8s/objects.ts";
 export type {
   Diagnostic,
   Evidence,
@@ -61,20 +126,51 @@ export {
   tryParseCidr,
   tryParseIp,
 } from "./net/cidr.ts";
-export { type ConnectionSet, formatConnections } from "./policy/connection-set.ts";
-export { connectivityList, renderConnlist } from "./policy/connlist.ts";
+export {
+  type ConnectionSet,
+  type ConnectionSet,
+  formatConnections,
+  formatConnections,
+} from "./policy/connection-set.ts";
+export {
+  connectivityList,
+  connectivityList,
+  renderConnlist,
+  renderConnlist,
+} from "./policy/connlist.ts";
 export {
   connectionsBetween,
+  connectionsBetween,
+  type EvaluateOptions,
   type EvaluateOptions,
   evaluateNetworkPolicies,
+  evaluateNetworkPolicies,
   type FlowQuery,
+  type FlowQuery,
+  type PolicyVerdict,
   type PolicyVerdict,
 } from "./policy/evaluate.ts";
 export {
   type IpBlockMatch,
+  type IpBlockMatch,
+  ipBlockMatches,
   ipBlockMatches,
   type TranslationEffect,
+  type TranslationEffect,
+  translationEffect,
   translationEffect,
 } from "./policy/ip-block-match.ts";
-export { type NetworkPolicy, readNetworkPolicies } from "./policy/network-policy.ts";
-export { buildPolicyWorld, type Endpoint, type PolicyWorld } from "./policy/policy-world.ts";
+export {
+  type NetworkPolicy,
+  type NetworkPolicy,
+  readNetworkPolicies,
+  readNetworkPolicies,
+} from "./policy/network-policy.ts";
+export {
+  buildPolicyWorld,
+  buildPolicyWorld,
+  type Endpoint,
+  type Endpoint,
+  type PolicyWorld,
+  type PolicyWorld,
+} from "./policy/policy-world.ts";
