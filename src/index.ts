@@ -3,64 +3,6 @@
  * internal and may change.
  */
 
-export {
-  type AdmissionResponse,
-  type AdmissionResponse,
-  admit,
-  admit,
-  checkPodSecurity,
-  checkPodSecurity,
-  type PodSecurityResult,
-  type PodSecurityResult,
-  type Violation,
-  type Violation,
-} from "./agents/pod-security/evaluate.ts";
-export {
-  type AutopilotVerdict,
-  type AutopilotVerdict,
-  checkAutopilot,
-  checkAutopilot,
-} from "./agents/pod-security/gke-autopilot.ts";
-export {
-  configzCommand,
-  configzCommand,
-  type KubeletSysctlConfig,
-  type KubeletSysctlConfig,
-  readKubeletSysctlConfig,
-  readKubeletSysctlConfig,
-} from "./agents/pod-security/kubelet-config.ts";
-export {
-  kubeletAdmitSysctls,
-  kubeletAdmitSysctls,
-  kubeletSafeSysctls,
-  kubeletSafeSysctls,
-  normalizeSysctlName,
-  normalizeSysctlName,
-  sysctlNamespace,
-  sysctlNamespace,
-} from "./agents/pod-security/kubelet-sysctls.ts";
-export {
-  type Level,
-  type Level,
-  type NamespacePolicy,
-  type NamespacePolicy,
-  type PolicyVersion,
-  type PolicyVersion,
-  parseVersion,
-  parseVersion,
-  policyFromLabels,
-  policyFromLabels,
-} from "./agents/pod-security/policy-level.ts";
-export {
-  type AdmissionPrediction,
-  type AdmissionPrediction,
-  type Platform,
-  type Platform,
-  type PredictOptions,
-  type PredictOptions,
-  predictAdmission,
-  predictAdmission,
-} from "./agents/pod-security/predict.ts";
 export { type CaptureMeta, type CapturePoint, readCaptureMeta } from "./evidence/capture-meta.ts";
 export {
   type ConntrackEntry,
@@ -127,50 +69,51 @@ export {
   tryParseIp,
 } from "./net/cidr.ts";
 export {
-  type ConnectionSet,
-  type ConnectionSet,
-  formatConnections,
-  formatConnections,
-} from "./policy/connection-set.ts";
+  type AdmissionResponse,
+  admit,
+  checkPodSecurity,
+  type PodSecurityResult,
+  type Violation,
+} from "./agents/pod-security/evaluate.ts";
+export { type AutopilotVerdict, checkAutopilot } from "./agents/pod-security/gke-autopilot.ts";
 export {
-  connectivityList,
-  connectivityList,
-  renderConnlist,
-  renderConnlist,
-} from "./policy/connlist.ts";
+  configzCommand,
+  type KubeletSysctlConfig,
+  readKubeletSysctlConfig,
+} from "./agents/pod-security/kubelet-config.ts";
+export {
+  kubeletAdmitSysctls,
+  kubeletSafeSysctls,
+  normalizeSysctlName,
+  sysctlNamespace,
+} from "./agents/pod-security/kubelet-sysctls.ts";
+export {
+  type Level,
+  type NamespacePolicy,
+  type PolicyVersion,
+  parseVersion,
+  policyFromLabels,
+} from "./agents/pod-security/policy-level.ts";
+export {
+  type AdmissionPrediction,
+  type Platform,
+  type PredictOptions,
+  predictAdmission,
+} from "./agents/pod-security/predict.ts";
+export { type ConnectionSet, formatConnections } from "./policy/connection-set.ts";
+export { connectivityList, renderConnlist } from "./policy/connlist.ts";
 export {
   connectionsBetween,
-  connectionsBetween,
   type EvaluateOptions,
-  type EvaluateOptions,
-  evaluateNetworkPolicies,
-  evaluateNetworkPolicies,
-  type FlowQuery,
   type FlowQuery,
   type PolicyVerdict,
-  type PolicyVerdict,
+  evaluateNetworkPolicies,
 } from "./policy/evaluate.ts";
 export {
   type IpBlockMatch,
-  type IpBlockMatch,
-  ipBlockMatches,
   ipBlockMatches,
   type TranslationEffect,
-  type TranslationEffect,
-  translationEffect,
   translationEffect,
 } from "./policy/ip-block-match.ts";
-export {
-  type NetworkPolicy,
-  type NetworkPolicy,
-  readNetworkPolicies,
-  readNetworkPolicies,
-} from "./policy/network-policy.ts";
-export {
-  buildPolicyWorld,
-  buildPolicyWorld,
-  type Endpoint,
-  type Endpoint,
-  type PolicyWorld,
-  type PolicyWorld,
-} from "./policy/policy-world.ts";
+export { type NetworkPolicy, readNetworkPolicies } from "./policy/network-policy.ts";
+export { buildPolicyWorld, type Endpoint, type PolicyWorld } from "./policy/policy-world.ts";
