@@ -123,13 +123,14 @@ export function readKubeObjects(text: string, file: string): Parsed<KubeObject[]
       continue;
     }
     const kind = typeof v.kind === "string" ? v.kind : "";
-    if (kind.endsWith("List") && Array.isArray(v.items)) {
+    const unnamed = !isRecord(v.metadata) || typeof v.metadata.name !== "string";
+    if (kind.endsWith("List") && (Array.isArray(v.items) || (v.items == null && unnamed))) {
       // `kubectl get pods -o yaml` prints `kind: List`; the API's own lists are `PodList` etc.
       const inherited =
         kind !== "List" && typeof v.apiVersion === "string"
           ? { apiVersion: v.apiVersion, kind: kind.slice(0, -"List".length) }
           : undefined;
-      v.items.forEach((item, i) => {
+      (Array.isArray(v.items) ? v.items : []).forEach((item: unknown, i: number) => {
         if (isRecord(item)) make(root, ["items", i], item, inherited);
         else
           diagnostics.push({

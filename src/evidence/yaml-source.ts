@@ -161,7 +161,9 @@ export function readYamlSource(
   const locate = (root: unknown, path: YamlPath): SourceRef | undefined => {
     const found = nodeAt(root, path);
     if (!found) return undefined;
-    const at = !isScalar(found.node) && found.key?.range ? found.key : found.node;
+    // Collections and empty values are cited at their key; scalars where the value is written.
+    const atKey = !isScalar(found.node) || found.node.value === null;
+    const at = atKey && found.key?.range ? found.key : found.node;
     return at.range ? refAt(at.range[0]) : undefined;
   };
 
