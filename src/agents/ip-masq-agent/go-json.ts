@@ -66,6 +66,8 @@ function goQuoteRune(r: number): string {
 }
 
 const WS = new Set([0x20, 0x09, 0x0a, 0x0d]);
+/** encoding/json's scanner refuses deeper nesting (maxNestingDepth). */
+const MAX_NESTING = 10000;
 
 class Fail {
   readonly error: GoJsonSyntaxError;
@@ -209,63 +211,19 @@ export function parseGoJson(bytes: Uint8Array): { value: GoValue } | { error: Go
     }
   };
 
-  const value = (context: string): GoValue => {
-    skipWs();
-    if (pos >= n) fail(context);
+  type Frame =
+    | { kind: "array"; items: GoValue[]; offset: number }
+    | {
+        kind: "object";
+        entries: GoEntry[];
+        offset: number;
+        key: { value: string; offset: number };
+      };
+
+  const scalar = (context: string): GoValue => {
     const c = bytes[pos]!;
     const offset = pos;
     switch (c) {
-      case 0x7b: {
-        pos++;
-        const entries: GoEntry[] = [];
-        skipWs();
-        if (bytes[pos] === 0x7d) {
-          pos++;
-          return { kind: "object", entries, offset };
-        }
-        for (;;) {
-          skipWs();
-          if (bytes[pos] !== 0x22) fail("looking for beginning of object key string");
-          const key = string();
-          skipWs();
-          if (bytes[pos] !== 0x3a) fail("after object key");
-          pos++;
-          const v = value("looking for beginning of value");
-          entries.push({ key: key.value, keyOffset: key.offset, value: v });
-          skipWs();
-          if (bytes[pos] === 0x2c) {
-            pos++;
-            continue;
-          }
-          if (bytes[pos] === 0x7d) {
-            pos++;
-            return { kind: "object", entries, offset };
-          }
-          fail("after object key:value pair");
-        }
-      }
-      case 0x5b: {
-        pos++;
-        const items: GoValue[] = [];
-        skipWs();
-        if (bytes[pos] === 0x5d) {
-          pos++;
-          return { kind: "array", items, offset };
-        }
-        for (;;) {
-          items.push(value("looking for beginning of value"));
-          skipWs();
-          if (bytes[pos] === 0x2c) {
-            pos++;
-            continue;
-          }
-          if (bytes[pos] === 0x5d) {
-            pos++;
-            return { kind: "array", items, offset };
-          }
-          fail("after array element");
-        }
-      }
       case 0x22: {
         const s = string();
         return { kind: "string", value: s.value, offset: s.offset };
@@ -285,8 +243,83 @@ export function parseGoJson(bytes: Uint8Array): { value: GoValue } | { error: Go
     }
   };
 
+  /** Reads `"key" :` inside an object; the caller has skipped whitespace. */
+  const objectKey = (): { value: string; offset: number } => {
+    if (bytes[pos] !== 0x22) fail("looking for beginning of object key string");
+    const key = string();
+    skipWs();
+    if (bytes[pos] !== 0x3a) fail("after object key");
+    pos++;
+    return key;
+  };
+
+  // An explicit stack instead of recursion: Go accepts nesting up to 10000 levels, deeper than
+  // the JS call stack allows.
+  const parse = (): GoValue => {
+    const stack: Frame[] = [];
+    for (;;) {
+      // expecting a value
+      skipWs();
+      if (pos >= n) fail("looking for beginning of value");
+      const c = bytes[pos]!;
+      let done: GoValue | undefined;
+      if (c === 0x7b || c === 0x5b) {
+        if (stack.length >= MAX_NESTING) fail("exceeded max depth");
+        const offset = pos;
+        pos++;
+        skipWs();
+        if (c === 0x7b) {
+          if (bytes[pos] === 0x7d) {
+            pos++;
+            done = { kind: "object", entries: [], offset };
+          } else {
+            stack.push({ kind: "object", entries: [], offset, key: objectKey() });
+            continue;
+          }
+        } else if (bytes[pos] === 0x5d) {
+          pos++;
+          done = { kind: "array", items: [], offset };
+        } else {
+          stack.push({ kind: "array", items: [], offset });
+          continue;
+        }
+      } else {
+        done = scalar("looking for beginning of value");
+      }
+      // a value is complete: attach it and close finished containers
+      for (;;) {
+        const top = stack.at(-1);
+        if (!top) return done;
+        skipWs();
+        if (top.kind === "array") {
+          top.items.push(done);
+          if (bytes[pos] === 0x2c) {
+            pos++;
+            break;
+          }
+          if (bytes[pos] !== 0x5d) fail("after array element");
+          pos++;
+          stack.pop();
+          done = { kind: "array", items: top.items, offset: top.offset };
+        } else {
+          top.entries.push({ key: top.key.value, keyOffset: top.key.offset, value: done });
+          if (bytes[pos] === 0x2c) {
+            pos++;
+            skipWs();
+            top.key = objectKey();
+            break;
+          }
+          if (bytes[pos] !== 0x7d) fail("after object key:value pair");
+          pos++;
+          stack.pop();
+          done = { kind: "object", entries: top.entries, offset: top.offset };
+        }
+      }
+    }
+  };
+
   try {
-    const v = value("looking for beginning of value");
+    const v = parse();
     skipWs();
     if (pos < n) fail("after top-level value");
     return { value: v };

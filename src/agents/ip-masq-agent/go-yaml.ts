@@ -152,7 +152,13 @@ export function goYamlToJson(text: string): { value: GoValue } | { error: GoYaml
   const err = doc.errors[0];
   if (err) return { error: mapYamlError(err.code, err.message, err.pos[0], text, charToByte) };
   try {
-    return { value: build(doc, doc.contents, charToByte, 0).value };
+    const ctx: BuildContext = {
+      decodeCount: 0,
+      aliasCount: 0,
+      aliasDepth: 0,
+      expanding: new Set(),
+    };
+    return { value: build(doc, doc.contents, charToByte, 0, ctx).value };
   } catch (e) {
     if (e instanceof YamlFail) return { error: e.error };
     throw e;
@@ -180,18 +186,52 @@ function byteOffsets(text: string): (charOffset: number) => number {
 
 const MAX_DEPTH = 1000;
 
+/** yaml.v2's guard against alias bombs: counts decoded nodes and those reached through aliases. */
+interface BuildContext {
+  decodeCount: number;
+  aliasCount: number;
+  aliasDepth: number;
+  readonly expanding: Set<unknown>;
+}
+
+/** yaml.v2 `allowedAliasRatio`: up to 99% alias expansion for small documents, 10% for huge ones. */
+function allowedAliasRatio(decodeCount: number): number {
+  const low = 400_000;
+  const high = 4_000_000;
+  if (decodeCount <= low) return 0.99;
+  if (decodeCount >= high) return 0.1;
+  return 0.99 - 0.89 * ((decodeCount - low) / (high - low));
+}
+
+function countNode(ctx: BuildContext, offset: number): void {
+  ctx.decodeCount++;
+  if (ctx.aliasDepth > 0) ctx.aliasCount++;
+  if (
+    ctx.aliasCount > 100 &&
+    ctx.decodeCount > 1000 &&
+    ctx.aliasCount / ctx.decodeCount > allowedAliasRatio(ctx.decodeCount)
+  ) {
+    throw new YamlFail({
+      message: "yaml: document contains excessive aliasing",
+      offset,
+      exact: true,
+    });
+  }
+}
+
 function build(
   doc: Document,
   node: unknown,
   toByte: (c: number) => number,
   depth: number,
-  aliasDepth = 0,
+  ctx: BuildContext,
 ): Built {
   if (depth > MAX_DEPTH) {
     throw new YamlFail({ message: "yaml: exceeded max depth of 10000", offset: 0, exact: false });
   }
   if (node === null || node === undefined) return { value: { kind: "null", offset: 0 } };
   const offset = toByte((node as Node).range?.[0] ?? 0);
+  countNode(ctx, offset);
   if (node instanceof Alias) {
     const target = node.resolve(doc);
     if (!target) {
@@ -201,21 +241,28 @@ function build(
         exact: true,
       });
     }
-    if (aliasDepth > 100) {
+    if (ctx.expanding.has(target)) {
       throw new YamlFail({
-        message: "yaml: document contains excessive aliasing",
+        message: `yaml: anchor '${node.source}' value contains itself`,
         offset,
         exact: true,
       });
     }
-    return build(doc, target, toByte, depth + 1, aliasDepth + 1);
+    ctx.expanding.add(target);
+    ctx.aliasDepth++;
+    try {
+      return build(doc, target, toByte, depth + 1, ctx);
+    } finally {
+      ctx.aliasDepth--;
+      ctx.expanding.delete(target);
+    }
   }
   if (isScalar(node)) {
     const r = resolveScalar(node, offset);
     return { value: resolvedToJson(r, offset) };
   }
   if (isSeq(node)) {
-    const items = node.items.map((it) => build(doc, it, toByte, depth + 1, aliasDepth).value);
+    const items = node.items.map((it) => build(doc, it, toByte, depth + 1, ctx).value);
     return { value: { kind: "array", items, offset } };
   }
   if (isMap(node)) {
@@ -258,7 +305,8 @@ function build(
         }
         const keyOffset = toByte((keyNode as Node | null)?.range?.[0] ?? offset);
         const key = keyString(doc, keyNode, keyOffset);
-        const value = build(doc, pair.value, toByte, depth + 1, aliasDepth).value;
+        countNode(ctx, keyOffset);
+        const value = build(doc, pair.value, toByte, depth + 1, ctx).value;
         entries.set(key, { key, keyOffset, value });
       }
     };
