@@ -3,7 +3,13 @@
  * evidence that is missing, and problems met while reading. Its JSON form is a public contract
  * (DESIGN.md "JSON output").
  */
-import type { Diagnostic, Finding, Missing, SourceRef } from "./types.ts";
+import {
+  type Diagnostic,
+  FINDING_IDS,
+  type Finding,
+  type Missing,
+  type SourceRef,
+} from "./types.ts";
 
 /** One station of a traced path, as the report draws it. */
 export interface PathHop {
@@ -43,11 +49,21 @@ export interface Answer {
 
 const SEVERITY_ORDER = { error: 0, warning: 1, info: 2 } as const;
 
-/** Most important first: errors, then warnings, then info; stable within a severity. */
+/**
+ * Most important first: errors, then warnings, then info; within a severity, in the order of
+ * FINDING_IDS (the cause before its consequences: the exempt destination before the missing route
+ * back and the wire that shows it); stable otherwise.
+ */
 export function sortFindings(findings: readonly Finding[]): Finding[] {
+  const rank = (f: Finding) => FINDING_IDS.indexOf(f.id);
   return findings
     .map((f, i) => ({ f, i }))
-    .sort((a, b) => SEVERITY_ORDER[a.f.severity] - SEVERITY_ORDER[b.f.severity] || a.i - b.i)
+    .sort(
+      (a, b) =>
+        SEVERITY_ORDER[a.f.severity] - SEVERITY_ORDER[b.f.severity] ||
+        rank(a.f) - rank(b.f) ||
+        a.i - b.i,
+    )
     .map((x) => x.f);
 }
 

@@ -1,11 +1,86 @@
-/** @module cli/commands/diagnose — placeholder until the command is built. */
-import { EXIT, type Io } from "../io.ts";
+/**
+ * @module cli/commands/diagnose — `podpath diagnose <snapshot>`: open, read, ask, render, exit code.
+ */
+import { exitCodeFor } from "../../model/answer.ts";
+import { diagnose } from "../../questions/diagnose.ts";
+import { parseDestination, parseFrom } from "../../questions/endpoints.ts";
+import { renderJson } from "../../report/json.ts";
+import { renderMarkdown } from "../../report/markdown.ts";
+import { renderText } from "../../report/text.ts";
+import { LAYOUT_HELP } from "../../snapshot/layout.ts";
+import { isEmptySnapshot, loadSnapshot } from "../../snapshot/load.ts";
+import { openSnapshot, SnapshotOpenError } from "../../snapshot/source.ts";
+import { EXIT, type Io, UsageError } from "../io.ts";
 
-export async function run(
-  _args: readonly string[],
-  _opts: Readonly<Record<string, unknown>>,
+export interface DiagnoseCliOptions {
+  readonly dest?: string;
+  readonly from?: string;
+  readonly output?: string;
+}
+
+/** Diagnoses a snapshot folder or archive and writes the answer; shared by `diagnose --live`. */
+export async function diagnoseSnapshotPath(
+  path: string,
+  opts: DiagnoseCliOptions,
   io: Io,
 ): Promise<number> {
-  io.err("podpath: 'diagnose' is not available in this build yet\n");
-  return EXIT.usage;
+  const dest = opts.dest === undefined ? undefined : parseDestination(opts.dest);
+  if (dest && "error" in dest) throw new UsageError(dest.error);
+  const from = opts.from === undefined ? undefined : parseFrom(opts.from);
+  if (from && "error" in from) throw new UsageError(from.error);
+  let source: ReturnType<typeof openSnapshot>;
+  try {
+    source = openSnapshot(path);
+  } catch (e) {
+    if (e instanceof SnapshotOpenError) throw new UsageError(`${e.message}\n${LAYOUT_HELP}`);
+    throw e;
+  }
+  const snap = loadSnapshot(source);
+  if (isEmptySnapshot(snap)) {
+    throw new UsageError(`${path}: nothing in it is part of a snapshot.\n${LAYOUT_HELP}`);
+  }
+  const answer = await diagnose(snap, {
+    ...(dest ? { dest } : {}),
+    ...(from ? { from } : {}),
+  });
+  const format = opts.output ?? "text";
+  if (format === "json") io.out(renderJson(answer));
+  else if (format === "md") io.out(renderMarkdown(answer));
+  else {
+    const c = io.colors;
+    io.out(
+      renderText(answer, {
+        red: c.red,
+        yellow: c.yellow,
+        cyan: c.cyan,
+        green: c.green,
+        bold: c.bold,
+        dim: c.dim,
+      }),
+    );
+  }
+  return exitCodeFor(answer);
 }
+
+export async function run(
+  args: readonly string[],
+  opts: Readonly<Record<string, unknown>>,
+  io: Io,
+): Promise<number> {
+  const o: DiagnoseCliOptions = {
+    ...(typeof opts["dest"] === "string" ? { dest: opts["dest"] } : {}),
+    ...(typeof opts["from"] === "string" ? { from: opts["from"] } : {}),
+    ...(typeof opts["output"] === "string" ? { output: opts["output"] } : {}),
+  };
+  if (opts["live"] === true) {
+    const { diagnoseLive } = await import("./diagnose-live.ts");
+    return diagnoseLive(args, opts, o, io);
+  }
+  const path = args[0];
+  if (path === undefined) {
+    throw new UsageError("diagnose: name a snapshot folder or .tar.gz (or use --live)");
+  }
+  return diagnoseSnapshotPath(path, o, io);
+}
+
+export { EXIT };

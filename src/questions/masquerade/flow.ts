@@ -1,0 +1,151 @@
+/**
+ * @module questions/masquerade/flow — one flow through one node's installed nat rules: the context
+ * the evaluator needs (the node's addresses, interfaces and routes, its InternalIP) taken from the
+ * node's evidence, and its answer reduced to what the masquerade question reports.
+ */
+import { primaryAddress } from "../../evidence/ip-addr.ts";
+import { lookupRoute } from "../../evidence/ip-route.ts";
+import { compileNat } from "../../iptables/nat-eval.ts";
+import type {
+  NatContext,
+  NatEvaluator,
+  NatTrace,
+  NodeInterface,
+} from "../../iptables/nat-trace.ts";
+import type { NodeView } from "../../k8s/objects.ts";
+import type { SourceRef } from "../../model/types.ts";
+import type { Ip } from "../../net/cidr.ts";
+import type { NodeEvidence } from "../../snapshot/load.ts";
+
+export interface FlowQuestion {
+  readonly src: Ip;
+  readonly dst: Ip;
+  readonly protocol: "tcp" | "udp" | "icmp";
+  readonly dport?: number;
+  readonly origin: "pod" | "host";
+}
+
+export interface FlowOutcome {
+  readonly decision: "masquerade" | "snat" | "keep" | "cannot-decide";
+  /** The source address on the wire; undefined when it cannot be decided. */
+  readonly sourceOut?: Ip;
+  /** How it was chosen, in words (interface primary address, --to-source, fallback...). */
+  readonly sourceNote?: string;
+  /** The rule that decided (the RETURN that skipped MASQUERADE, or the MASQUERADE/SNAT rule). */
+  readonly decidingRule?: SourceRef;
+  /** Why it cannot be decided. */
+  readonly undecided?: string;
+  /** The node's own address toward the destination, for the "why the node works" sentence. */
+  readonly hostSource?: Ip;
+  readonly outIface?: string;
+  readonly trace: NatTrace;
+}
+
+const evaluators = new WeakMap<NodeEvidence, NatEvaluator>();
+
+function contextOf(node: NodeEvidence, view: NodeView | undefined): NatContext {
+  const interfaces: NodeInterface[] = (node.interfaces ?? []).map((i) => {
+    const primary = primaryAddress(i, 4) ?? primaryAddress(i, 6);
+    return {
+      name: i.name,
+      ...(primary ? { primary: primary.local } : {}),
+      addresses: i.addresses.map((a) => ({ ip: a.local, prefix: a.cidr.prefix })),
+    };
+  });
+  const localAddresses = (node.interfaces ?? []).flatMap((i) => i.addresses.map((a) => a.local));
+  const internal = view?.internalIPs[0]?.ip;
+  return {
+    ...(node.interfaces ? { localAddresses, interfaces } : {}),
+    ...(internal ? { nodeInternalIp: internal } : {}),
+  };
+}
+
+function evaluatorOf(node: NodeEvidence, view: NodeView | undefined): NatEvaluator | undefined {
+  if (!node.iptables) return undefined;
+  let e = evaluators.get(node);
+  if (!e) {
+    e = compileNat(node.iptables, contextOf(node, view));
+    evaluators.set(node, e);
+  }
+  return e;
+}
+
+/** The interface a route sends `ip` out of, from the node's `ip route`. */
+function routeDev(node: NodeEvidence, ip: Ip): { dev?: string; src?: Ip } {
+  if (!node.routes) return {};
+  const r = lookupRoute(node.routes, ip);
+  return { ...(r?.dev ? { dev: r.dev } : {}), ...(r?.src ? { src: r.src } : {}) };
+}
+
+export function evaluateNodeFlow(
+  node: NodeEvidence,
+  view: NodeView | undefined,
+  q: FlowQuestion,
+): FlowOutcome | undefined {
+  const ev = evaluatorOf(node, view);
+  if (!ev) return undefined;
+  const out = routeDev(node, q.dst);
+  const inIface = q.origin === "pod" ? routeDev(node, q.src).dev : undefined;
+  const trace = ev.evaluate({
+    src: q.src,
+    dst: q.dst,
+    proto: q.protocol,
+    ...(q.dport ? { dport: q.dport } : {}),
+    origin: q.origin,
+    ...(inIface ? { inIface } : {}),
+    ...(out.dev ? { outIface: out.dev } : {}),
+  });
+  const hostSource = out.src ?? view?.internalIPs[0]?.ip;
+  // For a kept source the deciding line is the RETURN that skipped the MASQUERADE, not the
+  // built-in chain's policy line the evaluator ends on.
+  const lastReturn = [...trace.steps].reverse().find((s) => s.kind === "return" && s.ruleIndex > 0);
+  const deciding = trace.decision === "keep" && lastReturn ? lastReturn.source : trace.decidingRule;
+  const base = {
+    trace,
+    ...(deciding ? { decidingRule: deciding } : {}),
+    ...(hostSource ? { hostSource } : {}),
+    ...(out.dev ? { outIface: out.dev } : {}),
+  };
+  const src = trace.sourceOut?.ip;
+  const note = trace.sourceOut?.note;
+  switch (trace.decision) {
+    case "keep":
+    case "masquerade":
+    case "snat":
+      return {
+        ...base,
+        decision: trace.decision,
+        ...(src ? { sourceOut: src } : {}),
+        ...(note ? { sourceNote: note } : {}),
+        ...(src ? {} : { undecided: note ?? "the translated address is not known" }),
+      };
+    case "branches": {
+      if (src) {
+        return {
+          ...base,
+          decision: src.value === q.src.value ? "keep" : "masquerade",
+          sourceOut: src,
+          ...(note ? { sourceNote: note } : {}),
+        };
+      }
+      return {
+        ...base,
+        decision: "cannot-decide",
+        undecided: "the source depends on a random (statistic) branch",
+      };
+    }
+    case "dropped":
+      return { ...base, decision: "cannot-decide", undecided: "the nat table drops this packet" };
+    case "cannot-decide": {
+      const u = trace.undecided;
+      return {
+        ...base,
+        ...(u ? { decidingRule: u.rule } : {}),
+        decision: "cannot-decide",
+        undecided: u
+          ? `${u.chain} rule ${u.ruleIndex}: ${u.reason}`
+          : "a rule podpath cannot evaluate",
+      };
+    }
+  }
+}
