@@ -126,6 +126,9 @@ export async function createNatSandbox(opts: NatSandboxOptions = {}): Promise<Na
     // no answers: an RST or ICMP error would end an unconfirmed conntrack entry before it is read
     await must(far, ["iptables", "-w", "-A", "INPUT", "-j", "DROP"]);
     await must(node, ["sysctl", "-q", "-w", "net.ipv4.ip_forward=1"]);
+    // conntrack runs in a namespace only while some rule needs it; a nat table with no
+    // MASQUERADE/SNAT target does not, so a filter-table conntrack match keeps it on
+    await must(node, ["iptables", "-w", "-A", "FORWARD", "-m", "conntrack", "--ctstate", "NEW"]);
     return sandbox(lab, client, node, far, { inIface, outIface, nodeIp });
   } catch (e) {
     await lab.destroy();
