@@ -3,6 +3,82 @@
  * internal and may change.
  */
 
+export {
+  type AgentView,
+  type AgentViewInput,
+  agentView,
+} from "./agents/ip-masq-agent/agent-view.ts";
+export {
+  type ConfigError,
+  type ConfigFile,
+  decodeMasqConfig,
+  defaultMasqConfig,
+  type MasqConfig,
+  type NonMasqEntry,
+  renderMasqConfigJson,
+  type SyncOutcome,
+  syncMasqConfig,
+  type ValidationError,
+  validateMasqConfig,
+} from "./agents/ip-masq-agent/config.ts";
+export {
+  type AgentConfigInput,
+  readAgentConfigInput,
+} from "./agents/ip-masq-agent/config-source.ts";
+export {
+  type AgentContainerArgs,
+  agentArgsFromDaemonSet,
+} from "./agents/ip-masq-agent/daemonset-args.ts";
+export {
+  type AgentChainComparison,
+  type AgentChainDrift,
+  compareAgentChain,
+} from "./agents/ip-masq-agent/drift.ts";
+export { type Exemption, isExempt } from "./agents/ip-masq-agent/exempt.ts";
+export {
+  type AgentFlags,
+  type AgentFlagsResult,
+  agentFlagsFromArgs,
+  DEFAULT_AGENT_FLAGS,
+} from "./agents/ip-masq-agent/flags.ts";
+export {
+  type AgentChain,
+  type AgentRule,
+  agentRestoreInput,
+  expectedAgentChain,
+} from "./agents/ip-masq-agent/rules.ts";
+export {
+  type AdmissionResponse,
+  admit,
+  checkPodSecurity,
+  type PodSecurityResult,
+  type Violation,
+} from "./agents/pod-security/evaluate.ts";
+export { type AutopilotVerdict, checkAutopilot } from "./agents/pod-security/gke-autopilot.ts";
+export {
+  configzCommand,
+  type KubeletSysctlConfig,
+  readKubeletSysctlConfig,
+} from "./agents/pod-security/kubelet-config.ts";
+export {
+  kubeletAdmitSysctls,
+  kubeletSafeSysctls,
+  normalizeSysctlName,
+  sysctlNamespace,
+} from "./agents/pod-security/kubelet-sysctls.ts";
+export {
+  type Level,
+  type NamespacePolicy,
+  type PolicyVersion,
+  parseVersion,
+  policyFromLabels,
+} from "./agents/pod-security/policy-level.ts";
+export {
+  type AdmissionPrediction,
+  type Platform,
+  type PredictOptions,
+  predictAdmission,
+} from "./agents/pod-security/predict.ts";
 export { type CaptureMeta, type CapturePoint, readCaptureMeta } from "./evidence/capture-meta.ts";
 export {
   type ConntrackEntry,
@@ -68,46 +144,14 @@ export {
   tryParseCidr,
   tryParseIp,
 } from "./net/cidr.ts";
-export {
-  type AdmissionResponse,
-  admit,
-  checkPodSecurity,
-  type PodSecurityResult,
-  type Violation,
-} from "./agents/pod-security/evaluate.ts";
-export { type AutopilotVerdict, checkAutopilot } from "./agents/pod-security/gke-autopilot.ts";
-export {
-  configzCommand,
-  type KubeletSysctlConfig,
-  readKubeletSysctlConfig,
-} from "./agents/pod-security/kubelet-config.ts";
-export {
-  kubeletAdmitSysctls,
-  kubeletSafeSysctls,
-  normalizeSysctlName,
-  sysctlNamespace,
-} from "./agents/pod-security/kubelet-sysctls.ts";
-export {
-  type Level,
-  type NamespacePolicy,
-  type PolicyVersion,
-  parseVersion,
-  policyFromLabels,
-} from "./agents/pod-security/policy-level.ts";
-export {
-  type AdmissionPrediction,
-  type Platform,
-  type PredictOptions,
-  predictAdmission,
-} from "./agents/pod-security/predict.ts";
 export { type ConnectionSet, formatConnections } from "./policy/connection-set.ts";
 export { connectivityList, renderConnlist } from "./policy/connlist.ts";
 export {
   connectionsBetween,
   type EvaluateOptions,
+  evaluateNetworkPolicies,
   type FlowQuery,
   type PolicyVerdict,
-  evaluateNetworkPolicies,
 } from "./policy/evaluate.ts";
 export {
   type IpBlockMatch,
