@@ -6,6 +6,7 @@ import { z } from "zod";
 import type { KubeObject } from "../evidence/kube-objects.ts";
 import type { Diagnostic, Parsed, SourceRef } from "../model/types.ts";
 import { type Cidr, type Ip, tryParseCidr, tryParseIp } from "../net/cidr.ts";
+
 export const str = z.string();
 export const strMap = z.record(z.string(), z.string());
 
