@@ -215,13 +215,13 @@ export function parseProbeTranscript(text: string, file: string): Parsed<ProbeTr
   const diagnostics: Diagnostic[] = [];
   const lines = text.split(/\r?\n/);
   let client: ProbeTranscript["client"];
-  const blocks: { cmd: OutputLine; output: OutputLine[] }[] = [];
+  const blocks: { cmd: OutputLine & { raw: string }; output: OutputLine[] }[] = [];
   let preamble = 0;
   lines.forEach((raw, idx) => {
     const line = idx + 1;
     const m = PROMPT.exec(raw);
     if (m) {
-      blocks.push({ cmd: { text: raw.slice(m[0].length), line }, output: [] });
+      blocks.push({ cmd: { text: raw.slice(m[0].length), line, raw }, output: [] });
       return;
     }
     const last = blocks.at(-1);
@@ -261,7 +261,7 @@ export function parseProbeTranscript(text: string, file: string): Parsed<ProbeTr
 }
 
 function readBlock(
-  cmd: OutputLine,
+  cmd: OutputLine & { raw: string },
   output: OutputLine[],
   file: string,
   diagnostics: Diagnostic[],
@@ -270,7 +270,7 @@ function readBlock(
   const role = roleMatch?.[1] as ProbeRole | undefined;
   const commandText = (roleMatch ? cmd.text.slice(0, roleMatch.index) : cmd.text).trim();
   const { tool, args } = toolOf(splitWords(commandText));
-  const source: SourceRef = { file, line: cmd.line, text: cmd.text };
+  const source: SourceRef = { file, line: cmd.line, text: cmd.raw };
   const reader = READERS[tool];
   const base = { tool, command: commandText, source, ...(role ? { role } : {}) };
   if (reader === undefined) {
