@@ -7,7 +7,7 @@
  */
 import assert from "node:assert/strict";
 import { spawnSync } from "node:child_process";
-import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { copyFileSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { after, before, describe, it } from "node:test";
@@ -22,6 +22,7 @@ import { parseIntervals } from "./intervals.ts";
 import { agentChain, agentSavedLines, expectedAgentChain, RETURN_COMMENT } from "./rules.ts";
 
 const MAIN = fileURLToPath(new URL("../../cli/main.ts", import.meta.url));
+const CLUSTER = fileURLToPath(new URL("./fixtures/diagnose-cluster.yaml", import.meta.url));
 const skip = kernelSkip();
 
 const CONFIG = `nonMasqueradeCIDRs:
@@ -205,4 +206,66 @@ describe("agent rules on a real kernel", { skip }, () => {
       assert.deepEqual(cmp.drift, []);
     });
   }
+
+  it("diagnose on a snapshot with the real iptables-save: no drift, then the hand-edited line", async () => {
+    const ns = await lab!.addNamespace("diag");
+    const snap = join(dir, "snapshot");
+    mkdirSync(join(snap, "cluster"), { recursive: true });
+    mkdirSync(join(snap, "nodes", "gke-a-1"), { recursive: true });
+    copyFileSync(CLUSTER, join(snap, "cluster", "objects.yaml"));
+    // the agent's own steps: rules through iptables-restore, then the POSTROUTING jump
+    const cli = podpath(["ipmasq", "rules", CLUSTER]);
+    assert.equal(cli.code, 0, cli.stderr);
+    await run(ns, ["iptables-restore", "--noflush"], cli.stdout);
+    const config = decoded("nonMasqueradeCIDRs: [10.0.0.0/8, 172.16.0.0/12, 192.168.0.0/16]\n");
+    await ensureJump(
+      ns,
+      "iptables",
+      agentChain(config, 4, { flags: DEFAULT_AGENT_FLAGS })!.jump.written,
+    );
+    const savePath = join(snap, "nodes", "gke-a-1", "iptables-save.txt");
+    writeFileSync(savePath, await run(ns, ["iptables-save"]));
+
+    const diagnose = () => {
+      const r = podpath(["diagnose", snap, "-o", "json"]);
+      assert.ok(r.code === 0 || r.code === 1, r.stderr);
+      return JSON.parse(r.stdout) as {
+        findings: { id: string; evidence: { file: string; line: number; text?: string }[] }[];
+      };
+    };
+    const clean = diagnose();
+    assert.deepEqual(
+      clean.findings.filter((f) => f.id === "masq/intent-rules-drift"),
+      [],
+      JSON.stringify(clean.findings, null, 1),
+    );
+
+    await run(ns, [
+      "iptables",
+      "-t",
+      "nat",
+      "-R",
+      "IP-MASQ-AGENT",
+      "3",
+      "-d",
+      "172.16.0.0/16",
+      "-m",
+      "comment",
+      "--comment",
+      RETURN_COMMENT,
+      "-j",
+      "RETURN",
+    ]);
+    const edited = await run(ns, ["iptables-save"]);
+    writeFileSync(savePath, edited);
+    const line = edited.split("\n").findIndex((l) => l.includes("-d 172.16.0.0/16 ")) + 1;
+    const drift = diagnose().findings.filter((f) => f.id === "masq/intent-rules-drift");
+    assert.equal(drift.length, 1);
+    assert.deepEqual(
+      drift[0]!.evidence
+        .filter((e) => e.file === "nodes/gke-a-1/iptables-save.txt")
+        .map((e) => e.line),
+      [line],
+    );
+  });
 });
