@@ -1,11 +1,11 @@
 import assert from "node:assert/strict";
 import { describe, it } from "node:test";
 import fc from "fast-check";
+import { readKubeObjects } from "../evidence/kube-objects.ts";
 import { parseCidr, parseIp } from "../net/cidr.ts";
 import { formatConnections, parseConnections, subtract, union } from "./connection-set.ts";
 import { EndpointError, evaluateNetworkPolicies } from "./evaluate.ts";
 import { ipBlockMatches, translationEffect } from "./ip-block-match.ts";
-import { readManifestObjects } from "./manifest-reader.ts";
 import { buildPolicyWorld } from "./policy-world.ts";
 
 const MANIFEST = `apiVersion: v1
@@ -85,7 +85,7 @@ spec:
         - {key: team, operator: NotIn, values: [secret]}
 `;
 
-const objects = readManifestObjects(MANIFEST, "cluster/policies.yaml").value;
+const objects = readKubeObjects(MANIFEST, "cluster/policies.yaml").value;
 
 describe("evaluateNetworkPolicies", () => {
   it("allows the VPN pod to postgres on the named port, citing the rule's file and line", () => {
@@ -179,7 +179,8 @@ describe("evaluateNetworkPolicies", () => {
   });
 
   it("reports invalid selectors and CIDRs with file and line, and keeps going", () => {
-    const text = `kind: NetworkPolicy
+    const text = `apiVersion: networking.k8s.io/v1
+kind: NetworkPolicy
 metadata: {name: bad, namespace: a}
 spec:
   podSelector:
@@ -189,10 +190,10 @@ spec:
     - ipBlock: {cidr: 10.0.0.0/33}
     - podSelector: {}
 `;
-    const built = buildPolicyWorld(readManifestObjects(text, "p.yaml").value);
+    const built = buildPolicyWorld(readKubeObjects(text, "p.yaml").value);
     const msgs = built.diagnostics.map((d) => d.message).join("\n");
     assert.match(msgs, /p\.yaml:5: matchExpression .* is invalid/);
-    assert.match(msgs, /p\.yaml:8: ipBlock\.cidr "10\.0\.0\.0\/33"/);
+    assert.match(msgs, /p\.yaml:9: ipBlock\.cidr "10\.0\.0\.0\/33"/);
     assert.equal(built.value.policies[0]?.ingress[0]?.peers?.length, 1);
   });
 });
@@ -259,7 +260,7 @@ describe("readers never throw on arbitrary input", () => {
   it("manifest reader and policy world", () => {
     fc.assert(
       fc.property(fc.string({ maxLength: 400 }), (t) => {
-        const r = readManifestObjects(t, "f.yaml");
+        const r = readKubeObjects(t, "f.yaml");
         buildPolicyWorld(r.value);
       }),
     );
@@ -272,7 +273,7 @@ describe("readers never throw on arbitrary input", () => {
           metadata: { name: "x", namespace: "n" },
           spec: { podSelector: spec, ingress: [rule], egress: rule },
         });
-        const world = buildPolicyWorld(readManifestObjects(text, "f.json").value).value;
+        const world = buildPolicyWorld(readKubeObjects(text, "f.json").value).value;
         for (const p of world.policies) assert.equal(p.namespace, "n");
       }),
     );

@@ -77,7 +77,7 @@ export function parseLabelSelector(
       }
     }
   }
-  if (!valid && requirements.length === 0) {
+  if (!valid && !diagnostics.some((d) => d.source === where)) {
     diagnostics.push({
       code: "SCHEMA",
       severity: "error",

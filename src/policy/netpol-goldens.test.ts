@@ -6,6 +6,7 @@ import assert from "node:assert/strict";
 import { existsSync, readdirSync, readFileSync, statSync } from "node:fs";
 import { join } from "node:path";
 import { describe, it } from "node:test";
+import { readKubeObjects } from "../evidence/kube-objects.ts";
 import { parseIp } from "../net/cidr.ts";
 import {
   type ConnectionSet,
@@ -15,7 +16,6 @@ import {
 } from "./connection-set.ts";
 import { connectivityList, externalIntervals, renderConnlist, workloadsOf } from "./connlist.ts";
 import { connectionsBetween } from "./evaluate.ts";
-import { readManifestObjects } from "./manifest-reader.ts";
 import { buildPolicyWorld, type Endpoint, type PolicyWorld } from "./policy-world.ts";
 
 const ROOT = join(import.meta.dirname, "fixtures", "netpol-analyzer");
@@ -34,7 +34,7 @@ function worldOf(dir: string): PolicyWorld {
     }
   };
   walk(join(TESTS, dir));
-  const objects = files.flatMap((f) => readManifestObjects(readFileSync(f, "utf8"), f).value);
+  const objects = files.flatMap((f) => readKubeObjects(readFileSync(f, "utf8"), f).value);
   const built = buildPolicyWorld(objects);
   assert.deepEqual(
     built.diagnostics.filter((d) => d.severity === "error"),

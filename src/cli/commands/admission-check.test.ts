@@ -88,7 +88,7 @@ describe("admission check", () => {
     );
     const dir = mkdtempSync(join(tmpdir(), "podpath-adm-"));
     const cm = join(dir, "cm.yaml");
-    writeFileSync(cm, "kind: ConfigMap\nmetadata: {name: x}\n");
+    writeFileSync(cm, "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: x}\n");
     await assert.rejects(run([cm], {}, memoryIo()), /no Pod or pod controller found/);
   });
 

@@ -12,8 +12,8 @@ import {
   type Platform,
   predictAdmission,
 } from "../../agents/pod-security/predict.ts";
+import { type KubeObject, readKubeObjects } from "../../evidence/kube-objects.ts";
 import type { Diagnostic } from "../../model/types.ts";
-import { type ManifestObject, readManifestObjects } from "../../policy/manifest-reader.ts";
 import { EXIT, type Io, UsageError } from "../io.ts";
 
 interface Result {
@@ -35,7 +35,14 @@ async function readText(path: string, what: string): Promise<string> {
   }
 }
 
-function psaLabels(o: ManifestObject): Record<string, string> | undefined {
+/** `file:line: ` unless the message already starts with it. */
+function where(d: Diagnostic): string {
+  if (!d.source) return "";
+  const prefix = `${d.source.file}:${d.source.line}`;
+  return d.message.startsWith(`${d.source.file}:`) ? "" : `${prefix}: `;
+}
+
+function psaLabels(o: KubeObject): Record<string, string> | undefined {
   const meta = o.raw["metadata"];
   const labels =
     typeof meta === "object" && meta !== null
@@ -63,7 +70,7 @@ export async function run(
   const platform = (opts["platform"] as Platform | undefined) ?? "generic";
 
   const text = await readText(file, "manifest");
-  const parsed = readManifestObjects(text, file);
+  const parsed = readKubeObjects(text, file);
   const diagnostics: Diagnostic[] = [...parsed.diagnostics];
 
   let kubeletConfig: ReturnType<typeof readKubeletSysctlConfig>["value"];
@@ -82,7 +89,7 @@ export async function run(
   const namespaces = parsed.value.filter((o) => o.kind === "Namespace");
   const workloads = parsed.value.filter((o) => podViewOf(o.raw) !== undefined);
   if (workloads.length === 0) {
-    for (const d of diagnostics) io.err(`podpath: ${d.message}\n`);
+    for (const d of diagnostics) io.err(`podpath: ${d.severity}: ${where(d)}${d.message}\n`);
     const why =
       parsed.value.length === 0
         ? "no Kubernetes objects could be read"
@@ -134,7 +141,7 @@ export async function run(
     });
   }
 
-  for (const d of diagnostics) io.err(`podpath: ${d.severity}: ${d.message}\n`);
+  for (const d of diagnostics) io.err(`podpath: ${d.severity}: ${where(d)}${d.message}\n`);
   if (opts["output"] === "json") {
     io.out(
       `${JSON.stringify(
