@@ -508,7 +508,7 @@ describe("compileNat index", () => {
           const lines = ["-N S", "-N T"];
           for (const r of rules) {
             // DNAT/SNAT only where the kernel allows them; user chains S and T never jump back
-            let target = r.target;
+            let target: string = r.target;
             if (target === "-j TARGETNAT")
               target =
                 r.chain === "PREROUTING"
