@@ -50,7 +50,7 @@ const PEER = /^(.*)\[(.*)\]$/;
 
 function parseInterval(text: string): [bigint, bigint] | undefined {
   const m = PEER.exec(text);
-  if (!m || m[2] !== "External") return undefined;
+  if (m?.[2] !== "External") return undefined;
   const [a, b] = m[1]!.split("-");
   return [parseIp(a!).value, parseIp(b!).value];
 }
