@@ -6,16 +6,16 @@
  */
 import { existsSync, readFileSync } from "node:fs";
 import { basename, dirname, extname, join } from "node:path";
-import { type CaptureMeta, parseCaptureMeta } from "../../capture/capture-meta.ts";
-import { conversations } from "../../capture/conversations.ts";
-import { hostTalkers } from "../../capture/host-talkers.ts";
-import { readCapture } from "../../capture/read-capture.ts";
-import { conversationJson, conversationLines } from "../../capture/render.ts";
+import type { CaptureMeta } from "../../capture/capture-meta.ts";
 import { formatIp, type Ip, tryParseIp } from "../../net/cidr.ts";
 import { EXIT, type Io, UsageError } from "../io.ts";
 import { captureArg, printDiagnostic } from "./capture-read.ts";
 
-function metaBeside(path: string, io: Io): { file: string; meta: CaptureMeta } | undefined {
+async function metaBeside(
+  path: string,
+  io: Io,
+): Promise<{ file: string; meta: CaptureMeta } | undefined> {
+  const { parseCaptureMeta } = await import("../../capture/capture-meta.ts");
   const yamlPath = join(dirname(path), `${basename(path, extname(path))}.yaml`);
   if (!existsSync(yamlPath)) return undefined;
   const file = basename(yamlPath);
@@ -40,6 +40,8 @@ export async function run(
   }
   if (opts["talkers"] === true) {
     if (host === undefined) throw new UsageError("--talkers needs --host IP");
+    // Only the fast scan is loaded here: process start-up counts on a 100 MB capture.
+    const { hostTalkers } = await import("../../capture/host-talkers.ts");
     const t = await hostTalkers(path, host, { file });
     for (const d of t.diagnostics) printDiagnostic(io, d);
     if (json) {
@@ -79,7 +81,10 @@ export async function run(
     }
     return t.diagnostics.some((d) => d.severity === "error") ? EXIT.usage : EXIT.ok;
   }
-  const meta = metaBeside(path, io);
+  const meta = await metaBeside(path, io);
+  const { conversations } = await import("../../capture/conversations.ts");
+  const { readCapture } = await import("../../capture/read-capture.ts");
+  const { conversationJson, conversationLines } = await import("../../capture/render.ts");
   const cap = readCapture(path, { file, onDiagnostic: (d) => printDiagnostic(io, d) });
   const summary = await conversations(cap, { file, ...(host === undefined ? {} : { host }) });
   const assumptions = [...summary.assumptions];
