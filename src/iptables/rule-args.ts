@@ -95,8 +95,6 @@ interface Ctx {
   options: ModuleOption[];
   isTarget: boolean;
   isGoto: boolean;
-  /** The options as text, for sharing identical interpretations. */
-  key: string;
 }
 
 function knows(ctx: Ctx, opt: string): boolean {
@@ -127,46 +125,15 @@ function isValueAt(tokens: readonly string[], quoted: readonly number[], i: numb
   return isQuotedAt(quoted, i) || (t !== "!" && !(t.length > 1 && t.charCodeAt(0) === 45));
 }
 
-// Match and target objects are immutable and carry no position, so identical ones (kube-proxy
-// repeats the same comment, port and probability thousands of times) are shared. This keeps
-// a 500k-rule dump from allocating millions of equal objects.
-interface Interpreted<T> {
-  readonly value: T;
-  readonly problems: readonly string[];
-}
-const matchCache = new Map<string, Interpreted<Match>>();
-const targetCache = new Map<string, Interpreted<Target>>();
-const CACHE_LIMIT = 100_000;
-
-function interpretCtx(
-  c: Ctx,
-  family: Family,
-  problems: string[],
-  useCache: boolean,
-): Match | Target {
-  if (!useCache) {
-    if (c.isTarget) {
-      const r = interpretTarget(c.module, c.isGoto, c.options, family);
-      for (const p of r.problems) problems.push(p);
-      return r.target;
-    }
-    const r = interpretMatch(c.module, c.options, family);
+function interpretCtx(c: Ctx, family: Family, problems: string[]): Match | Target {
+  if (c.isTarget) {
+    const r = interpretTarget(c.module, c.isGoto, c.options, family);
     for (const p of r.problems) problems.push(p);
-    return r.match;
+    return r.target;
   }
-  const cache: Map<string, Interpreted<Match | Target>> = c.isTarget ? targetCache : matchCache;
-  const key = `${family}${c.isGoto ? "g" : ""}\u0000${c.module}${c.key}`;
-  let hit = cache.get(key);
-  if (hit === undefined) {
-    const r = c.isTarget
-      ? interpretTarget(c.module, c.isGoto, c.options, family)
-      : interpretMatch(c.module, c.options, family);
-    hit = { value: "target" in r ? r.target : r.match, problems: r.problems };
-    if (cache.size >= CACHE_LIMIT) cache.clear();
-    cache.set(key, hit);
-  }
-  for (const p of hit.problems) problems.push(p);
-  return hit.value;
+  const r = interpretMatch(c.module, c.options, family);
+  for (const p of r.problems) problems.push(p);
+  return r.match;
 }
 
 /**
@@ -179,7 +146,6 @@ export function parseRuleArgs(
   from: number,
   family: Family,
   problems: string[],
-  useCache = true,
 ): RuleParts {
   const parts: RuleParts = { matches: [] };
   const contexts: Ctx[] = [];
@@ -278,7 +244,6 @@ export function parseRuleArgs(
             options: [],
             isTarget: false,
             isGoto: false,
-            key: "",
           };
           contexts.push(ctx);
           lastCtx = ctx;
@@ -287,7 +252,7 @@ export function parseRuleArgs(
         case "j":
         case "g": {
           if (target) problems.push(`second ${tok} ${value}: a rule has one target`);
-          target = { module: value, options: [], isTarget: true, isGoto: base === "g", key: "" };
+          target = { module: value, options: [], isTarget: true, isGoto: base === "g" };
           lastCtx = target;
           break;
         }
@@ -330,7 +295,7 @@ export function parseRuleArgs(
         ) {
           owner = contexts.find((c) => c.module === implicit);
           if (!owner) {
-            owner = { module: implicit, options: [], isTarget: false, isGoto: false, key: "" };
+            owner = { module: implicit, options: [], isTarget: false, isGoto: false };
             contexts.push(owner);
           }
         }
@@ -344,7 +309,6 @@ export function parseRuleArgs(
         continue;
       }
       owner.options.push(opt);
-      owner.key += `\u0000${opt.negated ? "!" : ""}${name}\u0001${values.join("\u0001")}`;
       continue;
     }
     problems.push(`unexpected argument ${JSON.stringify(tok)}`);
@@ -352,9 +316,8 @@ export function parseRuleArgs(
   }
   if (negate) problems.push('"!" at the end of the rule negates nothing');
 
-  for (const c of contexts)
-    parts.matches.push(interpretCtx(c, family, problems, useCache) as Match);
-  if (target) parts.target = interpretCtx(target, family, problems, useCache) as Target;
+  for (const c of contexts) parts.matches.push(interpretCtx(c, family, problems) as Match);
+  if (target) parts.target = interpretCtx(target, family, problems) as Target;
   return parts;
 }
 
@@ -378,9 +341,24 @@ export { KNOWN_TARGETS };
 // parseRuleArgs on the whole line, which is the reference behaviour.
 
 type BaseParts = Omit<RuleParts, "matches" | "target" | "counters">;
-const baseCache = new Map<string, BaseParts>();
-const segMatchCache = new Map<string, Match>();
-const segTargetCache = new Map<string, Target>();
+
+/**
+ * Interpretations of segments already seen in this dump. Match and target objects are immutable
+ * and carry no position, so identical ones (kube-proxy repeats the same comment, port and
+ * probability thousands of times) are shared rather than rebuilt. One per parse: nothing is kept
+ * between dumps.
+ */
+export interface SegmentCache {
+  readonly base: Map<string, BaseParts>;
+  readonly match: Map<string, Match>;
+  readonly target: Map<string, Target>;
+}
+
+export function newSegmentCache(): SegmentCache {
+  return { base: new Map(), match: new Map(), target: new Map() };
+}
+
+const CACHE_LIMIT = 200_000;
 const scratchProblems: string[] = [];
 
 function remember<T>(cache: Map<string, T>, key: string, value: T): void {
@@ -392,7 +370,7 @@ function segmentAlone(text: string, family: Family): RuleParts | undefined {
   const tk = tokenize(text);
   if (tk.unterminatedQuoteAt !== undefined) return undefined;
   scratchProblems.length = 0;
-  const parts = parseRuleArgs(tk.tokens, tk.quoted, 0, family, scratchProblems, false);
+  const parts = parseRuleArgs(tk.tokens, tk.quoted, 0, family, scratchProblems);
   return scratchProblems.length === 0 && parts.counters === undefined ? parts : undefined;
 }
 
@@ -409,8 +387,9 @@ export function parseRuleText(
   from: number,
   family: Family,
   problems: string[],
+  cache: SegmentCache = newSegmentCache(),
 ): RuleParts {
-  const fast = fastRule(line, from, family);
+  const fast = fastRule(line, from, family, cache);
   if (fast) return fast;
   const tk = tokenize(line, from);
   if (tk.unterminatedQuoteAt !== undefined) {
@@ -433,7 +412,12 @@ function closingQuote(line: string, from: number): number {
   return -1;
 }
 
-function fastRule(line: string, from: number, family: Family): RuleParts | undefined {
+function fastRule(
+  line: string,
+  from: number,
+  family: Family,
+  cache: SegmentCache,
+): RuleParts | undefined {
   const n = line.length;
   const matches: Match[] = [];
   let target: Target | undefined;
@@ -469,23 +453,23 @@ function fastRule(line: string, from: number, family: Family): RuleParts | undef
       const seg = line.slice(segStart, end);
       const key = family === 4 ? seg : `6 ${seg}`;
       if (segIsTarget) {
-        let t = segTargetCache.get(key);
+        let t = cache.target.get(key);
         if (t === undefined) {
           const parts = segmentAlone(seg, family);
           if (!parts || !parts.target || parts.matches.length > 0 || hasBase(parts))
             return undefined;
           t = parts.target;
-          remember(segTargetCache, key, t);
+          remember(cache.target, key, t);
         }
         target = t;
       } else {
-        let m = segMatchCache.get(key);
+        let m = cache.match.get(key);
         if (m === undefined) {
           const parts = segmentAlone(seg, family);
           if (!parts || parts.target || parts.matches.length !== 1 || hasBase(parts))
             return undefined;
           m = parts.matches[0]!;
-          remember(segMatchCache, key, m);
+          remember(cache.match, key, m);
         }
         matches.push(m);
       }
@@ -500,14 +484,14 @@ function fastRule(line: string, from: number, family: Family): RuleParts | undef
   if (baseEnd > from) {
     const baseText = line.slice(from, baseEnd);
     const key = family === 4 ? baseText : `6 ${baseText}`;
-    base = baseCache.get(key);
+    base = cache.base.get(key);
     if (base === undefined) {
       if (baseText.includes('"')) return undefined;
       const parts = segmentAlone(baseText, family);
       if (!parts || parts.target || parts.matches.length > 0) return undefined;
       const { matches: _m, ...rest } = parts;
       base = rest;
-      remember(baseCache, key, base);
+      remember(cache.base, key, base);
     }
   }
   const out: RuleParts = { matches };

@@ -18,7 +18,7 @@ import {
   type Table,
   type TableName,
 } from "./dump.ts";
-import { parseRuleArgs, parseRuleText, type RuleParts } from "./rule-args.ts";
+import { newSegmentCache, parseRuleArgs, parseRuleText, type RuleParts } from "./rule-args.ts";
 import { tokenize } from "./tokenize.ts";
 
 export interface ParseIptablesOptions {
@@ -134,6 +134,7 @@ export function parseIptablesSave(
   }
 
   const problems: string[] = [];
+  const cache = newSegmentCache();
   let lastChain: Chain | undefined;
   let lastTable: Table | undefined;
   const len = text.length;
@@ -278,7 +279,7 @@ export function parseIptablesSave(
         lastTable = table;
       }
       if (chain !== undefined) {
-        const parts = parseRuleText(line, sp < 0 ? line.length : sp + 1, family, problems);
+        const parts = parseRuleText(line, sp < 0 ? line.length : sp + 1, family, problems, cache);
         if (problems.length > 0) {
           for (const p of problems) diag("IPTABLES_RULE", "error", lineNo, line, p);
           problems.length = 0;

@@ -85,21 +85,12 @@ function maskToPrefix(mask: Ip): number | undefined {
   return mask.value === expect ? prefix : undefined;
 }
 
-const cidrCache = new Map<string, Result<Cidr>>();
-
 /**
  * An address as `-s`/`-d` take it: `a.b.c.d`, `a.b.c.d/len` or `a.b.c.d/dotted.mask`, host bits
- * cleared (iptables does the same). Cached: dumps repeat the same blocks many times.
+ * cleared (iptables does the same).
  */
 export function parseAddr(text: string, family: Family): Result<Cidr> {
-  const key = family === 4 ? text : `6|${text}`;
-  let r = cidrCache.get(key);
-  if (r === undefined) {
-    r = parseAddrUncached(text, family);
-    if (cidrCache.size > 200_000) cidrCache.clear();
-    cidrCache.set(key, r);
-  }
-  return r;
+  return parseAddrUncached(text, family);
 }
 
 /** Strict dotted quad to bigint without going through node:net (hot in big dumps). */
