@@ -4,6 +4,7 @@
  * of any of its fields.
  */
 import type { Diagnostic, Parsed, SourceRef } from "../model/types.ts";
+import { jsonLocator, offsetCiter, offsetOfStringLine } from "./json-source.ts";
 import { readYamlSource, type YamlPath } from "./yaml-source.ts";
 
 /** One object read from a file. `raw` is the plain JS value; positions come from `locate`. */
@@ -42,17 +43,17 @@ const isRecord = (v: unknown): v is Json =>
  *   cm?.locateInString(["data", "config"], 2); // { file, line: 8, col: 7, text: "- 10.0.0.0/8" }
  */
 export function readKubeObjects(text: string, file: string): Parsed<KubeObject[]> {
-  const { source, diagnostics } = readYamlSource(text, file);
+  const { documents, diagnostics, start } = readDocuments(text, file);
   const objects: KubeObject[] = [];
 
   const make = (
-    root: unknown,
+    doc: Located,
     base: YamlPath,
     value: Json,
     inherited?: { apiVersion: string; kind: string },
   ) => {
     const here = (path: YamlPath) => [...base, ...path];
-    const at = source.locate(root, base) ?? source.refAt(0);
+    const at = doc.locate(base) ?? start;
     const meta = isRecord(value.metadata) ? value.metadata : {};
     const apiVersion =
       typeof value.apiVersion === "string" ? value.apiVersion : inherited?.apiVersion;
@@ -81,14 +82,14 @@ export function readKubeObjects(text: string, file: string): Parsed<KubeObject[]
       meta.labels,
       "labels",
       kind,
-      () => source.locate(root, here(["metadata", "labels"])) ?? at,
+      () => doc.locate(here(["metadata", "labels"])) ?? at,
       diagnostics,
     );
     const annotations = stringMap(
       meta.annotations,
       "annotations",
       kind,
-      () => source.locate(root, here(["metadata", "annotations"])) ?? at,
+      () => doc.locate(here(["metadata", "annotations"])) ?? at,
       diagnostics,
     );
     const obj: KubeObject = {
@@ -100,15 +101,13 @@ export function readKubeObjects(text: string, file: string): Parsed<KubeObject[]
       annotations,
       raw: value,
       source: at,
-      locate: (path) => source.locate(root, here(path)),
-      locateInString: (path, line) => source.locateInString(root, here(path), line),
+      locate: (path) => doc.locate(here(path)),
+      locateInString: (path, line) => doc.locateInString(here(path), line),
     };
     objects.push(obj);
   };
 
-  for (const d of source.documents) {
-    if (!d.ok) continue;
-    const root = d.doc.contents;
+  for (const d of documents) {
     const v = d.value;
     if (v === null || v === undefined) continue; // an empty document, e.g. after a trailing `---`
     if (!isRecord(v)) {
@@ -118,7 +117,7 @@ export function readKubeObjects(text: string, file: string): Parsed<KubeObject[]
         message: `expected a Kubernetes object (a mapping with apiVersion and kind), found ${
           Array.isArray(v) ? "a sequence" : `the scalar ${JSON.stringify(String(v)).slice(0, 60)}`
         }`,
-        source: source.refAt((root as { range?: number[] } | null)?.range?.[0] ?? 0),
+        source: d.locate([]) ?? start,
       });
       continue;
     }
@@ -131,18 +130,18 @@ export function readKubeObjects(text: string, file: string): Parsed<KubeObject[]
           ? { apiVersion: v.apiVersion, kind: kind.slice(0, -"List".length) }
           : undefined;
       (Array.isArray(v.items) ? v.items : []).forEach((item: unknown, i: number) => {
-        if (isRecord(item)) make(root, ["items", i], item, inherited);
+        if (isRecord(item)) make(d, ["items", i], item, inherited);
         else
           diagnostics.push({
             code: "KUBE_NOT_OBJECT",
             severity: "error",
             message: `items[${i}] of the ${kind} is not a mapping; expected a Kubernetes object`,
-            source: source.locate(root, ["items", i]) ?? source.refAt(0),
+            source: d.locate(["items", i]) ?? start,
           });
       });
       continue;
     }
-    make(root, [], v);
+    make(d, [], v);
   }
   return { value: objects, diagnostics };
 }
@@ -176,4 +175,66 @@ function stringMap(
       });
   }
   return out;
+}
+
+/** One document's value and the means to cite its fields. */
+interface Located {
+  readonly value: unknown;
+  locate(path: YamlPath): SourceRef | undefined;
+  locateInString(path: YamlPath, lineWithinString: number): SourceRef | undefined;
+}
+
+/**
+ * The documents of `text`. Valid JSON (what `kubectl get -o json` prints) is read with
+ * `JSON.parse` and located on demand; everything else, and JSON with errors (for the error's
+ * line), goes through the YAML reader.
+ */
+function readDocuments(
+  text: string,
+  file: string,
+): { documents: Located[]; diagnostics: Diagnostic[]; start: SourceRef } {
+  const first = /\S/.exec(text)?.[0];
+  if (first === "{" || first === "[") {
+    let value: unknown;
+    let ok = true;
+    try {
+      value = JSON.parse(text);
+    } catch {
+      ok = false;
+    }
+    if (ok) {
+      const cite = offsetCiter(text, file);
+      const loc = jsonLocator(text);
+      const doc: Located = {
+        value,
+        locate: (path) => {
+          const spot = loc.find(path);
+          if (!spot) return undefined;
+          // Collections and nulls are cited at their key, other values where they are written.
+          const c = text[spot.value];
+          const atKey = c === "{" || c === "[" || c === "n";
+          return cite(atKey && spot.key !== undefined ? spot.key : spot.value);
+        },
+        locateInString: (path, n) => {
+          const spot = loc.find(path);
+          if (!spot || text[spot.value] !== '"' || !Number.isInteger(n) || n < 1) return undefined;
+          const at = offsetOfStringLine(text, spot.value, n - 1);
+          return at === undefined ? undefined : cite(at);
+        },
+      };
+      return { documents: [doc], diagnostics: [], start: cite(loc.root) };
+    }
+  }
+  const { source, diagnostics } = readYamlSource(text, file);
+  const documents = source.documents
+    .filter((d) => d.ok)
+    .map((d): Located => {
+      const root = d.doc.contents;
+      return {
+        value: d.value,
+        locate: (path) => source.locate(root, path),
+        locateInString: (path, n) => source.locateInString(root, path, n),
+      };
+    });
+  return { documents, diagnostics, start: source.refAt(0) };
 }
