@@ -46,9 +46,9 @@ export interface PodSecurityResult {
 }
 
 /** Runs the checks of one level and version over a pod view. */
-export function evaluatePod(pod: PodView, lv: LevelVersion): Violation[] {
+export function evaluatePod(pod: PodView, lv: LevelVersion, clusterMinor?: number): Violation[] {
   const out: Violation[] = [];
-  for (const check of checksFor(lv.level, effectiveMinor(lv.version))) {
+  for (const check of checksFor(lv.level, effectiveMinor(lv.version, clusterMinor))) {
     const r = check.fn(pod);
     if (!r.allowed) {
       out.push({
@@ -141,15 +141,20 @@ export interface AdmissionResponse {
 }
 
 /**
+ * `clusterMinor` is the API server's own minor version: `latest` means that version there.
  * Upstream admission.go: Pods are checked against enforce, audit and warn; controllers against
  * warn and audit only (and their pods later meet enforce). Warnings are not added to a rejected
  * request.
  */
-export function admit(object: JsonObject, policy: NamespacePolicy): AdmissionResponse | undefined {
+export function admit(
+  object: JsonObject,
+  policy: NamespacePolicy,
+  clusterMinor?: number,
+): AdmissionResponse | undefined {
   const pod = podViewOf(object);
   if (!pod) return undefined;
   const name = nameOf(object);
-  const detailFor = (lv: LevelVersion) => forbiddenDetail(evaluatePod(pod, lv));
+  const detailFor = (lv: LevelVersion) => forbiddenDetail(evaluatePod(pod, lv, clusterMinor));
   const enforceDetail = detailFor(policy.enforce);
   const auditDetail = detailFor(policy.audit);
   const warnDetail = detailFor(policy.warn);

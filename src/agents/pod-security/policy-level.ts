@@ -63,9 +63,13 @@ export function formatLevelVersion(lv: LevelVersion): string {
   return `${lv.level}:${formatVersion(lv.version)}`;
 }
 
-/** The minor version the checks use: `latest` and versions past the newest known are clamped. */
-export function effectiveMinor(v: PolicyVersion): number {
-  return v.latest ? MAX_POLICY_MINOR : Math.min(v.minor, MAX_POLICY_MINOR);
+/**
+ * The minor version the checks use: `latest` and newer versions are clamped to the newest the
+ * evaluator knows, or to the cluster's own minor (`maxMinor`), as an API server of that version does.
+ */
+export function effectiveMinor(v: PolicyVersion, maxMinor: number = MAX_POLICY_MINOR): number {
+  const max = Math.min(maxMinor, MAX_POLICY_MINOR);
+  return v.latest ? max : Math.min(v.minor, max);
 }
 
 const RANK: Record<Level, number> = { privileged: 0, baseline: 1, restricted: 2 };

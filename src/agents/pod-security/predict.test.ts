@@ -239,3 +239,29 @@ describe("predictAdmission", () => {
     assert.equal(p?.podSecurity.violations[0]?.check, "privileged");
   });
 });
+
+describe("predictAdmission and the cluster version", () => {
+  it("evaluates `latest` as the cluster's own minor version", () => {
+    const pod = {
+      kind: "Pod",
+      metadata: { name: "k" },
+      spec: {
+        securityContext: { sysctls: [{ name: "net.ipv4.tcp_keepalive_time", value: "600" }] },
+        containers: [{ name: "c" }],
+      },
+    };
+    const labels = { "pod-security.kubernetes.io/enforce": "baseline" };
+    assert.equal(
+      predictAdmission(pod, { namespaceLabels: labels, version: "v1.28" })?.podSecurity.allowed,
+      false,
+    );
+    assert.equal(
+      predictAdmission(pod, { namespaceLabels: labels, version: "v1.28" })?.podSecurity.message,
+      'pods "k" is forbidden: violates PodSecurity "baseline:latest": forbidden sysctls (net.ipv4.tcp_keepalive_time)',
+    );
+    assert.equal(
+      predictAdmission(pod, { namespaceLabels: labels, version: "v1.29" })?.podSecurity.allowed,
+      true,
+    );
+  });
+});

@@ -139,8 +139,8 @@ export function predictAdmission(
   // Pod Security: the namespace's own level and version decide; the cluster version caps it.
   const { policy, errors } = policyFromLabels(opts.namespaceLabels);
   const object: JsonObject = podViewOf(input) ? input : { kind: "Pod", metadata: {}, spec: input };
-  const response = admit(object, policy);
-  const violations = evaluatePod(pod, policy.enforce);
+  const response = admit(object, policy, minor);
+  const violations = evaluatePod(pod, policy.enforce, minor);
   const podError = response?.error ?? response?.podError ?? "";
   const podSecurity: PodSecurityPrediction = {
     allowed: violations.length === 0,
