@@ -74,6 +74,8 @@ export interface Conversation {
   readonly first: PacketRef;
   readonly last: PacketRef;
   readonly firstReply?: PacketRef;
+  /** The initiator's first packet recorded as outgoing (LINUX_SLL2, pcapng flags, `-i any` text). */
+  readonly firstLeaving?: PacketRef;
   /** Interfaces and directions the initiator's packets were seen with (`eth0 out`). */
   readonly seenOn: readonly string[];
   readonly tunnel?: { readonly kind: string; readonly vni: number };
@@ -103,11 +105,14 @@ interface Mutable {
   /** True when `a` is the initiator. */
   aInitiates: boolean;
   basis: Conversation["initiatorBasis"];
-  fromA: number;
-  fromB: number;
-  syn: number;
-  synAck: number;
-  retrans: number;
+  /** Counts per interface (a forwarded packet is seen once per interface it crosses). */
+  fromA: Map<string, number>;
+  fromB: Map<string, number>;
+  syn: Map<string, number>;
+  synAck: Map<string, number>;
+  retrans: Map<string, number>;
+  firstOutA?: PacketRef;
+  firstOutB?: PacketRef;
   dataA: boolean;
   dataB: boolean;
   ackAfterSynAck: boolean;
@@ -299,11 +304,11 @@ export class ConversationTracker {
         b,
         aInitiates: xFirst,
         basis: "first-packet",
-        fromA: 0,
-        fromB: 0,
-        syn: 0,
-        synAck: 0,
-        retrans: 0,
+        fromA: new Map(),
+        fromB: new Map(),
+        syn: new Map(),
+        synAck: new Map(),
+        retrans: new Map(),
         dataA: false,
         dataB: false,
         ackAfterSynAck: false,
@@ -334,12 +339,15 @@ export class ConversationTracker {
     }
     c.last = ref;
     const fromA = xFirst;
+    const ifKey = p.iface ?? "";
     if (fromA) {
-      c.fromA++;
+      inc(c.fromA, ifKey);
       c.firstFromA ??= ref;
+      if (p.direction === "out") c.firstOutA ??= ref;
     } else {
-      c.fromB++;
+      inc(c.fromB, ifKey);
       c.firstFromB ??= ref;
+      if (p.direction === "out") c.firstOutB ??= ref;
     }
     const seen = p.iface !== undefined || p.direction !== undefined;
     if (seen) (fromA ? c.seenA : c.seenB).add([p.iface, p.direction].filter(Boolean).join(" "));
@@ -370,18 +378,18 @@ export class ConversationTracker {
     const syn = (flags & TCP.SYN) !== 0;
     const ack = (flags & TCP.ACK) !== 0;
     if (syn && !ack) {
-      c.syn++;
+      inc(c.syn, iface);
       if (c.basis !== "syn") {
         c.aInitiates = fromA;
         c.basis = "syn";
       }
     } else if (syn && ack) {
-      c.synAck++;
+      inc(c.synAck, iface);
       if (c.basis === "first-packet") {
         c.aInitiates = !fromA;
         c.basis = "syn-ack";
       }
-    } else if (ack && c.synAck > 0 && fromA === c.aInitiates) c.ackAfterSynAck = true;
+    } else if (ack && c.synAck.size > 0 && fromA === c.aInitiates) c.ackAfterSynAck = true;
     const data = (len ?? 0) > 0;
     if (data) {
       if (fromA) c.dataA = true;
@@ -401,9 +409,8 @@ export class ConversationTracker {
       const high = fromA ? c.highA : c.highB;
       const end = (seq + (len ?? 0) + (syn ? 1 : 0) + (flags & TCP.FIN ? 1 : 0)) >>> 0;
       const prev = high.get(iface);
-      if (prev !== undefined && seqLeq(end, prev)) {
-        if (!syn || c.syn > 1 || c.synAck > 1) c.retrans++;
-      } else high.set(iface, end);
+      if (prev !== undefined && seqLeq(end, prev)) inc(c.retrans, iface);
+      else high.set(iface, end);
     }
   }
 
@@ -429,8 +436,9 @@ export class ConversationTracker {
   private summarize(c: Mutable): Conversation {
     const ini = c.aInitiates ? c.a : c.b;
     const res = c.aInitiates ? c.b : c.a;
-    const fromIni = c.aInitiates ? c.fromA : c.fromB;
-    const fromRes = c.aInitiates ? c.fromB : c.fromA;
+    const fromIni = maxOf(c.aInitiates ? c.fromA : c.fromB);
+    const fromRes = maxOf(c.aInitiates ? c.fromB : c.fromA);
+    const firstLeaving = c.aInitiates ? c.firstOutA : c.firstOutB;
     const firstReply = c.aInitiates ? c.firstFromB : c.firstFromA;
     const replied = fromRes > 0;
     const side = (isA: boolean): "initiator" | "responder" =>
@@ -439,16 +447,18 @@ export class ConversationTracker {
     if (c.protocol === "tcp") {
       const dataIni = c.aInitiates ? c.dataA : c.dataB;
       const dataRes = c.aInitiates ? c.dataB : c.dataA;
+      const synCount = maxOf(c.syn);
+      const synAckCount = maxOf(c.synAck);
       const progress: TcpProgress =
         dataIni && dataRes
           ? "data-both-ways"
-          : (dataIni || dataRes) && (c.synAck > 0 || c.syn === 0)
+          : (dataIni || dataRes) && (synAckCount > 0 || synCount === 0)
             ? "data-one-way"
             : c.ackAfterSynAck
               ? "established"
-              : c.synAck > 0
+              : synAckCount > 0
                 ? "syn-ack"
-                : c.syn > 0
+                : synCount > 0
                   ? "syn-only"
                   : "mid-stream";
       const finFrom = [c.finA && side(true), c.finB && side(false)].filter(
@@ -459,9 +469,9 @@ export class ConversationTracker {
       );
       tcp = {
         progress,
-        synCount: c.syn,
-        synAckCount: c.synAck,
-        retransmissions: c.retrans,
+        synCount,
+        synAckCount,
+        retransmissions: maxOf(c.retrans),
         finFrom,
         rstFrom,
       };
@@ -482,10 +492,22 @@ export class ConversationTracker {
       seenOn: seen,
       ...(tcp === undefined ? {} : { tcp }),
       ...(firstReply === undefined ? {} : { firstReply }),
+      ...(firstLeaving === undefined ? {} : { firstLeaving }),
       ...(c.tunnel === undefined ? {} : { tunnel: c.tunnel }),
     };
     return { ...base, verdict: verdictOf(base) };
   }
+}
+
+function inc(m: Map<string, number>, k: string): void {
+  m.set(k, (m.get(k) ?? 0) + 1);
+}
+
+/** The count on the interface that saw most: one packet crossing two interfaces counts once. */
+function maxOf(m: Map<string, number>): number {
+  let best = 0;
+  for (const v of m.values()) if (v > best) best = v;
+  return best;
 }
 
 function seqLeq(a: number, b: number): boolean {
@@ -505,7 +527,8 @@ function verdictOf(c: Omit<Conversation, "verdict">): string {
       "data-both-ways": "data in both directions",
     };
     parts.push(text[t.progress]);
-    if (t.retransmissions > 0) parts.push(`${t.retransmissions} retransmissions`);
+    if (t.retransmissions > 0)
+      parts.push(`${t.retransmissions} retransmission${t.retransmissions === 1 ? "" : "s"}`);
     if (t.finFrom.length > 0) parts.push(`FIN from ${t.finFrom.join(" and ")}`);
     if (t.rstFrom.length > 0) parts.push(`RST from ${t.rstFrom.join(" and ")}`);
   } else {

@@ -1,7 +1,12 @@
 import assert from "node:assert/strict";
+import { readFileSync } from "node:fs";
+import { dirname, join } from "node:path";
 import { describe, it } from "node:test";
-import { conversations } from "../capture/conversations.ts";
+import { fileURLToPath } from "node:url";
+import { parseCaptureMeta } from "../capture/capture-meta.ts";
+import { conversations, formatTime } from "../capture/conversations.ts";
 import { type Packet, TCP } from "../capture/packet.ts";
+import { readCapture } from "../capture/read-capture.ts";
 import { parseTcpdumpLines } from "../capture/tcpdump-text.ts";
 import { parseCidr, parseIp } from "../net/cidr.ts";
 import { wireFindings } from "./wire.ts";
@@ -148,5 +153,74 @@ describe("wireFindings", () => {
       wireFindings({ ...base, captures: [{ file: "c.pcap", conversations: c }] }),
       [],
     );
+  });
+});
+
+describe("wireFindings on the example snapshot's real captures", () => {
+  const root = join(
+    dirname(fileURLToPath(import.meta.url)),
+    "..",
+    "..",
+    "examples",
+    "snat-exception-list",
+  );
+  const names = ["node-gke-lab-default-0", "remote-onprem-dc1"];
+
+  it("closes the case from both observations and cites the leaving packet's number and time", async () => {
+    const captures = [];
+    for (const name of names) {
+      const file = `captures/${name}.pcap`;
+      const meta = parseCaptureMeta(
+        readFileSync(join(root, `captures/${name}.yaml`), "utf8"),
+        `captures/${name}.yaml`,
+      ).value;
+      const conv = await conversations(readCapture(join(root, file), { file }), { file });
+      captures.push({
+        file,
+        meta: {
+          ...(meta.pointText === undefined ? {} : { point: meta.pointText }),
+          ...(meta.phase === undefined ? {} : { phase: meta.phase }),
+        },
+        conversations: conv.conversations,
+      });
+    }
+    const findings = wireFindings({
+      captures,
+      podCidrs: [parseCidr("10.4.0.0/24")],
+      nodeAddresses: [parseIp("10.128.0.2")],
+      dest: { ip: parseIp(DEST) },
+    });
+    const podSource = findings.filter((f) => f.id === "masq/wire-pod-source");
+    assert.deepEqual(
+      podSource.map((f) => [f.evidence[0]!.file, f.severity, f.subject]),
+      [
+        ["captures/node-gke-lab-default-0.pcap", "error", `flow/10.4.0.5->${DEST}`],
+        ["captures/remote-onprem-dc1.pcap", "error", `flow/10.4.0.5->${DEST}`],
+      ],
+    );
+    // Independently: the first packet from the pod address that the node capture shows leaving.
+    let leaving: Packet | undefined;
+    for await (const p of readCapture(join(root, "captures/node-gke-lab-default-0.pcap"))) {
+      if (p.ip?.src === parseIp("10.4.0.5").value && p.direction === "out") {
+        leaving = p;
+        break;
+      }
+    }
+    assert.ok(leaving);
+    assert.equal(podSource[0]!.evidence[0]!.line, leaving.index);
+    assert.match(
+      podSource[0]!.evidence[0]!.text!,
+      new RegExp(`packet ${leaving.index} at ${formatTime(leaving.timeNs).replace(/\./g, "\\.")}`),
+    );
+    for (const f of podSource) {
+      assert.match(
+        f.explanation,
+        /node-gke-lab-default-0\.pcap \(node\/gke-lab-default-0, before\)/,
+      );
+      assert.match(f.explanation, /remote-onprem-dc1\.pcap \(remote\/onprem-dc1, before\)/);
+    }
+    // The node's own ping is answered: the healthy sign, info only.
+    assert.ok(findings.some((f) => f.id === "masq/wire-node-source" && f.severity === "info"));
+    assert.ok(!findings.some((f) => f.id === "masq/reply-missing"));
   });
 });

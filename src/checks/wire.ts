@@ -79,6 +79,10 @@ function leavingOf(c: WireCapture, convs: readonly Conversation[]): Observation[
   return "arriving-only";
 }
 
+function earliest(refs: readonly PacketRef[]): PacketRef | undefined {
+  return [...refs].sort((a, b) => a.index - b.index)[0];
+}
+
 function observe(input: WireInput): Observation[] {
   const out: Observation[] = [];
   for (const cap of input.captures) {
@@ -105,7 +109,8 @@ function observe(input: WireInput): Observation[] {
         cls: classify(c0.initiator.ip, input)!,
         conversations: convs,
         replied,
-        first: convs.map((c) => c.first).sort((a, b) => a.index - b.index)[0]!,
+        // The packet that left (outgoing on the node) is the evidence, not its copy on the veth.
+        first: earliest(convs.map((c) => c.firstLeaving ?? c.first))!,
         ...(firstReply === undefined ? {} : { firstReply }),
         leaving: leavingOf(cap, convs),
       });
