@@ -40,6 +40,74 @@ export const NODE_COMMANDS: readonly ReadCommand[] = [
   { artifact: "conntrack", argv: ["conntrack", "-L"] },
 ];
 
+const MARK = "\x1epodpath";
+
+/**
+ * All node commands in one exec: on a real cluster every exec is a round trip through the API
+ * server to the kubelet, so one per node instead of six is what makes fleets fast. Each command's
+ * stdout, stderr and exit code are framed by marker lines that start with an ASCII record
+ * separator (0x1e), which none of these tools prints. The script is fixed text; only the
+ * commands of NODE_COMMANDS run.
+ */
+export const NODE_SCRIPT = [
+  `e=$(mktemp 2>/dev/null || echo /tmp/podpath-collect.err)`,
+  `for c in ${NODE_COMMANDS.map((c) => `'${c.argv.join(" ")}'`).join(" ")}; do`,
+  String.raw`  printf '\036podpath-begin %s\n' "$c"`,
+  `  $c 2>"$e"; rc=$?`,
+  String.raw`  printf '\n\036podpath-stderr\n'`,
+  `  cat "$e"`,
+  String.raw`  printf '\n\036podpath-end %s\n' "$rc"`,
+  "done",
+  `rm -f "$e"`,
+].join("\n");
+
+export const NODE_SCRIPT_ARGV = ["sh", "-c", NODE_SCRIPT] as const;
+
+export interface ScriptSection {
+  readonly command: string;
+  readonly stdout: Buffer;
+  readonly stderr: string;
+  /** Undefined when the section was cut off (timeout). */
+  readonly code: number | undefined;
+}
+
+/** Splits the node script's output into its commands' sections; a cut-off last section is kept. */
+export function parseScriptOutput(out: Buffer): ScriptSection[] {
+  const sections: ScriptSection[] = [];
+  const begin = Buffer.from(`${MARK}-begin `);
+  const errMark = Buffer.from(`\n${MARK}-stderr\n`);
+  const endMark = Buffer.from(`\n${MARK}-end `);
+  let at = out.indexOf(begin);
+  while (at >= 0) {
+    const nl = out.indexOf(10, at + begin.length);
+    if (nl < 0) break;
+    const command = out.subarray(at + begin.length, nl).toString("utf8");
+    const bodyStart = nl + 1;
+    const errAt = out.indexOf(errMark, bodyStart);
+    if (errAt < 0) {
+      sections.push({ command, stdout: out.subarray(bodyStart), stderr: "", code: undefined });
+      break;
+    }
+    const endAt = out.indexOf(endMark, errAt + errMark.length);
+    const stdout = out.subarray(bodyStart, errAt);
+    if (endAt < 0) {
+      const stderr = out.subarray(errAt + errMark.length).toString("utf8");
+      sections.push({ command, stdout, stderr, code: undefined });
+      break;
+    }
+    const stderr = out.subarray(errAt + errMark.length, endAt).toString("utf8");
+    const codeEnd = out.indexOf(10, endAt + endMark.length);
+    const codeText = out
+      .subarray(endAt + endMark.length, codeEnd < 0 ? undefined : codeEnd)
+      .toString("utf8");
+    const code = /^\d+$/.test(codeText) ? Number(codeText) : undefined;
+    sections.push({ command, stdout, stderr, code });
+    if (codeEnd < 0) break;
+    at = out.indexOf(begin, codeEnd + 1);
+  }
+  return sections;
+}
+
 /** A bounded capture on the node: `timeout` ends it; tcpdump writes pcap to stdout. */
 export function captureCommand(host: string, seconds: number): readonly string[] {
   return ["timeout", String(seconds), "tcpdump", "-i", "any", "-nn", "-U", "-w", "-", "host", host];
@@ -54,6 +122,7 @@ export function sysctlFromProc(content: string): string {
 export function isReadCommand(argv: readonly string[]): boolean {
   const same = (a: readonly string[]) =>
     a.length === argv.length && a.every((x, i) => x === argv[i]);
+  if (same(NODE_SCRIPT_ARGV)) return true;
   for (const c of [...POD_COMMANDS, ...NODE_COMMANDS]) {
     if (same(c.argv) || (c.fallback && same(c.fallback))) return true;
   }

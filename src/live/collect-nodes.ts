@@ -11,8 +11,13 @@ import {
   collectorDaemonSet,
   collectorPod,
 } from "./collect-collector.ts";
-import { captureCommand, NODE_COMMANDS } from "./collect-commands.ts";
-import { runReadCommands } from "./collect-exec.ts";
+import {
+  captureCommand,
+  NODE_COMMANDS,
+  NODE_SCRIPT_ARGV,
+  parseScriptOutput,
+} from "./collect-commands.ts";
+import { type CommandFailure, type ExecTarget, runReadCommands } from "./collect-exec.ts";
 import type { RunContext } from "./collect-objects.ts";
 import { listAll } from "./collect-objects.ts";
 import { createLimiter } from "./collect-pool.ts";
@@ -91,6 +96,63 @@ const isFatal = (e: unknown) =>
   e instanceof ClusterError &&
   (e.reason === "Forbidden" || e.reason === "Unauthorized" || e.reason === "Unreachable");
 
+/**
+ * Runs the node commands in one exec (NODE_SCRIPT) and writes each section; falls back to one
+ * exec per command when the image has no shell. A section cut off by the timeout is reported.
+ */
+async function readNodeState(
+  run: NodeRun,
+  target: ExecTarget,
+  dir: string,
+  write: (rel: string, data: string | Uint8Array) => Promise<void>,
+  timeoutMs: number,
+): Promise<CommandFailure[]> {
+  const signal = run.signal;
+  const r = await run.source.exec(target.namespace, target.pod, NODE_SCRIPT_ARGV, {
+    timeoutMs,
+    ...(target.container === undefined ? {} : { container: target.container }),
+    ...(signal === undefined ? {} : { signal }),
+  });
+  const sections = parseScriptOutput(r.stdout);
+  if (sections.length === 0 && !r.timedOut) {
+    return await runReadCommands(run.source, target, NODE_COMMANDS, dir, write, {
+      timeoutMs,
+      signal,
+    });
+  }
+  const failures: CommandFailure[] = [];
+  for (const c of NODE_COMMANDS) {
+    const name = c.argv.join(" ");
+    const sec = sections.find((x) => x.command === name);
+    if (!sec) {
+      failures.push({
+        command: name,
+        why: r.timedOut ? `not reached within ${timeoutMs} ms` : "did not run",
+      });
+      continue;
+    }
+    // sysctl exits non-zero when one of several keys is unknown, yet prints the others
+    if (
+      sec.code === 0 ||
+      (c.artifact === "sysctl" && sec.code !== undefined && sec.stdout.length > 0)
+    ) {
+      await write(`${dir}/${c.artifact}.txt`, sec.stdout);
+      continue;
+    }
+    const err = sec.stderr.trim().split("\n")[0]?.slice(0, 300) ?? "";
+    failures.push({
+      command: name,
+      why:
+        sec.code === undefined
+          ? `cut off after ${timeoutMs} ms`
+          : sec.code === 127
+            ? `${c.argv[0]} is not in the image`
+            : `exited ${sec.code}${err ? `: ${err}` : ""}`,
+    });
+  }
+  return failures;
+}
+
 /** Reads one node through its running collector pod. Returns whether anything was written. */
 async function readNode(run: NodeRun, node: string, pod: string): Promise<boolean> {
   const o = run.options;
@@ -101,17 +163,7 @@ async function readNode(run: NodeRun, node: string, pod: string): Promise<boolea
     await run.write(rel, data);
   };
   const target = { namespace: run.spec.namespace, pod, container: "collector" };
-  const failures = await runReadCommands(
-    run.source,
-    target,
-    NODE_COMMANDS,
-    `nodes/${node}`,
-    write,
-    {
-      timeoutMs,
-      signal: run.signal,
-    },
-  );
+  const failures = await readNodeState(run, target, `nodes/${node}`, write, timeoutMs);
   for (const f of failures) run.fail(`node/${node}`, f.command, f.why);
   if (o.capture) {
     const argv = captureCommand(o.capture.host, o.capture.seconds);

@@ -518,3 +518,53 @@ describe("kubectl conventions", () => {
     }
   });
 });
+
+describe("fleet", () => {
+  it("collects 2,000 nodes through one DaemonSet with bounded concurrency, and removes it", async () => {
+    const { fleetCluster, fleetExec, fleetNodeName } = await import("../../test/k8s-api/fleet.ts");
+    let active = 0;
+    let peak = 0;
+    const s = await setup(
+      {
+        exec: (pod, argv) => {
+          active++;
+          peak = Math.max(peak, active);
+          setTimeout(() => active--, 0);
+          return fleetExec(pod, argv);
+        },
+        podStartMs: 20,
+      },
+      fleetCluster(2000),
+    );
+    try {
+      const source = await openCluster({ kubeconfig: s.kubeconfig, env: {} });
+      const w = memoryWriter();
+      let last = { done: 0, total: 0 };
+      const rep = await collectSnapshot(source, w, {
+        nodeState: true,
+        concurrency: 40,
+        pollMs: 20,
+        onProgress: (p) => {
+          if (p.kind === "nodes") last = p;
+        },
+      });
+      assert.deepEqual(rep.failures, []);
+      assert.deepEqual(rep.nodes, { total: 2000, done: 2000, failed: 0 });
+      assert.deepEqual(last, { kind: "nodes", done: 2000, failed: 0, total: 2000 });
+      const creates = s.api.requests.filter(
+        (q) => q.verb === "create" && q.resource !== "pods/exec",
+      );
+      assert.deepEqual(
+        creates.map((q) => q.resource),
+        ["daemonsets"],
+      );
+      assert.deepEqual(collectors(s.api), []);
+      assert.ok(peak <= 40, `peak concurrency ${peak}`);
+      for (const i of [0, 999, 1999])
+        assert.ok(w.files.has(`nodes/${fleetNodeName(i)}/iptables-save.txt`));
+      assert.equal([...w.files.keys()].filter((f) => f.endsWith("/conntrack.txt")).length, 2000);
+    } finally {
+      await s.api.close();
+    }
+  });
+});

@@ -329,8 +329,38 @@ export function tinyPcap(): Buffer {
   return Buffer.concat([gh, ph, frame]);
 }
 
+/**
+ * `sh -c SCRIPT` where SCRIPT loops over quoted commands (`for c in 'a b' 'c'; do`), framing each
+ * command's output as the real shell does with the script's printf lines (see
+ * collect-commands.ts NODE_SCRIPT, whose real-shell output is checked in its own test).
+ */
+export function emulateScript(
+  argv: readonly string[],
+  one: (argv: readonly string[]) => ExecAnswer,
+): ExecAnswer | undefined {
+  if (argv.length !== 3 || argv[0] !== "sh" || argv[1] !== "-c") return undefined;
+  const m = /^for c in (.*); do$/m.exec(argv[2] ?? "");
+  if (!m) return undefined;
+  const commands = [...m[1]!.matchAll(/'([^']*)'/g)].map((x) => x[1]!);
+  const parts: Buffer[] = [];
+  for (const c of commands) {
+    const a = one(c.split(" "));
+    const stderr = a.notFound ? `sh: 1: ${c.split(" ")[0]}: not found\n` : (a.stderr ?? "");
+    parts.push(
+      Buffer.from(`\x1epodpath-begin ${c}\n`),
+      Buffer.from(a.notFound ? "" : (a.stdout ?? "")),
+      Buffer.from(
+        `\n\x1epodpath-stderr\n${stderr}\n\x1epodpath-end ${a.notFound ? 127 : (a.code ?? 0)}\n`,
+      ),
+    );
+  }
+  return { stdout: Buffer.concat(parts) };
+}
+
 /** What the fixed read commands print in this cluster's pods and collector pods. */
 export function smallClusterExec(pod: Obj, argv: readonly string[]): ExecAnswer {
+  const framed = emulateScript(argv, (a) => smallClusterExec(pod, a));
+  if (framed) return framed;
   const cmd = argv.join(" ");
   const nodeName = String((pod["spec"] as { nodeName?: string }).nodeName ?? "");
   const isCollector = pod.metadata.labels?.["app.kubernetes.io/managed-by"] === "podpath";
