@@ -80,12 +80,12 @@ describe("readSysctl", () => {
       "net.ipv4.ip_forward = 1\nthis is not sysctl\nsysctl: permission denied on key 'fs.protected_hardlinks'\n= 3\nnet.ipv4.ip_forward = 0\n";
     const { value, diagnostics } = readSysctl(text, "g.txt");
     assert.deepEqual(
-      diagnostics.map((d) => [d.code, d.source?.line]),
+      diagnostics.map((d) => [d.code, d.severity, d.source?.line]),
       [
-        ["SYSCTL_SYNTAX", 2],
-        ["SYSCTL_TOOL_ERROR", 3],
-        ["SYSCTL_SYNTAX", 4],
-        ["SYSCTL_DUPLICATE", 5],
+        ["SYSCTL_SYNTAX", "warning", 2],
+        ["SYSCTL_TOOL_ERROR", "info", 3],
+        ["SYSCTL_SYNTAX", "warning", 4],
+        ["SYSCTL_DUPLICATE", "warning", 5],
       ],
     );
     assert.match(diagnostics[0]!.message, /expected "key = value"/);

@@ -27,7 +27,7 @@ const KEY = /^[A-Za-z0-9_][^\s=]*$/;
 
 /**
  * Reads sysctl output. `key = value` and `key=value` lines (the `sysctl` and sysctl.conf forms),
- * comments (`#`, `;`) and blank lines are understood; `sysctl: ...` error lines become warnings;
+ * comments (`#`, `;`) and blank lines are understood; `sysctl: ...` error lines become notes (info);
  * bare values take their keys from `options.keys` (or from a `/proc/sys/` file name).
  *
  * @example
@@ -72,10 +72,11 @@ export function readSysctl(
     const keyBefore = lastKey;
     lastKey = "";
     if (t.startsWith("sysctl: ")) {
-      // e.g. "sysctl: permission denied on key 'fs.protected_hardlinks'" (stderr mixed in)
+      // e.g. "sysctl: permission denied on key 'fs.protected_hardlinks'" (stderr mixed in): a key
+      // the tool could not read, not a problem with the file.
       diagnostics.push({
         code: "SYSCTL_TOOL_ERROR",
-        severity: "warning",
+        severity: "info",
         message: `sysctl reported: ${t.slice(8, 200)}`,
         source,
       });

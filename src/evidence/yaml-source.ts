@@ -1,7 +1,8 @@
 /**
  * @module evidence/yaml-source — YAML (and JSON, which YAML reads) with positions: parses every
  * document with the `yaml` package, turns its errors into diagnostics, and maps a path inside a
- * document (or a line inside a string field) back to a file line.
+ * document (or a line inside a string field) back to a file line. Lines are counted here rather
+ * than with the package's LineCounter so that text refused before parsing can still be cited.
  */
 import {
   type Document,
