@@ -1,5 +1,6 @@
 import assert from "node:assert/strict";
 import { describe, it } from "node:test";
+import fc from "fast-check";
 import { agentView } from "./agent-view.ts";
 import { readAgentConfigInput } from "./config-source.ts";
 
@@ -123,5 +124,58 @@ spec:
       flagArgs: ["--nomasq-all-reserved-ranges=false"],
     });
     assert.equal(override.outcome?.config.nonMasqueradeCIDRs?.length, 3);
+  });
+});
+
+describe("agentView on arbitrary input (fuzz)", () => {
+  const pieces = [
+    "apiVersion: v1",
+    "kind: ConfigMap",
+    "kind: List",
+    "items:",
+    "- ",
+    "metadata: {name: ip-masq-agent}",
+    "data:",
+    "  config: |",
+    "  config: ",
+    "    nonMasqueradeCIDRs: [10.0.0.0/8]",
+    "    - 10.0.0.1/8",
+    "binaryData:",
+    '  config: "!!!"',
+    "{",
+    "}",
+    '"',
+    "\t",
+    "---",
+    "&a *a",
+  ];
+  it("never throws, and always answers with a config or an error", () => {
+    fc.assert(
+      fc.property(
+        fc.array(fc.constantFrom(...pieces), { maxLength: 14 }),
+        fc.string({ maxLength: 20 }),
+        (parts, noise) => {
+          const text = parts.join("\n") + noise;
+          const view = agentView({
+            config: { text, file: "f.yaml" },
+            daemonSet: { text, file: "f.yaml" },
+          });
+          if (view.flags.fatal === undefined) assert.ok(view.outcome);
+          for (const d of view.diagnostics) assert.ok(d.message.length > 0);
+        },
+      ),
+      { numRuns: 1500 },
+    );
+  });
+
+  it("reads a 20000-entry ConfigMap, citing the last entry's line", () => {
+    const entries = Array.from(
+      { length: 20000 },
+      (_, i) => `      - 10.${(i >> 8) & 255}.${i & 255}.0/24`,
+    );
+    const text = `apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: ip-masq-agent\ndata:\n  config: |\n    cidrLimit: 100000\n    nonMasqueradeCIDRs:\n${entries.join("\n")}\n`;
+    const view = agentView({ config: { text, file: "big.yaml" } });
+    assert.equal(view.outcome?.error, undefined);
+    assert.equal(view.outcome?.config.nonMasqueradeCIDRs?.at(-1)?.source?.line, 20008);
   });
 });

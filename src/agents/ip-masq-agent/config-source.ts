@@ -7,7 +7,7 @@
  */
 import { type KubeObject, readKubeObjects } from "../../evidence/kube-objects.ts";
 import type { Diagnostic, Parsed, SourceRef } from "../../model/types.ts";
-import { type ConfigFile, fileLocator, type Locate } from "./config.ts";
+import { type ConfigFile, fileLocator, type Locate, lineIndex } from "./config.ts";
 
 /** The ConfigMap data key the agent's DaemonSet projects to the config file. */
 export const CONFIG_MAP_KEY = "config";
@@ -80,7 +80,7 @@ export function readAgentConfigInput(text: string, file: string): Parsed<AgentCo
         file: {
           present: true,
           content: value,
-          locate: stringLocator(cm, value, ["data", CONFIG_MAP_KEY]),
+          locate: stringLocator(cm, value, ["data", CONFIG_MAP_KEY], text),
         },
         origin: "configmap",
         configMap,
@@ -116,13 +116,51 @@ function record(v: unknown): Record<string, unknown> {
     : {};
 }
 
-/** Maps a byte offset inside the ConfigMap's string to the file line where it is written. */
-function stringLocator(cm: KubeObject, value: string, path: readonly string[]): Locate {
-  const bytes = Buffer.from(value, "utf8");
+/** Distinct lines looked up through the YAML positions before falling back to the key's line. */
+const MAX_LOOKUPS = 256;
+
+/**
+ * Maps a byte offset inside the ConfigMap's string to the file line where it is written. A
+ * literal block (`config: |`) maps line for line, which is checked at its first and last line
+ * and then computed; other styles are looked up (a bounded number of times).
+ */
+function stringLocator(
+  cm: KubeObject,
+  value: string,
+  path: readonly string[],
+  fileText: string,
+): Locate {
+  const { lineOf, starts } = lineIndex(Buffer.from(value, "utf8"));
   const fallback = cm.locate(path) ?? cm.source;
+  const first = cm.locateInString(path, 1);
+  const lastLine = starts.length;
+  const last = cm.locateInString(path, lastLine);
+  const fileLines = fileText.split("\n");
+  const linear =
+    first !== undefined &&
+    last !== undefined &&
+    last.line - first.line === lastLine - 1 &&
+    first.line - 1 + lastLine <= fileLines.length;
+  const memo = new Map<number, SourceRef>();
   return (offset) => {
-    let line = 1;
-    for (let i = 0; i < Math.min(offset, bytes.length); i++) if (bytes[i] === 0x0a) line++;
-    return cm.locateInString(path, line) ?? fallback;
+    const line = lineOf(offset) + 1;
+    const known = memo.get(line);
+    if (known) return known;
+    let ref: SourceRef;
+    if (linear) {
+      const fileLine = first.line + line - 1;
+      const text = (fileLines[fileLine - 1] ?? "").replace(/\r$/, "");
+      const col = text.length - text.trimStart().length + 1;
+      ref =
+        text.length > 500
+          ? { file: first.file, line: fileLine }
+          : { file: first.file, line: fileLine, col, text: text.trimEnd() };
+    } else if (memo.size < MAX_LOOKUPS) {
+      ref = cm.locateInString(path, line) ?? fallback;
+    } else {
+      ref = fallback;
+    }
+    memo.set(line, ref);
+    return ref;
   };
 }

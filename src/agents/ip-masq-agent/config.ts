@@ -86,24 +86,41 @@ export interface ConfigError {
 /** Maps a byte offset in the config content to a SourceRef in the file the user gave. */
 export type Locate = (byteOffset: number) => SourceRef;
 
+/** Lines longer than this are cited without their text (a one-line JSON file, minified). */
+const MAX_CITED_LINE_BYTES = 500;
+
+/** Start offsets of the lines of `bytes` (0-based), and the 0-based line holding `offset`. */
+export function lineIndex(bytes: Uint8Array): { starts: number[]; lineOf(offset: number): number } {
+  const starts = [0];
+  for (let i = 0; i < bytes.length; i++) if (bytes[i] === 0x0a) starts.push(i + 1);
+  return {
+    starts,
+    lineOf(offset) {
+      let lo = 0;
+      let hi = starts.length - 1;
+      while (lo < hi) {
+        const mid = (lo + hi + 1) >> 1;
+        if (starts[mid]! <= offset) lo = mid;
+        else hi = mid - 1;
+      }
+      return lo;
+    },
+  };
+}
+
 /** A SourceRef locator for a plain file: 1-based line and column, and the line's text. */
 export function fileLocator(file: string, content: string | Uint8Array): Locate {
   const bytes = typeof content === "string" ? Buffer.from(content, "utf8") : Buffer.from(content);
-  const starts = [0];
-  for (let i = 0; i < bytes.length; i++) if (bytes[i] === 0x0a) starts.push(i + 1);
+  const { starts, lineOf } = lineIndex(bytes);
   return (offset) => {
-    let lo = 0;
-    let hi = starts.length - 1;
-    while (lo < hi) {
-      const mid = (lo + hi + 1) >> 1;
-      if (starts[mid]! <= offset) lo = mid;
-      else hi = mid - 1;
-    }
-    const start = starts[lo]!;
-    const end = lo + 1 < starts.length ? starts[lo + 1]! - 1 : bytes.length;
+    const line = lineOf(offset);
+    const start = starts[line]!;
+    const end = line + 1 < starts.length ? starts[line + 1]! - 1 : bytes.length;
+    const at = Math.min(Math.max(start, offset), end);
+    if (end - start > MAX_CITED_LINE_BYTES) return { file, line: line + 1, col: at - start + 1 };
     const text = bytes.subarray(start, end).toString("utf8").replace(/\r$/, "");
-    const col = bytes.subarray(start, Math.max(start, offset)).toString("utf8").length + 1;
-    return { file, line: lo + 1, col, text };
+    const col = bytes.subarray(start, at).toString("utf8").length + 1;
+    return { file, line: line + 1, col, text };
   };
 }
 
