@@ -188,6 +188,15 @@ program
       .default("generic"),
   )
   .addOption(output(["text", "json"], "text"))
+  .addHelpText(
+    "after",
+    "\nExamples:\n" +
+      "  podpath admission check vpn.yaml                      # level from a Namespace in the file, else restricted\n" +
+      "  podpath admission check vpn.yaml --level baseline --policy-version v1.29\n" +
+      "  podpath admission check vpn.yaml --kubelet-config nodes/n1/kubelet-config.yaml -o json\n" +
+      "  podpath admission check vpn.yaml --platform gke-autopilot\n" +
+      "Exit: 0 admitted, 1 denied, 2 unreadable input.",
+  )
   .action(action(() => import("./commands/admission-check.ts")));
 
 program

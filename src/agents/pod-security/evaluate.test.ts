@@ -214,6 +214,17 @@ describe("checkPodSecurity messages", () => {
     );
   });
 
+  it("checks a bare PodSpec as an unnamed pod", () => {
+    const r = checkPodSecurity(
+      { hostNetwork: true, containers: [{ name: "c" }] },
+      { level: "baseline" },
+    );
+    assert.equal(
+      r?.message,
+      'pods is forbidden: violates PodSecurity "baseline:latest": host namespaces (hostNetwork=true)',
+    );
+  });
+
   it("never throws on arbitrary JSON shaped like a pod", () => {
     fc.assert(
       fc.property(fc.jsonValue(), fc.jsonValue(), (spec, sc) => {

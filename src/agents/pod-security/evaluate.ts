@@ -86,9 +86,9 @@ function nameOf(object: JsonObject): string {
 }
 
 /**
- * Checks a Pod or pod controller (Deployment, DaemonSet, StatefulSet, ReplicaSet, Job, CronJob,
- * ReplicationController, PodTemplate) against one level and version. Undefined when the object
- * carries no pod spec.
+ * Checks a Pod, a pod controller (Deployment, DaemonSet, StatefulSet, ReplicaSet, Job, CronJob,
+ * ReplicationController, PodTemplate) or a bare PodSpec against one level and version. Undefined
+ * when the object carries no pod spec.
  *
  * @example
  * checkPodSecurity(pod, { level: "baseline" }).message
@@ -98,6 +98,10 @@ export function checkPodSecurity(
   object: JsonObject,
   opts: { readonly level: Level; readonly version?: PolicyVersion },
 ): PodSecurityResult | undefined {
+  // a bare PodSpec is checked as an unnamed Pod
+  if (object["kind"] === undefined && Array.isArray(object["containers"])) {
+    return checkPodSecurity({ kind: "Pod", metadata: {}, spec: object }, opts);
+  }
   const pod = podViewOf(object);
   if (!pod) return undefined;
   const lv: LevelVersion = { level: opts.level, version: opts.version ?? LATEST };

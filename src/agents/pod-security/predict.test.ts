@@ -265,3 +265,22 @@ describe("predictAdmission and the cluster version", () => {
     );
   });
 });
+
+describe("predictAdmission on arbitrary input", () => {
+  it("never throws, whatever the spec holds", () => {
+    fc.assert(
+      fc.property(fc.jsonValue(), fc.jsonValue(), fc.boolean(), (sc, containers, hostNetwork) => {
+        const spec = {
+          hostNetwork,
+          securityContext: sc,
+          containers: Array.isArray(containers) ? containers : [containers],
+        };
+        predictAdmission({ kind: "Pod", metadata: { name: "x" }, spec } as JsonObject, {
+          namespaceLabels: { "pod-security.kubernetes.io/enforce": "restricted" },
+          platform: "gke-autopilot",
+          version: "v1.30",
+        });
+      }),
+    );
+  });
+});
