@@ -60,6 +60,8 @@ export interface NatSandbox {
 
 const GATEWAY = "169.254.77.1";
 
+type Role = "src" | "local" | "dst";
+
 async function must(ns: Namespace, argv: readonly string[], input?: string): Promise<string> {
   const r = await ns.exec(argv, input === undefined ? {} : { input });
   if (r.code !== 0) {
@@ -115,21 +117,26 @@ export async function createNatSandbox(opts: NatSandboxOptions = {}): Promise<Na
     const far = await lab.addNamespace("far");
     await lab.link(client, "eth0", node, inIface);
     await lab.link(node, outIface, far, "eth0");
-    await batch(client, ["link set eth0 up"]);
+    await batch(client, ["link set eth0 up", `route add default via ${GATEWAY} dev eth0 onlink`]);
     await batch(node, [
       `addr add ${GATEWAY}/32 dev ${inIface}`,
       `link set ${inIface} up`,
       `addr add ${nodeIp}/32 dev ${outIface}`,
       `link set ${outIface} up`,
     ]);
-    await batch(far, ["link set eth0 up", `route add ${nodeIp}/32 dev eth0`]);
+    await batch(far, [
+      "link set eth0 up",
+      `route add ${nodeIp}/32 dev eth0`,
+      `route add default via ${nodeIp} dev eth0 onlink`,
+    ]);
     // no answers: an RST or ICMP error would end an unconfirmed conntrack entry before it is read
     await must(far, ["iptables", "-w", "-A", "INPUT", "-j", "DROP"]);
     await must(node, ["sysctl", "-q", "-w", "net.ipv4.ip_forward=1"]);
     // conntrack runs in a namespace only while some rule needs it; a nat table with no
     // MASQUERADE/SNAT target does not, so a filter-table conntrack match keeps it on
     await must(node, ["iptables", "-w", "-A", "FORWARD", "-m", "conntrack", "--ctstate", "NEW"]);
-    return sandbox(lab, client, node, far, { inIface, outIface, nodeIp });
+    const senders = { client: startSender(client), node: startSender(node) };
+    return sandbox(lab, client, node, far, senders, { inIface, outIface, nodeIp });
   } catch (e) {
     await lab.destroy();
     throw e;
@@ -141,8 +148,67 @@ function sandbox(
   client: Namespace,
   node: Namespace,
   far: Namespace,
+  senders: { client: Sender; node: Sender },
   cfg: { inIface: string; outIface: string; nodeIp: string },
 ): NatSandbox {
+  /**
+   * Where each address lives: a forwarded source in `client`, a second local address of `node`,
+   * or a destination in `far`. Addresses stay in place between calls (setting them up is most of
+   * a call's cost); one whose role changes is moved.
+   */
+  const placed = new Map<string, Role>();
+  const undo: { readonly [R in Role]: (a: string) => [Namespace, string][] } = {
+    src: (a) => [
+      [client, `addr del ${a}/32 dev eth0`],
+      [node, `route del ${a}/32 dev ${cfg.inIface}`],
+    ],
+    local: (a) => [[node, `addr del ${a}/32 dev ${cfg.outIface}`]],
+    dst: (a) => [
+      [far, `addr del ${a}/32 dev eth0`],
+      [node, `route del ${a}/32 dev ${cfg.outIface}`],
+    ],
+  };
+  const todo: { readonly [R in Role]: (a: string) => [Namespace, string][] } = {
+    src: (a) => [
+      [client, `addr add ${a}/32 dev eth0`],
+      [node, `route replace ${a}/32 dev ${cfg.inIface}`],
+    ],
+    local: (a) => [[node, `addr add ${a}/32 dev ${cfg.outIface}`]],
+    dst: (a) => [
+      [far, `addr add ${a}/32 dev eth0`],
+      [node, `route replace ${a}/32 dev ${cfg.outIface}`],
+    ],
+  };
+  const place = async (flows: readonly SandboxFlow[]) => {
+    const want = new Map<string, Role>();
+    const claim = (a: string, role: Role) => {
+      const had = want.get(a);
+      if (had !== undefined && had !== role) {
+        throw new Error(`address ${a} is both a ${had} and a ${role} in one batch of flows`);
+      }
+      want.set(a, role);
+    };
+    for (const f of flows) {
+      if (f.local) {
+        if (f.src !== cfg.nodeIp) claim(f.src, "local");
+      } else claim(f.src, "src");
+      claim(f.dst, "dst");
+    }
+    const steps: [Namespace, string][] = [];
+    for (const [a, role] of want) {
+      const was = placed.get(a);
+      if (was === role) continue;
+      if (was !== undefined) steps.push(...undo[was](a));
+      steps.push(...todo[role](a));
+      placed.set(a, role);
+    }
+    for (const ns of [client, node, far]) {
+      await batch(
+        ns,
+        steps.filter(([n]) => n === ns).map(([, line]) => line),
+      );
+    }
+  };
   return {
     lab,
     node,
@@ -152,24 +218,7 @@ function sandbox(
       return r.code === 0 ? undefined : r.stderr.trim() || `iptables-restore exited ${r.code}`;
     },
     async observe(flows) {
-      const srcs = [...new Set(flows.filter((f) => !f.local).map((f) => f.src))];
-      const locals = [...new Set(flows.filter((f) => f.local).map((f) => f.src))].filter(
-        (a) => a !== cfg.nodeIp,
-      );
-      const dsts = [...new Set(flows.map((f) => f.dst))];
-      await batch(client, [
-        ...srcs.map((s) => `addr add ${s}/32 dev eth0`),
-        `route replace default via ${GATEWAY} dev eth0 onlink`,
-      ]);
-      await batch(node, [
-        ...srcs.map((s) => `route replace ${s}/32 dev ${cfg.inIface}`),
-        ...locals.map((s) => `addr add ${s}/32 dev ${cfg.outIface}`),
-        ...dsts.map((d) => `route replace ${d}/32 dev ${cfg.outIface}`),
-      ]);
-      await batch(far, [
-        ...dsts.map((d) => `addr add ${d}/32 dev eth0`),
-        `route replace default via ${cfg.nodeIp} dev eth0 onlink`,
-      ]);
+      await place(flows);
       await node.exec(["conntrack", "-F"]);
       const sendErrors: string[] = [];
       for (const [ns, local] of [
@@ -179,14 +228,14 @@ function sandbox(
         const mine = flows.filter((f) => (f.local ?? false) === local);
         const sockets = mine.filter((f) => f.proto !== "icmp");
         if (sockets.length > 0) {
-          const r = await ns.exec([process.execPath, "-e", SENDER], {
-            input: JSON.stringify(sockets),
-            timeoutMs: 10_000,
-          });
-          if (r.code !== 0) sendErrors.push(`sender exited ${r.code}: ${r.stderr.trim()}`);
+          const err = await senders[local ? "node" : "client"].send(sockets);
+          if (err !== undefined) sendErrors.push(err);
         }
         for (const f of mine.filter((x) => x.proto === "icmp")) {
-          await ns.exec(["ping", "-c", "1", "-W", "0.1", "-I", f.src, f.dst], { timeoutMs: 5_000 });
+          // the far side drops everything: no need to wait for a reply
+          await ns.exec(["ping", "-c", "1", "-W", "0.01", "-I", f.src, f.dst], {
+            timeoutMs: 5_000,
+          });
         }
       }
       const listing = await node.exec(["conntrack", "-L"]);
@@ -214,19 +263,6 @@ function sandbox(
           entry: hit.l,
         };
       });
-      await batch(
-        client,
-        srcs.map((s) => `addr del ${s}/32 dev eth0`),
-      );
-      await batch(node, [
-        ...srcs.map((s) => `route del ${s}/32 dev ${cfg.inIface}`),
-        ...locals.map((s) => `addr del ${s}/32 dev ${cfg.outIface}`),
-        ...dsts.map((d) => `route del ${d}/32 dev ${cfg.outIface}`),
-      ]);
-      await batch(
-        far,
-        dsts.map((d) => `addr del ${d}/32 dev eth0`),
-      );
       return result;
     },
     destroy: () => lab.destroy(),
@@ -234,23 +270,70 @@ function sandbox(
 }
 
 /**
- * Sends one TCP SYN (connect, then close before any answer) or one UDP datagram per flow, from
- * the flow's source address and port; flows arrive as JSON on stdin. Inline so it also runs from
- * the built CLI. The far side drops everything, so no RST or ICMP error ends the conntrack entry.
+ * A sender process per namespace (Node starts slowly, so it is started once): each stdin line is a
+ * JSON array of flows; for each it sends one TCP SYN (connect, then close before any answer) or
+ * one UDP datagram from the flow's source address and port, then prints one line: "ok" or the
+ * errors. Inline so it also runs from the built CLI. The far side drops everything, so no RST or
+ * ICMP error ends the conntrack entry before it is read.
  */
 const SENDER = `
-const flows = JSON.parse(require("fs").readFileSync(0, "utf8"));
 const net = require("net"), dgram = require("dgram");
-let pending = flows.length;
-const done = () => { if (--pending === 0) setTimeout(() => process.exit(0), 20); };
-for (const f of flows) {
-  if (f.proto === "tcp") {
-    const s = net.connect({ host: f.dst, port: f.dport ?? 9, localAddress: f.src, localPort: f.sport });
-    s.on("error", () => {});
-    setTimeout(() => { s.destroy(); done(); }, 30);
-  } else {
-    const u = dgram.createSocket("udp4");
-    u.on("error", () => { done(); });
-    u.bind(f.sport ?? 0, f.src, () => u.send("x", f.dport ?? 9, f.dst, () => { u.close(); done(); }));
+let buf = "";
+process.stdin.setEncoding("utf8");
+process.stdin.on("data", (d) => {
+  buf += d;
+  let nl;
+  while ((nl = buf.indexOf("\\n")) >= 0) { const line = buf.slice(0, nl); buf = buf.slice(nl + 1); sendAll(JSON.parse(line)); }
+});
+process.stdin.on("end", () => process.exit(0));
+function sendAll(flows) {
+  let pending = flows.length;
+  const errors = [];
+  const done = (e) => { if (e) errors.push(e); if (--pending === 0) process.stdout.write((errors.length ? errors.join("; ") : "ok") + "\\n"); };
+  if (pending === 0) return process.stdout.write("ok\\n");
+  for (const f of flows) {
+    if (f.proto === "tcp") {
+      const s = net.connect({ host: f.dst, port: f.dport ?? 9, localAddress: f.src, localPort: f.sport });
+      s.on("error", () => {});
+      setTimeout(() => { s.destroy(); done(); }, 15);
+    } else {
+      const u = dgram.createSocket("udp4");
+      u.on("error", (e) => { try { u.close(); } catch {} done(String(e.message)); });
+      u.bind(f.sport ?? 0, f.src, () => u.send("x", f.dport ?? 9, f.dst, () => { u.close(); done(); }));
+    }
   }
 }`;
+
+interface Sender {
+  /** Sends the flows; resolves with undefined or the sender's errors. */
+  send(flows: readonly SandboxFlow[]): Promise<string | undefined>;
+}
+
+function startSender(ns: Namespace): Sender {
+  const child = ns.spawn([process.execPath, "-e", SENDER], { stdin: "pipe" });
+  let out = "";
+  const waiting: ((line: string) => void)[] = [];
+  child.stdout?.setEncoding("utf8").on("data", (d: string) => {
+    out += d;
+    for (let nl = out.indexOf("\n"); nl >= 0; nl = out.indexOf("\n")) {
+      const line = out.slice(0, nl);
+      out = out.slice(nl + 1);
+      waiting.shift()?.(line);
+    }
+  });
+  child.on("exit", () => {
+    for (const w of waiting.splice(0)) w(`sender in ${ns.name} exited`);
+  });
+  return {
+    send(flows) {
+      return new Promise((resolve) => {
+        const timer = setTimeout(() => resolve(`sender in ${ns.name} timed out`), 10_000);
+        waiting.push((line) => {
+          clearTimeout(timer);
+          resolve(line === "ok" ? undefined : line);
+        });
+        child.stdin?.write(`${JSON.stringify(flows)}\n`);
+      });
+    },
+  };
+}

@@ -26,8 +26,11 @@ export interface Namespace {
   readonly role: string;
   /** Runs `ip netns exec NAME argv…`; never rejects for a non-zero exit (code 124 on timeout). */
   exec(argv: readonly string[], opts?: ExecOptions): Promise<ExecResult>;
-  /** Starts a long-running process inside the namespace; it is killed by pid at destroy. */
-  spawn(argv: readonly string[]): ChildProcess;
+  /**
+   * Starts a long-running process inside the namespace; it is killed by pid at destroy. stdout
+   * and stderr are pipes; stdin is ignored unless `{ stdin: "pipe" }`.
+   */
+  spawn(argv: readonly string[], opts?: { stdin?: "pipe" | "ignore" }): ChildProcess;
 }
 
 export interface Lab {
@@ -179,9 +182,9 @@ class NamespaceImpl implements Namespace {
   exec(argv: readonly string[], opts: ExecOptions = {}): Promise<ExecResult> {
     return run(["ip", "netns", "exec", this.name, ...argv], opts);
   }
-  spawn(argv: readonly string[]): ChildProcess {
+  spawn(argv: readonly string[], opts: { stdin?: "pipe" | "ignore" } = {}): ChildProcess {
     const child = spawnChild("ip", ["netns", "exec", this.name, ...argv], {
-      stdio: ["ignore", "pipe", "pipe"],
+      stdio: [opts.stdin ?? "ignore", "pipe", "pipe"],
     });
     this.children.add(child);
     child.on("exit", () => this.children.delete(child));

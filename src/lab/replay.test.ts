@@ -1,0 +1,92 @@
+import assert from "node:assert/strict";
+import { readFileSync } from "node:fs";
+import { describe, it } from "node:test";
+import { type FlowSpec, parseFlowSpec } from "./flow-spec.ts";
+import { kernelSkip } from "./kernel-guard.ts";
+import { natSection, parseConntrackLine } from "./nat-sandbox.ts";
+import { ReplayError, replayFlow } from "./replay.ts";
+
+const EXAMPLE = readFileSync(
+  new URL(
+    "../../examples/snat-exception-list/nodes/gke-lab-default-0/iptables-save.txt",
+    import.meta.url,
+  ),
+  "utf8",
+);
+const flow = (s: string, proto?: string): FlowSpec => {
+  const f = parseFlowSpec(s, proto);
+  if ("error" in f) throw new Error(f.error);
+  return f;
+};
+
+describe("natSection", () => {
+  it("cuts the nat table out of a full dump", () => {
+    const dump =
+      "*filter\n:INPUT ACCEPT [0:0]\nCOMMIT\n*nat\n:POSTROUTING ACCEPT [0:0]\n-A POSTROUTING -j MASQUERADE\nCOMMIT\n";
+    assert.equal(
+      natSection(dump),
+      "*nat\n:POSTROUTING ACCEPT [0:0]\n-A POSTROUTING -j MASQUERADE\nCOMMIT\n",
+    );
+    assert.equal(natSection("*filter\nCOMMIT\n"), undefined);
+    assert.equal(natSection("*nat\n-A X -j Y\n"), undefined);
+  });
+});
+
+describe("parseConntrackLine", () => {
+  it("splits the original and reply tuples", () => {
+    const p = parseConntrackLine(
+      "tcp      6 117 SYN_SENT src=10.4.0.5 dst=10.20.30.40 sport=43366 dport=5432 [UNREPLIED] src=10.20.30.40 dst=10.128.0.2 sport=5432 dport=61000 mark=0 use=1",
+    );
+    assert.deepEqual(p?.orig, {
+      src: "10.4.0.5",
+      dst: "10.20.30.40",
+      sport: "43366",
+      dport: "5432",
+    });
+    assert.equal(p?.reply["dst"], "10.128.0.2");
+    assert.equal(p?.reply["dport"], "61000");
+    assert.equal(parseConntrackLine(""), undefined);
+  });
+});
+
+describe("replayFlow", { skip: kernelSkip() }, () => {
+  it("replays the seed node: exempt on-prem keeps the pod address, the internet is masqueraded", async () => {
+    const onprem = await replayFlow(EXAMPLE, flow("10.4.0.5->10.20.30.40:5432"));
+    assert.equal(onprem.kernelSource, "10.4.0.5");
+    assert.equal(onprem.trace.decision, "keep");
+    assert.equal(onprem.agree, true);
+    const out = await replayFlow(EXAMPLE, flow("10.4.0.5->8.8.8.8:53", "udp"), {
+      nodeIp: "10.128.0.7",
+    });
+    assert.equal(out.kernelSource, "10.128.0.7");
+    assert.equal(out.trace.decision, "masquerade");
+    assert.equal(out.agree, true);
+    assert.match(out.trace.decidingRule?.text ?? "", /MASQUERADE/);
+  });
+
+  it("replays the node's own traffic through OUTPUT and POSTROUTING", async () => {
+    const r = await replayFlow(EXAMPLE, flow("10.128.0.2->10.20.30.40"));
+    assert.equal(r.kernelSource, "10.128.0.2");
+    assert.equal(r.agree, true);
+  });
+
+  it("refuses a table the kernel refuses, naming the kernel's complaint", async () => {
+    const bad =
+      "*nat\n:POSTROUTING ACCEPT [0:0]\n-A POSTROUTING -m nosuchmatch -j MASQUERADE\nCOMMIT\n";
+    await assert.rejects(replayFlow(bad, flow("10.4.0.5->8.8.8.8")), (e: unknown) => {
+      assert.ok(e instanceof ReplayError);
+      assert.equal(e.code, "ERR_REPLAY_KERNEL");
+      assert.match(e.message, /nosuchmatch/);
+      return true;
+    });
+  });
+
+  it("refuses input without a nat table and IPv6 flows before building anything", async () => {
+    await assert.rejects(replayFlow("*filter\nCOMMIT\n", flow("10.4.0.5->8.8.8.8")), {
+      code: "ERR_REPLAY_INPUT",
+    });
+    await assert.rejects(replayFlow(EXAMPLE, flow("fd00::5->fd00::1")), {
+      code: "ERR_REPLAY_INPUT",
+    });
+  });
+});
