@@ -5,8 +5,6 @@
  */
 import { existsSync, statSync } from "node:fs";
 import { resolve } from "node:path";
-import { readCapture } from "../../capture/read-capture.ts";
-import { packetJson, packetLine } from "../../capture/render.ts";
 import type { Diagnostic } from "../../model/types.ts";
 import { EXIT, type Io, UsageError } from "../io.ts";
 
@@ -32,6 +30,9 @@ export async function run(
   const path = captureArg(args, io);
   const file = args[0]!;
   const jsonl = opts["output"] === "jsonl";
+  // Loaded here, not at the top: `capture flows` shares this file's helpers without the readers.
+  const { readCapture } = await import("../../capture/read-capture.ts");
+  const { packetJson, packetLine } = await import("../../capture/render.ts");
   const cap = readCapture(path, { file, onDiagnostic: (d) => printDiagnostic(io, d) });
   let buffered = "";
   for await (const p of cap) {
