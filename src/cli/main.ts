@@ -210,6 +210,7 @@ program
   .option("--dns-server <ip>")
   .option("--timeout-ms <n>", "per probe", "2000")
   .option("--count <n>", "pings per target", "3")
+  .option("--all", "keep probing past the first hop that does not answer")
   .option("--out <file>", "also write the transcript here")
   .addOption(output(["text", "json"], "text"))
   .action(action(() => import("./commands/probe.ts")));

@@ -7,6 +7,7 @@
 import type { Diagnostic, Parsed, SourceRef } from "../model/types.ts";
 import { type Ip, tryParseIp } from "../net/cidr.ts";
 import { readDig, readNslookup } from "./probe-dns.ts";
+import { readResolve, readTcpConnect } from "./probe-native.ts";
 import { readPing } from "./probe-ping.ts";
 import { readIpRoute, readTraceroute } from "./probe-route.ts";
 import { readCurl, readNc } from "./probe-tcp.ts";
@@ -132,6 +133,8 @@ const READERS: { [K in ProbeTool]?: ToolReader } = {
   nc: readNc,
   traceroute: readTraceroute,
   "ip-route": readIpRoute,
+  "tcp-connect": readTcpConnect,
+  resolve: readResolve,
 };
 
 /** Lines that start a command: `$ cmd`, and Windows prompts `C:\Users\x> cmd`, `PS C:\> cmd`. */
@@ -202,6 +205,8 @@ export function toolOf(words: readonly string[]): { tool: ProbeTool; args: strin
     traceroute: "traceroute",
     tracert: "traceroute",
     tracepath: "traceroute",
+    "tcp-connect": "tcp-connect",
+    resolve: "resolve",
   };
   return { tool: names[prog.toLowerCase()] ?? "unknown", args };
 }
