@@ -363,9 +363,21 @@ function returnPath(ctx: VpnContext): ReturnPathStep {
 export function planFiles(plan: VpnPlan): { name: string; text: string }[] {
   const out: { name: string; text: string }[] = [];
   for (const s of plan.strategies) {
-    if (s.patch) out.push({ name: `patch-${s.strategy}.yaml`, text: stringify(s.patch) });
-    if (s.patched) out.push({ name: `${s.strategy}-patched.yaml`, text: stringify(s.patched) });
-    if (s.helmValues) out.push({ name: "values-ip-forward.yaml", text: stringify(s.helmValues) });
+    if (s.patch)
+      out.push({
+        name: `patch-${s.strategy}.yaml`,
+        text: stringify(s.patch, { aliasDuplicateObjects: false }),
+      });
+    if (s.patched)
+      out.push({
+        name: `${s.strategy}-patched.yaml`,
+        text: stringify(s.patched, { aliasDuplicateObjects: false }),
+      });
+    if (s.helmValues)
+      out.push({
+        name: "values-ip-forward.yaml",
+        text: stringify(s.helmValues, { aliasDuplicateObjects: false }),
+      });
   }
   return out;
 }

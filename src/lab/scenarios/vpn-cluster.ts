@@ -187,11 +187,11 @@ export function vpnClusterFiles(r: VpnReplica): Record<string, string> {
     spec: { podCIDR: r.podCidr, podCIDRs: [r.podCidr] },
   };
   const files: Record<string, string> = {
-    "cluster/namespaces.yaml": stringify(namespaces),
-    "cluster/vpn-deployment.yaml": stringify(deployment),
-    "cluster/pods.yaml": stringify(pods),
-    "cluster/services.yaml": stringify(services),
-    "cluster/nodes.yaml": stringify(node),
+    "cluster/namespaces.yaml": stringify(namespaces, { aliasDuplicateObjects: false }),
+    "cluster/vpn-deployment.yaml": stringify(deployment, { aliasDuplicateObjects: false }),
+    "cluster/pods.yaml": stringify(pods, { aliasDuplicateObjects: false }),
+    "cluster/services.yaml": stringify(services, { aliasDuplicateObjects: false }),
+    "cluster/nodes.yaml": stringify(node, { aliasDuplicateObjects: false }),
   };
   if (r.policy) {
     files["cluster/networkpolicy.yaml"] = stringify({

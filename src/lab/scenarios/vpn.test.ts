@@ -1,0 +1,105 @@
+/**
+ * Kernel test: the VPN replica on a real OpenVPN server and client in network namespaces. Each
+ * finding appears for the variant with the problem and disappears when that problem is fixed.
+ */
+import assert from "node:assert/strict";
+import { mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { after, describe, it } from "node:test";
+import { vpnFindings } from "../../checks/vpn.ts";
+import { vpnInputFromSnapshot } from "../../checks/vpn-snapshot.ts";
+import { readSysctl } from "../../evidence/sysctl.ts";
+import type { FindingId } from "../../model/types.ts";
+import { openSnapshot } from "../../snapshot/source.ts";
+import { kernelSkip } from "../kernel-guard.ts";
+import { createLab } from "../netns.ts";
+import { scenario, VpnOptions } from "./vpn.ts";
+import { VPN_NS, VPN_POD } from "./vpn-cluster.ts";
+
+const skip = kernelSkip();
+const dirs: string[] = [];
+after(() => {
+  for (const d of dirs) rmSync(d, { recursive: true, force: true });
+});
+
+async function replica(
+  options: Record<string, string | true>,
+): Promise<{ ids: Set<FindingId>; dir: string }> {
+  const lab = await createLab({ prefix: "ppv" });
+  const dir = mkdtempSync(join(tmpdir(), "podpath-vpn-test-"));
+  dirs.push(dir);
+  try {
+    await scenario.run({ lab, outDir: dir, log: () => {} }, VpnOptions.parse(options));
+  } finally {
+    await lab.destroy();
+  }
+  const { input } = vpnInputFromSnapshot(openSnapshot(dir));
+  return { ids: new Set(vpnFindings(input).map((f) => f.id)), dir };
+}
+
+describe("lab vpn: findings appear with the problem and disappear with the fix", {
+  skip,
+  concurrency: false,
+}, () => {
+  it("forwarding off → forwarding-disabled at the pod-ip hop; on → gone", async () => {
+    const off = await replica({ "ip-forward": "0" });
+    assert.ok(off.ids.has("vpn/forwarding-disabled"));
+    assert.ok(off.ids.has("vpn/first-silent-hop"));
+    // the real sysctl read inside the server's namespace
+    const sys = readSysctl(
+      (await import("node:fs")).readFileSync(
+        join(off.dir, `pods/${VPN_NS}/${VPN_POD}/sysctl.txt`),
+        "utf8",
+      ),
+      "sysctl.txt",
+    ).value;
+    assert.equal(sys.get("net.ipv4.ip_forward")?.value, "0");
+    const on = await replica({ "ip-forward": "1", manifest: "init-container" });
+    assert.ok(!on.ids.has("vpn/forwarding-disabled"));
+    assert.ok(!on.ids.has("vpn/first-silent-hop"));
+  });
+
+  it("forwarding on without masquerade → client-pool-unroutable; with masquerade → gone", async () => {
+    const bare = await replica({
+      "ip-forward": "1",
+      "masquerade-pool": "off",
+      manifest: "init-container",
+    });
+    assert.ok(bare.ids.has("vpn/client-pool-unroutable"));
+    assert.ok(bare.ids.has("vpn/first-silent-hop"));
+    const masq = await replica({
+      "ip-forward": "1",
+      "masquerade-pool": "on",
+      manifest: "init-container",
+    });
+    assert.ok(!masq.ids.has("vpn/client-pool-unroutable"));
+  });
+
+  it("masquerade with a client-pool policy → policy-source-mismatch; without masquerade → gone", async () => {
+    const withMasq = await replica({ "ip-forward": "1", policy: true, manifest: "init-container" });
+    assert.ok(withMasq.ids.has("vpn/policy-source-mismatch"));
+    const routed = await replica({
+      "ip-forward": "1",
+      policy: true,
+      "masquerade-pool": "off",
+      manifest: "init-container",
+    });
+    assert.ok(!routed.ids.has("vpn/policy-source-mismatch"));
+  });
+
+  it("broken DNS → dns-layer; DNS answering → gone", async () => {
+    const broken = await replica({ "ip-forward": "1", dns: "broken", manifest: "init-container" });
+    assert.ok(broken.ids.has("vpn/dns-layer"));
+    assert.ok(!broken.ids.has("vpn/forwarding-disabled"));
+    const ok = await replica({ "ip-forward": "1", dns: "ok", manifest: "init-container" });
+    assert.ok(!ok.ids.has("vpn/dns-layer"));
+  });
+
+  it("set by hand only → forwarding-not-durable; the chart value in the manifest → gone", async () => {
+    const byHand = await replica({ "ip-forward": "1", manifest: "none" });
+    assert.ok(byHand.ids.has("vpn/forwarding-not-durable"));
+    const chart = await replica({ "ip-forward": "1", manifest: "chart-value" });
+    assert.ok(!chart.ids.has("vpn/forwarding-not-durable"));
+  });
+});
