@@ -1,11 +1,15 @@
 /**
- * @module capture/capture-meta — `captures/<name>.yaml`: where a capture was taken (`point`:
- * `node/<n>`, `pod/<ns>/<p>`, `remote/<site>`, `client`) and when (`phase`: before|after a change).
- * Where a capture was taken decides what an address on it means (a pod address on a node's eth0
- * is untranslated traffic; on the far side it is what the far side must route back).
+ * @module capture/capture-meta — `captures/<name>.yaml` as the wire question uses it: where a
+ * capture was taken (`point`: `node/<n>`, `pod/<ns>/<p>`, `remote/<site>`, `client`) and when
+ * (`phase`: before|after a change), with the point also as written. Where a capture was taken
+ * decides what an address on it means (a pod address leaving a node is untranslated traffic; on
+ * the far side it is what the far side must route back).
+ *
+ * The file itself is read by evidence/capture-meta.ts (schema, positions, diagnostics); this is
+ * the capture side's view of it.
  */
-import { isMap, LineCounter, parseDocument } from "yaml";
-import type { Diagnostic, Parsed, SourceRef } from "../model/types.ts";
+import { readCaptureMeta } from "../evidence/capture-meta.ts";
+import type { Parsed, SourceRef } from "../model/types.ts";
 
 export type CapturePoint =
   | { readonly kind: "node"; readonly name: string }
@@ -21,7 +25,7 @@ export interface CaptureMeta {
   readonly source: SourceRef;
 }
 
-/** Parses `point: node/NAME | pod/NS/NAME | remote/SITE | client`. */
+/** Parses `node/NAME | pod/NS/NAME | remote/SITE | client`. */
 export function parseCapturePoint(text: string): CapturePoint | undefined {
   const parts = text.trim().split("/");
   if (parts[0] === "client" && parts.length === 1) return { kind: "client" };
@@ -34,76 +38,41 @@ export function parseCapturePoint(text: string): CapturePoint | undefined {
   return undefined;
 }
 
-/** Reads a capture's metadata file; unknown keys and bad values are diagnostics, not errors. */
+export function formatCapturePoint(p: CapturePoint): string {
+  switch (p.kind) {
+    case "node":
+      return `node/${p.name}`;
+    case "pod":
+      return `pod/${p.namespace}/${p.name}`;
+    case "remote":
+      return `remote/${p.site}`;
+    case "client":
+      return "client";
+  }
+}
+
+/**
+ * Reads a capture's metadata file. The value is always present (empty when the file says
+ * nothing usable); problems are diagnostics with file and line.
+ */
 export function parseCaptureMeta(text: string, file: string): Parsed<CaptureMeta> {
-  const diagnostics: Diagnostic[] = [];
-  const lc = new LineCounter();
-  const doc = parseDocument(text, { lineCounter: lc });
-  const at = (offset: number | undefined): SourceRef => {
-    const pos = lc.linePos(offset ?? 0);
-    return { file, line: pos.line, col: pos.col };
+  const r = readCaptureMeta(text, file);
+  const v = r.value;
+  if (v === undefined) return { value: { source: { file, line: 1 } }, diagnostics: r.diagnostics };
+  const p = v.point;
+  const point: CapturePoint =
+    p.kind === "node"
+      ? { kind: "node", name: p.node }
+      : p.kind === "pod"
+        ? { kind: "pod", namespace: p.namespace, name: p.pod }
+        : p;
+  return {
+    value: {
+      point,
+      pointText: formatCapturePoint(point),
+      ...(v.phase === undefined ? {} : { phase: v.phase }),
+      source: v.pointSource,
+    },
+    diagnostics: r.diagnostics,
   };
-  for (const e of doc.errors) {
-    diagnostics.push({
-      code: "YAML_SYNTAX",
-      severity: "error",
-      message: `${file}: ${e.message.split("\n")[0]}`,
-      source: at(e.pos[0]),
-    });
-  }
-  const meta: {
-    point?: CapturePoint;
-    pointText?: string;
-    phase?: "before" | "after";
-    source: SourceRef;
-  } = { source: { file, line: 1 } };
-  const root = doc.contents;
-  if (!isMap(root)) {
-    if (root !== null)
-      diagnostics.push({
-        code: "SCHEMA",
-        severity: "error",
-        message: `${file}: expected a mapping with point and phase`,
-        source: at(root.range?.[0]),
-      });
-    return { value: meta, diagnostics };
-  }
-  for (const item of root.items) {
-    const key = String((item.key as { value?: unknown } | null)?.value ?? "");
-    const node = item.value as { value?: unknown; range?: [number, number, number] } | null;
-    const value = node?.value;
-    const ref = at(node?.range?.[0]);
-    if (key === "point") {
-      const p = typeof value === "string" ? parseCapturePoint(value) : undefined;
-      if (p === undefined)
-        diagnostics.push({
-          code: "SCHEMA",
-          severity: "error",
-          message: `${file}:${ref.line}: point ${JSON.stringify(value)} is not one of node/NAME, pod/NS/NAME, remote/SITE, client`,
-          source: ref,
-        });
-      else {
-        meta.point = p;
-        meta.pointText = String(value);
-        meta.source = ref;
-      }
-    } else if (key === "phase") {
-      if (value === "before" || value === "after") meta.phase = value;
-      else
-        diagnostics.push({
-          code: "SCHEMA",
-          severity: "error",
-          message: `${file}:${ref.line}: phase ${JSON.stringify(value)} is neither before nor after`,
-          source: ref,
-        });
-    } else {
-      diagnostics.push({
-        code: "UNKNOWN_KEY",
-        severity: "warning",
-        message: `${file}:${ref.line}: unknown key ${JSON.stringify(key)} (expected point, phase)`,
-        source: ref,
-      });
-    }
-  }
-  return { value: meta, diagnostics };
 }
