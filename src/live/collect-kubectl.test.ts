@@ -12,7 +12,7 @@ import { collectSnapshot } from "./collect.ts";
 import { memoryWriter } from "./collect-writer.ts";
 
 // Oracle: what kubectl itself prints for the same objects from the same API server. The golden
-// files were recorded with kubectl v1.32.4 against test/k8s-api's small cluster
+// files were recorded with kubectl v1.29.14 against test/k8s-api's small cluster
 // (UPDATE_GOLDEN=1 records them again); where kubectl is installed the test also runs it live.
 const GOLDEN = new URL("../../test/k8s-api/golden/kubectl/", import.meta.url);
 const CASES: [string, string[]][] = [

@@ -363,7 +363,9 @@ export function smallClusterExec(pod: Obj, argv: readonly string[]): ExecAnswer 
   if (framed) return framed;
   const cmd = argv.join(" ");
   const nodeName = String((pod["spec"] as { nodeName?: string }).nodeName ?? "");
-  const isCollector = pod.metadata.labels?.["app.kubernetes.io/managed-by"] === "podpath";
+  const isCollector =
+    pod.metadata.labels?.["app.kubernetes.io/managed-by"] === "podpath" ||
+    pod.metadata.labels?.["bench/floor"] === "true";
   if (isCollector) {
     if (cmd === "iptables-save")
       return { stdout: nodeIptablesSave(nodeName, nodeName.includes("pool-a")) };
