@@ -5,10 +5,12 @@ import { cidrOf } from "../agents/openvpn/server-config.ts";
 import { readKubeObjects } from "../evidence/kube-objects.ts";
 import { parseProbeTranscript } from "../evidence/probes.ts";
 import { readSysctl } from "../evidence/sysctl.ts";
+import { parseIptablesSave } from "../iptables/save-parser.ts";
 import type { Finding, FindingId } from "../model/types.ts";
 import { openSnapshot } from "../snapshot/source.ts";
 import { analyzeVpn, vpnFindings } from "./vpn.ts";
 import type { VpnInput } from "./vpn-input.ts";
+import { masqueradeOf } from "./vpn-masquerade.ts";
 import { vpnInputFromSnapshot } from "./vpn-snapshot.ts";
 
 // Snapshots written by `podpath lab run vpn` (real OpenVPN, sysctl, iptables and probes): see
@@ -212,5 +214,42 @@ describe("vpnFindings with little evidence", () => {
       vpnPod: "vpn/vpn-openvpn-1",
     });
     assert.ok(!ids(fs).has("vpn/forwarding-not-durable"));
+  });
+});
+
+describe("masqueradeOf (the pod's nat table, through the nat evaluator)", () => {
+  const client = { family: 4 as const, value: 0x0a080002n }; // 10.8.0.2
+  const dst = { family: 4 as const, value: 0x0af40214n }; // 10.244.2.20
+  const verdict = (rules: string) =>
+    masqueradeOf(
+      parseIptablesSave(
+        `*nat\n:PREROUTING ACCEPT [0:0]\n:POSTROUTING ACCEPT [0:0]\n${rules}COMMIT\n`,
+        "ipt.txt",
+      ).value,
+      { src: client, dst, outIface: "eth0" },
+    ).kind;
+  it("sees the chart's rule, and only for the pool and eth0", () => {
+    assert.equal(verdict("-A POSTROUTING -s 10.8.0.0/24 -o eth0 -j MASQUERADE\n"), "masqueraded");
+    assert.equal(
+      verdict("-A POSTROUTING -s 10.240.0.0/16 -o eth0 -j MASQUERADE\n"),
+      "not-masqueraded",
+    );
+    assert.equal(
+      verdict("-A POSTROUTING -s 10.8.0.0/24 -o eth1 -j MASQUERADE\n"),
+      "not-masqueraded",
+    );
+    assert.equal(verdict(""), "not-masqueraded");
+    assert.equal(
+      verdict(
+        ":X - [0:0]\n-A POSTROUTING -j X\n-A X -d 10.244.0.0/16 -j RETURN\n-A POSTROUTING -s 10.8.0.0/24 -j MASQUERADE\n",
+      ),
+      "masqueraded",
+    );
+    assert.equal(
+      verdict(
+        "-A POSTROUTING -d 10.244.0.0/16 -j ACCEPT\n-A POSTROUTING -s 10.8.0.0/24 -j MASQUERADE\n",
+      ),
+      "not-masqueraded",
+    );
   });
 });

@@ -369,7 +369,7 @@ function policySource(
   const pool = ctx.pool;
   if (!pool || masq?.kind !== "masqueraded" || !ctx.podIp) return;
   const after = ctx.podIp.value;
-  const masqEvidence = ev(masq.rule.source);
+  const masqEvidence = ev(masq.source);
   for (const np of input.objects.filter((o) => o.kind === "NetworkPolicy")) {
     const spec = (np.raw["spec"] ?? {}) as Record<string, unknown>;
     for (const [dir, peersKey] of [

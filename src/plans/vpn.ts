@@ -338,8 +338,8 @@ function returnPath(ctx: VpnContext): ReturnPathStep {
   if (verdict?.kind === "masqueraded") {
     return {
       needed: false,
-      explanation: `The pod already masquerades the client pool ${formatCidr(pool.value)} (${verdict.rule.source.file}:${verdict.rule.source.line}). Policies and allowlists see the pod's address, not the pool.`,
-      evidence: [refToEvidence(pool.source), refToEvidence(verdict.rule.source)],
+      explanation: `The pod already masquerades the client pool ${formatCidr(pool.value)} (${verdict.source.file}:${verdict.source.line}). Policies and allowlists see the pod's address, not the pool.`,
+      evidence: [refToEvidence(pool.source), refToEvidence(verdict.source)],
     };
   }
   return {
