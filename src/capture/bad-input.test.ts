@@ -109,6 +109,23 @@ describe("pcapng damage", () => {
     );
   });
 
+  it("starts over with each section's own interfaces", async () => {
+    const first = buildPcapng([{ linkType: 1, name: "eth0" }], [{ iface: 0, ts: 1n, data }]);
+    const second = buildPcapng(
+      [{ linkType: 101, name: "tun0" }],
+      [{ iface: 0, ts: 2n, data: data.subarray(14) }],
+    );
+    const r = await collect(Buffer.concat([first, second]));
+    assert.deepEqual(r.diagnostics, []);
+    assert.deepEqual(
+      r.packets.map((p) => [p.index, p.iface, p.linkType, p.ip?.dst]),
+      [
+        [1, "eth0", 1, 2n],
+        [2, "tun0", 101, 2n],
+      ],
+    );
+  });
+
   it("stops at a zero block length without looping", async () => {
     const b = two();
     // the third block (first EPB) starts after SHB (28) and two IDBs
