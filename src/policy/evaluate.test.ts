@@ -116,7 +116,14 @@ describe("evaluateNetworkPolicies", () => {
     });
     assert.equal(v.allowed, false);
     assert.ok(v.explanation.some((l) => l.includes("Ingress (Denied)")));
-    assert.ok(v.explanation.some((l) => l.includes("rule #1 opens TCP 5432, not TCP 9187")));
+    assert.ok(
+      v.explanation.some((l) =>
+        l.startsWith(
+          "  NetworkPolicy 'db/postgres-ingress' selects db/postgres-0[Pod], and Ingress rule #1 selects vpn/openvpn-7f9c[Pod], but the protocols and ports do not match (rule #1 opens TCP 5432) [cluster/policies.yaml:49]",
+        ),
+      ),
+      v.explanation.join("\n"),
+    );
   });
 
   it("matches ipBlock with except and endPort ranges for external sources (pod IPs resolve to pods)", () => {
@@ -147,7 +154,7 @@ describe("evaluateNetworkPolicies", () => {
     assert.equal(out.allowed, false);
     assert.match(
       out.explanation.join("\n"),
-      /selects vpn\/openvpn-7f9c\[Pod\], but 1\.1\.1\.1 is not allowed by any Egress rule/,
+      /selects vpn\/openvpn-7f9c\[Pod\], but 1\.1\.1\.1\[External\] is not allowed by any Egress rule \[cluster\/policies\.yaml:63\]/,
     );
   });
 

@@ -126,12 +126,13 @@ function selects(policy: NetworkPolicy, direction: Direction, pod: Endpoint): po
   return selectorMatches(policy.podSelector, pod.labels);
 }
 
+/** A peer as netpol-analyzer names it: `ns/workload[Kind]`, `a.b.c.d-e.f.g.h[External]`. */
 const label = (ep: Endpoint): string =>
   ep.kind === "pod"
     ? `${ep.namespace}/${ep.workload.name}[${ep.workload.kind}]`
     : ep.end === undefined || ep.end === ep.ip.value
-      ? formatIp(ep.ip)
-      : `${formatIp(ep.ip)}-${formatIp({ family: ep.ip.family, value: ep.end })}`;
+      ? `${formatIp(ep.ip)}[External]`
+      : `${formatIp(ep.ip)}-${formatIp({ family: ep.ip.family, value: ep.end })}[External]`;
 
 function adminPeerMatches(
   world: PolicyWorld,
@@ -242,7 +243,11 @@ export function directionVerdict(
   let allowed = anp.allowed;
   if (np.isolated) {
     allowed = union(allowed, intersect(rest, np.allowed));
-    citations.push(...np.citations);
+    // NetworkPolicy only speaks for what the AdminNetworkPolicies left undecided or passed on
+    for (const c of np.citations) {
+      const part = intersect(c.connections, rest);
+      if (!isEmpty(part)) citations.push({ ...c, connections: part });
+    }
   } else {
     const banp = adminTier(
       world,
@@ -289,29 +294,32 @@ function networkPolicyVerdict(
       }
       const ports = rulePorts(rule, dst);
       const n = rule.index + 1;
-      if (isEmpty(ports)) {
+      any = true;
+      if (!isEmpty(ports)) {
+        allowed = union(allowed, ports);
+        citations.push({
+          policy: id,
+          rule: n,
+          effect: "allows",
+          connections: ports,
+          source: rule.source,
+          text: `NetworkPolicy '${id}' allows connections by ${Title[direction]} rule #${n}`,
+        });
+      }
+      const rest = subtract(ALL_CONNECTIONS, ports);
+      if (!isEmpty(rest)) {
+        // the rule names the peer, but not these protocols and ports
         citations.push({
           policy: id,
           rule: n,
           effect: "ports-do-not-match",
-          connections: ports,
+          connections: rest,
           source: rule.source,
           text: `NetworkPolicy '${id}' selects ${label(subject)}, and ${Title[direction]} rule #${n} selects ${label(peer)}, but the protocols and ports do not match`,
         });
-        continue;
       }
-      any = true;
-      allowed = union(allowed, ports);
-      citations.push({
-        policy: id,
-        rule: n,
-        effect: "allows",
-        connections: ports,
-        source: rule.source,
-        text: `NetworkPolicy '${id}' allows connections by ${Title[direction]} rule #${n}`,
-      });
     }
-    if (!any && !citations.some((c) => c.policy === id)) {
+    if (!any) {
       citations.push({
         policy: id,
         effect: "selects-without-matching-rule",
@@ -321,7 +329,16 @@ function networkPolicyVerdict(
       });
     }
   }
-  return { direction, isolated: true, allowed, citations };
+  // a policy that does not allow something only matters for what no other rule allows
+  const deciding = citations.flatMap((c): PolicyCitation[] => {
+    if (c.effect === "allows") return [c];
+    const denied = subtract(
+      c.effect === "selects-without-matching-rule" ? ALL_CONNECTIONS : c.connections,
+      allowed,
+    );
+    return isEmpty(denied) ? [] : [{ ...c, connections: denied }];
+  });
+  return { direction, isolated: true, allowed, citations: deciding };
 }
 
 /** Everything src may open to dst: the source's egress intersected with the destination's ingress. */
@@ -450,19 +467,22 @@ export function evaluateNetworkPolicies(
       continue;
     }
     explanation.push(`${Title[v.direction]} (${ok ? "Allowed" : "Denied"})`);
+    const covers = (c: ConnectionSet) =>
+      query.port === undefined ? c[protocol].length > 0 : hasPort(c, protocol, query.port);
     for (const c of v.citations) {
-      const relevant =
-        c.effect !== "allows" ||
-        (query.port === undefined
-          ? c.connections[protocol].length > 0
-          : hasPort(c.connections, protocol, query.port));
-      if (ok ? c.effect === "allows" && relevant : !(c.effect === "allows" && relevant)) {
-        const why =
-          c.effect === "allows" && !relevant
-            ? ` (rule #${c.rule} opens ${formatConnections(c.connections)}, not ${want})`
-            : "";
-        explanation.push(`  ${c.text}${why} [${c.source.file}:${c.source.line}]`);
-      }
+      const shown = ok
+        ? c.effect === "allows" && covers(c.connections)
+        : c.effect === "selects-without-matching-rule" ||
+          (c.effect !== "allows" && covers(c.connections));
+      if (!shown) continue;
+      const opens = v.citations.find(
+        (x) => x.effect === "allows" && x.policy === c.policy && x.rule === c.rule,
+      );
+      const hint =
+        c.effect === "ports-do-not-match" && opens
+          ? ` (rule #${c.rule} opens ${formatConnections(opens.connections)})`
+          : "";
+      explanation.push(`  ${c.text}${hint} [${c.source.file}:${c.source.line}]`);
     }
   }
   return {
