@@ -1,8 +1,8 @@
 /**
- * End-to-end: every masquerade variant goes through `podpath lab run` on the real kernel; the
- * snapshot must hold real artifacts in DESIGN.md's layout, and what the kernel did (conntrack's
- * reply tuple, the on-prem capture read back by tcpdump, the probe transcripts) must match the
- * variant. The root namespace's fingerprint must not change.
+ * End-to-end: every masquerade variant goes `podpath lab run` (real kernel) → `podpath diagnose`
+ * → the expected finding ids. The snapshot must hold real artifacts in DESIGN.md's layout, and
+ * what the kernel did (conntrack's reply tuple, the on-prem capture read back by tcpdump, the
+ * probe transcripts) must match the variant. The root namespace's fingerprint must not change.
  */
 import assert from "node:assert/strict";
 import { spawnSync } from "node:child_process";
@@ -100,6 +100,18 @@ describe("lab run masquerade (end to end)", { skip: kernelSkip() }, () => {
       assert.equal(r.status, 0, `exit ${r.status}\n${r.stderr}`);
       assert.match(r.stdout, /^snapshot written to /);
       checkVariant(v, out);
+      const d = podpath(["diagnose", out, "-o", "json"]);
+      assert.ok(d.status === 0 || d.status === 1, `diagnose exit ${d.status}\n${d.stderr}`);
+      const answer = JSON.parse(d.stdout) as { findings: { id: string; severity: string }[] };
+      const ids = new Set(answer.findings.map((f) => f.id));
+      for (const id of v.findings.present) {
+        assert.ok(ids.has(id), `${v.name}: expected ${id}, got ${[...ids].join(", ")}`);
+      }
+      for (const id of v.findings.absent) {
+        assert.ok(!ids.has(id), `${v.name}: did not expect ${id}, got ${[...ids].join(", ")}`);
+      }
+      const hasError = answer.findings.some((f) => f.severity === "error");
+      assert.equal(d.status, hasError ? 1 : 0, "exit code follows error-severity findings");
     });
   }
 

@@ -39,13 +39,14 @@ export const LAB_VARIANTS: readonly LabVariant[] = [
       "The seed case: the agent's RFC 1918 default exempts 10.20.30.40, the pod leaves with its own address, and on-prem routes back only the node subnet.",
     nodes: [{ node: "gke-lab-default-0", wireSource: "pod", replied: false }],
     findings: {
-      present: [
-        "masq/exempt-destination",
-        "masq/no-return-route",
-        "masq/wire-pod-source",
+      present: ["masq/exempt-destination", "masq/no-return-route", "masq/wire-pod-source"],
+      // reply-missing is for translated requests that go unanswered (see no-route-to-nodes)
+      absent: [
+        "masq/agent-missing",
+        "masq/config-invalid",
+        "masq/intent-rules-drift",
         "masq/reply-missing",
       ],
-      absent: ["masq/agent-missing", "masq/config-invalid"],
     },
   },
   {
@@ -80,9 +81,34 @@ export const LAB_VARIANTS: readonly LabVariant[] = [
       { node: "gke-lab-default-0", wireSource: "node", replied: true },
       { node: "gke-lab-legacy-1", wireSource: "pod", replied: false },
     ],
+    // drift is reported only where the agent is expected to run; elsewhere agent-missing explains it
     findings: {
-      present: ["masq/agent-missing", "masq/intent-rules-drift"],
-      absent: ["masq/config-invalid"],
+      present: ["masq/agent-missing", "masq/exempt-destination", "masq/wire-pod-source"],
+      absent: ["masq/config-invalid", "masq/intent-rules-drift"],
+    },
+  },
+  {
+    name: "agent-lagging",
+    scenario: "masquerade",
+    args: ["--non-masquerade", "10.4.0.0/14", "--rules", "old"],
+    description:
+      "The ConfigMap is narrowed but the agent has not applied it: the node still holds the old rules.",
+    nodes: [{ node: "gke-lab-default-0", wireSource: "pod", replied: false }],
+    findings: {
+      present: ["masq/intent-rules-drift", "masq/wire-pod-source"],
+      absent: ["masq/agent-missing", "masq/config-invalid"],
+    },
+  },
+  {
+    name: "no-route-to-nodes",
+    scenario: "masquerade",
+    args: ["--non-masquerade", "10.4.0.0/14", "--routes-back", "192.168.0.0/16"],
+    description:
+      "Masquerade works, but the far side routes back neither the pods nor the nodes: translated requests go unanswered.",
+    nodes: [{ node: "gke-lab-default-0", wireSource: "node", replied: false }],
+    findings: {
+      present: ["masq/reply-missing"],
+      absent: ["masq/wire-pod-source", "masq/exempt-destination"],
     },
   },
   {

@@ -4,10 +4,11 @@
  * ip-masq-agent writes for the config — or, where the agent does not run, the OLD rules) with one
  * app pod behind it; a router standing for the VPC and the VPN; and the on-prem host whose routes
  * back cover only `--routes-back`. Probes ping from node and pods and open a TCP connection to a
- * listener on the on-prem host, with tcpdump at each node (`-i any`) and on-prem.
+ * listener on the on-prem host, with tcpdump at each node (`-i any`) and on-prem. `--rules old`
+ * leaves the old rules on agent nodes too (the agent has not applied the config yet).
  *
  * Topology (IPv4; with --ipv6 the same again in fd00::/8 where the kernel allows):
- *   pod i (10.4.i.5/24, eth0) ─ node i (gkeveth0 10.4.i.1/24 · eth0 10.128.0.(2+i)/20)
+ *   pod i (10.4.i.5/24, eth0) ─ node i (gkeveth0 10.4.i.1/32 · eth0 10.128.0.(2+i)/20)
  *     ─ router (br0 10.128.0.1/20 · onprem0 10.20.0.1/16) ─ on-prem host (eth0 10.20.30.40/16)
  */
 import { readFileSync } from "node:fs";
@@ -96,6 +97,7 @@ export const MasqueradeOptions = z
     pools: poolList.default([{ name: "default", hasAgent: true }]),
     config: z.string().optional(),
     phase: z.enum(["before", "after"]).default("before"),
+    rules: z.enum(["current", "old"]).default("current"),
     ipv6: z.union([z.literal(true), z.enum(["true", "false"])]).optional(),
   })
   .strict()
@@ -115,6 +117,8 @@ export interface MasqueradePlan {
   readonly current: MasqConfig;
   /** Rules on nodes without the agent (what an earlier agent run left). */
   readonly old: MasqConfig;
+  /** Agent nodes hold the old rules too: the agent has not applied the config yet. */
+  readonly agentLagging: boolean;
   readonly routesBack: readonly string[];
   readonly allow: readonly string[];
   readonly phase: "before" | "after";
@@ -163,6 +167,7 @@ export function planMasquerade(o: MasqueradeOptions): MasqueradePlan {
     configError,
     current,
     old,
+    agentLagging: o.rules === "old",
     routesBack: o["routes-back"],
     allow: o.allow,
     phase: o.phase,
@@ -305,7 +310,7 @@ async function build(ctx: ScenarioContext, plan: MasqueradePlan): Promise<Built>
         : []),
     ]);
     if (ipv6) await ipBatch(ns, [`addr add fd00:4:${i}::1/128 dev gkeveth0 nodad`]);
-    const rules = node.hasAgent ? plan.current : plan.old;
+    const rules = node.hasAgent && !plan.agentLagging ? plan.current : plan.old;
     await installAgentRules(ns, rules, 4, plan.ipv6);
     if (ipv6) await installAgentRules(ns, rules, 6, plan.ipv6);
     nodes.push({ ns, pod, node });
