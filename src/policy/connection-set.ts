@@ -2,6 +2,7 @@
  * @module policy/connection-set — sets of (protocol, port) as NetworkPolicy allows them: per
  * protocol a list of disjoint port ranges within 1–65535. Rendered the way netpol-analyzer writes
  * connections (`All Connections`, `TCP 8080`, `TCP 1-52,54-65535`, `TCP 9090,UDP 53`).
+ * Hand-written: three protocols of at most 65535 ports need sorted ranges, not an interval library.
  */
 import { PROTOCOLS, type Protocol } from "./network-policy.ts";
 

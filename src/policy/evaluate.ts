@@ -7,6 +7,9 @@
  * ipBlock peers match external addresses. Whether they also match pod IPs is left to the network
  * plugin by Kubernetes (Calico and Cilium differ; netpol-analyzer says no): off by default,
  * `ipBlockMatchesPodIps` turns it on.
+ *
+ * Written here because no JavaScript library evaluates NetworkPolicy; the semantics follow the
+ * Kubernetes API reference and are checked against netpol-analyzer's goldens (netpol-goldens.test.ts).
  */
 import type { Diagnostic, SourceRef } from "../model/types.ts";
 import { type Cidr, formatIp, type Ip, overlaps, tryParseIp } from "../net/cidr.ts";

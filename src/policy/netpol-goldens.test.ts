@@ -153,6 +153,14 @@ describe("connectivity listing against netpol-analyzer connlist goldens", () => 
       assert.equal(sortLines(renderConnlist(mine)), sortLines(golden));
     });
   }
+  it("agrees with the golden produced through netpol-analyzer's CLI code path", () => {
+    const cli = join(ROOT, "test_outputs", "cli", "onlineboutique_connlist_output.txt");
+    const sortLines = (t: string) => t.split("\n").filter(Boolean).sort().join("\n");
+    assert.equal(
+      sortLines(renderConnlist(connectivityList(worldOf("onlineboutique")))),
+      sortLines(readFileSync(cli, "utf8")),
+    );
+  });
   it("agrees with the JSON, CSV and Markdown forms of the same goldens", () => {
     for (const f of readdirSync(CONNLIST).filter((x) =>
       /_connlist_output\.(json|csv|md)$/.test(x),
