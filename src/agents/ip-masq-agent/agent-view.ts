@@ -8,6 +8,7 @@ import { defaultMasqConfig, type MasqConfig, type SyncOutcome, syncMasqConfig } 
 import { type AgentConfigInput, readAgentConfigInput } from "./config-source.ts";
 import { agentArgsFromDaemonSet } from "./daemonset-args.ts";
 import { type AgentFlagsResult, agentFlagsFromArgs } from "./flags.ts";
+import { agentChain, restoreProblems } from "./rules.ts";
 
 export interface AgentViewInput {
   /** The config file or ConfigMap text; absent: no config file (the agent's defaults). */
@@ -64,10 +65,30 @@ export function agentView(input: AgentViewInput): AgentView {
   }
   const previous = input.previous ?? defaultMasqConfig(flags.flags.nomasqAllReservedRanges);
   const outcome = syncMasqConfig(previous, configInput?.file ?? { present: false }, flags.flags);
+  if (outcome.applied) diagnostics.push(...restoreDiagnostics(outcome.config, flags));
   return {
     flags,
     ...(configInput ? { input: configInput } : {}),
     outcome,
     diagnostics,
   };
+}
+
+/** Rules the agent would write for an accepted config that the real iptables-restore refuses. */
+function restoreDiagnostics(config: MasqConfig, flags: AgentFlagsResult): Diagnostic[] {
+  const out: Diagnostic[] = [];
+  for (const family of [4, 6] as const) {
+    const chain = agentChain(config, family, { flags: flags.flags, toPorts: flags.toPorts });
+    if (!chain) continue;
+    for (const p of restoreProblems(chain)) {
+      const source = p.rule?.entry?.source;
+      out.push({
+        code: "IPMASQ_RESTORE_REFUSED",
+        severity: "error",
+        message: `the agent accepts this config, but ${family === 4 ? "iptables" : "ip6tables"}-restore refuses line ${p.line} of what it writes (${p.message}): the agent logs "Error syncing masquerade rules" every cycle and the rules installed before stay as they are`,
+        ...(source ? { source } : {}),
+      });
+    }
+  }
+  return out;
 }

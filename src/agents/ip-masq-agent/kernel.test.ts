@@ -19,7 +19,14 @@ import { decodeMasqConfig, type MasqConfig } from "./config.ts";
 import { compareAgentChain } from "./drift.ts";
 import { type AgentFlags, DEFAULT_AGENT_FLAGS } from "./flags.ts";
 import { parseIntervals } from "./intervals.ts";
-import { agentChain, agentSavedLines, expectedAgentChain, RETURN_COMMENT } from "./rules.ts";
+import {
+  agentChain,
+  agentRestoreInput,
+  agentSavedLines,
+  expectedAgentChain,
+  RETURN_COMMENT,
+  restoreProblems,
+} from "./rules.ts";
 
 const MAIN = fileURLToPath(new URL("../../cli/main.ts", import.meta.url));
 const CLUSTER = fileURLToPath(new URL("./fixtures/diagnose-cluster.yaml", import.meta.url));
@@ -267,5 +274,54 @@ describe("agent rules on a real kernel", { skip }, () => {
         .map((e) => e.line),
       [line],
     );
+  });
+
+  it("predicts exactly which accepted configs the real iptables-restore refuses, and where", async () => {
+    const ns = await lab!.addNamespace("refuse");
+    const cases: { cidrs: string[]; chain?: string; toPorts?: string }[] = [
+      { cidrs: ["10.0.0.0/8"] },
+      { cidrs: ["10.0.0.0/08"] },
+      { cidrs: ["10.0.0.0/010"] },
+      { cidrs: ["10.0.0.0/0"] },
+      { cidrs: ["::ffff:10.0.0.0/104"] },
+      { cidrs: ["10.0.0.0/8"], toPorts: "1024-70000" },
+      { cidrs: ["10.0.0.0/8"], toPorts: "0" },
+      { cidrs: [], chain: "ABCDEFGHIJKLMNOPQRSTUVWXYZ01" },
+      { cidrs: [], chain: "ABCDEFGHIJKLMNOPQRSTUVWXYZ012" },
+    ];
+    for (const backend of BACKENDS) {
+      for (const c of cases) {
+        const config = decoded(JSON.stringify({ nonMasqueradeCIDRs: c.cidrs }));
+        const parsed = parseIntervals(c.toPorts ?? "0");
+        assert.ok("intervals" in parsed);
+        const flags: AgentFlags = {
+          ...DEFAULT_AGENT_FLAGS,
+          masqChain: c.chain ?? DEFAULT_AGENT_FLAGS.masqChain,
+          toPorts: c.toPorts ?? "",
+        };
+        const options = { flags, toPorts: c.toPorts ? parsed.intervals : [] };
+        const chain = agentChain(config, 4, options)!;
+        const predicted = restoreProblems(chain);
+        const input = agentRestoreInput(config, 4, options)!;
+        const r = await ns.exec([`iptables-${backend}-restore`, "--noflush"], { input });
+        const what = `${backend} ${JSON.stringify(c)}: ${r.stderr}`;
+        assert.equal(r.code !== 0, predicted.length > 0, what);
+        if (predicted.length > 0) {
+          // the refused token (mask, port, chain name); nft and legacy word the rest differently
+          const token = /`([^']*)'/.exec(predicted[0]!.message)?.[1];
+          assert.ok(token !== undefined && r.stderr.includes(`\`${token}'`), what);
+          assert.match(
+            r.stderr,
+            new RegExp(`Error occurred at line: ${predicted[0]!.line}\\b`),
+            what,
+          );
+          continue;
+        }
+        // loaded: what iptables-save shows is what podpath expects it to show
+        const saved = (await run(ns, [`iptables-${backend}-save`, "-t", "nat"])).split("\n");
+        for (const rule of chain.rules)
+          assert.ok(saved.includes(rule.saved), `${what}\n${rule.saved}\n${saved.join("\n")}`);
+      }
+    }
   });
 });

@@ -9,6 +9,7 @@ import {
   agentRestoreInput,
   agentSavedLines,
   goFormatFloatF,
+  restoreProblems,
   savedProbability,
 } from "./rules.ts";
 import { loadVectors, type RuleCase, type VectorConfig } from "./test-helpers/vectors.ts";
@@ -134,11 +135,34 @@ describe("saved rendering details", () => {
     );
   });
 
-  it("prints the canonical network for a prefix written with a leading zero", () => {
-    const config = configOf({ nonMasqueradeCIDRs: ["10.0.0.0/08"], masqLinkLocal: true });
-    const chain = agentChain(config, 4, { flags: DEFAULT_AGENT_FLAGS });
-    assert.match(chain?.rules[0]?.written ?? "", / -d 10\.0\.0\.0\/08 /);
-    assert.match(chain?.rules[0]?.saved ?? "", / -d 10\.0\.0\.0\/8 /);
+  it("reads a leading-zero prefix as iptables does: octal (/010 is /8; the agent validated /10)", () => {
+    const config = configOf({ nonMasqueradeCIDRs: ["10.0.0.0/010"], masqLinkLocal: true });
+    const chain = agentChain(config, 4, { flags: DEFAULT_AGENT_FLAGS })!;
+    assert.match(chain.rules[0]!.written, / -d 10\.0\.0\.0\/010 /);
+    assert.match(chain.rules[0]!.saved, / -d 10\.0\.0\.0\/8 /);
+    assert.deepEqual(restoreProblems(chain), []);
+  });
+
+  it("names what the real iptables-restore refuses although the agent accepted it", () => {
+    const config = configOf({
+      nonMasqueradeCIDRs: ["10.0.0.0/08", "::ffff:10.0.0.0/104"],
+      masqLinkLocal: true,
+    });
+    const chain = agentChain(config, 4, {
+      flags: { ...DEFAULT_AGENT_FLAGS, masqChain: "A-CHAIN-NAME-LONGER-THAN-28-CHARS" },
+      toPorts: [{ first: 1024, last: 70000 }],
+    })!;
+    assert.deepEqual(
+      restoreProblems(chain).map((p) => [p.line, p.message]),
+      [
+        [2, "chain name `A-CHAIN-NAME-LONGER-THAN-28-CHARS' too long (must be under 29 chars)"],
+        [3, "invalid mask `08' specified"],
+        [4, "invalid mask `104' specified"],
+        [5, "Port `70000' not valid"],
+        [6, "Port `70000' not valid"],
+        [7, "Port `70000' not valid"],
+      ],
+    );
   });
 
   it("formats floats like strconv.FormatFloat(x, 'f', -1, 64)", () => {

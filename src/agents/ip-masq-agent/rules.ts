@@ -3,7 +3,7 @@
  * `syncMasqRulesIPv6`): the iptables-restore input byte for byte, the upstream test fake's
  * rendering, and the same rules as a real `iptables-save` prints them (for drift checks).
  */
-import { formatCidr } from "../../net/cidr.ts";
+import { type Cidr, formatCidr, tryParseIp } from "../../net/cidr.ts";
 import { LINK_LOCAL_V4, LINK_LOCAL_V6, type MasqConfig, type NonMasqEntry } from "./config.ts";
 import type { AgentFlags } from "./flags.ts";
 import { goParseCidr } from "./go-net.ts";
@@ -75,12 +75,53 @@ function cidrFamily(text: string): RuleFamily | undefined {
   return "ok" in r ? r.ok.agentFamily : undefined;
 }
 
-/** How iptables-save prints a destination: canonical network/prefix, omitted for /0. */
-function savedDestination(text: string): string | undefined {
+/**
+ * The prefix length iptables reads from the text after `/`: xtables parses it with strtoul base 0,
+ * so a leading zero means octal (`/010` is /8, where Go's net.ParseCIDR, and so the agent's
+ * validation, read /10) and `/08` is refused. Undefined when iptables refuses it.
+ */
+export function iptablesPrefix(maskText: string, family: RuleFamily): number | undefined {
+  let v: number;
+  if (/^0[0-7]*$/.test(maskText)) v = Number.parseInt(maskText, 8);
+  else if (/^[1-9][0-9]*$/.test(maskText)) v = Number(maskText);
+  else return undefined;
+  return v <= (family === 4 ? 32 : 128) ? v : undefined;
+}
+
+/** The destination as iptables installs it, or why iptables-restore refuses the text. */
+function installedDestination(
+  text: string,
+  family: RuleFamily,
+): { cidr: Cidr } | { refused: string } {
   const r = goParseCidr(text);
-  if (!("ok" in r)) return text;
-  if (r.ok.cidr.prefix === 0) return undefined;
-  return formatCidr(r.ok.cidr);
+  const slash = text.indexOf("/");
+  const maskText = slash < 0 ? "" : text.slice(slash + 1);
+  if (!("ok" in r)) return { refused: `host/network \`${text}' not found` };
+  if (r.ok.cidr.family !== family) {
+    // an IPv4-mapped IPv6 block filed under IPv4 by the agent
+    return { refused: `invalid mask \`${maskText}' specified` };
+  }
+  const prefix = iptablesPrefix(maskText, family);
+  if (prefix === undefined) return { refused: `invalid mask \`${maskText}' specified` };
+  const bits = BigInt(family === 4 ? 32 : 128);
+  const host = (1n << (bits - BigInt(prefix))) - 1n;
+  const all = (1n << bits) - 1n;
+  // iptables masks the address as written with the prefix it read
+  const start = parseAddrValue(text.slice(0, slash), family) & (all ^ host);
+  return { cidr: { family, start, end: start | host, prefix } };
+}
+
+function parseAddrValue(text: string, family: RuleFamily): bigint {
+  const ip = tryParseIp(text);
+  return ip && ip.family === family ? ip.value : 0n;
+}
+
+/** How iptables-save prints a destination: the installed network/prefix, omitted for /0. */
+function savedDestination(text: string, family: RuleFamily): string | undefined {
+  const d = installedDestination(text, family);
+  if (!("cidr" in d)) return text;
+  if (d.cidr.prefix === 0) return undefined;
+  return formatCidr(d.cidr);
 }
 
 /**
@@ -100,7 +141,7 @@ export function agentChain(
   const rules: AgentRule[] = [];
 
   const returnRule = (destination: string, entry?: NonMasqEntry): AgentRule => {
-    const d = savedDestination(destination);
+    const d = savedDestination(destination, family);
     return {
       kind: "return",
       chain,
@@ -215,4 +256,48 @@ export function expectedAgentChain(
     ...(options.toPorts ? { toPorts: options.toPorts } : {}),
     ...(options.hasRandomFully === undefined ? {} : { hasRandomFully: options.hasRandomFully }),
   });
+}
+
+/** The longest chain name iptables accepts (XT_EXTENSION_MAXNAMELEN - 1). */
+const MAX_CHAIN_NAME = 28;
+
+/** A line of the agent's restore input that the real iptables-restore refuses. */
+export interface RestoreProblem {
+  /** 1-based line of the restore input. */
+  readonly line: number;
+  /** iptables-restore's own complaint. */
+  readonly message: string;
+  readonly rule?: AgentRule;
+}
+
+/**
+ * Where the real `iptables-restore` would refuse what the agent writes, although the agent
+ * accepted the config: a prefix with a leading zero that is not octal (`/08`), an IPv4-mapped
+ * IPv6 block filed under IPv4, a port above 65535 in `--to-ports`, a chain name over 28
+ * characters. The agent then logs "Error syncing masquerade rules" every cycle and changes
+ * nothing: the rules installed before stay. (A valid octal prefix such as `/010` loads, as /8:
+ * see `saved` of that rule.)
+ */
+export function restoreProblems(chain: AgentChain): RestoreProblem[] {
+  const out: RestoreProblem[] = [];
+  if (chain.chain.length > MAX_CHAIN_NAME || chain.chain.length === 0) {
+    out.push({
+      line: 2,
+      message: `chain name \`${chain.chain}' too long (must be under 29 chars)`,
+    });
+  }
+  chain.rules.forEach((rule, i) => {
+    const line = i + 3;
+    if (rule.kind === "return" && rule.destination !== undefined) {
+      const d = installedDestination(rule.destination, chain.family);
+      if ("refused" in d) out.push({ line, message: d.refused, rule });
+    }
+    const ports = / --to-ports (\S+)/.exec(rule.written)?.[1];
+    if (ports !== undefined) {
+      for (const p of ports.split("-")) {
+        if (Number(p) > 65535) out.push({ line, message: `Port \`${p}' not valid`, rule });
+      }
+    }
+  });
+  return out;
 }

@@ -60,5 +60,8 @@ export async function run(
     `note: the agent also ensures the POSTROUTING jump (appended when missing, not part of this input):\n  ${family === 4 ? "iptables" : "ip6tables"} -t nat ${chain.jump.written.replace(/--comment (.*?) -m addrtype/, '--comment "$1" -m addrtype')}\n`,
   );
   io.out(text);
-  return EXIT.ok;
+  // the real iptables-restore refuses part of it (already explained on stderr)
+  return view.diagnostics.some((d) => d.code === "IPMASQ_RESTORE_REFUSED")
+    ? EXIT.findings
+    : EXIT.ok;
 }
