@@ -201,6 +201,24 @@ async function readNode(run: NodeRun, node: string, pod: string): Promise<boolea
   return wrote > 0;
 }
 
+/** For a collector that started and died, its last log lines say why. */
+async function withLogs(run: NodeRun, pod: string, state: PodState): Promise<string> {
+  const why = state.ready ? "" : state.why;
+  if (state.ready || (state.hopeless !== "CrashLoopBackOff" && state.hopeless !== "Failed"))
+    return why;
+  try {
+    const text = await run.source.logs(run.spec.namespace, pod, {
+      container: "collector",
+      tailLines: 5,
+      signal: AbortSignal.timeout(10_000),
+    });
+    const last = text.trim().split("\n").slice(-2).join(" | ").slice(0, 300);
+    return last ? `${why} (log: ${last})` : why;
+  } catch {
+    return why;
+  }
+}
+
 async function removeCollector(
   run: NodeRun,
   kind: "pod" | "daemonset",
@@ -302,7 +320,7 @@ async function viaPods(run: NodeRun, nodes: readonly string[]): Promise<void> {
             run.fail(
               `node/${node}`,
               "start a collector pod",
-              `collector pod ${name} did not run: ${state.why}`,
+              `collector pod ${name} did not run: ${await withLogs(run, name, state)}`,
             );
           } else {
             ok = await readNode(run, node, name);

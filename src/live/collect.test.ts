@@ -370,6 +370,7 @@ describe("podpath collect against the API server", () => {
     const s = await setup({
       forbid: [{ verb: "create", resource: "pods/exec", namespace: "vpn" }],
       brokenNodes: new Set([NODES[1]!]),
+      crashNodes: new Map([[NODES[2]!, "starting\nsleep: invalid number '120s'\n"]]),
     });
     try {
       const r = await runCollect(s, { pod: VPN_POD, nodeState: true });
@@ -382,6 +383,13 @@ describe("podpath collect against the API server", () => {
         r.stderr,
         new RegExp(`node/${NODES[1]}: start a collector pod: .*ImagePullBackOff`),
       );
+      assert.ok(
+        r.stderr.includes(`node/${NODES[2]}: start a collector pod: `) &&
+          r.stderr.includes("CrashLoopBackOff: back-off 40s") &&
+          r.stderr.includes("(log: starting | sleep: invalid number '120s')"),
+        r.stderr,
+      );
+      assert.ok(s.api.requests.some((q) => q.resource === "pods/log" && q.verb === "get"));
       const files = filesUnder(s.dir);
       assert.ok(files.includes(`nodes/${NODES[0]}/iptables-save.txt`));
       assert.ok(!files.some((f) => f.startsWith(`nodes/${NODES[1]}/`)));

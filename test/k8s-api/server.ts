@@ -150,6 +150,8 @@ export interface FakeApiOptions {
   readonly podStartMs?: number;
   /** Nodes whose created pods never start (their status tells why). */
   readonly brokenNodes?: ReadonlySet<string>;
+  /** Nodes whose created pods start and crash, with the log their container printed. */
+  readonly crashNodes?: ReadonlyMap<string, string>;
   /** Called for every recorded request (e.g. to abort mid-run). */
   readonly onRequest?: (r: RecordedRequest) => void;
 }
@@ -282,6 +284,28 @@ export async function startFakeApi(initial: Obj[], opts: FakeApiOptions = {}): P
     const node = (pod["spec"] as { nodeName?: string }).nodeName ?? "";
     const containers =
       (pod["spec"] as { containers?: { name: string; image?: string }[] }).containers ?? [];
+    const crashLog = opts.crashNodes?.get(node);
+    if (crashLog !== undefined) {
+      later(opts.podStartMs ?? 5, () => {
+        pod.metadata.annotations = { ...pod.metadata.annotations, "test/log": crashLog };
+        pod["status"] = {
+          phase: "Running",
+          containerStatuses: containers.map((c) => ({
+            name: c.name,
+            image: c.image,
+            ready: false,
+            restartCount: 3,
+            state: {
+              waiting: {
+                reason: "CrashLoopBackOff",
+                message: `back-off 40s restarting failed container=${c.name} pod=${pod.metadata.name}`,
+              },
+            },
+          })),
+        };
+      });
+      return;
+    }
     if (opts.brokenNodes?.has(node)) {
       later(opts.podStartMs ?? 5, () => {
         pod["status"] = {
