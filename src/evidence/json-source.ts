@@ -23,7 +23,10 @@ interface Members {
  * A locator over `text`, which must be valid JSON (checked by the caller with `JSON.parse`).
  * `find(path)` gives the offsets of the value at `path` from the root value.
  */
-export function jsonLocator(text: string): {
+export function jsonLocator(
+  text: string,
+  rootOffset?: number,
+): {
   root: number;
   find(path: JsonPath): JsonSpot | undefined;
 } {
@@ -108,7 +111,7 @@ export function jsonLocator(text: string): {
     cache.set(start, out);
     return out;
   };
-  const root = ws(0);
+  const root = ws(rootOffset ?? 0);
   const find = (path: JsonPath): JsonSpot | undefined => {
     let spot: JsonSpot = { value: root };
     for (const seg of path) {
@@ -162,4 +165,41 @@ export function offsetCiter(text: string, file: string): (offset: number) => Sou
     const ref = { file, line: lo + 1, col: offset - start + 1 };
     return end - start > 500 ? ref : { ...ref, text: lineText };
   };
+}
+
+/**
+ * Splits text holding one or more JSON values one after another (`kubectl get ... -o json`
+ * outputs appended to one file) into the values and their start offsets. Undefined unless every
+ * part is valid JSON.
+ */
+export function splitJsonStream(text: string): { start: number; value: unknown }[] | undefined {
+  const out: { start: number; value: unknown }[] = [];
+  let i = 0;
+  const skipWs = () => {
+    while (i < text.length && " \t\r\n".includes(text[i]!)) i++;
+  };
+  skipWs();
+  while (i < text.length) {
+    const open = text[i];
+    if (open !== "{" && open !== "[") return undefined;
+    const start = i;
+    let depth = 0;
+    for (; i < text.length; i++) {
+      const c = text[i];
+      if (c === '"') {
+        for (i++; i < text.length && text[i] !== '"'; i++) if (text[i] === "\\") i++;
+      } else if (c === "{" || c === "[") depth++;
+      else if ((c === "}" || c === "]") && --depth === 0) {
+        i++;
+        break;
+      }
+    }
+    try {
+      out.push({ start, value: JSON.parse(text.slice(start, i)) });
+    } catch {
+      return undefined;
+    }
+    skipWs();
+  }
+  return out.length > 0 ? out : undefined;
 }

@@ -169,6 +169,30 @@ describe("readKubeObjects", () => {
     assert.equal((o!.raw.data as Record<string, unknown>).port, "8080");
   });
 
+  it("reads JSON outputs appended to one file, each with its own lines", () => {
+    const cm = fixture("configmap-ip-masq-agent.json");
+    const list = fixture("pods_list_a.json");
+    const text = `${cm}\n${list}`;
+    const { value, diagnostics } = readKubeObjects(text, "both.json");
+    assert.deepEqual(diagnostics, []);
+    assert.equal(value[0]?.kind, "ConfigMap");
+    assert.ok(value.length > 2);
+    const pod = value[1]!;
+    const ref = pod.locate(["metadata", "name"])!;
+    assert.ok(ref.line > cm.split("\n").length);
+    assert.equal(lineOf(text, ref.line)?.trim(), `"name": "${pod.name}",`);
+  });
+
+  it("says where broken JSON goes wrong", () => {
+    const text = '{\n  "apiVersion": "v1",\n  "kind": "Pod",\n  "metadata": {"name": "x"]\n}\n';
+    const { value, diagnostics } = readKubeObjects(text, "bad.json");
+    assert.deepEqual(value, []);
+    assert.equal(diagnostics.length, 1);
+    assert.equal(diagnostics[0]?.code, "JSON_SYNTAX");
+    assert.deepEqual([diagnostics[0]?.source?.line, diagnostics[0]?.source?.col], [4, 27]);
+    assert.match(diagnostics[0]!.message, /expected JSON as kubectl get -o json prints it/);
+  });
+
   it("gives typed-list items their kind when the API omitted it", () => {
     const text =
       '{"apiVersion":"v1","kind":"PodList","items":[{"metadata":{"name":"p","namespace":"n"}}]}';

@@ -4,7 +4,8 @@
  * of any of its fields.
  */
 import type { Diagnostic, Parsed, SourceRef } from "../model/types.ts";
-import { jsonLocator, offsetCiter, offsetOfStringLine } from "./json-source.ts";
+import { jsonErrorOffset } from "./json-error.ts";
+import { jsonLocator, offsetCiter, offsetOfStringLine, splitJsonStream } from "./json-source.ts";
 import { readYamlSource, type YamlPath } from "./yaml-source.ts";
 
 /** One object read from a file. `raw` is the plain JS value; positions come from `locate`. */
@@ -194,35 +195,38 @@ function readDocuments(
   file: string,
 ): { documents: Located[]; diagnostics: Diagnostic[]; start: SourceRef } {
   const first = /\S/.exec(text)?.[0];
-  if (first === "{" || first === "[") {
-    let value: unknown;
-    let ok = true;
+  const isJson = first === "{" || first === "[";
+  if (isJson) {
+    let parts: { start: number; value: unknown }[] | undefined;
     try {
-      value = JSON.parse(text);
+      parts = [{ start: text.indexOf(first), value: JSON.parse(text) }];
     } catch {
-      ok = false;
+      parts = splitJsonStream(text);
     }
-    if (ok) {
+    if (parts) {
       const cite = offsetCiter(text, file);
-      const loc = jsonLocator(text);
-      const doc: Located = {
-        value,
-        locate: (path) => {
-          const spot = loc.find(path);
-          if (!spot) return undefined;
-          // Collections and nulls are cited at their key, other values where they are written.
-          const c = text[spot.value];
-          const atKey = c === "{" || c === "[" || c === "n";
-          return cite(atKey && spot.key !== undefined ? spot.key : spot.value);
-        },
-        locateInString: (path, n) => {
-          const spot = loc.find(path);
-          if (!spot || text[spot.value] !== '"' || !Number.isInteger(n) || n < 1) return undefined;
-          const at = offsetOfStringLine(text, spot.value, n - 1);
-          return at === undefined ? undefined : cite(at);
-        },
-      };
-      return { documents: [doc], diagnostics: [], start: cite(loc.root) };
+      const documents = parts.map(({ start, value }): Located => {
+        const loc = jsonLocator(text, start);
+        return {
+          value,
+          locate: (path) => {
+            const spot = loc.find(path);
+            if (!spot) return undefined;
+            // Collections and nulls are cited at their key, other values where they are written.
+            const c = text[spot.value];
+            const atKey = c === "{" || c === "[" || c === "n";
+            return cite(atKey && spot.key !== undefined ? spot.key : spot.value);
+          },
+          locateInString: (path, n) => {
+            const spot = loc.find(path);
+            if (!spot || text[spot.value] !== '"' || !Number.isInteger(n) || n < 1)
+              return undefined;
+            const at = offsetOfStringLine(text, spot.value, n - 1);
+            return at === undefined ? undefined : cite(at);
+          },
+        };
+      });
+      return { documents, diagnostics: [], start: cite(parts[0]!.start) };
     }
   }
   const { source, diagnostics } = readYamlSource(text, file);
@@ -236,5 +240,18 @@ function readDocuments(
         locateInString: (path, n) => source.locateInString(root, path, n),
       };
     });
+  const jsonAt =
+    isJson && diagnostics.some((d) => d.code === "YAML_SYNTAX") ? jsonErrorOffset(text) : undefined;
+  if (jsonAt !== undefined) {
+    // Text that looks like JSON and is not valid YAML either: say where the JSON goes wrong.
+    const rest = diagnostics.filter((d) => d.code !== "YAML_SYNTAX");
+    rest.unshift({
+      code: "JSON_SYNTAX",
+      severity: "error",
+      message: `invalid JSON at ${JSON.stringify(text.slice(jsonAt, jsonAt + 20))}; expected JSON as kubectl get -o json prints it, nothing after this point was read`,
+      source: offsetCiter(text, file)(jsonAt),
+    });
+    return { documents, diagnostics: rest, start: source.refAt(0) };
+  }
   return { documents, diagnostics, start: source.refAt(0) };
 }
