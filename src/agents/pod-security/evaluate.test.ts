@@ -129,6 +129,7 @@ describe("checkPodSecurity messages", () => {
     const at = (v: string) =>
       checkPodSecurity(p, { level: "baseline", version: parseVersion(v).version });
     assert.equal(at("v1.31")?.detail, "forbidden sysctls (net.ipv4.tcp_rmem)");
+    assert.equal(checkPodSecurity(p, { level: "baseline", version: "v1.31" })?.allowed, false);
     assert.equal(at("v1.32")?.allowed, true);
     assert.equal(at("latest")?.allowed, true);
   });

@@ -14,6 +14,7 @@ import {
   type LevelVersion,
   type NamespacePolicy,
   type PolicyVersion,
+  parseVersion,
 } from "./policy-level.ts";
 import { checksFor } from "./registry.ts";
 
@@ -96,7 +97,7 @@ function nameOf(object: JsonObject): string {
  */
 export function checkPodSecurity(
   object: JsonObject,
-  opts: { readonly level: Level; readonly version?: PolicyVersion },
+  opts: { readonly level: Level; readonly version?: PolicyVersion | string },
 ): PodSecurityResult | undefined {
   // a bare PodSpec is checked as an unnamed Pod
   if (object["kind"] === undefined && Array.isArray(object["containers"])) {
@@ -104,7 +105,11 @@ export function checkPodSecurity(
   }
   const pod = podViewOf(object);
   if (!pod) return undefined;
-  const lv: LevelVersion = { level: opts.level, version: opts.version ?? LATEST };
+  const version =
+    typeof opts.version === "string"
+      ? parseVersion(opts.version).version
+      : (opts.version ?? LATEST);
+  const lv: LevelVersion = { level: opts.level, version };
   const violations = evaluatePod(pod, lv);
   const detail = forbiddenDetail(violations);
   const name = nameOf(object);
