@@ -11,7 +11,7 @@
  * prints them).
  */
 import type { IncomingMessage } from "node:http";
-import { Writable } from "node:stream";
+import { PassThrough, Writable } from "node:stream";
 
 /** A resource type as the API server names it. */
 export interface ApiResource {
@@ -301,6 +301,7 @@ interface Socket {
  */
 export async function openCluster(opts: OpenClusterOptions): Promise<ClusterSource> {
   const k8s = await import("@kubernetes/client-node");
+  const { WebSocketHandler } = await import("@kubernetes/client-node/dist/web-socket-handler.js");
   const { delimiter } = await import("node:path");
   const kc = new k8s.KubeConfig();
   const connect: ApiRequest = { verb: "connect", resource: "kubeconfig" };
@@ -525,11 +526,8 @@ export async function openCluster(opts: OpenClusterOptions): Promise<ClusterSour
       const stderr = sink(err);
       // Give the handler our own streams: on a v5 close frame it ends the streams it was given,
       // and its default streams are the process's own stdout and stderr.
-      const { WebSocketHandler } = await import(
-        "@kubernetes/client-node/dist/web-socket-handler.js"
-      );
       const handler = new WebSocketHandler(kc, undefined, {
-        stdin: new (await import("node:stream")).PassThrough(),
+        stdin: new PassThrough(),
         stdout,
         stderr,
       });
