@@ -72,10 +72,16 @@ program
   .option("--context <name>", "kubeconfig context")
   .option("--kubeconfig <file>", "kubeconfig file")
   .option("--node-state", "with --live: also read node rules (creates short-lived collector pods)")
-  .option("-n, --namespace <ns>", "with --live: namespace for --pod NAME and Services/NetworkPolicies")
+  .option(
+    "-n, --namespace <ns>",
+    "with --live: namespace for --pod NAME and Services/NetworkPolicies",
+  )
   .option("--nodes <selector|names>", "with --live: which nodes")
   .option("--pod <ns/name>", "with --live: also read this pod's sysctl, iptables-save, routes")
-  .option("--capture <host>", "with --live --node-state: capture traffic with this host on the nodes")
+  .option(
+    "--capture <host>",
+    "with --live --node-state: capture traffic with this host on the nodes",
+  )
   .option("--seconds <n>", "with --capture: capture length", "10")
   .option("--concurrency <k>", "with --live: parallel node reads", "10")
   .addOption(output(["text", "json", "md"], "text"))
@@ -228,8 +234,15 @@ program
   .option("--capture <host>")
   .option("--seconds <n>", "capture length", "10")
   .option("--concurrency <k>", "parallel node reads", "10")
-  .option("--collector-image <ref>", "with --node-state: image with iptables, iproute2, conntrack, tcpdump")
-  .option("--collector-namespace <ns>", "with --node-state: where collector pods run", "kube-system")
+  .option(
+    "--collector-image <ref>",
+    "with --node-state: image with iptables, iproute2, conntrack, tcpdump",
+  )
+  .option(
+    "--collector-namespace <ns>",
+    "with --node-state: where collector pods run",
+    "kube-system",
+  )
   .addHelpText(
     "after",
     "\nExamples:\n  podpath collect --out snap/ --pod vpn/openvpn-0\n  kubectl podpath collect --out snap/ --context prod --node-state --capture 10.20.30.40 --seconds 10",
