@@ -54,6 +54,13 @@ describe("isExempt", () => {
     assert.equal(isExempt(c, parseIp("2001:db8::1"), { enableIpv6: true }).exempt, false);
   });
 
+  it("uses the block iptables installs: /010 covers the /8", () => {
+    const c = config("nonMasqueradeCIDRs: [10.0.0.0/010]\n");
+    const r = isExempt(c, parseIp("10.200.0.1"));
+    assert.ok(r.exempt && r.reason === "non-masquerade-cidr");
+    assert.equal(r.cidr.prefix, 8);
+  });
+
   it("masquerades everything when the list is null (issue #65 config)", () => {
     const c = config("nonMasqueradeCIDRs:\nmasqLinkLocal: true\n");
     assert.equal(isExempt(c, parseIp("10.0.0.1")).exempt, false);

@@ -7,6 +7,7 @@
 import { type Cidr, contains, type Ip, parseCidr } from "../../net/cidr.ts";
 import { LINK_LOCAL_V4, LINK_LOCAL_V6, type MasqConfig, type NonMasqEntry } from "./config.ts";
 import { goParseCidr } from "./go-net.ts";
+import { installedDestination } from "./rules.ts";
 
 export type Exemption =
   | {
@@ -47,8 +48,11 @@ export function isExempt(
   for (const entry of config.nonMasqueradeCIDRs ?? []) {
     const r = goParseCidr(entry.text);
     if (!("ok" in r) || r.ok.agentFamily !== dst.family) continue;
-    if (contains(r.ok.cidr, dst)) {
-      return { exempt: true, reason: "non-masquerade-cidr", entry, cidr: r.ok.cidr };
+    // the block as iptables installs it (`/010` is /8 there, though the agent validated /10)
+    const installed = installedDestination(entry.text, dst.family);
+    if (!("cidr" in installed)) continue;
+    if (contains(installed.cidr, dst)) {
+      return { exempt: true, reason: "non-masquerade-cidr", entry, cidr: installed.cidr };
     }
   }
   return { exempt: false, reason: "masquerade" };

@@ -89,7 +89,7 @@ export function iptablesPrefix(maskText: string, family: RuleFamily): number | u
 }
 
 /** The destination as iptables installs it, or why iptables-restore refuses the text. */
-function installedDestination(
+export function installedDestination(
   text: string,
   family: RuleFamily,
 ): { cidr: Cidr } | { refused: string } {
