@@ -10,11 +10,12 @@ import { after, describe, it } from "node:test";
 import { vpnFindings } from "../../checks/vpn.ts";
 import { vpnInputFromSnapshot } from "../../checks/vpn-snapshot.ts";
 import { readSysctl } from "../../evidence/sysctl.ts";
+import { type ProbeSystem, probeOutward, realSystem } from "../../live/probe.ts";
 import type { FindingId } from "../../model/types.ts";
 import { openSnapshot } from "../../snapshot/source.ts";
 import { kernelSkip } from "../kernel-guard.ts";
 import { createLab } from "../netns.ts";
-import { scenario, VpnOptions } from "./vpn.ts";
+import { scenario, VPN, VpnOptions } from "./vpn.ts";
 import { VPN_NS, VPN_POD } from "./vpn-cluster.ts";
 
 const skip = kernelSkip();
@@ -101,5 +102,75 @@ describe("lab vpn: findings appear with the problem and disappear with the fix",
     assert.ok(byHand.ids.has("vpn/forwarding-not-durable"));
     const chart = await replica({ "ip-forward": "1", manifest: "chart-value" });
     assert.ok(!chart.ids.has("vpn/forwarding-not-durable"));
+  });
+
+  it("podpath probe from the laptop: stops at the pod IP with forwarding off, passes with it on", async () => {
+    const walk = async (ipForward: "0" | "1") => {
+      const lab = await createLab({ prefix: "ppv" });
+      try {
+        await scenario.run(
+          { lab, outDir: undefined, log: () => {} },
+          VpnOptions.parse({ "ip-forward": ipForward }),
+        );
+        const laptop = lab.namespaces.find((n) => n.role === "laptop")!;
+        const real = realSystem();
+        // the system's own ping and dig, run inside the laptop's namespace
+        const sys: ProbeSystem = {
+          ...real,
+          platform: "linux",
+          has: (p) => p === "ping" || p === "dig",
+          exec: async (argv, timeoutMs) => {
+            const r = await laptop.exec(argv, { timeoutMs });
+            return { code: r.code, output: r.stdout + r.stderr };
+          },
+          connect: async (ip, port, timeoutMs) => {
+            const t0 = Date.now();
+            const secs = String(Math.ceil(timeoutMs / 1000));
+            const r = await laptop.exec(["nc", "-vz", "-w", secs, ip, String(port)], {
+              timeoutMs: timeoutMs + 2000,
+            });
+            const out = r.stdout + r.stderr;
+            const outcome =
+              r.code === 0 ? "connected" : /refused/.test(out) ? "refused" : "timeout";
+            return { outcome, ms: Date.now() - t0 };
+          },
+        };
+        return await probeOutward(
+          {
+            peer: VPN.peer,
+            podIp: VPN.targetPodIp,
+            serviceIp: { ip: VPN.webServiceIp, port: 80 },
+            public: VPN.publicIp,
+            name: VPN.webName,
+            dnsServer: VPN.dnsServiceIp,
+          },
+          sys,
+          { timeoutMs: 1000, count: 1, all: false },
+        );
+      } finally {
+        await lab.destroy();
+      }
+    };
+    const off = await walk("0");
+    assert.deepEqual(
+      off.steps.map((x) => [x.role, x.answered]),
+      [
+        ["peer", true],
+        ["pod-ip", false],
+      ],
+    );
+    assert.equal(off.stoppedAt?.layer, "vpn-pod-forwarding");
+    const on = await walk("1");
+    assert.equal(on.stoppedAt, undefined);
+    assert.deepEqual(
+      on.parsed.commands.map((c) => [c.role, c.result]),
+      [
+        ["peer", "replies"],
+        ["pod-ip", "replies"],
+        ["service-ip", "ok"],
+        ["public", "replies"],
+        ["name", "ok"],
+      ],
+    );
   });
 });
