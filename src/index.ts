@@ -79,6 +79,23 @@ export {
   type PredictOptions,
   predictAdmission,
 } from "./agents/pod-security/predict.ts";
+export {
+  type Conversation,
+  type ConversationOptions,
+  type ConversationSummary,
+  ConversationTracker,
+  conversations,
+} from "./capture/conversations.ts";
+export { type HostTalkers, hostTalkers } from "./capture/host-talkers.ts";
+export type { Direction, Frame, Packet, Transport } from "./capture/packet.ts";
+export {
+  type CaptureFormat,
+  type CaptureStream,
+  type ReadCaptureOptions,
+  readCapture,
+} from "./capture/read-capture.ts";
+export { parseTcpdumpLines } from "./capture/tcpdump-text.ts";
+export { type WireCapture, type WireInput, wireFindings } from "./checks/wire.ts";
 export { type CaptureMeta, type CapturePoint, readCaptureMeta } from "./evidence/capture-meta.ts";
 export {
   type ConntrackEntry,
