@@ -38,6 +38,32 @@ describe("admission check", () => {
     assert.equal(web.allowed, "yes");
   });
 
+  it("reads a directory of manifests, Namespace labels from one file applying to another", async () => {
+    const dir = mkdtempSync(join(tmpdir(), "podpath-adm-"));
+    writeFileSync(
+      join(dir, "ns.yaml"),
+      "apiVersion: v1\nkind: Namespace\nmetadata:\n  name: vpn\n  labels:\n    pod-security.kubernetes.io/enforce: baseline\n",
+    );
+    writeFileSync(
+      join(dir, "pod.json"),
+      JSON.stringify({
+        apiVersion: "v1",
+        kind: "Pod",
+        metadata: { name: "p", namespace: "vpn" },
+        spec: { hostPID: true, containers: [{ name: "c" }] },
+      }),
+    );
+    const io = memoryIo();
+    assert.equal(await run([dir], { output: "json" }, io), 1);
+    const out = JSON.parse(io.stdout());
+    assert.equal(out.results.length, 1);
+    assert.equal(
+      out.results[0].podSecurity.message,
+      'pods "p" is forbidden: violates PodSecurity "baseline:latest": host namespaces (hostPID=true)',
+    );
+    assert.match(out.results[0].policySource, /ns\.yaml:1/);
+  });
+
   it("lets --level override the labels", async () => {
     const io = memoryIo();
     const code = await run(

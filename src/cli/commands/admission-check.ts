@@ -3,7 +3,8 @@
  * controller in the manifest, Pod Security Admission's verdict in its own words, API validation
  * of sysctls, and the kubelet's sysctl admission. Exit 1 when any object would be denied.
  */
-import { readFile } from "node:fs/promises";
+import { readdir, readFile, stat } from "node:fs/promises";
+import { join } from "node:path";
 import { readKubeletSysctlConfig } from "../../agents/pod-security/kubelet-config.ts";
 import { podViewOf } from "../../agents/pod-security/pod-spec.ts";
 import { LABELS, type Level, parseVersion } from "../../agents/pod-security/policy-level.ts";
@@ -33,6 +34,34 @@ async function readText(path: string, what: string): Promise<string> {
       `cannot read ${what} ${path}: ${code === "ENOENT" ? "no such file" : code === "EISDIR" ? "is a directory" : (e as Error).message}`,
     );
   }
+}
+
+/**
+ * Every object in a manifest file, or in the YAML and JSON files below a directory (a snapshot's
+ * `cluster/`), so Namespaces in one file label the workloads of another.
+ */
+async function readManifests(
+  path: string,
+): Promise<{ value: KubeObject[]; diagnostics: Diagnostic[] }> {
+  let files = [path];
+  const info = await stat(path).catch(() => undefined);
+  if (info?.isDirectory()) {
+    const entries = await readdir(path, { recursive: true, withFileTypes: true });
+    files = entries
+      .filter((e) => e.isFile() && /\.(ya?ml|json)$/.test(e.name))
+      .map((e) => join(e.parentPath, e.name))
+      .sort();
+    if (files.length === 0)
+      throw new UsageError(`${path}: no .yaml, .yml or .json files in this directory`);
+  }
+  const value: KubeObject[] = [];
+  const diagnostics: Diagnostic[] = [];
+  for (const f of files) {
+    const r = readKubeObjects(await readText(f, "manifest"), f);
+    value.push(...r.value);
+    diagnostics.push(...r.diagnostics);
+  }
+  return { value, diagnostics };
 }
 
 /** `file:line: ` unless the message already starts with it. */
@@ -69,8 +98,7 @@ export async function run(
   if (error) throw new UsageError(`policy version ${JSON.stringify(versionText)}: ${error}`);
   const platform = (opts["platform"] as Platform | undefined) ?? "generic";
 
-  const text = await readText(file, "manifest");
-  const parsed = readKubeObjects(text, file);
+  const parsed = await readManifests(file);
   const diagnostics: Diagnostic[] = [...parsed.diagnostics];
 
   let kubeletConfig: ReturnType<typeof readKubeletSysctlConfig>["value"];
