@@ -197,6 +197,7 @@ class LabImpl implements Lab {
   readonly id: string;
   readonly nsList: NamespaceImpl[] = [];
   private destroyed = false;
+  private finished = false;
   constructor(id: string) {
     this.id = id;
   }
@@ -213,6 +214,11 @@ class LabImpl implements Lab {
       throw new LabError("ERR_LAB_USAGE", `namespace role ${role} already exists in ${this.id}`);
     }
     await must(["ip", "netns", "add", name], "creating namespace");
+    if (this.destroyed) {
+      // destroyed (e.g. by SIGINT) while `ip netns add` ran: remove what it just created
+      await run(["ip", "netns", "del", name]);
+      throw new LabError("ERR_LAB_USAGE", `lab ${this.id} was destroyed`);
+    }
     const ns = new NamespaceImpl(name, role);
     this.nsList.push(ns);
     await must(["ip", "-n", name, "link", "set", "lo", "up"], "bringing up lo");
@@ -257,16 +263,22 @@ class LabImpl implements Lab {
   async destroy(): Promise<void> {
     if (this.destroyed) return;
     this.destroyed = true;
-    live.delete(this);
+    // stays in `live` until done: a signal arriving meanwhile finishes the job synchronously
     const all = [...this.nsList];
     for (const ns of all) for (const c of ns.children) killTree(c.pid);
     await sleep(all.some((n) => n.children.size > 0) ? 100 : 0);
     for (const ns of all) {
+      if (this.finished) return;
       for (const c of ns.children) killTree(c.pid, "SIGKILL");
       killNamespaceProcesses(ns.name);
       await run(["ip", "netns", "del", ns.name]);
       removeEtcNetns(ns.name);
     }
+    this.finish();
+  }
+  private finish(): void {
+    this.finished = true;
+    live.delete(this);
     rmSync(pidFile(this.id), { force: true });
   }
   keep(note: string): void {
@@ -282,18 +294,19 @@ class LabImpl implements Lab {
   }
   /** The same, synchronously (for process exit and signals). */
   destroySync(): void {
-    if (this.destroyed) return;
+    if (this.finished) return;
     this.destroyed = true;
-    live.delete(this);
     for (const ns of this.nsList) {
       for (const c of ns.children) killTree(c.pid, "SIGKILL");
       killNamespaceProcesses(ns.name);
-      try {
-        execFileSync("ip", ["netns", "del", ns.name], { stdio: "ignore" });
-      } catch {}
+      if (existsSync(`${NETNS_DIR}/${ns.name}`)) {
+        try {
+          execFileSync("ip", ["netns", "del", ns.name], { stdio: "ignore" });
+        } catch {}
+      }
       removeEtcNetns(ns.name);
     }
-    rmSync(pidFile(this.id), { force: true });
+    this.finish();
   }
 }
 
