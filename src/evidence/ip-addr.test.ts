@@ -88,6 +88,24 @@ describe("readIpAddr", () => {
     assert.equal(plain.find((i) => i.name === "gw0")?.state, "LOWERLAYERDOWN");
   });
 
+  it("reads a real tun device's point-to-point address in every form", () => {
+    for (const name of [
+      "ip-addr-node.txt",
+      "ip-o-addr-node.txt",
+      "ip-br-addr-node.txt",
+      "ip-j-addr-node.json",
+    ]) {
+      const { value, diagnostics } = readIpAddr(fixture(name), name);
+      assert.deepEqual(diagnostics, [], name);
+      const tun = value.find((i) => i.name === "tun0");
+      const a = tun?.addresses[0];
+      assert.equal(a && formatIp(a.local), "10.8.0.1", name);
+      assert.equal(a?.peer && formatIp(a.peer), "10.8.0.2", name);
+      assert.equal(a && formatCidr(a.cidr), "10.8.0.2/32", name);
+      assert.equal(formatIp(primaryAddress(tun!, 4)!.local), "10.8.0.1", name);
+    }
+  });
+
   it("reads point-to-point addresses (a tun device)", () => {
     const text =
       "5: tun0: <POINTOPOINT,MULTICAST,NOARP,UP,LOWER_UP> mtu 1500 qdisc fq_codel state UNKNOWN group default qlen 500\n    link/none \n    inet 10.8.0.1 peer 10.8.0.2/32 scope global tun0\n       valid_lft forever preferred_lft forever\n";

@@ -271,18 +271,25 @@ function readBrief(l: Line, file: string): Builder | undefined {
     source,
   );
   b.state = state;
-  for (const a of t.slice(2)) {
-    const c = tryParseCidr(a);
+  const rest = t.slice(2);
+  for (let i = 0; i < rest.length; i++) {
+    const a = rest[i]!;
     const ip = tryParseIp(a.split("/")[0]!);
-    if ("error" in c || !ip) return undefined;
+    // point-to-point: `10.8.0.1 peer 10.8.0.2/32`
+    const peerText = rest[i + 1] === "peer" ? rest[i + 2] : undefined;
+    const c = tryParseCidr(peerText ?? a);
+    const peer = peerText === undefined ? undefined : tryParseIp(peerText.split("/")[0]!);
+    if ("error" in c || !ip || (peerText !== undefined && !peer)) return undefined;
     b.addresses.push({
       family: ip.family,
       cidr: c.cidr,
       local: ip,
+      ...(peer ? { peer } : {}),
       secondary: false,
       flags: [],
       source,
     });
+    if (peerText !== undefined) i += 2;
   }
   return b;
 }

@@ -79,10 +79,30 @@ describe("readIpRoute", () => {
           ["10.244.1.6", "veth1", 2],
         ],
       );
-      assert.equal(mp?.source.line, 2);
+      const lines = fixture(name).split("\n");
+      assert.ok(lines[mp!.source.line - 1]?.startsWith("10.50.0.0/16"));
       assert.deepEqual(value.find((r) => dst(r) === "10.60.0.0/16")?.flags, ["linkdown"]);
-      assert.equal(value.length, 5);
+      assert.equal(value.length, lines.filter((l) => /^\S/.test(l)).length);
     }
+  });
+
+  it("reads nexthop-object routes, tun routes and IPv6 lifetimes from a node", () => {
+    const { value, diagnostics } = readIpRoute(fixture("ip-route-node.txt"), "n");
+    assert.deepEqual(diagnostics, []);
+    const nh = value.find((r) => dst(r) === "10.70.0.0/16");
+    assert.equal(nh?.attributes.nhid, "7");
+    assert.equal(nh?.via && formatIp(nh.via), "10.20.30.40");
+    assert.equal(nh?.dev, "ext0");
+    const peer = value.find((r) => dst(r) === "10.8.0.2/32");
+    assert.equal(peer?.src && formatIp(peer.src), "10.8.0.1");
+    assert.deepEqual(peer?.flags, ["linkdown"]);
+    const v6 = readIpRoute(fixture("ip-6-route-node.txt"), "v6");
+    assert.deepEqual(v6.diagnostics, []);
+    const r = v6.value.find((x) => dst(x) === "fd00:99::/64");
+    assert.equal(r?.attributes.mtu, "lock 1400");
+    assert.match(r?.attributes.expires ?? "", /^\d+sec$/);
+    assert.equal(r?.metric, 1024);
+    assert.equal(v6.value.filter((x) => dst(x) === "fe80::/64").length, 2);
   });
 
   it("takes the family of a bare default from options, and the table from options", () => {
