@@ -125,3 +125,70 @@ describe("podpath collect (built CLI)", () => {
     }
   });
 });
+
+describe("podpath diagnose --live", () => {
+  it("collects into a kept snapshot that diagnose reads, every finding citing a real line of it", async () => {
+    const api = await startFakeApi(smallCluster(), { gkeCrds: true, exec: smallClusterExec });
+    try {
+      const kc = join(scratch, "kc-diag");
+      writeFileSync(kc, kubeconfigFor(api.url, { token: "t" }));
+      const keep = join(scratch, "keep-diag");
+      const r = await run(
+        process.execPath,
+        [
+          CLI,
+          "diagnose",
+          "--live",
+          "--kubeconfig",
+          kc,
+          "--pod",
+          "vpn/openvpn-6f7d8c9b5-x2x7p",
+          "--node-state",
+          "--keep",
+          keep,
+          "-o",
+          "json",
+        ],
+        {},
+      );
+      assert.equal(r.code, 1, r.stderr); // error-severity findings
+      const answer = JSON.parse(r.stdout) as {
+        findings: {
+          id: string;
+          subject: string;
+          evidence: { file: string; line: number; text?: string }[];
+        }[];
+      };
+      const ids = answer.findings.map((f) => `${f.id} ${f.subject}`);
+      assert.ok(
+        ids.includes("vpn/forwarding-disabled pod/vpn/openvpn-6f7d8c9b5-x2x7p"),
+        ids.join("\n"),
+      );
+      assert.ok(ids.includes("masq/agent-missing pool/pool-b"), ids.join("\n"));
+      // the agent's own rules on pool-a match the ConfigMap: no drift reported there
+      assert.ok(
+        !ids.some((i) => i.startsWith("masq/intent-rules-drift node/gke-prod-pool-a")),
+        ids.join("\n"),
+      );
+      for (const f of answer.findings) {
+        assert.ok(f.evidence.length > 0, f.id);
+        for (const e of f.evidence) {
+          const lines = readFileSync(join(keep, e.file), "utf8").split("\n");
+          if (e.text !== undefined)
+            assert.ok(
+              lines[e.line - 1]?.includes(e.text.replace(/…$/, "").trim()),
+              `${e.file}:${e.line}`,
+            );
+        }
+      }
+      assert.deepEqual(
+        (api.store.get("pods") ?? []).filter(
+          (p) => p.metadata.labels?.["app.kubernetes.io/managed-by"] === "podpath",
+        ),
+        [],
+      );
+    } finally {
+      await api.close();
+    }
+  });
+});

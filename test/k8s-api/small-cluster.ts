@@ -298,7 +298,8 @@ export function nodeIptablesSave(nodeName: string, withAgent: boolean): string {
     ":OUTPUT ACCEPT [0:0]",
     ":POSTROUTING ACCEPT [0:0]",
     ":IP-MASQ - [0:0]",
-    '-A POSTROUTING -m comment --comment "ip-masq: ensure nat POSTROUTING directs all non-LOCAL destination traffic to our custom IP-MASQ chain" -m addrtype ! --dst-type LOCAL -j IP-MASQ',
+    // the node-startup script and the agent each write their own jump (comment "ip-masq:" vs "ip-masq-agent:")
+    `-A POSTROUTING -m comment --comment "${withAgent ? "ip-masq-agent" : "ip-masq"}: ensure nat POSTROUTING directs all non-LOCAL destination traffic to our custom IP-MASQ chain" -m addrtype ! --dst-type LOCAL -j IP-MASQ`,
     ...(withAgent ? AGENT_CHAIN : STARTUP_CHAIN),
     "COMMIT",
     `# Completed on Sun Nov 29 10:00:00 2026 (${nodeName})`,
