@@ -12,15 +12,10 @@ import type { IptablesDump, Rule, Target } from "./dump.ts";
 import {
   type AddressKnowledge,
   addressKnowledge,
-  BRANCH,
   compileRulePreds,
-  NO,
+  evalPreds,
   normalizeProto,
   type PacketState,
-  type Pred,
-  UNDECIDED,
-  type Verdict,
-  YES,
 } from "./nat-match.ts";
 import type {
   DstOut,
@@ -37,10 +32,14 @@ import type {
 } from "./nat-trace.ts";
 
 interface CRule {
+  // predicates compiled by nat-match
+
   readonly rule: Rule;
-  readonly preds: Pred[];
+  readonly preds: ReturnType<typeof compileRulePreds>;
   /** Resolved chain for jump/goto targets; null when the chain is not in the dump. */
   jump: CChain | null | undefined;
+  /** Steps are immutable: the ones this rule produces are made once and shared. */
+  memo?: Map<unknown, NatStep>;
 }
 
 interface Run {
@@ -57,6 +56,7 @@ interface CChain {
   /** For indexed chains: for each rule position, the run it belongs to (-1: none). */
   runOf?: Int32Array;
   runs?: Run[];
+  memo?: Map<unknown, NatStep>;
 }
 
 interface StepNode {
@@ -115,6 +115,10 @@ const NON_TERMINATING = new Set([
 ]);
 
 const MAX_DEPTH = 128;
+// the verdicts of nat-match, as local constants (imported bindings cost a getter under tsx)
+const NO = 0;
+const UNDECIDED = 2;
+const BRANCH = 3;
 
 /**
  * Compiles the dump's nat table for evaluation. The dump's other tables are read only to learn
@@ -236,36 +240,6 @@ function nextCandidate(c: CChain, pos: number, dst: bigint): number {
     pos = run.end;
   }
   return n;
-}
-
-function evalPreds(preds: Pred[], s: PacketState): Verdict {
-  let undecided = false;
-  let branch = false;
-  let reason = "";
-  let p = 1;
-  let note = "";
-  for (let i = 0; i < preds.length; i++) {
-    const v = preds[i]!(s);
-    if (v === NO) return NO;
-    if (v === UNDECIDED && !undecided) {
-      undecided = true;
-      reason = s.reason;
-    } else if (v === BRANCH) {
-      branch = true;
-      p *= s.branchP;
-      note = note ? `${note}; ${s.branchNote}` : s.branchNote;
-    }
-  }
-  if (undecided) {
-    s.reason = reason;
-    return UNDECIDED;
-  }
-  if (branch) {
-    s.branchP = p;
-    s.branchNote = note;
-    return BRANCH;
-  }
-  return YES;
 }
 
 function applyMarkOp(value: number, known: number, op: { value: number; mask: number }) {
@@ -433,12 +407,36 @@ class Engine {
     w.steps = { step: { kind, chain: chain.name, ruleIndex, source, note }, prev: w.steps };
   }
 
+  /** Pushes a step made once per holder and key (`note` is only called the first time). */
+  private stepM(
+    w: Walk,
+    holder: { memo?: Map<unknown, NatStep> },
+    key: unknown,
+    kind: NatStepKind,
+    chain: CChain,
+    ruleIndex: number,
+    source: SourceRef,
+    note: () => string,
+  ): void {
+    let memo = holder.memo;
+    if (memo === undefined) {
+      memo = new Map();
+      holder.memo = memo;
+    }
+    let step = memo.get(key);
+    if (step === undefined) {
+      step = { kind, chain: chain.name, ruleIndex, source, note: note() };
+      memo.set(key, step);
+    }
+    w.steps = { step, prev: w.steps };
+  }
+
   private runHook(w: Walk, hook: Hook): HookEnd[] {
     const chain = this.chains.get(hook)!;
     w.hook = chain;
     w.hookName = hook;
     w.frames = [{ chain, pos: 0 }];
-    this.step(w, "enter", chain, 0, chain.ref, `nat ${hook}`);
+    this.stepM(w, chain, "enter", "enter", chain, 0, chain.ref, () => `nat ${hook}`);
     const out: HookEnd[] = [];
     const pending: Walk[] = [w];
     while (pending.length > 0) {
@@ -468,13 +466,16 @@ class Engine {
           this.policy(w, out);
           return;
         }
-        this.step(
+        const back = w.frames[w.frames.length - 1]!.chain;
+        this.stepM(
           w,
+          c,
+          back,
           "return",
           c,
           0,
           c.ref,
-          `end of ${c.name}: back to ${w.frames[w.frames.length - 1]!.chain.name}`,
+          () => `end of ${c.name}: back to ${back.name}`,
         );
         continue;
       }
@@ -499,23 +500,28 @@ class Engine {
             steps: w.steps,
             prob: w.prob * (1 - p),
           };
-          this.step(
+          const note = s.branchNote;
+          this.stepM(
             other,
+            cr,
+            "not-taken",
             "branch",
             c,
             cr.rule.index,
             cr.rule.source,
-            `${s.branchNote}: not taken (${round(1 - p)})`,
+            () => `${note}: not taken (${round(1 - p)})`,
           );
           pending.push(other);
           w.prob *= p;
-          this.step(
+          this.stepM(
             w,
+            cr,
+            "taken",
             "branch",
             c,
             cr.rule.index,
             cr.rule.source,
-            `${s.branchNote}: taken (${round(p)})`,
+            () => `${note}: taken (${round(p)})`,
           );
         }
       }
@@ -526,11 +532,11 @@ class Engine {
   private policy(w: Walk, out: HookEnd[]): void {
     const h = w.hook;
     const policy = h.policy ?? "ACCEPT";
-    const note =
+    this.stepM(w, h, "policy", "policy", h, 0, h.ref, () =>
       h.policy === undefined
         ? `end of ${h.name}: policy not in the dump; nat chains accept`
-        : `end of ${h.name}: policy ${policy}`;
-    this.step(w, "policy", h, 0, h.ref, note);
+        : `end of ${h.name}: policy ${policy}`,
+    );
     out.push({ w, kind: policy === "DROP" ? "drop" : "accept", ref: h.ref });
   }
 
@@ -577,13 +583,15 @@ class Engine {
         }
         if (t.goto) w.frames.pop();
         w.frames.push({ chain: to, pos: 0 });
-        this.step(
+        this.stepM(
           w,
+          cr,
+          "jump",
           t.goto ? "goto" : "jump",
           c,
           r.index,
           r.source,
-          `${t.goto ? "goto" : "jump to"} ${t.name}`,
+          () => `${t.goto ? "goto" : "jump to"} ${t.name}`,
         );
         return true;
       }
@@ -591,18 +599,22 @@ class Engine {
         if (t.name === "RETURN") {
           w.frames.pop();
           const back = w.frames[w.frames.length - 1];
-          this.step(
-            w,
-            "return",
-            c,
-            r.index,
-            r.source,
+          this.stepM(w, cr, back?.chain ?? c, "return", c, r.index, r.source, () =>
             back ? `RETURN to ${back.chain.name}` : `RETURN from ${c.name}`,
           );
           return true; // an empty stack ends in the hook's policy
         }
         if (t.name === "ACCEPT") {
-          this.step(w, "accept", c, r.index, r.source, `ACCEPT: no further nat rules in ${hook}`);
+          this.stepM(
+            w,
+            cr,
+            hook,
+            "accept",
+            c,
+            r.index,
+            r.source,
+            () => `ACCEPT: no further nat rules in ${hook}`,
+          );
           out.push({ w, kind: "accept", ref: r.source });
           return false;
         }
@@ -618,13 +630,16 @@ class Engine {
         const m = applyMarkOp(s.mark, s.markKnown, t.op);
         s.mark = m.value;
         s.markKnown = m.known;
-        this.step(
+        const op = t.op;
+        this.stepM(
           w,
+          cr,
+          "mark",
           "mark",
           c,
           r.index,
           r.source,
-          `mark = (mark & ~${hex(t.op.mask)}) ^ ${hex(t.op.value)} -> ${s.markKnown === 0xffffffff ? hex(s.mark) : "partly unknown"}`,
+          () => `MARK --set-xmark ${hex(op.value)}/${hex(op.mask)}`,
         );
         return true;
       }
@@ -655,7 +670,16 @@ class Engine {
         return this.nat(w, out, c, cr, t, hook, family);
       case "extension": {
         if (NON_TERMINATING.has(t.name)) {
-          this.step(w, "log", c, r.index, r.source, `${t.name}: recorded, traversal continues`);
+          this.stepM(
+            w,
+            cr,
+            "log",
+            "log",
+            c,
+            r.index,
+            r.source,
+            () => `${t.name}: recorded, traversal continues`,
+          );
           return true;
         }
         if (t.name === "HMARK") {
@@ -756,14 +780,14 @@ class Engine {
       }
       s.dnatted = true;
       const kind = t.kind === "DNAT" ? "dnat" : "redirect";
-      this.step(
-        w,
-        kind,
-        c,
-        r.index,
-        r.source,
-        `${t.kind}: destination becomes ${fmt(family, s.dst)}${s.dport !== undefined ? ` port ${s.dport}` : ""}`,
-      );
+      const dst = s.dst;
+      const dport = s.dport;
+      const note = () =>
+        `${t.kind}: destination becomes ${fmt(family, dst)}${dport !== undefined ? ` port ${dport}` : ""}`;
+      // DNAT's result is the same for every flow; REDIRECT's depends on the interface
+      if (t.kind === "DNAT" && t.to?.from)
+        this.stepM(w, cr, "dnat", kind, c, r.index, r.source, note);
+      else this.step(w, kind, c, r.index, r.source, note());
       out.push({ w, kind: "nat", ref: r.source, target: t });
       return false;
     }
@@ -803,15 +827,18 @@ class Engine {
       );
       return false;
     }
-    this.step(
+    this.stepM(
       w,
+      cr,
+      "snat",
       t.kind === "SNAT" ? "snat" : "masquerade",
       c,
       r.index,
       r.source,
-      t.kind === "SNAT"
-        ? "SNAT: source rewritten"
-        : "MASQUERADE: source becomes the outgoing interface's address",
+      () =>
+        t.kind === "SNAT"
+          ? "SNAT: source rewritten"
+          : "MASQUERADE: source becomes the outgoing interface's address",
     );
     out.push({ w, kind: "nat", ref: r.source, target: t });
     return false;

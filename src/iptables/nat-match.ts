@@ -81,14 +81,30 @@ function classify(addr: bigint, family: Family, k: AddressKnowledge): string | u
   return "UNICAST";
 }
 
-function addrPred(m: AddrMatch, which: "src" | "dst" | "origSrc" | "origDst"): Pred {
+type AddrField = "src" | "dst" | "origSrc" | "origDst";
+
+// one closure per field: a constant property load is much faster than s[which]
+const ADDR_GETTERS: { readonly [K in AddrField]: (s: PacketState) => bigint } = {
+  src: (s) => s.src,
+  dst: (s) => s.dst,
+  origSrc: (s) => s.origSrc,
+  origDst: (s) => s.origDst,
+};
+
+function addrPred(m: AddrMatch, which: AddrField): Pred {
   const { start, end } = m.cidr;
   const neg = m.negated;
-  if (start === end) {
-    return (s) => ((s[which] === start) !== neg ? YES : NO);
+  if (which === "src") {
+    if (start === end) return (s) => ((s.src === start) !== neg ? YES : NO);
+    return (s) => ((s.src >= start && s.src <= end) !== neg ? YES : NO);
   }
+  if (which === "dst") {
+    if (start === end) return (s) => ((s.dst === start) !== neg ? YES : NO);
+    return (s) => ((s.dst >= start && s.dst <= end) !== neg ? YES : NO);
+  }
+  const get = ADDR_GETTERS[which];
   return (s) => {
-    const v = s[which];
+    const v = get(s);
     return (v >= start && v <= end) !== neg ? YES : NO;
   };
 }
@@ -97,8 +113,9 @@ function ifacePred(m: IfaceMatch, which: "inIface" | "outIface"): Pred {
   const { name, wildcard, negated } = m;
   const flag = which === "inIface" ? "-i" : "-o";
   const shown = name + (wildcard ? "+" : "");
+  const isIn = which === "inIface";
   return (s) => {
-    const v = s[which];
+    const v = isIn ? s.inIface : s.outIface;
     if (v === undefined) {
       s.reason = `${negated ? "! " : ""}${flag} ${shown}: the flow's ${which === "inIface" ? "incoming" : "outgoing"} interface is not known`;
       return UNDECIDED;
@@ -141,7 +158,7 @@ function portPred(spec: PortsSpec, which: "sport" | "dport" | "either", label: s
       }
       return (inRanges(s.sport, spec) || inRanges(s.dport, spec)) !== spec.negated ? YES : NO;
     }
-    const v = s[which];
+    const v = which === "sport" ? s.sport : s.dport;
     if (v === undefined) {
       s.reason = `${label}: the flow's ${which === "sport" ? "source" : "destination"} port is not known`;
       return UNDECIDED;
@@ -168,7 +185,7 @@ function typePred(set: TypeSet, which: "src" | "dst", k: AddressKnowledge, label
   const types = set.types;
   const routeDependent = types.some((t) => ROUTE_TYPES.has(t));
   return (s) => {
-    const t = classify(s[which], s.family, k);
+    const t = classify(which === "src" ? s.src : s.dst, s.family, k);
     if (t === undefined) {
       s.reason = `${label}: the node's local addresses are not known`;
       return UNDECIDED;
@@ -328,6 +345,37 @@ function compileMatch(m: Match, k: AddressKnowledge, preds: Pred[]): void {
       return;
     }
   }
+}
+
+/** Three-valued AND of a rule's predicates: one NO decides; else UNDECIDED; else BRANCH or YES. */
+export function evalPreds(preds: Pred[], s: PacketState): Verdict {
+  let undecided = false;
+  let branch = false;
+  let reason = "";
+  let p = 1;
+  let note = "";
+  for (let i = 0; i < preds.length; i++) {
+    const v = preds[i]!(s);
+    if (v === NO) return NO;
+    if (v === UNDECIDED && !undecided) {
+      undecided = true;
+      reason = s.reason;
+    } else if (v === BRANCH) {
+      branch = true;
+      p *= s.branchP;
+      note = note ? `${note}; ${s.branchNote}` : s.branchNote;
+    }
+  }
+  if (undecided) {
+    s.reason = reason;
+    return UNDECIDED;
+  }
+  if (branch) {
+    s.branchP = p;
+    s.branchNote = note;
+    return BRANCH;
+  }
+  return YES;
 }
 
 /** All predicates of a rule, in the kernel's order (addresses, interfaces, protocol, modules). */
