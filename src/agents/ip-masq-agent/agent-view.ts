@@ -65,7 +65,10 @@ export function agentView(input: AgentViewInput): AgentView {
   }
   const previous = input.previous ?? defaultMasqConfig(flags.flags.nomasqAllReservedRanges);
   const outcome = syncMasqConfig(previous, configInput?.file ?? { present: false }, flags.flags);
-  if (outcome.applied) diagnostics.push(...restoreDiagnostics(outcome.config, flags));
+  if (outcome.applied) {
+    diagnostics.push(...restoreDiagnostics(outcome.config, flags));
+    diagnostics.push(...behaviourNotes(outcome.config));
+  }
   return {
     flags,
     ...(configInput ? { input: configInput } : {}),
@@ -89,6 +92,31 @@ function restoreDiagnostics(config: MasqConfig, flags: AgentFlagsResult): Diagno
         ...(source ? { source } : {}),
       });
     }
+  }
+  return out;
+}
+
+/** Accepted settings whose effect surprises: worth a line on stderr, not an error. */
+function behaviourNotes(config: MasqConfig): Diagnostic[] {
+  const out: Diagnostic[] = [];
+  const at = (ref: Diagnostic["source"]) => (ref ? { source: ref } : {});
+  if (config.resyncIntervalNs <= 0n) {
+    out.push({
+      code: "IPMASQ_RESYNC_ZERO",
+      severity: "warning",
+      message:
+        "resyncInterval is zero or negative: the agent accepts it and re-syncs without pausing (a busy loop re-reading the file and rewriting the rules)",
+      ...at(config.sources.resyncInterval),
+    });
+  }
+  if (config.nonMasqueradeCIDRs === null) {
+    out.push({
+      code: "IPMASQ_NO_EXCEPTIONS",
+      severity: "info",
+      message:
+        "nonMasqueradeCIDRs is empty (null): the chain has no RETURN rule besides link-local, so every non-local destination is masqueraded, pod-to-pod traffic across nodes and traffic DNATed to pods included",
+      ...at(config.sources.nonMasqueradeCIDRs),
+    });
   }
   return out;
 }

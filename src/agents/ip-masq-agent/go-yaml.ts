@@ -474,15 +474,17 @@ function mapYamlError(
       return scanner("mapping values are not allowed in this context");
     case "MISSING_CHAR":
       if (firstLine.includes("quote")) return scanner("found unexpected end of stream");
-      if (firstLine.includes("followed by map values"))
-        return scanner("could not find expected ':'");
+      if (firstLine.includes("followed by map values")) {
+        return scanner("could not find expected ':'", false);
+      }
       return parser(firstLine, false);
     case "MULTILINE_IMPLICIT_KEY":
-      return scanner("could not find expected ':'");
+      return scanner("could not find expected ':'", false);
     case "BAD_INDENT":
       if (firstLine.startsWith("Flow sequence")) return parser("did not find expected ',' or ']'");
       if (firstLine.startsWith("Flow map")) return parser("did not find expected ',' or '}'");
-      return parser("did not find expected key");
+      if (firstLine.startsWith("All mapping items")) return parser("did not find expected key");
+      return parser("did not find expected key", false);
     default:
       return parser(firstLine, false);
   }

@@ -21,7 +21,7 @@ function renderText(config: MasqConfig, usedDefaults: boolean): string {
   };
   if (config.nonMasqueradeCIDRs === null) {
     lines.push(
-      `nonMasqueradeCIDRs: null — no RETURN rules: every non-local destination is masqueraded${at("nonMasqueradeCIDRs")}`,
+      `nonMasqueradeCIDRs: null — no RETURN rule besides link-local: every other non-local destination is masqueraded${at("nonMasqueradeCIDRs")}`,
     );
   } else {
     lines.push(`nonMasqueradeCIDRs:${at("nonMasqueradeCIDRs")}`);
