@@ -117,6 +117,8 @@ export function restrictedVolumes(pod: PodView): CheckResult {
   for (const v of asArray(pod.spec["volumes"])) {
     const vol = asObject(v) ?? {};
     if (VOLUME_OK.some((k) => present(vol, k))) continue;
+    // the API server defaults a volume without any source to emptyDir before admission sees it
+    if (!VOLUME_RESTRICTED.some((k) => present(vol, k))) continue;
     bad.push(asString(vol["name"]) ?? "");
     types.add(VOLUME_RESTRICTED.find((k) => present(vol, k)) ?? "unknown");
   }
