@@ -310,11 +310,25 @@ export async function openCluster(opts: OpenClusterOptions): Promise<ClusterSour
     if (opts.kubeconfig !== undefined) {
       kc.loadFromFile(opts.kubeconfig);
     } else if (list.length > 0) {
-      kc.loadFromFile(list[0]!);
-      for (const f of list.slice(1)) {
+      // kubectl's merge: files that do not exist are skipped; for every name (cluster, user,
+      // context) and for current-context the first file that sets it wins
+      const { existsSync } = await import("node:fs");
+      const files = list.filter((f) => existsSync(f));
+      if (files.length === 0) {
+        throw Object.assign(new Error("none of the KUBECONFIG files exist"), { code: "ENOENT" });
+      }
+      kc.loadFromFile(files[0]!);
+      for (const f of files.slice(1)) {
         const more = new k8s.KubeConfig();
         more.loadFromFile(f);
-        kc.mergeConfig(more, true);
+        const has = (xs: readonly { name: string }[], name: string) =>
+          xs.some((x) => x.name === name);
+        for (const c of more.getClusters()) if (!has(kc.getClusters(), c.name)) kc.addCluster(c);
+        for (const u of more.getUsers()) if (!has(kc.getUsers(), u.name)) kc.addUser(u);
+        for (const c of more.getContexts()) if (!has(kc.getContexts(), c.name)) kc.addContext(c);
+        if (!kc.getCurrentContext() && more.getCurrentContext()) {
+          kc.setCurrentContext(more.getCurrentContext());
+        }
       }
     } else {
       kc.loadFromDefault();

@@ -459,16 +459,30 @@ describe("kubectl conventions", () => {
       const first = join(scratch, `kc-first-${seq}`);
       writeFileSync(first, kubeconfigFor("http://127.0.0.1:1", { token: "wrong" }, "other"));
       const second = join(scratch, `kc-second-${seq}`);
+      // the same cluster and user names as the first file: the first file's entries win, as in kubectl
+      writeFileSync(second, kubeconfigFor(s.api.url, { token: TOKEN }, "prod"));
+      const third = join(scratch, `kc-third-${seq}`);
       writeFileSync(
-        second,
-        kubeconfigFor(s.api.url, { token: TOKEN }, "prod")
+        third,
+        kubeconfigFor(s.api.url, { token: TOKEN }, "prod3")
           .replaceAll("test-cluster", "prod-cluster")
           .replaceAll("test-user", "prod-user"),
       );
       const { run } = await import("../cli/commands/collect.ts");
-      const io = memoryIo({ KUBECONFIG: `${first}:${second}` });
-      const code = await run([], { out: s.dir, context: "prod" }, io);
-      assert.equal(code, 0, io.stderr());
+      const io = memoryIo({
+        KUBECONFIG: `${first}:${join(scratch, "missing")}:${second}:${third}`,
+      });
+      // "prod" names the first file's cluster (unreachable): first wins for names
+      assert.equal(await run([], { out: s.dir, context: "prod" }, io), 3);
+      assert.match(
+        io.stderr(),
+        /Unreachable: the API server http:\/\/127\.0\.0\.1:1 of context "prod"/,
+      );
+      const io3 = memoryIo({
+        KUBECONFIG: `${first}:${join(scratch, "missing")}:${second}:${third}`,
+      });
+      const code = await run([], { out: s.dir, context: "prod3" }, io3);
+      assert.equal(code, 0, io3.stderr());
     } finally {
       await s.api.close();
     }
