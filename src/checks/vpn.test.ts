@@ -102,7 +102,8 @@ describe("vpnFindings on the lab replicas", () => {
       (x) => x.id === "vpn/policy-source-mismatch",
     )!;
     assert.match(p.explanation, /10\.244\.1\.10/);
-    assert.match(p.evidence[0]!.text!, /cidr: 10\.8\.0\.0\/24/);
+    assert.match(p.evidence[0]!.text!, /ipBlock/);
+    assert.match(p.title, /demo\/allow-vpn-clients/);
   });
 
   it("without the pod's sysctl file, infers forwarding from the probe pattern and names the command", () => {
@@ -250,6 +251,38 @@ describe("masqueradeOf (the pod's nat table, through the nat evaluator)", () => 
         "-A POSTROUTING -d 10.244.0.0/16 -j ACCEPT\n-A POSTROUTING -s 10.8.0.0/24 -j MASQUERADE\n",
       ),
       "not-masqueraded",
+    );
+  });
+});
+
+describe("vpn/policy-source-mismatch: scope that grows after translation", () => {
+  it("a policy for the pool that also admits the VPN pod's range now admits every client", () => {
+    const { input } = load("set-by-hand");
+    const np = readKubeObjects(
+      [
+        "apiVersion: networking.k8s.io/v1",
+        "kind: NetworkPolicy",
+        "metadata: {name: db, namespace: demo}",
+        "spec:",
+        "  podSelector: {}",
+        "  ingress:",
+        "  - from:",
+        "    - ipBlock: {cidr: 10.8.0.0/24}",
+        "  - from:",
+        "    - ipBlock: {cidr: 10.244.1.0/24}",
+        "",
+      ].join("\n"),
+      "cluster/np.yaml",
+    ).value;
+    const fs = vpnFindings({ ...input, objects: [...input.objects, ...np] }).filter(
+      (f) => f.id === "vpn/policy-source-mismatch",
+    );
+    assert.deepEqual(
+      fs.map((f) => [f.severity, f.evidence[0]!.line]),
+      [
+        ["error", 8],
+        ["warning", 10],
+      ],
     );
   });
 });

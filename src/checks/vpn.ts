@@ -7,8 +7,7 @@
  */
 
 import { chartMasqueradeRule } from "../agents/openvpn/chart.ts";
-import { cidrOf, type Located } from "../agents/openvpn/server-config.ts";
-import type { KubeObject } from "../evidence/kube-objects.ts";
+import type { Located } from "../agents/openvpn/server-config.ts";
 import type { ProbeCommand } from "../evidence/probes.ts";
 import {
   type Evidence,
@@ -17,15 +16,9 @@ import {
   refToEvidence,
   type SourceRef,
 } from "../model/types.ts";
-import {
-  type Cidr,
-  contains,
-  excludeCidrs,
-  formatCidr,
-  formatIp,
-  type Ip,
-  overlaps,
-} from "../net/cidr.ts";
+import { type Cidr, contains, formatCidr, formatIp, type Ip, overlaps } from "../net/cidr.ts";
+import { translationEffect } from "../policy/ip-block-match.ts";
+import { readNetworkPolicies } from "../policy/network-policy.ts";
 import { admissionFindings } from "./vpn-admission.ts";
 import { forwardingSetters, IP_FORWARD } from "./vpn-durable.ts";
 import { LAYER_OF, type Walk, walkHops } from "./vpn-hops.ts";
@@ -354,11 +347,6 @@ function selectorMatches(sel: unknown, labels: Readonly<Record<string, string>>)
   return true;
 }
 
-/** ipBlock semantics: inside `cidr` and outside every `except`. */
-function ipBlockAdmits(block: { cidr: Cidr; except: Cidr[] }, ip: Ip): boolean {
-  return contains(block.cidr, ip) && !block.except.some((e) => contains(e, ip));
-}
-
 function policySource(
   ctx: VpnContext,
   input: VpnInput,
@@ -370,74 +358,60 @@ function policySource(
   if (!pool || masq?.kind !== "masqueraded" || !ctx.podIp) return;
   const after = ctx.podIp.value;
   const masqEvidence = ev(masq.source);
+  // ipBlocks: the rules that saw the pool and those that see the translated source.
+  const policies = readNetworkPolicies(input.objects).value;
+  const effect = translationEffect(policies, pool.value, after, { direction: "ingress" });
+  for (const m of effect.lost) {
+    findings.push(
+      policyFinding(
+        m.policy,
+        m.source,
+        ctx,
+        pool,
+        after,
+        masqEvidence,
+        subject,
+        "no-longer-matches",
+      ),
+    );
+  }
+  const forPool = new Set([...effect.lost, ...effect.kept].map((m) => m.policy));
+  for (const m of effect.gained.filter((g) => forPool.has(g.policy))) {
+    findings.push(
+      policyFinding(m.policy, m.source, ctx, pool, after, masqEvidence, subject, "admits-more"),
+    );
+  }
+  // Selectors: a peer that admits the VPN pod by its labels now admits every client as that pod.
   for (const np of input.objects.filter((o) => o.kind === "NetworkPolicy")) {
     const spec = (np.raw["spec"] ?? {}) as Record<string, unknown>;
-    for (const [dir, peersKey] of [
-      ["ingress", "from"],
-      ["egress", "to"],
-    ] as const) {
-      const rules = Array.isArray(spec[dir]) ? (spec[dir] as Record<string, unknown>[]) : [];
-      rules.forEach((rule, ri) => {
-        const peers = Array.isArray(rule?.[peersKey])
-          ? (rule[peersKey] as Record<string, unknown>[])
-          : [];
-        peers.forEach((peer, pi) => {
-          const path = ["spec", dir, ri, peersKey, pi];
-          const ib = peer?.["ipBlock"] as { cidr?: unknown; except?: unknown } | undefined;
-          if (ib && typeof ib.cidr === "string") {
-            const cidr = cidrOf(ib.cidr);
-            const except = (Array.isArray(ib.except) ? ib.except : [])
-              .map((x) => cidrOf(String(x)))
-              .filter((x): x is Cidr => !!x);
-            if (!cidr || !overlaps(cidr, pool.value) || dir !== "ingress") return;
-            const block = { cidr, except };
-            if (!ipBlockAdmits(block, after)) {
-              findings.push(
-                policyFinding(
-                  np,
-                  path,
-                  ctx,
-                  pool,
-                  after,
-                  masqEvidence,
-                  subject,
-                  "no-longer-matches",
-                ),
-              );
-            } else if (
-              excludeCidrs([cidr], except).some(
-                (c) => c.prefix < pool.value.prefix && !contains(c, pool.value),
-              )
-            ) {
-              findings.push(
-                policyFinding(np, path, ctx, pool, after, masqEvidence, subject, "admits-more"),
-              );
-            }
-          } else if (
-            dir === "ingress" &&
-            ctx.pod &&
-            (peer?.["podSelector"] || peer?.["namespaceSelector"])
-          ) {
-            // A selector that admits the VPN pod now admits every VPN client as that pod.
-            const nsOk = peer["namespaceSelector"]
-              ? selectorMatches(
-                  peer["namespaceSelector"],
-                  ctx.namespaceObject?.labels ?? { "kubernetes.io/metadata.name": ctx.namespace },
-                )
-              : (np.namespace ?? "default") === ctx.namespace;
-            const podOk = peer["podSelector"]
-              ? selectorMatches(peer["podSelector"], ctx.pod.labels)
-              : true;
-            const mentionsPool = JSON.stringify(spec).includes(formatCidr(pool.value));
-            if (nsOk && podOk && mentionsPool) {
-              findings.push(
-                policyFinding(np, path, ctx, pool, after, masqEvidence, subject, "admits-more"),
-              );
-            }
-          }
-        });
+    if (!ctx.pod || !JSON.stringify(spec).includes(formatCidr(pool.value))) continue;
+    const rules = Array.isArray(spec["ingress"])
+      ? (spec["ingress"] as Record<string, unknown>[])
+      : [];
+    rules.forEach((rule, ri) => {
+      const peers = Array.isArray(rule?.["from"])
+        ? (rule["from"] as Record<string, unknown>[])
+        : [];
+      peers.forEach((peer, pi) => {
+        if (!peer?.["podSelector"] && !peer?.["namespaceSelector"]) return;
+        const nsOk = peer["namespaceSelector"]
+          ? selectorMatches(
+              peer["namespaceSelector"],
+              ctx.namespaceObject?.labels ?? { "kubernetes.io/metadata.name": ctx.namespace },
+            )
+          : (np.namespace ?? "default") === ctx.namespace;
+        const podOk = peer["podSelector"]
+          ? selectorMatches(peer["podSelector"], ctx.pod!.labels)
+          : true;
+        if (nsOk && podOk) {
+          const where = np.locate(["spec", "ingress", ri, "from", pi]) ?? np.source;
+          const name = `${np.namespace ?? "default"}/${np.name}`;
+          findings.push(
+            policyFinding(name, where, ctx, pool, after, masqEvidence, subject, "admits-more"),
+          );
+        }
       });
-    }
+    });
   }
   for (const site of input.remotes ?? []) {
     for (const al of site.allowlists) {
@@ -463,8 +437,8 @@ function policySource(
 }
 
 function policyFinding(
-  np: KubeObject,
-  path: (string | number)[],
+  name: string,
+  where: SourceRef,
   ctx: VpnContext,
   pool: Located<Cidr>,
   after: Ip,
@@ -472,8 +446,6 @@ function policyFinding(
   subject: string,
   kind: "no-longer-matches" | "admits-more",
 ): Finding {
-  const where = np.locate([...path, "ipBlock", "cidr"]) ?? np.locate(path) ?? np.source;
-  const name = `${np.namespace ?? "default"}/${np.name}`;
   return kind === "no-longer-matches"
     ? {
         id: "vpn/policy-source-mismatch",
