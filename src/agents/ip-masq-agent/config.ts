@@ -8,6 +8,7 @@ import type { SourceRef } from "../../model/types.ts";
 import { formatGoDuration, parseGoDuration } from "./go-duration.ts";
 import { type GoValue, goKindName, parseGoJson } from "./go-json.ts";
 import { goParseCidr } from "./go-net.ts";
+import { goQuote } from "./go-quote.ts";
 import { goYamlToJson } from "./go-yaml.ts";
 
 /** Where the agent reads its config (hard-coded; no flag changes it). */
@@ -335,13 +336,13 @@ export function validateMasqConfig(
     const r = goParseCidr(entry.text);
     if ("error" in r) {
       return {
-        message: `CIDR ${goQuoteString(entry.text)} could not be parsed, ${r.error}`,
+        message: `CIDR ${goQuote(entry.text)} could not be parsed, ${r.error}`,
         entry,
       };
     }
     if (!r.ok.aligned) {
       return {
-        message: `CIDR ${goQuoteString(entry.text)} is not aligned to a CIDR block, ip: ${goQuoteString(r.ok.ipText)} network: ${goQuoteString(r.ok.networkText)}`,
+        message: `CIDR ${goQuote(entry.text)} is not aligned to a CIDR block, ip: ${goQuote(r.ok.ipText)} network: ${goQuote(r.ok.networkText)}`,
         entry,
       };
     }
@@ -353,48 +354,6 @@ export function validateMasqConfig(
     }
   }
   return undefined;
-}
-
-/** Go's %q for a string: strconv.Quote. */
-export function goQuoteString(s: string): string {
-  let out = '"';
-  for (const ch of s) {
-    const c = ch.codePointAt(0)!;
-    switch (ch) {
-      case '"':
-        out += '\\"';
-        continue;
-      case "\\":
-        out += "\\\\";
-        continue;
-      case "\n":
-        out += "\\n";
-        continue;
-      case "\t":
-        out += "\\t";
-        continue;
-      case "\r":
-        out += "\\r";
-        continue;
-      case "\x07":
-        out += "\\a";
-        continue;
-      case "\b":
-        out += "\\b";
-        continue;
-      case "\f":
-        out += "\\f";
-        continue;
-      case "\v":
-        out += "\\v";
-        continue;
-    }
-    if (c < 0x20 || c === 0x7f) out += `\\x${c.toString(16).padStart(2, "0")}`;
-    else if ((c >= 0x80 && c <= 0xa0) || c === 0xad || c === 0xfffd)
-      out += c === 0xfffd ? ch : `\\u${c.toString(16).padStart(4, "0")}`;
-    else out += ch;
-  }
-  return `${out}"`;
 }
 
 /** The config file as the agent finds it at /etc/config/ip-masq-agent. */

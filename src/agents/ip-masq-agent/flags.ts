@@ -4,7 +4,8 @@
  * ending the flags), and where to find them: the DaemonSet container's `command` and `args`.
  */
 import type { Diagnostic, Parsed, SourceRef } from "../../model/types.ts";
-import { goQuote, type PortInterval, parseIntervals } from "./intervals.ts";
+import { goQuote } from "./go-quote.ts";
+import { type PortInterval, parseIntervals } from "./intervals.ts";
 
 /** The agent's own flags, with its defaults (`DEFAULT_AGENT_FLAGS`). */
 export interface AgentFlags {

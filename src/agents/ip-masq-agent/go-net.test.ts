@@ -1,6 +1,7 @@
 import assert from "node:assert/strict";
 import { describe, it } from "node:test";
 import { goParseCidr } from "./go-net.ts";
+import { goQuote } from "./go-quote.ts";
 
 describe("goParseCidr (net.ParseCIDR)", () => {
   it("parses IPv4 and IPv6 blocks and prints ip and network as Go does", () => {
@@ -42,5 +43,15 @@ describe("goParseCidr (net.ParseCIDR)", () => {
     ]) {
       assert.deepEqual(goParseCidr(bad), { error: `invalid CIDR address: ${bad}` }, bad);
     }
+  });
+});
+
+describe("goQuote (strconv.Quote)", () => {
+  it("escapes as Go does", () => {
+    assert.equal(goQuote('a"b\\c'), '"a\\"b\\\\c"');
+    assert.equal(goQuote("\n\t\x01\x7f"), '"\\n\\t\\x01\\x7f"');
+    assert.equal(goQuote("é µ"), '"é µ"');
+    assert.equal(goQuote("\u00a0\u00ad\u200b"), '"\\u00a0\\u00ad\\u200b"');
+    assert.equal(goQuote("😀"), '"😀"');
   });
 });

@@ -3,6 +3,7 @@
  * (pkg/interval): parsing with its error texts, sizes and rendering. Intervals are kept as
  * written: not sorted, merged, deduplicated or range-checked, exactly as the agent keeps them.
  */
+import { goQuote } from "./go-quote.ts";
 
 export interface PortInterval {
   readonly first: number;
@@ -40,22 +41,6 @@ export function goAtoi(s: string): { value: number } | { error: string } {
     return { error: `strconv.Atoi: parsing ${goQuote(s)}: value out of range` };
   }
   return { value: Number(v) };
-}
-
-/** strconv.Quote for the short ASCII-ish strings that appear in flag values. */
-export function goQuote(s: string): string {
-  let out = '"';
-  for (const ch of s) {
-    const c = ch.codePointAt(0)!;
-    if (ch === '"' || ch === "\\") out += `\\${ch}`;
-    else if (c === 0x0a) out += "\\n";
-    else if (c === 0x09) out += "\\t";
-    else if (c === 0x0d) out += "\\r";
-    else if (c < 0x20 || c === 0x7f) out += `\\x${c.toString(16).padStart(2, "0")}`;
-    else if (c >= 0x80 && c <= 0xa0) out += `\\u${c.toString(16).padStart(4, "0")}`;
-    else out += ch;
-  }
-  return `${out}"`;
 }
 
 /** interval.ParseInterval: `42`, `42-44`; errors exactly as the agent words them. */
