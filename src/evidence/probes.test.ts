@@ -263,6 +263,13 @@ describe("parseProbeTranscript fuzz", () => {
     ";; ",
     "Name:",
     "Address: ",
+    "tcp-connect ",
+    "resolve ",
+    "connected in 3 ms",
+    "refused (ECONNREFUSED) after 1 ms",
+    " has address ",
+    "NXDOMAIN (ENOTFOUND)",
+    "timed out after 9 ms",
     "C:\\> ",
   ];
   it("never throws, and every result is one of the known results with a line in the text", () => {

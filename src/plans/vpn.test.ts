@@ -187,3 +187,17 @@ describe("podpath plan vpn (command)", () => {
     });
   });
 });
+
+describe("planVpn on GKE Autopilot", () => {
+  it("predicts the Warden rejection for the privileged init container", () => {
+    const { input } = vpnInputFromSnapshot(openSnapshot(lab("set-by-hand")));
+    const ctx = resolveVpn(input)!;
+    const plan = planVpn(ctx, input.objects, { platform: "gke-autopilot" });
+    const init = by(plan, "init-container");
+    assert.equal(init.admission?.allowed, "no");
+    assert.ok(
+      init.admission!.messages.some((m) => /autogke-disallow-privilege|Autopilot/.test(m)),
+      init.admission!.messages.join("\n"),
+    );
+  });
+});

@@ -8,6 +8,7 @@ import { mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { after, describe, it } from "node:test";
+import { parseProbeJson } from "../../src/evidence/probes.ts";
 
 const CLI = join(import.meta.dirname, "../../dist/cli/main.js");
 const LAB = join(import.meta.dirname, "../../src/checks/testdata/vpn-lab");
@@ -126,5 +127,13 @@ describe("podpath probe", () => {
     assert.equal(doc.steps[0].role, "peer");
     assert.equal(doc.steps[0].answered, true);
     assert.match(readFileSync(out, "utf8"), /# peer/);
+    // saved as probes/*.json, it reads back with the JSON file's own line numbers
+    const back = parseProbeJson(r.stdout, "probes/laptop.json");
+    assert.deepEqual(back.diagnostics, []);
+    assert.equal(back.value.commands[0]?.role, "peer");
+    assert.match(
+      r.stdout.split("\n")[back.value.commands[0]!.source.line - 1]!,
+      /\$ ping .*# peer/,
+    );
   });
 });
