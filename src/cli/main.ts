@@ -162,6 +162,10 @@ for (const sub of ["config", "rules"] as const) {
     .option("--to-ports <ports>", "agent flag")
     .option("--daemonset <file>", "read the agent flags from this DaemonSet's container args")
     .option("--family <4|6>", "rules: print the iptables (4) or ip6tables (6) input", "4")
+    .option(
+      "--iptables-version <v>",
+      "rules: iptables in the agent's image (--random-fully needs 1.6.2 or later)",
+    )
     .addOption(output(["text", "json"], sub === "config" ? "json" : "text"))
     .addHelpText(
       "after",

@@ -143,6 +143,14 @@ describe("podpath ipmasq rules", () => {
     assert.equal(r.stdout.split("\n").filter((l) => l.includes("-j RETURN")).length, 12);
   });
 
+  it("drops --random-fully when the agent's iptables is older than 1.6.2", () => {
+    const old = podpath("ipmasq", "rules", "--iptables-version", "1.6.1");
+    assert.equal(old.code, 0, old.stderr);
+    assert.doesNotMatch(old.stdout, /--random-fully/);
+    const current = podpath("ipmasq", "rules", "--iptables-version", "v1.8.9");
+    assert.match(current.stdout, /-j MASQUERADE --random-fully\n/);
+  });
+
   it("prints the rules and their saved form as JSON", () => {
     const r = podpath("ipmasq", "rules", fx("configmap-onprem.yaml"), "-o", "json");
     assert.equal(r.code, 0, r.stderr);

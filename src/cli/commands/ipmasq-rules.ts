@@ -12,6 +12,18 @@ import {
 import { EXIT, type Io, UsageError } from "../io.ts";
 import { explainRejected, loadAgentView } from "./ipmasq-common.ts";
 
+/** HasRandomFully: the agent's iptables is 1.6.2 or later (RandomFullyMinVersion). */
+export function hasRandomFully(version: unknown): boolean {
+  if (version === undefined) return true;
+  const m = /^v?(\d+)\.(\d+)(?:\.(\d+))?/.exec(String(version));
+  if (!m)
+    throw new UsageError(
+      `--iptables-version: expected a version like 1.8.9, not ${JSON.stringify(version)}`,
+    );
+  const [a, b, c] = [Number(m[1]), Number(m[2]), Number(m[3] ?? 0)];
+  return a > 1 || (a === 1 && (b > 6 || (b === 6 && c >= 2)));
+}
+
 export async function run(
   args: readonly string[],
   opts: Readonly<Record<string, unknown>>,
@@ -32,7 +44,11 @@ export async function run(
     io.err("  no rules are written for a rejected config\n");
     return EXIT.usage;
   }
-  const options = { flags: view.flags.flags, toPorts: view.flags.toPorts };
+  const options = {
+    flags: view.flags.flags,
+    toPorts: view.flags.toPorts,
+    hasRandomFully: hasRandomFully(opts["iptablesVersion"]),
+  };
   const config = view.outcome.config;
   if (opts["output"] === "json") {
     const out: Record<string, unknown> = {};
