@@ -121,7 +121,10 @@ function formatRanges(r: readonly PortRange[]): string {
 export function formatConnections(c: ConnectionSet): string {
   if (isAll(c)) return "All Connections";
   if (isEmpty(c)) return "No Connections";
-  return PROTOCOLS.filter((p) => c[p].length > 0)
+  // netpol-analyzer lists protocols by name: SCTP, TCP, UDP
+  return [...PROTOCOLS]
+    .sort()
+    .filter((p) => c[p].length > 0)
     .map((p) => `${p} ${formatRanges(c[p])}`)
     .join(",");
 }

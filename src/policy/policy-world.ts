@@ -114,7 +114,9 @@ export function buildPolicyWorld(objects: readonly PolicyObject[]): Parsed<Polic
       if (single && !ips.some((x) => x.family === single.family && x.value === single.value))
         ips.push(single);
       const owners = Array.isArray(meta["ownerReferences"]) ? meta["ownerReferences"].map(rec) : [];
-      const owner = owners.find((x) => x?.["controller"] === true) ?? owners[0];
+      const found = owners.find((x) => x?.["controller"] === true) ?? owners[0];
+      // static (mirror) pods are owned by their Node: they stand for themselves
+      const owner = found?.["kind"] === "Node" ? undefined : found;
       pods.push({
         kind: "pod",
         namespace: ns,
