@@ -48,6 +48,17 @@ export {
   expectedAgentChain,
 } from "./agents/ip-masq-agent/rules.ts";
 export {
+  chartMasqueradeRule,
+  type OpenvpnChartValues,
+  readChartValues,
+  recognizeChart,
+} from "./agents/openvpn/chart.ts";
+export {
+  clientPools,
+  type OpenvpnServerConfig,
+  parseOpenvpnConfig,
+} from "./agents/openvpn/server-config.ts";
+export {
   type AdmissionResponse,
   admit,
   checkPodSecurity,
@@ -95,6 +106,13 @@ export {
   readCapture,
 } from "./capture/read-capture.ts";
 export { parseTcpdumpLines } from "./capture/tcpdump-text.ts";
+export { analyzeVpn, type VpnAnswer, vpnFindings } from "./checks/vpn.ts";
+export {
+  type PodEvidence,
+  resolveVpn,
+  type VpnContext,
+  type VpnInput,
+} from "./checks/vpn-input.ts";
 export { type WireCapture, type WireInput, wireFindings } from "./checks/wire.ts";
 export { type CaptureMeta, type CapturePoint, readCaptureMeta } from "./evidence/capture-meta.ts";
 export {
@@ -118,6 +136,14 @@ export {
   routeDestination,
 } from "./evidence/ip-route.ts";
 export { type KubeObject, readKubeObjects } from "./evidence/kube-objects.ts";
+export {
+  type ProbeCommand,
+  type ProbeResult,
+  type ProbeTranscript,
+  parseProbeFile,
+  parseProbeJson,
+  parseProbeTranscript,
+} from "./evidence/probes.ts";
 export { type RemoteSite, readRemoteSites } from "./evidence/remote-site.ts";
 export { readSysctl, type SysctlEntry, type SysctlValues } from "./evidence/sysctl.ts";
 export { type DaemonSetMatch, nodeMatchesDaemonSet } from "./k8s/daemonset-scheduling.ts";
@@ -135,6 +161,7 @@ export {
   readService,
   type ServiceView,
 } from "./k8s/objects.ts";
+export { type ProbeRun, type ProbeTargets, probeOutward, realSystem } from "./live/probe.ts";
 export type {
   Diagnostic,
   Evidence,
@@ -161,6 +188,7 @@ export {
   tryParseCidr,
   tryParseIp,
 } from "./net/cidr.ts";
+export { type PlanOptions, planVpn, type Strategy, type VpnPlan } from "./plans/vpn.ts";
 export { type ConnectionSet, formatConnections } from "./policy/connection-set.ts";
 export { connectivityList, renderConnlist } from "./policy/connlist.ts";
 export {
