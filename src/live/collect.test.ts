@@ -399,15 +399,30 @@ describe("podpath collect against the API server", () => {
     }
   });
 
+  it("draws its status line on stderr only when stderr is a terminal", async () => {
+    const s = await setup();
+    try {
+      const { run } = await import("../cli/commands/collect.ts");
+      const base = memoryIo();
+      const io = { ...base, stderrIsTTY: true };
+      const code = await run([], { out: s.dir, kubeconfig: s.kubeconfig, nodeState: true }, io);
+      assert.equal(code, 0, base.stderr());
+      assert.match(base.stderr(), /\r\x1b\[2Knodes 3\/3/);
+      assert.equal(base.stdout(), `${s.dir}\n`);
+      const plain = await runCollect(
+        { ...s, dir: join(scratch, `plain-${++seq}`) },
+        { nodeState: true },
+      );
+      assert.doesNotMatch(plain.stderr, /\r|\x1b/);
+    } finally {
+      await s.api.close();
+    }
+  });
+
   it("no credential reaches the snapshot, stdout or stderr", async () => {
     const s = await setup({ forbid: [{ verb: "list", resource: "networkpolicies" }] });
     try {
-      const r = await runCollect(s, {
-        pod: VPN_POD,
-        nodeState: true,
-        capture: "10.20.30.40",
-        seconds: "1",
-      });
+      const r = await runCollect(s, { pod: VPN_POD, nodeState: true });
       assert.ok(s.api.requests.every((q) => q.headers.authorization === `Bearer ${TOKEN}`));
       const secrets = [
         TOKEN,
@@ -417,7 +432,16 @@ describe("podpath collect against the API server", () => {
         "KEYDATA-podpath-test-99",
         "SECRET-VPN-KEY",
       ];
+      // and the reports made from the snapshot
+      const { diagnoseSnapshotPath } = await import("../cli/commands/diagnose.ts");
+      const reports: string[] = [];
+      for (const output of ["json", "text", "md"]) {
+        const dio = memoryIo();
+        await diagnoseSnapshotPath(s.dir, { output }, dio);
+        reports.push(dio.stdout(), dio.stderr());
+      }
       const texts = [
+        ...reports,
         r.stdout,
         r.stderr,
         ...filesUnder(s.dir).map((f) => readFileSync(join(s.dir, f), "latin1")),
@@ -544,18 +568,9 @@ describe("kubectl conventions", () => {
 describe("fleet", () => {
   it("collects 2,000 nodes through one DaemonSet with bounded concurrency, and removes it", async () => {
     const { fleetCluster, fleetExec, fleetNodeName } = await import("../../test/k8s-api/fleet.ts");
-    let active = 0;
-    let peak = 0;
+    // each exec answers after 25 ms (a kubelet round trip), so execs overlap as on a real cluster
     const s = await setup(
-      {
-        exec: (pod, argv) => {
-          active++;
-          peak = Math.max(peak, active);
-          setTimeout(() => active--, 0);
-          return fleetExec(pod, argv);
-        },
-        podStartMs: 20,
-      },
+      { exec: (pod, argv) => ({ ...fleetExec(pod, argv), delayMs: 25 }), podStartMs: 20 },
       fleetCluster(2000),
     );
     try {
@@ -581,7 +596,8 @@ describe("fleet", () => {
         ["daemonsets"],
       );
       assert.deepEqual(collectors(s.api), []);
-      assert.ok(peak <= 40, `peak concurrency ${peak}`);
+      assert.ok(s.api.stats.peakExecs <= 40, `peak concurrency ${s.api.stats.peakExecs}`);
+      assert.ok(s.api.stats.peakExecs > 10, `execs ran one by one (${s.api.stats.peakExecs})`);
       for (const i of [0, 999, 1999])
         assert.ok(w.files.has(`nodes/${fleetNodeName(i)}/iptables-save.txt`));
       assert.equal([...w.files.keys()].filter((f) => f.endsWith("/conntrack.txt")).length, 2000);

@@ -161,6 +161,8 @@ export interface FakeApi {
   readonly requests: RecordedRequest[];
   /** Current objects per resource (plural). */
   readonly store: Map<string, Obj[]>;
+  /** Exec WebSockets open now, and the most open at once. */
+  readonly stats: { openExecs: number; peakExecs: number };
   close(): Promise<void>;
 }
 
@@ -255,6 +257,7 @@ export async function startFakeApi(initial: Obj[], opts: FakeApiOptions = {}): P
     store.set(d.resource, [...(store.get(d.resource) ?? []), copy]);
   }
   const requests: RecordedRequest[] = [];
+  const stats = { openExecs: 0, peakExecs: 0 };
   const user = opts.user ?? "podpath-test@example.iam.gserviceaccount.com";
   const timers = new Set<NodeJS.Timeout>();
   const later = (ms: number, f: () => void) => {
@@ -758,6 +761,11 @@ export async function startFakeApi(initial: Obj[], opts: FakeApiOptions = {}): P
       );
     wss.handleUpgrade(req, socket, head, (ws) => {
       rec(101);
+      stats.openExecs++;
+      stats.peakExecs = Math.max(stats.peakExecs, stats.openExecs);
+      ws.on("close", () => {
+        stats.openExecs--;
+      });
       const a = opts.exec?.(pod, command) ?? { notFound: true };
       const finish = () => {
         if (ws.readyState !== ws.OPEN) return;
@@ -807,6 +815,7 @@ export async function startFakeApi(initial: Obj[], opts: FakeApiOptions = {}): P
     url: `http://127.0.0.1:${port}`,
     requests,
     store,
+    stats,
     async close() {
       for (const t of timers) clearTimeout(t);
       for (const c of wss.clients) c.terminate();
