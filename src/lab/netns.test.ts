@@ -44,6 +44,14 @@ function startHolder(): Promise<{ child: ReturnType<typeof spawn>; held: Held }>
 
 const netnsExists = (name: string) => existsSync(`/run/netns/${name}`);
 const pidAlive = (pid: number) => isProcessRunning(pid);
+/** SIGKILL is delivered asynchronously: poll until the process is gone (or the time is up). */
+async function diesWithin(pid: number, ms: number): Promise<boolean> {
+  for (const end = Date.now() + ms; Date.now() < end; ) {
+    if (!pidAlive(pid)) return true;
+    await new Promise((r) => setTimeout(r, 20));
+  }
+  return !pidAlive(pid);
+}
 const waitExit = (c: ReturnType<typeof spawn>) =>
   new Promise<void>((r) =>
     c.exitCode !== null || c.signalCode !== null ? r() : c.on("exit", () => r()),
@@ -101,7 +109,7 @@ describe("createLab", { skip: kernelSkip() }, () => {
     assert.equal(netnsExists(a.name), false);
     assert.equal(netnsExists(b.name), false);
     await waitExit(sleeper);
-    assert.equal(pidAlive(sleeper.pid), false);
+    assert.equal(await diesWithin(sleeper.pid, 2_000), true);
     assert.equal(existsSync(`${LAB_STATE_DIR}/${lab.id}.pid`), false);
     assert.equal(await rootNamespaceHash(), before);
   });
@@ -126,7 +134,7 @@ describe("createLab", { skip: kernelSkip() }, () => {
     child.kill("SIGTERM");
     await waitExit(child);
     assert.equal(held.namespaces.some(netnsExists), false);
-    assert.equal(pidAlive(held.sleeper), false);
+    assert.equal(await diesWithin(held.sleeper, 2_000), true);
     assert.equal(await rootNamespaceHash(), before);
   });
 
@@ -152,7 +160,7 @@ describe("createLab", { skip: kernelSkip() }, () => {
       const lab = await createLab();
       await lab.destroy();
       assert.equal(dead.held.namespaces.some(netnsExists), false);
-      assert.equal(pidAlive(dead.held.sleeper), false);
+      assert.equal(await diesWithin(dead.held.sleeper, 2_000), true);
       assert.ok(alive.held.namespaces.every(netnsExists), "a live owner's lab was removed");
       assert.ok(!readdirSync(LAB_STATE_DIR).includes(`${dead.held.id}.pid`));
     } finally {

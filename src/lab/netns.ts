@@ -213,14 +213,26 @@ class LabImpl implements Lab {
     if (this.nsList.some((n) => n.name === name)) {
       throw new LabError("ERR_LAB_USAGE", `namespace role ${role} already exists in ${this.id}`);
     }
-    await must(["ip", "netns", "add", name], "creating namespace");
-    if (this.destroyed) {
-      // destroyed (e.g. by SIGINT) while `ip netns add` ran: remove what it just created
-      await run(["ip", "netns", "del", name]);
-      throw new LabError("ERR_LAB_USAGE", `lab ${this.id} was destroyed`);
+    // Synchronous on purpose: a signal handler cannot run between the namespace appearing and
+    // it being recorded, so destroy on SIGINT/SIGTERM always knows every namespace.
+    let failure: unknown;
+    try {
+      execFileSync("ip", ["netns", "add", name], { stdio: ["ignore", "ignore", "pipe"] });
+    } catch (e) {
+      failure = e;
     }
     const ns = new NamespaceImpl(name, role);
-    this.nsList.push(ns);
+    if (existsSync(`${NETNS_DIR}/${name}`)) this.nsList.push(ns);
+    if (failure !== undefined) {
+      const stderr = String((failure as { stderr?: unknown }).stderr ?? "").trim();
+      throw new LabError(
+        "ERR_LAB_COMMAND",
+        `creating namespace failed: ip netns add ${name}: ${stderr}`,
+        {
+          cause: failure,
+        },
+      );
+    }
     await must(["ip", "-n", name, "link", "set", "lo", "up"], "bringing up lo");
     return ns;
   }

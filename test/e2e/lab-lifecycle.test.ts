@@ -98,6 +98,24 @@ describe("lab replica lifecycle", { skip: kernelSkip() }, () => {
     assert.equal(await rootNamespaceHash(), before);
   });
 
+  it("without root: a clear message naming the privilege, exit 2, no stack trace", () => {
+    const asRoot = process.getuid?.() === 0;
+    const r = spawnSync(
+      process.execPath,
+      [...ARGV, "lab", "run", "masquerade", "--out", join(base, "unprivileged")],
+      {
+        cwd: ROOT,
+        encoding: "utf8",
+        timeout: 60_000,
+        env: { ...process.env, HOME: tmpdir() },
+        ...(asRoot ? { uid: 65534, gid: 65534 } : {}),
+      },
+    );
+    assert.equal(r.status, 2, r.stderr);
+    assert.match(r.stderr, /needs root \(CAP_NET_ADMIN/);
+    assert.doesNotMatch(r.stderr, /\n\s+at /);
+  });
+
   it("SIGINT during lab run removes the replica", async () => {
     const before = await rootNamespaceHash();
     const { child, id } = await startRun(join(base, "interrupted"));

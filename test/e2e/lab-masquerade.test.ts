@@ -115,6 +115,38 @@ describe("lab run masquerade (end to end)", { skip: kernelSkip() }, () => {
     });
   }
 
+  it("builds the IPv6 half where the kernel allows, with the agent's ip6tables rules", () => {
+    const out = join(base, "ipv6");
+    const r = podpath([
+      "lab",
+      "run",
+      "masquerade",
+      "--ipv6",
+      "--out",
+      out,
+      "--non-masquerade",
+      "10.4.0.0/14,fd00:4::/48",
+      "--routes-back",
+      "10.128.0.0/20,fd00:128::/64",
+    ]);
+    assert.equal(r.status, 0, r.stderr);
+    if (!existsSync("/proc/sys/net/ipv6") || /IPv6 is disabled/.test(r.stderr)) {
+      assert.match(r.stderr, /IPv6 is disabled in this kernel; building IPv4 only/);
+      return;
+    }
+    const v6 = readFileSync(join(out, "nodes/gke-lab-default-0/ip6tables-save.txt"), "utf8");
+    assert.match(v6, /^-A IP-MASQ-AGENT -d fd00:4::\/48 .* -j RETURN$/m);
+    assert.match(v6, /^-A IP-MASQ-AGENT .* -j MASQUERADE/m);
+    const probe = readFileSync(join(out, "probes/pod-billing-default.txt"), "utf8");
+    assert.match(probe, /^\$ ping .* fd00:20::30:40\n(?:.*\n)*?.* 0% packet loss/m);
+    const conntrack = readFileSync(join(out, "nodes/gke-lab-default-0/conntrack.txt"), "utf8");
+    assert.match(conntrack, /src=fd00:4:0::5 |src=fd00:4::5 /);
+    const ds = readFileSync(join(out, "cluster/ip-masq-agent.yaml"), "utf8");
+    assert.match(ds, /--enable-ipv6=true/);
+    const d = podpath(["diagnose", out, "-o", "json"]);
+    assert.ok(d.status === 0 || d.status === 1, d.stderr);
+  });
+
   it("refuses a non-empty --out folder (exit 2, no replica built)", () => {
     const r = podpath(["lab", "run", "masquerade", "--out", ROOT]);
     assert.equal(r.status, 2);
