@@ -95,6 +95,8 @@ interface Ctx {
   options: ModuleOption[];
   isTarget: boolean;
   isGoto: boolean;
+  /** Loaded by `-p PROTO` and a port option, without `-m`. */
+  implicit?: boolean;
 }
 
 function knows(ctx: Ctx, opt: string): boolean {
@@ -218,7 +220,9 @@ export function parseRuleArgs(
           }
           const r = parseAddr(value, family);
           if (!r.ok) problems.push(`${tok}: ${r.error}`);
-          else if (base === "s") parts.src = { cidr: r.value, negated: neg2 };
+          else if (r.value.prefix === 0 && !neg2) {
+            // matches every address: iptables stores no address test and prints none
+          } else if (base === "s") parts.src = { cidr: r.value, negated: neg2 };
           else parts.dst = { cidr: r.value, negated: neg2 };
           break;
         }
@@ -295,7 +299,13 @@ export function parseRuleArgs(
         ) {
           owner = contexts.find((c) => c.module === implicit);
           if (!owner) {
-            owner = { module: implicit, options: [], isTarget: false, isGoto: false };
+            owner = {
+              module: implicit,
+              options: [],
+              isTarget: false,
+              isGoto: false,
+              implicit: true,
+            };
             contexts.push(owner);
           }
         }

@@ -158,11 +158,8 @@ export function parseIptablesSave(
         if (m) {
           version = m[2];
           if (m[3] === "nf_tables" || m[3] === "legacy") backend = m[3];
-          else if (
-            /-legacy-save/.test(line) ||
-            (m[3] === undefined && /^[01]\.[0-7]\./.test(m[2]!))
-          )
-            backend = "legacy";
+          // since 1.8 the nf_tables variant always says so; without a tag it is legacy
+          else backend = "legacy";
           if ((m[1] === "ip6tables") !== (family === 6) && options.family === undefined) {
             diag(
               "IPTABLES_FAMILY",
