@@ -201,3 +201,33 @@ describe("planVpn on GKE Autopilot", () => {
     );
   });
 });
+
+describe("planVpn for a hostNetwork VPN pod", () => {
+  it("warns that forwarding is the node's, and predicts the API rejection of the pod sysctl", () => {
+    const { input } = vpnInputFromSnapshot(openSnapshot(lab("set-by-hand")));
+    const objects = input.objects.map((o) =>
+      o.kind === "Deployment"
+        ? {
+            ...o,
+            raw: (() => {
+              const raw = structuredClone(o.raw) as {
+                spec: { template: { spec: Record<string, unknown> } };
+              };
+              raw.spec.template.spec["hostNetwork"] = true;
+              return raw;
+            })(),
+          }
+        : o,
+    );
+    const ctx = resolveVpn({ ...input, objects })!;
+    const plan = planVpn(ctx, objects, { kubernetesVersion: "v1.30" });
+    assert.match(plan.warnings[0] ?? "", /hostNetwork/);
+    const sys = by(plan, "pod-sysctls");
+    assert.equal(sys.admission?.allowed, "no");
+    assert.ok(
+      sys.admission!.messages.some((m) =>
+        m.includes("may not be specified when 'hostNetwork' is true"),
+      ),
+    );
+  });
+});

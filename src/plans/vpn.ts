@@ -70,6 +70,8 @@ export interface VpnPlan {
     readonly evidence: Evidence;
   }[];
   readonly strategies: readonly StrategyPlan[];
+  /** Facts that change what every strategy means (a hostNetwork pod shares the node's namespace). */
+  readonly warnings: readonly string[];
   readonly returnPath: ReturnPathStep;
   readonly verify: readonly string[];
 }
@@ -282,6 +284,18 @@ export function planVpn(
       });
     }
   }
+  const warnings: string[] = [];
+  if (wl) {
+    const spec = podSpecPath(wl.kind).reduce<unknown>(
+      (c, k) => (c as Record<string | number, unknown> | undefined)?.[k],
+      wl.raw,
+    ) as Record<string, unknown> | undefined;
+    if (spec?.["hostNetwork"] === true) {
+      warnings.push(
+        `${wl.kind} ${wl.name} uses hostNetwork: its network namespace is the node's, so net.ipv4.ip_forward there is the node's own setting. An init container would change forwarding for the whole node, and pod-level sysctls for net.* are invalid with hostNetwork. Fix it on the node (sysctl.d or the node pool's system config), or drop hostNetwork.`,
+      );
+    }
+  }
   return {
     schemaVersion: 1,
     pod: `${ctx.namespace}/${ctx.name}`,
@@ -295,6 +309,7 @@ export function planVpn(
       evidence: refToEvidence(f.source),
     })),
     strategies,
+    warnings,
     returnPath: returnPath(ctx),
     verify: [
       `kubectl rollout status ${kindArg} ${nsArg}`,

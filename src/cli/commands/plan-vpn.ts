@@ -124,6 +124,7 @@ export function renderPlanText(plan: VpnPlan): string {
   }
   for (const a of plan.alreadySet)
     out.push(`  already set by ${a.kind}: ${a.value} (${a.evidence.file}:${a.evidence.line})`);
+  for (const w of plan.warnings) out.push(`  WARNING: ${w}`);
   out.push("");
   for (const s of plan.strategies) out.push(strategyText(s), "");
   out.push("== return path");
