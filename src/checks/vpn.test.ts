@@ -286,3 +286,24 @@ describe("vpn/policy-source-mismatch: scope that grows after translation", () =>
     );
   });
 });
+
+describe("vpn/first-silent-hop layers", () => {
+  const walk = (t: string) =>
+    vpnFindings({
+      ...load("set-by-hand").input,
+      probes: [parseProbeTranscript(t, "probes/p.txt").value],
+    }).find((f) => f.id === "vpn/first-silent-hop");
+  it("a silent peer points at the tunnel itself", () => {
+    const f = walk(
+      "$ ping -c 2 -W 1 10.8.0.1\nPING 10.8.0.1 (10.8.0.1) 56(84) bytes of data.\n\n--- 10.8.0.1 ping statistics ---\n2 packets transmitted, 0 received, 100% packet loss, time 1001ms\n",
+    );
+    assert.match(f?.title ?? "", /peer \(tunnel\)/);
+    assert.equal(f?.evidence.at(-1)?.line, 5); // "2 packets transmitted, 0 received"
+  });
+  it("an ICMP error is not silence: the hop fails and the explanation says so", () => {
+    const f = walk(
+      "$ ping -c 1 10.8.0.1\n64 bytes from 10.8.0.1: icmp_seq=1 ttl=64 time=1 ms\n$ ping -c 1 10.244.2.20\nFrom 10.8.0.1 icmp_seq=1 Destination Host Unreachable\n",
+    );
+    assert.match(f?.explanation ?? "", /fails \(unreachable\)/);
+  });
+});
