@@ -12,10 +12,11 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { after, before, describe, it } from "node:test";
 import { fileURLToPath } from "node:url";
+import fc from "fast-check";
 import { parseIptablesSave } from "../../iptables/save-parser.ts";
 import { kernelSkip } from "../../lab/kernel-guard.ts";
 import { createLab, type Lab, type Namespace } from "../../lab/netns.ts";
-import { decodeMasqConfig, type MasqConfig } from "./config.ts";
+import { decodeMasqConfig, type MasqConfig, validateMasqConfig } from "./config.ts";
 import { compareAgentChain } from "./drift.ts";
 import { type AgentFlags, DEFAULT_AGENT_FLAGS } from "./flags.ts";
 import { parseIntervals } from "./intervals.ts";
@@ -323,5 +324,64 @@ describe("agent rules on a real kernel", { skip }, () => {
           assert.ok(saved.includes(rule.saved), `${what}\n${rule.saved}\n${saved.join("\n")}`);
       }
     }
+  });
+
+  it("random accepted configs: podpath predicts the real iptables-restore verdict and the saved lines", async () => {
+    const ns = await lab!.addNamespace("rand");
+    const octet = fc.integer({ min: 0, max: 255 });
+    const prefixText = fc.oneof(
+      fc.integer({ min: 0, max: 32 }).map(String),
+      fc.integer({ min: 0, max: 32 }).map((p) => `0${p}`),
+    );
+    const cidrText = fc
+      .tuple(octet, octet, prefixText)
+      .map(([a, b, p]) => `${a}.${b}.0.0/${p}`)
+      .filter((t) => {
+        // only entries the agent accepts (parseable and aligned as Go reads them)
+        const r = decodeMasqConfig(JSON.stringify({ nonMasqueradeCIDRs: [t] }));
+        return "config" in r && validateMasqConfig(r.config, { enableIpv6: false }) === undefined;
+      });
+    const port = fc.integer({ min: 0, max: 70000 });
+    const toPorts = fc.array(
+      fc.tuple(port, port).map(([a, b]) => (a <= b ? `${a}-${b}` : String(b))),
+      { maxLength: 3 },
+    );
+    await fc.assert(
+      fc.asyncProperty(
+        fc.array(cidrText, { maxLength: 5 }),
+        toPorts,
+        fc.boolean(),
+        fc.constantFrom(...BACKENDS),
+        async (cidrs, ports, masqLinkLocal, backend) => {
+          const config = decoded(JSON.stringify({ nonMasqueradeCIDRs: cidrs, masqLinkLocal }));
+          const parsed = parseIntervals(ports.join(","));
+          const intervals = ports.length > 0 && "intervals" in parsed ? parsed.intervals : [];
+          const options = {
+            flags: { ...DEFAULT_AGENT_FLAGS, toPorts: ports.join(",") },
+            toPorts: intervals,
+          };
+          const chain = agentChain(config, 4, options)!;
+          const predicted = restoreProblems(chain);
+          const input = agentRestoreInput(config, 4, options)!;
+          const r = await ns.exec([`iptables-${backend}-restore`, "--noflush"], { input });
+          assert.equal(r.code !== 0, predicted.length > 0, `${input}\n${r.stderr}`);
+          if (predicted.length > 0) {
+            assert.match(
+              r.stderr,
+              new RegExp(`Error occurred at line: ${predicted[0]!.line}\\b`),
+              r.stderr,
+            );
+            return;
+          }
+          const saved = (await run(ns, [`iptables-${backend}-save`, "-t", "nat"])).split("\n");
+          const installed = saved.filter((l) => l.startsWith(`-A ${chain.chain} `));
+          assert.deepEqual(
+            installed,
+            chain.rules.map((x) => x.saved),
+          );
+        },
+      ),
+      { numRuns: 60 },
+    );
   });
 });
