@@ -146,6 +146,28 @@ export {
 } from "./evidence/probes.ts";
 export { type RemoteSite, readRemoteSites } from "./evidence/remote-site.ts";
 export { readSysctl, type SysctlEntry, type SysctlValues } from "./evidence/sysctl.ts";
+export type {
+  Chain as IptablesChain,
+  IptablesDump,
+  Match as IptablesMatch,
+  Rule as IptablesRule,
+  Table as IptablesTable,
+  TableName as IptablesTableName,
+  Target as IptablesTarget,
+} from "./iptables/dump.ts";
+export { compileNat } from "./iptables/nat-eval.ts";
+export type {
+  Flow as NatFlow,
+  NatContext,
+  NatDecision,
+  NatEvaluator,
+  NatStep,
+  NatTrace,
+  SourceOut,
+} from "./iptables/nat-trace.ts";
+export { renderDump, renderRule } from "./iptables/render.ts";
+export { type ParseIptablesOptions, parseIptablesSave } from "./iptables/save-parser.ts";
+export { quoteSaveString, tokenize } from "./iptables/tokenize.ts";
 export { type DaemonSetMatch, nodeMatchesDaemonSet } from "./k8s/daemonset-scheduling.ts";
 export {
   type ConfigMapView,
@@ -161,6 +183,15 @@ export {
   readService,
   type ServiceView,
 } from "./k8s/objects.ts";
+export { type FlowSpec, formatFlowSpec, parseFlowSpec } from "./lab/flow-spec.ts";
+export {
+  createLab,
+  type ExecResult,
+  type Lab,
+  labUnavailableReason,
+  type Namespace,
+} from "./lab/netns.ts";
+export { ReplayError, type ReplayOptions, type ReplayResult, replayFlow } from "./lab/replay.ts";
 export { type ProbeRun, type ProbeTargets, probeOutward, realSystem } from "./live/probe.ts";
 export type {
   Diagnostic,
