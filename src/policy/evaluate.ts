@@ -310,6 +310,8 @@ function networkPolicyVerdict(
         });
       }
       const rest = subtract(ALL_CONNECTIONS, ports);
+      const unresolvedNamedPorts =
+        isEmpty(ports) && (rule.ports ?? []).some((p) => typeof p.port === "string");
       if (!isEmpty(rest)) {
         // the rule names the peer, but not these protocols and ports
         citations.push({
@@ -318,7 +320,7 @@ function networkPolicyVerdict(
           effect: "ports-do-not-match",
           connections: rest,
           source: rule.source,
-          text: `NetworkPolicy '${id}' selects ${label(subject)}, and ${Title[direction]} rule #${n} selects ${label(peer)}, but the protocols and ports do not match`,
+          text: `NetworkPolicy '${id}' selects ${label(subject)}, and ${Title[direction]} rule #${n} selects ${label(peer)}, but ${unresolvedNamedPorts ? "named ports of the rule have no match in the configuration of the destination peer" : "the protocols and ports do not match"}`,
         });
       }
     }

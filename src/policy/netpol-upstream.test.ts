@@ -1,7 +1,8 @@
 /**
  * The connectivity listing against every plain connlist golden of the netpol-analyzer repository
  * whose manifests stay within Kubernetes NetworkPolicy semantics (fixtures/README.md): 96 folders,
- * exact text.
+ * exact text; and every such explain golden (15 folders): allowed connections and the exact
+ * policies and rules cited for each pair.
  */
 import assert from "node:assert/strict";
 import { readFileSync } from "node:fs";
@@ -10,11 +11,13 @@ import { describe, it } from "node:test";
 import { gunzipSync } from "node:zlib";
 import { readKubeObjects } from "../evidence/kube-objects.ts";
 import { connectivityList, renderConnlist } from "./connlist.ts";
-import { buildPolicyWorld } from "./policy-world.ts";
+import { buildPolicyWorld, type PolicyWorld } from "./policy-world.ts";
+import { explainMismatches } from "./test-helpers/netpol-golden.ts";
 
 interface Pack {
   commit: string;
   dirs: Record<string, { files: Record<string, string>; golden: string }>;
+  explain: Record<string, { files: Record<string, string>; golden: string }>;
   excluded: Record<string, string[]>;
   contents: Record<string, string>;
 }
@@ -61,6 +64,25 @@ describe(`netpol-analyzer connlist goldens (np-guard/netpol-analyzer@${pack.comm
         lines(renderConnlist(connectivityList(world))),
         lines(pack.contents[entry.golden]!),
       );
+    });
+  }
+});
+
+function worldOf(files: Record<string, string>): PolicyWorld {
+  const objects = Object.entries(files)
+    .sort()
+    .flatMap(([path, key]) => readKubeObjects(pack.contents[key]!, path).value);
+  for (const o of objects) assert.ok(!UNSUPPORTED.has(o.kind), `holds ${o.kind}`);
+  return buildPolicyWorld(objects).value;
+}
+
+describe("netpol-analyzer explain goldens: verdicts and citations", () => {
+  it("has the 15 folders within NetworkPolicy semantics", () => {
+    assert.equal(Object.keys(pack.explain).length, 15);
+  });
+  for (const [dir, entry] of Object.entries(pack.explain).sort()) {
+    it(dir, () => {
+      assert.deepEqual(explainMismatches(worldOf(entry.files), pack.contents[entry.golden]!), []);
     });
   }
 });
