@@ -106,13 +106,9 @@ interface Mutable {
   aInitiates: boolean;
   basis: Conversation["initiatorBasis"];
   /** Counts per interface (a forwarded packet is seen once per interface it crosses). */
-  fromA: Map<string, number>;
-  fromB: Map<string, number>;
-  syn: Map<string, number>;
-  synAck: Map<string, number>;
-  retrans: Map<string, number>;
-  firstOutA?: PacketRef;
-  firstOutB?: PacketRef;
+  ifaces: IfaceCounts[];
+  firstOutA?: Seen;
+  firstOutB?: Seen;
   dataA: boolean;
   dataB: boolean;
   ackAfterSynAck: boolean;
@@ -120,23 +116,48 @@ interface Mutable {
   finB: boolean;
   rstA: boolean;
   rstB: boolean;
-  /** Highest sequence end seen per side and interface (retransmission = not beyond it). */
-  highA: Map<string, number>;
-  highB: Map<string, number>;
-  errors: IcmpErrorSeen[];
-  first: PacketRef;
-  last: PacketRef;
-  firstFromA?: PacketRef;
-  firstFromB?: PacketRef;
-  seenA: Set<string>;
-  seenB: Set<string>;
+  errors: PendingError["error"][];
+  first: Seen;
+  last: Seen;
+  firstFromA?: Seen;
+  firstFromB?: Seen;
+  seenA: string[];
+  seenB: string[];
   tunnel?: { kind: string; vni: number };
 }
 
 const WELL_KNOWN = 1024;
 
 function endpointKey(e: Endpoint): string {
-  return `${e.ip.value}/${e.port ?? ""}`;
+  // IPv4 as a number: converting a bigint to text per packet is the costly part of a key.
+  const ip = e.ip.family === 4 ? Number(e.ip.value) : e.ip.value;
+  return `${ip}/${e.port ?? ""}`;
+}
+
+/** What a conversation keeps of a packet; made into evidence only when summarizing. */
+interface Seen {
+  readonly index: number;
+  readonly line: number | undefined;
+  readonly timeNs: bigint;
+  readonly timeOfDayOnly: boolean;
+  readonly iface: string | undefined;
+  readonly direction: string | undefined;
+}
+
+interface PendingError {
+  readonly key: string;
+  readonly error: Omit<IcmpErrorSeen, "at"> & { readonly at: Seen };
+}
+
+function seenOf(p: Packet): Seen {
+  return {
+    index: p.index,
+    line: p.line,
+    timeNs: p.timeNs,
+    timeOfDayOnly: p.timeOfDayOnly === true,
+    iface: p.iface,
+    direction: p.direction,
+  };
 }
 
 function flowKey(
@@ -155,14 +176,14 @@ function flowKey(
   return { key: `${protocol}|${family}|${xFirst ? kx : ky}|${xFirst ? ky : kx}|${extra}`, xFirst };
 }
 
-function refOf(p: Packet, file: string): PacketRef {
+function refOf(p: Seen, file: string): PacketRef {
   const when = formatTime(p.timeNs, p.timeOfDayOnly === true);
   const where = p.line !== undefined ? `line ${p.line} (packet ${p.index})` : `packet ${p.index}`;
   return {
     ref: { file, line: p.line ?? p.index, text: `${where} at ${when}` },
     index: p.index,
     timeNs: p.timeNs,
-    timeOfDayOnly: p.timeOfDayOnly === true,
+    timeOfDayOnly: p.timeOfDayOnly,
     ...(p.iface === undefined ? {} : { iface: p.iface }),
     ...(p.direction === undefined ? {} : { direction: p.direction }),
   };
@@ -222,8 +243,7 @@ function describeIcmpError(version: 4 | 6, type: number, code: number | undefine
  */
 export class ConversationTracker {
   private readonly flows = new Map<string, Mutable>();
-  private readonly pendingErrors: { key: string; quotedFromA: boolean; error: IcmpErrorSeen }[] =
-    [];
+  private readonly pendingErrors: PendingError[] = [];
   private count = 0;
   private sawDirection = false;
   private sawDateless = false;
@@ -258,16 +278,15 @@ export class ConversationTracker {
           !this.involves({ ip: src }, { ip: dst })
         )
           return;
-        const { key, xFirst } = flowKey(qp, q.ip.family, qs, qd);
+        const { key } = flowKey(qp, q.ip.family, qs, qd);
         this.pendingErrors.push({
           key,
-          quotedFromA: xFirst,
           error: {
             from: src,
             type: t.type,
             ...(t.code === undefined ? {} : { code: t.code }),
             what: describeIcmpError(t.version, t.type, t.code),
-            at: refOf(p, this.opts.file),
+            at: seenOf(p),
           },
         });
         return;
@@ -293,7 +312,7 @@ export class ConversationTracker {
     if (this.opts.host !== undefined && !this.involves(s, d)) return;
     const { key, xFirst } = flowKey(protocol, ip.family, s, d, extra);
     let c = this.flows.get(key);
-    const ref = refOf(p, this.opts.file);
+    const ref = seenOf(p);
     if (c === undefined) {
       const a = xFirst ? s : d;
       const b = xFirst ? d : s;
@@ -304,11 +323,7 @@ export class ConversationTracker {
         b,
         aInitiates: xFirst,
         basis: "first-packet",
-        fromA: new Map(),
-        fromB: new Map(),
-        syn: new Map(),
-        synAck: new Map(),
-        retrans: new Map(),
+        ifaces: [],
         dataA: false,
         dataB: false,
         ackAfterSynAck: false,
@@ -316,13 +331,11 @@ export class ConversationTracker {
         finB: false,
         rstA: false,
         rstB: false,
-        highA: new Map(),
-        highB: new Map(),
         errors: [],
         first: ref,
         last: ref,
-        seenA: new Set(),
-        seenB: new Set(),
+        seenA: [],
+        seenB: [],
       };
       if (f !== p && p.tunnel !== undefined) {
         c.tunnel = { kind: p.tunnel.kind, vni: p.tunnel.vni };
@@ -340,22 +353,27 @@ export class ConversationTracker {
     c.last = ref;
     const fromA = xFirst;
     const ifKey = p.iface ?? "";
+    const counts = countsFor(c, ifKey);
     if (fromA) {
-      inc(c.fromA, ifKey);
+      counts.fromA++;
       c.firstFromA ??= ref;
       if (p.direction === "out") c.firstOutA ??= ref;
     } else {
-      inc(c.fromB, ifKey);
+      counts.fromB++;
       c.firstFromB ??= ref;
       if (p.direction === "out") c.firstOutB ??= ref;
     }
     const seen = p.iface !== undefined || p.direction !== undefined;
-    if (seen) (fromA ? c.seenA : c.seenB).add([p.iface, p.direction].filter(Boolean).join(" "));
+    if (seen) {
+      const label = [p.iface, p.direction].filter(Boolean).join(" ");
+      const list = fromA ? c.seenA : c.seenB;
+      if (!list.includes(label)) list.push(label);
+    }
     if (t?.kind === "icmp" && (t.type === 8 || t.type === 128) && c.basis !== "echo") {
       c.aInitiates = fromA;
       c.basis = "echo";
     }
-    if (t?.kind === "tcp") this.tcp(c, fromA, t.flags, t.seq, t.payloadLength, p.iface ?? "");
+    if (t?.kind === "tcp") this.tcp(c, counts, fromA, t.flags, t.seq, t.payloadLength);
   }
 
   private involves(s: Endpoint, d: Endpoint): boolean {
@@ -368,28 +386,29 @@ export class ConversationTracker {
 
   private tcp(
     c: Mutable,
+    n: IfaceCounts,
     fromA: boolean,
     flags: number | undefined,
     seq: number | undefined,
     len: number | undefined,
-    iface: string,
   ): void {
     if (flags === undefined) return;
     const syn = (flags & TCP.SYN) !== 0;
     const ack = (flags & TCP.ACK) !== 0;
     if (syn && !ack) {
-      inc(c.syn, iface);
+      n.syn++;
       if (c.basis !== "syn") {
         c.aInitiates = fromA;
         c.basis = "syn";
       }
     } else if (syn && ack) {
-      inc(c.synAck, iface);
+      n.synAck++;
       if (c.basis === "first-packet") {
         c.aInitiates = !fromA;
         c.basis = "syn-ack";
       }
-    } else if (ack && c.synAck.size > 0 && fromA === c.aInitiates) c.ackAfterSynAck = true;
+    } else if (ack && c.ifaces.some((x) => x.synAck > 0) && fromA === c.aInitiates)
+      c.ackAfterSynAck = true;
     const data = (len ?? 0) > 0;
     if (data) {
       if (fromA) c.dataA = true;
@@ -406,11 +425,11 @@ export class ConversationTracker {
     // A retransmission repeats sequence space already sent on the same interface (the same
     // packet seen on a pod's veth and on eth0 is one packet, not two).
     if (seq !== undefined && (data || syn || flags & TCP.FIN) && !(flags & TCP.RST)) {
-      const high = fromA ? c.highA : c.highB;
       const end = (seq + (len ?? 0) + (syn ? 1 : 0) + (flags & TCP.FIN ? 1 : 0)) >>> 0;
-      const prev = high.get(iface);
-      if (prev !== undefined && seqLeq(end, prev)) inc(c.retrans, iface);
-      else high.set(iface, end);
+      const prev = fromA ? n.highA : n.highB;
+      if (prev !== undefined && seqLeq(end, prev)) n.retrans++;
+      else if (fromA) n.highA = end;
+      else n.highB = end;
     }
   }
 
@@ -436,8 +455,8 @@ export class ConversationTracker {
   private summarize(c: Mutable): Conversation {
     const ini = c.aInitiates ? c.a : c.b;
     const res = c.aInitiates ? c.b : c.a;
-    const fromIni = maxOf(c.aInitiates ? c.fromA : c.fromB);
-    const fromRes = maxOf(c.aInitiates ? c.fromB : c.fromA);
+    const fromIni = maxOf(c, (x) => (c.aInitiates ? x.fromA : x.fromB));
+    const fromRes = maxOf(c, (x) => (c.aInitiates ? x.fromB : x.fromA));
     const firstLeaving = c.aInitiates ? c.firstOutA : c.firstOutB;
     const firstReply = c.aInitiates ? c.firstFromB : c.firstFromA;
     const replied = fromRes > 0;
@@ -447,8 +466,8 @@ export class ConversationTracker {
     if (c.protocol === "tcp") {
       const dataIni = c.aInitiates ? c.dataA : c.dataB;
       const dataRes = c.aInitiates ? c.dataB : c.dataA;
-      const synCount = maxOf(c.syn);
-      const synAckCount = maxOf(c.synAck);
+      const synCount = maxOf(c, (x) => x.syn);
+      const synAckCount = maxOf(c, (x) => x.synAck);
       const progress: TcpProgress =
         dataIni && dataRes
           ? "data-both-ways"
@@ -471,12 +490,13 @@ export class ConversationTracker {
         progress,
         synCount,
         synAckCount,
-        retransmissions: maxOf(c.retrans),
+        retransmissions: maxOf(c, (x) => x.retrans),
         finFrom,
         rstFrom,
       };
     }
     const seen = [...(c.aInitiates ? c.seenA : c.seenB)];
+    const file = this.opts.file;
     const base = {
       protocol: c.protocol,
       family: c.family,
@@ -486,27 +506,52 @@ export class ConversationTracker {
       packetsFromInitiator: fromIni,
       packetsFromResponder: fromRes,
       replied,
-      icmpErrors: c.errors,
-      first: c.first,
-      last: c.last,
+      icmpErrors: c.errors.map((e) => ({ ...e, at: refOf(e.at, file) })),
+      first: refOf(c.first, file),
+      last: refOf(c.last, file),
       seenOn: seen,
       ...(tcp === undefined ? {} : { tcp }),
-      ...(firstReply === undefined ? {} : { firstReply }),
-      ...(firstLeaving === undefined ? {} : { firstLeaving }),
+      ...(firstReply === undefined ? {} : { firstReply: refOf(firstReply, file) }),
+      ...(firstLeaving === undefined ? {} : { firstLeaving: refOf(firstLeaving, file) }),
       ...(c.tunnel === undefined ? {} : { tunnel: c.tunnel }),
     };
     return { ...base, verdict: verdictOf(base) };
   }
 }
 
-function inc(m: Map<string, number>, k: string): void {
-  m.set(k, (m.get(k) ?? 0) + 1);
+/** Per interface: a forwarded packet is seen once on every interface it crosses. */
+interface IfaceCounts {
+  readonly name: string;
+  fromA: number;
+  fromB: number;
+  syn: number;
+  synAck: number;
+  retrans: number;
+  /** Highest sequence end seen per side (a retransmission does not go beyond it). */
+  highA: number | undefined;
+  highB: number | undefined;
+}
+
+function countsFor(c: Mutable, name: string): IfaceCounts {
+  for (const x of c.ifaces) if (x.name === name) return x;
+  const x: IfaceCounts = {
+    name,
+    fromA: 0,
+    fromB: 0,
+    syn: 0,
+    synAck: 0,
+    retrans: 0,
+    highA: undefined,
+    highB: undefined,
+  };
+  c.ifaces.push(x);
+  return x;
 }
 
 /** The count on the interface that saw most: one packet crossing two interfaces counts once. */
-function maxOf(m: Map<string, number>): number {
+function maxOf(c: Mutable, pick: (x: IfaceCounts) => number): number {
   let best = 0;
-  for (const v of m.values()) if (v > best) best = v;
+  for (const x of c.ifaces) best = Math.max(best, pick(x));
   return best;
 }
 

@@ -161,6 +161,7 @@ for (const sub of ["config", "rules"] as const) {
     .option("--random-fully [bool]", "agent flag (default true)")
     .option("--to-ports <ports>", "agent flag")
     .option("--daemonset <file>", "read the agent flags from this DaemonSet's container args")
+    .option("--previous <file>", "the config the agent ran with before (kept when FILE is invalid)")
     .option("--family <4|6>", "rules: print the iptables (4) or ip6tables (6) input", "4")
     .option(
       "--iptables-version <v>",
