@@ -54,6 +54,25 @@ describe("podpath ipmasq config", () => {
     assert.doesNotMatch(r.stderr, /at .*\.ts:\d+/, "no stack trace");
   });
 
+  it("shows the previous config the agent keeps when the new one is rejected", () => {
+    const prev = join(tmp, "prev.yaml");
+    writeFileSync(prev, "nonMasqueradeCIDRs: [10.128.0.0/20]\nresyncInterval: 30s\n");
+    const r = podpath(
+      "ipmasq",
+      "config",
+      fx("configmap-misaligned.yaml"),
+      "--previous",
+      prev,
+      "-o",
+      "text",
+    );
+    assert.equal(r.code, 2);
+    assert.match(
+      r.stderr,
+      /the config it keeps: \{"nonMasqueradeCIDRs":\["10\.128\.0\.0\/20"\],"cidrLimit":64,"masqLinkLocal":false,"masqLinkLocalIPv6":false,"resyncInterval":"30s"\}/,
+    );
+  });
+
   it("falls back to the defaults when the ConfigMap key is wrong, and says why", () => {
     const r = podpath("ipmasq", "config", fx("configmap-wrong-key.yaml"));
     assert.equal(r.code, 0);

@@ -5,6 +5,8 @@
  */
 import { readFile } from "node:fs/promises";
 import { type AgentView, agentView } from "../../agents/ip-masq-agent/agent-view.ts";
+import type { MasqConfig } from "../../agents/ip-masq-agent/config.ts";
+import { renderMasqConfigJson } from "../../agents/ip-masq-agent/config.ts";
 import { goParseBool } from "../../agents/ip-masq-agent/flags.ts";
 import type { Diagnostic } from "../../model/types.ts";
 import type { Io } from "../io.ts";
@@ -68,12 +70,31 @@ export async function loadAgentView(
 ): Promise<AgentView> {
   const { flagArgs, file } = agentFlagArgs(args, opts);
   const dsFile = typeof opts["daemonset"] === "string" ? opts["daemonset"] : undefined;
+  const prevFile = typeof opts["previous"] === "string" ? opts["previous"] : undefined;
+  const daemonSet =
+    dsFile === undefined
+      ? {}
+      : { daemonSet: { text: await readText(dsFile, "DaemonSet file"), file: dsFile } };
+  // the config the agent ran with before: the previous file as the agent took it at startup
+  let previous: MasqConfig | undefined;
+  if (prevFile !== undefined) {
+    const before = agentView({
+      config: { text: await readText(prevFile, "previous config file"), file: prevFile },
+      ...daemonSet,
+      flagArgs,
+    });
+    previous = before.outcome?.config;
+    if (before.outcome?.error) {
+      io.err(
+        `note: ${prevFile} is itself rejected (${before.outcome.error.message}); an agent that started with it runs on its defaults\n`,
+      );
+    }
+  }
   const view = agentView({
     ...(file === undefined ? {} : { config: { text: await readText(file, "config file"), file } }),
-    ...(dsFile === undefined
-      ? {}
-      : { daemonSet: { text: await readText(dsFile, "DaemonSet file"), file: dsFile } }),
+    ...daemonSet,
     flagArgs,
+    ...(previous ? { previous } : {}),
   });
   for (const d of view.diagnostics) io.err(formatDiagnostic(d));
   if (file === undefined) {
@@ -93,6 +114,9 @@ export function explainRejected(view: AgentView, io: Io): void {
     `error: ${where}the agent rejects this config: ${err.message}\n` +
       `  it logs "Error syncing configuration: ${err.message}", keeps running with its previous config and does not touch the rules already installed\n`,
   );
+  if (view.outcome?.config) {
+    io.err(`  the config it keeps: ${renderMasqConfigJson(view.outcome.config)}\n`);
+  }
   if (!err.exact) {
     io.err("  (the wording of this YAML error approximates the agent's YAML library)\n");
   }
