@@ -103,6 +103,10 @@ plan
     new Option("--strategy <s>").choices(["narrow", "keep-pod-identity"]).default("narrow"),
   )
   .option("--replay", "prove the proposed rules on a real kernel (root)")
+  .option(
+    "--pod-range <cidrs>",
+    "the cluster's pod range, comma-separated (default: from the snapshot)",
+  )
   .addOption(output(["text", "json", "yaml"], "text"))
   .action(action(() => import("./commands/plan-masquerade.ts")));
 plan

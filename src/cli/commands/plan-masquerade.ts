@@ -1,11 +1,75 @@
-/** @module cli/commands/plan-masquerade — placeholder until the command is built. */
-import { EXIT, type Io } from "../io.ts";
+/**
+ * @module cli/commands/plan-masquerade — `podpath plan masquerade <snapshot>`: the plan, and with
+ * `--replay` (root) the proposed rules proven on a real kernel for every node the snapshot has.
+ */
+
+import { type Cidr, tryParseCidr } from "../../net/cidr.ts";
+import { type MasqueradeStrategy, PlanError, planMasquerade } from "../../plans/masquerade.ts";
+import {
+  type ReplayLine,
+  renderMasqueradePlanText,
+  renderMasqueradePlanYaml,
+} from "../../plans/masquerade-render.ts";
+import { parseDestination } from "../../questions/endpoints.ts";
+import { LAYOUT_HELP } from "../../snapshot/layout.ts";
+import { isEmptySnapshot, loadSnapshot } from "../../snapshot/load.ts";
+import { openSnapshot, SnapshotOpenError } from "../../snapshot/source.ts";
+import { EXIT, type Io, UsageError } from "../io.ts";
+import { replayPlan } from "./plan-masquerade-replay.ts";
 
 export async function run(
-  _args: readonly string[],
-  _opts: Readonly<Record<string, unknown>>,
+  args: readonly string[],
+  opts: Readonly<Record<string, unknown>>,
   io: Io,
 ): Promise<number> {
-  io.err("podpath: 'plan-masquerade' is not available in this build yet\n");
-  return EXIT.usage;
+  const path = args[0];
+  if (!path) throw new UsageError("plan masquerade: name a snapshot folder or .tar.gz");
+  const dest = typeof opts["dest"] === "string" ? parseDestination(opts["dest"]) : undefined;
+  if (dest && "error" in dest) throw new UsageError(dest.error);
+  const strategy = (opts["strategy"] ?? "narrow") as MasqueradeStrategy;
+  const podRange: Cidr[] = [];
+  if (typeof opts["podRange"] === "string") {
+    for (const t of opts["podRange"].split(",")) {
+      const r = tryParseCidr(t.trim(), { allowBareAddress: false });
+      if ("error" in r)
+        throw new UsageError(
+          `--pod-range ${JSON.stringify(t)}: ${r.error}; expected CIDRs like 10.4.0.0/14`,
+        );
+      podRange.push(r.cidr);
+    }
+  }
+  let snap: ReturnType<typeof loadSnapshot>;
+  try {
+    snap = loadSnapshot(openSnapshot(path));
+  } catch (e) {
+    if (e instanceof SnapshotOpenError) throw new UsageError(`${e.message}\n${LAYOUT_HELP}`);
+    throw e;
+  }
+  if (isEmptySnapshot(snap))
+    throw new UsageError(`${path}: nothing in it is part of a snapshot.\n${LAYOUT_HELP}`);
+  let plan: ReturnType<typeof planMasquerade>;
+  try {
+    plan = planMasquerade(snap, { strategy, podRange, ...(dest ? { dest } : {}) });
+  } catch (e) {
+    if (e instanceof PlanError) throw new UsageError(e.message);
+    throw e;
+  }
+  let replay: ReplayLine[] = [];
+  if (opts["replay"] === true) replay = await replayPlan(snap, plan, io);
+  const format = opts["output"] ?? "text";
+  if (format === "json") io.out(`${JSON.stringify({ ...plan, replay }, null, 2)}\n`);
+  else if (format === "yaml") io.out(renderMasqueradePlanYaml(plan));
+  else {
+    const c = io.colors;
+    io.out(
+      renderMasqueradePlanText(
+        plan,
+        { red: c.red, yellow: c.yellow, cyan: c.cyan, green: c.green, bold: c.bold, dim: c.dim },
+        replay,
+      ),
+    );
+  }
+  if (plan.narrow?.validationError) return EXIT.findings;
+  if (replay.some((r) => r.agree === false)) return EXIT.findings;
+  return EXIT.ok;
 }

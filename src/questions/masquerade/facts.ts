@@ -5,8 +5,8 @@
  */
 import type { KubeObject } from "../../evidence/kube-objects.ts";
 import { type NodeView, type PodView, readNode, readPod } from "../../k8s/objects.ts";
-import type { Diagnostic } from "../../model/types.ts";
-import { type Cidr, contains, type Ip, mergeCidrs } from "../../net/cidr.ts";
+import type { Diagnostic, SourceRef } from "../../model/types.ts";
+import { type Cidr, contains, type Ip, mergeCidrs, tryParseCidr } from "../../net/cidr.ts";
 
 export interface ClusterFacts {
   readonly nodes: readonly NodeView[];
@@ -45,4 +45,64 @@ export function isPodAddress(facts: ClusterFacts, ip: Ip): boolean {
         p.podIPs.some((x) => x.ip.value === ip.value && x.ip.family === ip.family),
     )
   );
+}
+
+/** The cluster's whole pod range, where a component's configuration states it. */
+export interface ClusterRange {
+  readonly cidrs: readonly Cidr[];
+  readonly source: SourceRef;
+  readonly what: string;
+}
+
+const CLUSTER_CIDR_FLAG = /--cluster-cidr[= ]([0-9a-fA-F.:/,]+)/;
+const KUBE_PROXY_KEY = /^\s*clusterCIDR:\s*"?([0-9a-fA-F.:/,]+)"?\s*$/m;
+
+function cidrsOf(text: string): Cidr[] {
+  return text.split(",").flatMap((t) => {
+    const r = tryParseCidr(t.trim(), { allowBareAddress: false });
+    return "cidr" in r ? [r.cidr] : [];
+  });
+}
+
+/**
+ * The cluster CIDR from kube-proxy's ConfigMap (`clusterCIDR`), the controller manager's
+ * `--cluster-cidr`, or Cilium's `cluster-pool-ipv4-cidr`; undefined when none is in the snapshot.
+ */
+export function clusterPodRange(objects: readonly KubeObject[]): ClusterRange | undefined {
+  for (const o of objects) {
+    if (o.kind === "ConfigMap" && o.namespace === "kube-system") {
+      const data = (o.raw["data"] ?? {}) as Record<string, unknown>;
+      for (const [key, value] of Object.entries(data)) {
+        if (typeof value !== "string") continue;
+        const m = o.name === "kube-proxy" ? KUBE_PROXY_KEY.exec(value) : undefined;
+        if (m?.[1]) {
+          const line = value.slice(0, m.index).split("\n").length + (m[0].startsWith("\n") ? 1 : 0);
+          const ref = o.locateInString(["data", key], line) ?? o.source;
+          return { cidrs: cidrsOf(m[1]), source: ref, what: "kube-proxy's clusterCIDR" };
+        }
+        if (o.name === "cilium-config" && key === "cluster-pool-ipv4-cidr") {
+          return {
+            cidrs: cidrsOf(value),
+            source: o.locate(["data", key]) ?? o.source,
+            what: "Cilium's cluster-pool-ipv4-cidr",
+          };
+        }
+      }
+    }
+    if (
+      o.kind === "Pod" &&
+      o.namespace === "kube-system" &&
+      o.name.startsWith("kube-controller-manager")
+    ) {
+      const text = JSON.stringify(o.raw["spec"] ?? {});
+      const m = CLUSTER_CIDR_FLAG.exec(text);
+      if (m?.[1])
+        return {
+          cidrs: cidrsOf(m[1]),
+          source: o.source,
+          what: "kube-controller-manager --cluster-cidr",
+        };
+    }
+  }
+  return undefined;
 }
