@@ -33,8 +33,8 @@ function blockRanges(cidr: Cidr, except: readonly Cidr[]): [bigint, bigint][] {
   const merged: [bigint, bigint][] = [];
   for (const r of ranges) {
     const last = merged.at(-1);
-    if (last && r[0] <= last[1] + 1n) last[1] = r[1] > last[1] ? r[1] : last[1];
-    else merged.push([r[0], r[1]]);
+    if (!last || r[0] > last[1] + 1n) merged.push([r[0], r[1]]);
+    else if (r[1] > last[1]) last[1] = r[1];
   }
   return merged;
 }
