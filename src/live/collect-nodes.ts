@@ -179,12 +179,11 @@ async function readNode(run: NodeRun, node: string, pod: string): Promise<boolea
       await write(
         `captures/${node}.yaml`,
         [
+          // the capture-meta schema (DESIGN.md): point, phase, time, command
           `point: node/${node}`,
           "phase: before",
-          `host: ${o.capture.host}`,
-          `seconds: ${o.capture.seconds}`,
-          `startedAt: ${JSON.stringify(startedAt)}`,
-          `command: ${JSON.stringify(argv.slice(2).join(" "))}`,
+          `time: ${JSON.stringify(startedAt)}`,
+          `command: ${JSON.stringify(argv.join(" "))}`,
           "",
         ].join("\n"),
       );

@@ -21,8 +21,11 @@ import {
 } from "../../test/k8s-api/server.ts";
 import { NODES, smallCluster, smallClusterExec } from "../../test/k8s-api/small-cluster.ts";
 import { memoryIo } from "../cli/io.ts";
+import { readCaptureMeta } from "../evidence/capture-meta.ts";
 import { openCluster } from "../k8s/cluster.ts";
 import { classifyPath } from "../snapshot/layout.ts";
+import { loadSnapshot } from "../snapshot/load.ts";
+import { openSnapshot } from "../snapshot/source.ts";
 import { collectSnapshot } from "./collect.ts";
 import { EXPIRES_ANNOTATION } from "./collect-collector.ts";
 import { isReadCommand } from "./collect-commands.ts";
@@ -215,6 +218,13 @@ describe("podpath collect against the API server", () => {
       for (const q of s.api.requests.filter((x) => x.resource === "pods/exec")) {
         assert.ok(isReadCommand(q.command ?? []), q.command?.join(" "));
       }
+      // the snapshot loader diagnose uses reads every file without a complaint
+      const snap = loadSnapshot(openSnapshot(s.dir));
+      assert.deepEqual(snap.diagnostics, []);
+      assert.deepEqual(snap.unknownFiles, []);
+      assert.deepEqual([...snap.nodes.keys()].sort(), [...NODES].sort());
+      assert.equal(snap.captures.length, NODES.length);
+      assert.ok(snap.objects.length >= 15, `${snap.objects.length} objects`);
       const files = filesUnder(s.dir);
       for (const n of NODES) {
         for (const a of [
@@ -229,7 +239,15 @@ describe("podpath collect against the API server", () => {
         }
         assert.ok(files.includes(`captures/${n}.pcap`));
         const meta = readFileSync(join(s.dir, `captures/${n}.yaml`), "utf8");
-        assert.match(meta, new RegExp(`^point: node/${n}\\nphase: before\\n`));
+        assert.match(meta, new RegExp(`^point: node/${n}\\nphase: before\\ntime: "`));
+        // read back by the snapshot's own capture-meta reader, without a warning
+        const parsed = readCaptureMeta(meta, `captures/${n}.yaml`);
+        assert.deepEqual(parsed.diagnostics, []);
+        assert.deepEqual(parsed.value?.point, { kind: "node", node: n });
+        assert.equal(
+          parsed.value?.command,
+          "timeout 2 tcpdump -i any -nn -U -w - host 10.20.30.40",
+        );
         assert.equal(readFileSync(join(s.dir, `captures/${n}.pcap`)).readUInt32LE(0), 0xa1b2c3d4);
       }
       assert.match(
