@@ -90,3 +90,34 @@ describe("replayFlow", { skip: kernelSkip() }, () => {
     });
   });
 });
+
+describe("reader robustness", () => {
+  it("natSection and parseConntrackLine never throw on arbitrary text", async () => {
+    const fc = (await import("fast-check")).default;
+    const linesArb = fc.array(
+      fc.oneof(
+        fc.string(),
+        fc.constantFrom(
+          "*nat",
+          "COMMIT",
+          "*filter",
+          ":POSTROUTING ACCEPT [0:0]",
+          "src=1 dst=2 sport=x",
+        ),
+      ),
+      { maxLength: 30 },
+    );
+    fc.assert(
+      fc.property(linesArb, (lines) => {
+        const text = lines.join("\n");
+        const section = natSection(text);
+        if (section !== undefined) {
+          assert.ok(section.startsWith("*nat\n") || section.startsWith("*nat"));
+          assert.match(section, /COMMIT\n$/);
+        }
+        for (const l of lines) parseConntrackLine(l);
+        return true;
+      }),
+    );
+  });
+});

@@ -16,7 +16,8 @@ export interface NodeExpectation {
 
 export interface LabVariant {
   readonly name: string;
-  readonly scenario: "masquerade";
+  /** Only masquerade variants are checked by lab-masquerade.test.ts (kernel expectations below). */
+  readonly scenario: "masquerade" | "vpn";
   /** Arguments after `lab run <scenario>` (paths relative to the repository root). */
   readonly args: readonly string[];
   /** The examples/ folder regenerated from this variant. */
@@ -53,6 +54,7 @@ export const LAB_VARIANTS: readonly LabVariant[] = [
     name: "narrowed",
     scenario: "masquerade",
     args: ["--non-masquerade", "10.4.0.0/14", "--phase", "after"],
+    example: "snat-exception-list-fixed",
     description:
       "The supported fix: the exception narrowed to the pod range; pods leave as the node.",
     nodes: [{ node: "gke-lab-default-0", wireSource: "node", replied: true }],

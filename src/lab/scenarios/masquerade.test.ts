@@ -120,3 +120,27 @@ describe("replica objects", () => {
     assert.deepEqual(site.routesBack, site.vpn.localTrafficSelectors);
   });
 });
+
+describe("option parsing robustness", () => {
+  it("parseScenarioArgs and the option schema never throw on arbitrary argv", async () => {
+    const fc = (await import("fast-check")).default;
+    fc.assert(
+      fc.property(
+        fc.array(
+          fc.oneof(
+            fc.string(),
+            fc.constantFrom("--pools", "--routes-back", "--config", "--ipv6", "--x="),
+          ),
+          {
+            maxLength: 12,
+          },
+        ),
+        (argv) => {
+          const { options } = parseScenarioArgs(argv);
+          MasqueradeOptions.safeParse(options);
+          return true;
+        },
+      ),
+    );
+  });
+});
