@@ -157,12 +157,15 @@ export function kubeletAdmitSysctls(
       };
     }
     const ns = sysctlNamespace(name);
-    const word = (n: string) => (opts.kubernetesMinor >= 29 ? n[0]!.toUpperCase() + n.slice(1) : n);
+    // component-helpers' Namespace values: "net"/"ipc" before 1.29, "Net"/"IPC" after
+    const word = (n: "net" | "ipc") =>
+      opts.kubernetesMinor >= 29 ? ({ net: "Net", ipc: "IPC" } as const)[n] : n;
     if ((ns === "net" && opts.hostNetwork) || (ns === "ipc" && opts.hostIPC)) {
+      const hostNs = ns === "net" ? "net" : "ipc";
       return {
         kind: "forbidden",
         sysctl: name,
-        message: `forbidden sysctl: ${JSON.stringify(name)} not allowed with host ${word(ns)} enabled`,
+        message: `forbidden sysctl: ${JSON.stringify(name)} not allowed with host ${word(hostNs)} enabled`,
       };
     }
   }

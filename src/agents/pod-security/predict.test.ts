@@ -89,6 +89,15 @@ describe("kubelet sysctl rules", () => {
     );
   });
 
+  it("names the IPC namespace as the kubelet prints it", () => {
+    const s = [{ name: "kernel.shm_rmid_forced", value: "1" }];
+    const v = kubeletAdmitSysctls(s, { allowedUnsafe: [], kubernetesMinor: 30, hostIPC: true });
+    assert.equal(
+      v.kind === "forbidden" && v.message,
+      'forbidden sysctl: "kernel.shm_rmid_forced" not allowed with host IPC enabled',
+    );
+  });
+
   it("validates allowlist patterns as the kubelet does at start", () => {
     assert.equal(sysctlPatternError("net.*"), undefined);
     assert.equal(sysctlPatternError("kernel.msg*"), undefined);
