@@ -75,6 +75,7 @@ export function checkAutopilot(
     if (pod.spec[key] === true) {
       violations.push({
         constraint: "autogke-disallow-hostnamespaces",
+        // reported wording for hostNetwork (CrowdStrike/falcon-helm#310); hostPID/hostIPC by analogy
         message: `enabling ${key} is not allowed in Autopilot.`,
       });
     }
