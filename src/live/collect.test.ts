@@ -624,3 +624,44 @@ describe("fleet", () => {
     }
   });
 });
+
+describe("a misbehaving API server", () => {
+  it("garbage answers become listed failures, never a crash; silence ends at the request timeout", async () => {
+    const { createServer } = await import("node:http");
+    const answers: Record<string, (res: import("node:http").ServerResponse) => void> = {
+      garbage: (res) => {
+        res.writeHead(200, { "Content-Type": "text/html" });
+        res.end("<html>proxy login</html>");
+      },
+      "not-a-list": (res) => {
+        res.writeHead(200, { "Content-Type": "application/json" });
+        res.end('{"kind":"NodeList","items":{"oops":1}}');
+      },
+      "error-html": (res) => {
+        res.writeHead(502, { "Content-Type": "text/html" });
+        res.end("<html>Bad Gateway</html>");
+      },
+      silent: () => {},
+    };
+    for (const [name, answer] of Object.entries(answers)) {
+      const server = createServer((_req, res) => answer(res));
+      await new Promise<void>((r) => server.listen(0, "127.0.0.1", r));
+      const port = (server.address() as import("node:net").AddressInfo).port;
+      try {
+        const kc = join(scratch, `kc-bad-${name}`);
+        writeFileSync(kc, kubeconfigFor(`http://127.0.0.1:${port}`, { token: TOKEN }));
+        const source = await openCluster({ kubeconfig: kc, env: {}, requestTimeoutMs: 300 });
+        const w = memoryWriter();
+        const started = Date.now();
+        const rep = await collectSnapshot(source, w, { pods: [{ namespace: "vpn", name: "x" }] });
+        assert.ok(Date.now() - started < 20_000, `${name} took too long`);
+        assert.ok(rep.failures.length >= 5, `${name}: ${JSON.stringify(rep.failures)}`);
+        for (const f of rep.failures) assert.ok(!f.why.includes("\n"), f.why);
+        assert.ok(w.files.has("README.md"));
+      } finally {
+        server.closeAllConnections();
+        await new Promise<void>((r) => server.close(() => r()));
+      }
+    }
+  });
+});
