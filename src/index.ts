@@ -46,6 +46,8 @@ export {
   type AgentRule,
   agentRestoreInput,
   expectedAgentChain,
+  type RestoreProblem,
+  restoreProblems,
 } from "./agents/ip-masq-agent/rules.ts";
 export {
   chartMasqueradeRule,
