@@ -1,6 +1,7 @@
 import assert from "node:assert/strict";
 import { readFileSync } from "node:fs";
 import { describe, it } from "node:test";
+import fc from "fast-check";
 import { cidrOf } from "../agents/openvpn/server-config.ts";
 import { readKubeObjects } from "../evidence/kube-objects.ts";
 import { parseProbeTranscript } from "../evidence/probes.ts";
@@ -305,5 +306,38 @@ describe("vpn/first-silent-hop layers", () => {
       "$ ping -c 1 10.8.0.1\n64 bytes from 10.8.0.1: icmp_seq=1 ttl=64 time=1 ms\n$ ping -c 1 10.244.2.20\nFrom 10.8.0.1 icmp_seq=1 Destination Host Unreachable\n",
     );
     assert.match(f?.explanation ?? "", /fails \(unreachable\)/);
+  });
+});
+
+describe("vpnFindings fuzz", () => {
+  const pieces = [
+    "$ ping -c 1 10.8.0.1\n",
+    "$ ping -c 1 10.244.2.20\n",
+    "$ curl -m 1 http://10.96.0.20/\n",
+    "$ dig @10.96.0.10 web.demo.svc.cluster.local\n",
+    "$ ping 198.51.100.7  # public\n",
+    "64 bytes from 10.8.0.1: icmp_seq=1 ttl=64 time=1 ms\n",
+    "1 packets transmitted, 0 received\n",
+    "curl: (28) Connection timed out after 1000 milliseconds\n",
+    ";; no servers could be reached\n",
+    "From 10.8.0.1 icmp_seq=1 Destination Host Unreachable\n",
+    "status: NXDOMAIN\n",
+    "200\n",
+    "# peer\n",
+  ];
+  it("never throws, and every probe citation is a line of the transcript", () => {
+    const { input } = load("pool-policy");
+    fc.assert(
+      fc.property(fc.array(fc.constantFrom(...pieces), { maxLength: 30 }), (parts) => {
+        const text = parts.join("");
+        const t = parseProbeTranscript(text, "probes/f.txt").value;
+        const n = text.split("\n").length;
+        for (const f of vpnFindings({ ...input, probes: [t] })) {
+          for (const e of f.evidence)
+            if (e.file === "probes/f.txt") assert.ok(e.line >= 1 && e.line <= n);
+        }
+      }),
+      { numRuns: 300 },
+    );
   });
 });

@@ -150,3 +150,37 @@ describe("stable/openvpn chart", () => {
     assert.equal(pool!.source.line, 9);
   });
 });
+
+describe("readChartValues fuzz", () => {
+  it("never throws on arbitrary YAML-ish text", () => {
+    const pieces = [
+      "openvpn:\n",
+      "  OVPN_NETWORK: ",
+      "  OVPN_SUBNET: ",
+      "10.8.0.0",
+      "255.255.0.0",
+      "ipForwardInitContainer: ",
+      "true",
+      "[",
+      "{",
+      "&a ",
+      "*a",
+      "\n",
+      "- ",
+      ": ",
+      '"',
+    ];
+    fc.assert(
+      fc.property(
+        fc.oneof(
+          fc.string({ maxLength: 200 }),
+          fc.array(fc.constantFrom(...pieces), { maxLength: 40 }).map((a) => a.join("")),
+        ),
+        (t) => {
+          readChartValues(t, "v.yaml");
+        },
+      ),
+      { numRuns: 1000 },
+    );
+  });
+});
