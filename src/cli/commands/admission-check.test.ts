@@ -64,6 +64,25 @@ describe("admission check", () => {
     assert.match(out.results[0].policySource, /ns\.yaml:1/);
   });
 
+  it("applies PSA's default (privileged) to a Namespace without labels, restricted to an unknown one", async () => {
+    const dir = mkdtempSync(join(tmpdir(), "podpath-adm-"));
+    const f = join(dir, "m.yaml");
+    const pod = (ns: string) =>
+      `apiVersion: v1\nkind: Pod\nmetadata: {name: p, namespace: ${ns}}\nspec:\n  containers: [{name: c, securityContext: {privileged: true}}]\n`;
+    writeFileSync(
+      f,
+      `apiVersion: v1\nkind: Namespace\nmetadata: {name: plain}\n---\n${pod("plain")}---\n${pod("elsewhere")}`,
+    );
+    const io = memoryIo();
+    assert.equal(await run([f], { output: "json" }, io), 1);
+    const [plain, elsewhere] = JSON.parse(io.stdout()).results;
+    assert.equal(plain.allowed, "yes");
+    assert.equal(plain.podSecurity.level, "privileged");
+    assert.match(plain.policySource, /has no pod-security labels/);
+    assert.equal(elsewhere.allowed, "no");
+    assert.equal(elsewhere.podSecurity.level, "restricted");
+  });
+
   it("lets --level override the labels", async () => {
     const io = memoryIo();
     const code = await run(

@@ -136,15 +136,19 @@ export async function run(
       policySource = `--level ${levelFlag} --version ${versionText}`;
     } else {
       const ns =
-        namespaces.find((n) => n.name === o.namespace && psaLabels(n)) ??
+        namespaces.find((n) => n.name === o.namespace) ??
         (o.namespace === undefined && namespaces.length === 1 ? namespaces[0] : undefined);
       const nsLabels = ns ? psaLabels(ns) : undefined;
       if (ns && nsLabels) {
         labels = nsLabels;
         policySource = `labels of Namespace ${ns.name} (${ns.source.file}:${ns.source.line})`;
+      } else if (ns) {
+        // the namespace is known and unlabelled: PSA's cluster default applies
+        labels = {};
+        policySource = `Namespace ${ns.name} (${ns.source.file}:${ns.source.line}) has no pod-security labels: PSA's default, privileged:latest, unless the cluster's AdmissionConfiguration sets another`;
       } else {
         labels = { [LABELS.enforce]: "restricted", [LABELS.enforceVersion]: versionText };
-        policySource = "default: restricted (no --level and no Namespace with pod-security labels)";
+        policySource = `no --level and its Namespace is not in the manifests: checked against restricted, the strictest`;
       }
     }
     const prediction = predictAdmission(o.raw, {
