@@ -2,8 +2,8 @@
  * Evidence reader benchmark. In the same process and run, on the same text, each reader is timed
  * next to a reference that does strictly less work, and the ratio is printed:
  * - readKubeObjects on `kubectl get pods -o json`-shaped text vs `JSON.parse` of it;
- * - readKubeObjects on the same list as YAML vs the `yaml` package's parseAllDocuments + toJS
- *   (podpath's overhead over the parser it builds on);
+ * - readKubeObjects on kubectl's YAML (the fast block reader) vs the `yaml` package's
+ *   parseAllDocuments + toJS, and on YAML outside that subset (the full parser, same package);
  * - readConntrack and readIpRoute on large listings vs splitting the text into whitespace tokens.
  * `EVIDENCE_BENCH_PODS` sets the list size (default 4000 pods); best of `EVIDENCE_BENCH_RUNS` (3).
  */
@@ -60,23 +60,48 @@ report(
   best(() => JSON.parse(json)),
 );
 
-const yamlText = stringify(list, { aliasDuplicateObjects: false }).slice(0);
-const small =
-  yamlText.length > 4e6
-    ? stringify({ ...list, items: items.slice(0, 500) }, { aliasDuplicateObjects: false })
-    : yamlText;
+// kubectl's own YAML (the fixture's items, repeated), as `kubectl get pods -A -o yaml` prints it.
+const podsYaml = readFileSync(join(fixtures, "kube", "pods.yaml"), "utf8");
+const itemsBlock = podsYaml.slice(
+  podsYaml.indexOf("items:\n") + 7,
+  podsYaml.indexOf("\nkind: List") + 1,
+);
+const copies = Math.max(1, Math.round(podCount / sample.length));
+const yamlText = `apiVersion: v1\nitems:\n${itemsBlock.repeat(copies)}kind: List\nmetadata:\n  resourceVersion: ""\n`;
+const yamlMs = best(() => {
+  const r = readKubeObjects(yamlText, "pods.yaml");
+  if (r.value.length !== copies * sample.length) throw new Error("wrong count");
+});
+// The full parser is slow: it is timed on a tenth of the text and scaled.
+const part = `apiVersion: v1\nitems:\n${itemsBlock.repeat(Math.max(1, Math.round(copies / 10)))}kind: List\n`;
+const partMs = best(() => {
+  for (const d of parseAllDocuments(part, { uniqueKeys: true, prettyErrors: false }) as unknown as {
+    toJS(): unknown;
+  }[])
+    d.toJS();
+});
 report(
-  "kube objects (YAML)",
-  small.length / 1e6,
-  best(() => readKubeObjects(small, "pods.yaml")),
+  "kube objects (kubectl YAML)",
+  yamlText.length / 1e6,
+  yamlMs,
+  "yaml parseAllDocuments+toJS (scaled)",
+  (partMs * yamlText.length) / part.length,
+);
+const plainYaml = stringify(
+  { ...list, items: items.slice(0, 300) },
+  { aliasDuplicateObjects: false },
+);
+report(
+  "kube objects (other YAML: full parser)",
+  plainYaml.length / 1e6,
+  best(() => readKubeObjects(plainYaml, "other.yaml")),
   "yaml parseAllDocuments+toJS",
   best(() => {
-    for (const d of parseAllDocuments(small, {
+    for (const d of parseAllDocuments(plainYaml, {
       uniqueKeys: true,
       prettyErrors: false,
-    }) as ReturnType<typeof parseAllDocuments> & unknown[]) {
-      (d as { toJS(): unknown }).toJS();
-    }
+    }) as unknown as { toJS(): unknown }[])
+      d.toJS();
   }),
 );
 

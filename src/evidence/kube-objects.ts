@@ -4,6 +4,7 @@
  * of any of its fields.
  */
 import type { Diagnostic, Parsed, SourceRef } from "../model/types.ts";
+import { readBlockYaml } from "./block-yaml.ts";
 import { jsonErrorOffset } from "./json-error.ts";
 import { jsonLocator, offsetCiter, offsetOfStringLine, splitJsonStream } from "./json-source.ts";
 import { readYamlSource, type YamlPath } from "./yaml-source.ts";
@@ -187,8 +188,8 @@ interface Located {
 
 /**
  * The documents of `text`. Valid JSON (what `kubectl get -o json` prints) is read with
- * `JSON.parse` and located on demand; everything else, and JSON with errors (for the error's
- * line), goes through the YAML reader.
+ * `JSON.parse` and located on demand; kubectl's plain block YAML with the fast block reader;
+ * everything else, and anything with errors (for the error's line), with the full YAML reader.
  */
 function readDocuments(
   text: string,
@@ -228,6 +229,25 @@ function readDocuments(
       });
       return { documents, diagnostics: [], start: cite(parts[0]!.start) };
     }
+  }
+  // kubectl's plain block YAML: read fast when the text stays within that subset.
+  const block = isJson ? undefined : readBlockYaml(text);
+  if (block) {
+    const cite = offsetCiter(text, file);
+    const documents = block.map(
+      (d): Located => ({
+        value: d.value,
+        locate: (path) => {
+          const at = d.locate(path);
+          return at === undefined ? undefined : cite(at);
+        },
+        locateInString: (path, n) => {
+          const at = d.locateInString(path, n);
+          return at === undefined ? undefined : cite(at);
+        },
+      }),
+    );
+    return { documents, diagnostics: [], start: cite(0) };
   }
   const { source, diagnostics } = readYamlSource(text, file);
   const documents = source.documents
