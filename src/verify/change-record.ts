@@ -1,0 +1,495 @@
+/**
+ * @module verify/change-record — the change record for a masquerade change: two snapshots, before
+ * and after, compared layer by layer. Intent (the ConfigMap's list), the agent (did it pick the
+ * change up on each node), the kernel (did each node's agent chain change), and the wire (the source
+ * address of one known request before and after, replies, how far TCP got), existing connections
+ * that keep an old translation, and a verdict. The wire is the fact: a node-level capture that still
+ * shows the pod address after the change means the rules never changed, whatever the ConfigMap says.
+ */
+import { compareAgentChain } from "../agents/ip-masq-agent/drift.ts";
+import { isExempt } from "../agents/ip-masq-agent/exempt.ts";
+import { expectedAgentChain } from "../agents/ip-masq-agent/rules.ts";
+import type { Conversation } from "../capture/conversations.ts";
+import { translatedSource } from "../evidence/conntrack.ts";
+import { renderRule } from "../iptables/render.ts";
+import type { Diagnostic, Evidence, Missing } from "../model/types.ts";
+import { contains, formatIp, type Ip } from "../net/cidr.ts";
+import type { Destination } from "../questions/endpoints.ts";
+import { chooseDestinations } from "../questions/masquerade/destinations.ts";
+import { type ClusterFacts, clusterFacts } from "../questions/masquerade/facts.ts";
+import { type AgentIntent, readAgentIntent } from "../questions/masquerade/intent.ts";
+import { readSites } from "../questions/masquerade/sites.ts";
+import { readWireCaptures } from "../questions/masquerade/wire.ts";
+import type { Snapshot } from "../snapshot/load.ts";
+
+export type Verdict =
+  | "fixed"
+  | "rolled-back"
+  | "not-applied-on-node"
+  | "partly-applied"
+  | "not-fixed"
+  | "no-change"
+  | "undecided";
+
+export interface NodeChange {
+  readonly node: string;
+  /** The agent chain's rules before and after (iptables-save form); undefined without the dump. */
+  readonly rulesBefore?: readonly string[];
+  readonly rulesAfter?: readonly string[];
+  readonly rulesChanged?: boolean;
+  /** The after rules are what the agent writes for the after ConfigMap. */
+  readonly matchesNewConfig?: boolean;
+  /** The agent pod on the node was replaced or restarted between the snapshots. */
+  readonly agentRestarted?: boolean;
+  readonly agentPodBefore?: string;
+  readonly agentPodAfter?: string;
+  readonly pickedUp: "yes" | "no" | "unknown";
+  readonly note: string;
+  readonly evidence: readonly Evidence[];
+}
+
+export interface WireObservation {
+  readonly phase: "before" | "after";
+  readonly capture: string;
+  readonly point?: string;
+  readonly source: string;
+  readonly sourceKind: "pod" | "node" | "other";
+  readonly replied: boolean;
+  /** TCP progress or reply summary, as the conversation's verdict says. */
+  readonly progress: string;
+  readonly completed: boolean;
+  readonly evidence: Evidence;
+}
+
+export interface ChangeRecord {
+  readonly schemaVersion: 1;
+  readonly tool: "podpath";
+  readonly question: "verify";
+  readonly before: string;
+  readonly after: string;
+  readonly destination?: string;
+  /** The one line that proves (or disproves) the change. */
+  readonly proof: string;
+  readonly verdict: Verdict;
+  readonly verdictText: string;
+  /** What the ConfigMap change intended for the destination. */
+  readonly intended: "masquerade" | "keep-pod-source" | "none" | "unknown";
+  readonly configMap: {
+    readonly removed: readonly string[];
+    readonly added: readonly string[];
+    readonly otherKeysChanged: readonly string[];
+    readonly evidence: readonly Evidence[];
+  };
+  readonly nodes: readonly NodeChange[];
+  readonly wire: readonly WireObservation[];
+  readonly reverse: string;
+  readonly staleConnections: readonly {
+    readonly node: string;
+    readonly entry: string;
+    readonly evidence: Evidence;
+  }[];
+  readonly evidence: readonly Evidence[];
+  readonly missing: readonly Missing[];
+  readonly diagnostics: readonly Diagnostic[];
+}
+
+export interface VerifyOptions {
+  readonly dest?: Destination;
+}
+
+function chainRules(
+  snap: Snapshot,
+  node: string,
+  chain: string,
+): { rules: string[]; ev?: Evidence } | undefined {
+  const dump = snap.nodes.get(node)?.iptables;
+  const nat = dump?.tables.get("nat");
+  if (!nat) return undefined;
+  const c = nat.chains.get(chain);
+  const first = c?.rules[0]?.source ?? c?.declared ?? nat.source;
+  return {
+    rules: (c?.rules ?? []).map((r) => renderRule(r)),
+    ...(first
+      ? { ev: { file: first.file, line: first.line, ...(first.text ? { text: first.text } : {}) } }
+      : {}),
+  };
+}
+
+function agentPodOn(facts: ClusterFacts, node: string) {
+  return facts.pods.find(
+    (p) =>
+      p.nodeName === node &&
+      p.namespace === "kube-system" &&
+      p.labels["k8s-app"] === "ip-masq-agent",
+  );
+}
+
+function podIdentity(p: ReturnType<typeof agentPodOn>): string | undefined {
+  if (!p) return undefined;
+  const started = p.containerStatuses
+    .map((c) => `${c.restartCount}@${c.startedAt ?? ""}`)
+    .join(",");
+  return `${p.name}#${started}`;
+}
+
+function entryTexts(intent: AgentIntent): string[] {
+  return (intent.config.nonMasqueradeCIDRs ?? []).map((e) => e.text);
+}
+
+function classify(
+  ip: Ip,
+  facts: readonly ClusterFacts[],
+  nodeIps: readonly Ip[],
+): "pod" | "node" | "other" {
+  if (nodeIps.some((n) => n.value === ip.value)) return "node";
+  for (const f of facts) {
+    if (f.podRanges.some((r) => contains(r, ip))) return "pod";
+    if (f.pods.some((p) => !p.hostNetwork && p.podIPs.some((x) => x.ip.value === ip.value)))
+      return "pod";
+  }
+  return "other";
+}
+
+/** The exchange finished: replies came back and, for TCP, the handshake completed (not only a SYN). */
+function completedOf(c: Conversation): boolean {
+  if (c.tcp) {
+    return c.replied && ["established", "data-one-way", "data-both-ways"].includes(c.tcp.progress);
+  }
+  return c.replied;
+}
+
+async function observe(
+  snap: Snapshot,
+  phase: "before" | "after",
+  dest: { ip: Ip; port?: number },
+  facts: readonly ClusterFacts[],
+  nodeIps: readonly Ip[],
+  diagnostics: Diagnostic[],
+): Promise<WireObservation[]> {
+  const out: WireObservation[] = [];
+  const caps = await readWireCaptures(snap, diagnostics, dest.ip);
+  for (const cap of caps) {
+    if (cap.meta?.phase && cap.meta.phase !== phase) continue;
+    for (const c of cap.conversations) {
+      if (c.responder.ip.value !== dest.ip.value) continue;
+      // the known request: the same port when one is given (a ping is not the request)
+      if (dest.port !== undefined && c.responder.port !== dest.port) continue;
+      const kind = classify(c.initiator.ip, facts, nodeIps);
+      if (kind === "other") continue;
+      // On a node capture (-i any) the pod's packet is also seen arriving from its veth before
+      // NAT; only a pod address seen leaving the node says the rules did not rewrite it.
+      if (kind === "pod" && cap.meta?.point?.startsWith("node/") && c.seenOn.length > 0) {
+        if (!c.seenOn.some((x) => / out$/.test(x))) continue;
+      }
+      out.push({
+        phase,
+        capture: cap.file,
+        ...(cap.meta?.point ? { point: cap.meta.point } : {}),
+        source: formatIp(c.initiator.ip),
+        sourceKind: kind,
+        replied: c.replied,
+        progress: c.verdict,
+        completed: completedOf(c),
+        evidence: {
+          file: c.first.ref.file,
+          line: c.first.ref.line,
+          ...(c.first.ref.text ? { text: c.first.ref.text } : {}),
+        },
+      });
+    }
+  }
+  return out;
+}
+
+function summarise(o: WireObservation): string {
+  if (o.completed) {
+    if (o.progress.includes("data in both")) return "handshake and data completed";
+    if (o.progress.includes("data in one")) return "handshake completed, data one way";
+    if (o.progress.includes("handshake completed")) return "handshake completed";
+    return "replied";
+  }
+  if (!o.replied) return o.progress.startsWith("SYN only") ? "SYN only, no reply" : "no reply";
+  return o.progress;
+}
+
+/** The observation that speaks for the request: a pod's one first (the case), then the node's. */
+function pick(list: readonly WireObservation[], preferPoint?: string): WireObservation | undefined {
+  const order = (o: WireObservation) =>
+    (o.point?.startsWith("node/") ? 0 : o.point?.startsWith("remote/") ? 1 : 2) +
+    (preferPoint && o.point === preferPoint ? -10 : 0);
+  return [...list].sort((a, b) => order(a) - order(b))[0];
+}
+
+export async function verifyChange(
+  before: Snapshot,
+  after: Snapshot,
+  opts: VerifyOptions = {},
+): Promise<ChangeRecord> {
+  const diagnostics: Diagnostic[] = [];
+  const missing: Missing[] = [];
+  const ib = readAgentIntent(before.objects);
+  const ia = readAgentIntent(after.objects);
+  const fb = clusterFacts(before.objects);
+  const fa = clusterFacts(after.objects);
+
+  // the destination: --dest, else what the snapshots' far side names
+  let dest: { ip: Ip; port?: number } | undefined = opts.dest;
+  if (!dest) {
+    const t =
+      chooseDestinations({}, readSites(after).sites, after.probes, fa).list[0] ??
+      chooseDestinations({}, readSites(before).sites, before.probes, fb).list[0];
+    if (t) dest = { ip: t.ip, ...(t.port ? { port: t.port } : {}) };
+  }
+  const destText = dest ? `${formatIp(dest.ip)}${dest.port ? `:${dest.port}` : ""}` : undefined;
+
+  // intent
+  const eb = entryTexts(ib);
+  const ea = entryTexts(ia);
+  const removed = eb.filter((e) => !ea.includes(e));
+  const added = ea.filter((e) => !eb.includes(e));
+  const otherKeysChanged: string[] = [];
+  if (ib.config.masqLinkLocal !== ia.config.masqLinkLocal) otherKeysChanged.push("masqLinkLocal");
+  if (ib.config.resyncIntervalNs !== ia.config.resyncIntervalNs)
+    otherKeysChanged.push("resyncInterval");
+  if (ib.config.masqLinkLocalIPv6 !== ia.config.masqLinkLocalIPv6)
+    otherKeysChanged.push("masqLinkLocalIPv6");
+  const cmEvidence: Evidence[] = [];
+  for (const e of ia.config.nonMasqueradeCIDRs ?? []) {
+    if (added.includes(e.text) && e.source)
+      cmEvidence.push({
+        file: `after:${e.source.file}`,
+        line: e.source.line,
+        ...(e.source.text ? { text: e.source.text } : {}),
+      });
+  }
+  for (const e of ib.config.nonMasqueradeCIDRs ?? []) {
+    if (removed.includes(e.text) && e.source)
+      cmEvidence.push({
+        file: `before:${e.source.file}`,
+        line: e.source.line,
+        ...(e.source.text ? { text: e.source.text } : {}),
+      });
+  }
+  let intended: ChangeRecord["intended"] = "unknown";
+  if (dest) {
+    const xb = isExempt(ib.config, dest.ip, ib.flags).exempt;
+    const xa = isExempt(ia.config, dest.ip, ia.flags).exempt;
+    intended = xb && !xa ? "masquerade" : !xb && xa ? "keep-pod-source" : "none";
+  }
+
+  // nodes
+  const chain = ia.flags.masqChain;
+  const names = [
+    ...new Set([...before.nodes.keys(), ...after.nodes.keys(), ...fa.nodes.map((n) => n.name)]),
+  ].sort();
+  const expected = expectedAgentChain(ia.config, ia.flags, { family: 4, toPorts: ia.toPorts });
+  const nodes: NodeChange[] = names.map((node) => {
+    const rb = chainRules(before, node, ib.flags.masqChain);
+    const ra = chainRules(after, node, chain);
+    const dumpAfter = after.nodes.get(node)?.iptables;
+    const matches =
+      expected && dumpAfter ? compareAgentChain(expected, dumpAfter).inSync : undefined;
+    const pb = podIdentity(agentPodOn(fb, node));
+    const pa = podIdentity(agentPodOn(fa, node));
+    const restarted = pb !== undefined && pa !== undefined ? pb !== pa : undefined;
+    const changed = rb && ra ? rb.rules.join("\n") !== ra.rules.join("\n") : undefined;
+    const evidence: Evidence[] = [];
+    if (ra?.ev) evidence.push({ ...ra.ev, file: `after:${ra.ev.file}` });
+    if (rb?.ev) evidence.push({ ...rb.ev, file: `before:${rb.ev.file}` });
+    let pickedUp: NodeChange["pickedUp"] = "unknown";
+    let note: string;
+    if (matches === true) {
+      pickedUp = "yes";
+      note =
+        changed === false && (removed.length > 0 || added.length > 0)
+          ? "the rules already matched the new config before"
+          : "the installed rules are what the agent writes for the new ConfigMap";
+    } else if (matches === false) {
+      pickedUp = "no";
+      note = changed
+        ? "the rules changed, but not to what the agent writes for the new ConfigMap"
+        : `the rules never changed on ${node}, whatever the ConfigMap says: the agent did not apply it here`;
+    } else {
+      note = `no nodes/${node}/iptables-save.txt in the after snapshot: the kernel side is not known`;
+      missing.push({
+        file: `after: nodes/${node}/iptables-save.txt`,
+        would_decide: `whether the rules on ${node} changed`,
+        command: `iptables-save -t nat   # on ${node}`,
+      });
+    }
+    return {
+      node,
+      ...(rb ? { rulesBefore: rb.rules } : {}),
+      ...(ra ? { rulesAfter: ra.rules } : {}),
+      ...(changed !== undefined ? { rulesChanged: changed } : {}),
+      ...(matches !== undefined ? { matchesNewConfig: matches } : {}),
+      ...(restarted !== undefined ? { agentRestarted: restarted } : {}),
+      ...(pb ? { agentPodBefore: pb.split("#")[0]! } : {}),
+      ...(pa ? { agentPodAfter: pa.split("#")[0]! } : {}),
+      pickedUp,
+      note,
+      evidence,
+    };
+  });
+
+  // the wire
+  const nodeIps: Ip[] = [...fb.nodes, ...fa.nodes].flatMap((n) => n.internalIPs.map((x) => x.ip));
+  let wire: WireObservation[] = [];
+  if (dest) {
+    wire = [
+      ...(await observe(before, "before", dest, [fb, fa], nodeIps, diagnostics)),
+      ...(await observe(after, "after", dest, [fb, fa], nodeIps, diagnostics)),
+    ];
+  }
+  const wb = wire.filter((w) => w.phase === "before");
+  const wa = wire.filter((w) => w.phase === "after");
+  const beforePod = pick(wb.filter((w) => w.sourceKind === "pod"));
+  const beforeObs = beforePod ?? pick(wb);
+  const afterObs =
+    pick(
+      wa.filter((w) =>
+        intended === "keep-pod-source" ? w.sourceKind === "pod" : w.sourceKind === "node",
+      ),
+      beforeObs?.point,
+    ) ??
+    pick(
+      wa.filter((w) => w.sourceKind === "pod"),
+      beforeObs?.point,
+    ) ??
+    pick(wa, beforeObs?.point);
+  const afterPodOnNode = wa.find((w) => w.sourceKind === "pod" && w.point?.startsWith("node/"));
+  if (dest && wb.length === 0) {
+    missing.push({
+      file: "before: captures/<name>.pcap",
+      would_decide: "the source address of the request before the change",
+      command: `tcpdump -ni any host ${formatIp(dest.ip)} -w before.pcap`,
+    });
+  }
+  if (dest && wa.length === 0) {
+    missing.push({
+      file: "after: captures/<name>.pcap",
+      would_decide: "the source address of a fresh request after the change (the proof)",
+      command: `tcpdump -ni any host ${formatIp(dest.ip)} -w after.pcap   # while the pod opens a new connection`,
+    });
+  }
+  const proto = dest?.port ? "tcp" : "icmp";
+  const from = beforeObs?.source ?? afterObs?.source ?? "?";
+  const proof = dest
+    ? `${proto} ${from} → ${destText}: before ${beforeObs ? `${beforeObs.source} (${summarise(beforeObs)})` : "not captured"} · after ${
+        afterObs ? `${afterObs.source} (${summarise(afterObs)})` : "not captured"
+      }`
+    : "no destination: give --dest IP[:PORT] (the known request)";
+
+  // stale translations: connections in the after conntrack that keep the pod source toward dest
+  const staleConnections: { node: string; entry: string; evidence: Evidence }[] = [];
+  if (dest && intended === "masquerade") {
+    for (const n of after.nodes.values()) {
+      for (const e of n.conntrack ?? []) {
+        if (e.orig.dst.value !== dest.ip.value) continue;
+        if (classify(e.orig.src, [fa, fb], nodeIps) !== "pod") continue;
+        if (translatedSource(e) !== undefined) continue;
+        staleConnections.push({
+          node: n.name,
+          entry: `${e.proto} ${formatIp(e.orig.src)}${e.orig.sport ? `:${e.orig.sport}` : ""} → ${formatIp(e.orig.dst)}${e.orig.dport ? `:${e.orig.dport}` : ""} ${e.state ?? ""} (expires in ${e.timeout}s)`,
+          evidence: {
+            file: `after:${e.source.file}`,
+            line: e.source.line,
+            ...(e.source.text ? { text: e.source.text } : {}),
+          },
+        });
+      }
+    }
+  }
+
+  // verdict
+  const notApplied = nodes.filter((n) => n.pickedUp === "no");
+  const applied = nodes.filter((n) => n.pickedUp === "yes");
+  let verdict: Verdict;
+  let verdictText: string;
+  if (afterPodOnNode && intended === "masquerade") {
+    const node = afterPodOnNode.point!.slice(5);
+    verdict = "not-applied-on-node";
+    verdictText = `A node-level capture after the change (${afterPodOnNode.capture}) still shows the pod address ${afterPodOnNode.source}: the rules never changed on ${node}, whatever the ConfigMap says.`;
+  } else if (notApplied.length > 0 && applied.length > 0) {
+    verdict = "partly-applied";
+    verdictText = `The change reached ${applied.map((n) => n.node).join(", ")} but not ${notApplied.map((n) => n.node).join(", ")}: ${notApplied.map((n) => `the rules never changed on ${n.node}, whatever the ConfigMap says`).join("; ")}.`;
+  } else if (notApplied.length > 0) {
+    verdict = "not-applied-on-node";
+    verdictText = `${notApplied.map((n) => `The rules never changed on ${n.node}, whatever the ConfigMap says`).join(". ")}.`;
+  } else if (intended === "none" && removed.length === 0 && added.length === 0) {
+    verdict = "no-change";
+    verdictText = "The ConfigMap's list is the same in both snapshots.";
+  } else if (!afterObs) {
+    verdict = "undecided";
+    verdictText =
+      "The after snapshot has no capture of the known request: the wire decides it (see what is missing).";
+  } else if (intended === "masquerade") {
+    if (afterObs.sourceKind === "node" && afterObs.completed) {
+      verdict = "fixed";
+      verdictText = `Requests to ${destText} now leave with the node address ${afterObs.source} and complete: the change did what it said.`;
+    } else if (afterObs.sourceKind === "node") {
+      verdict = "not-fixed";
+      verdictText = `Requests now leave translated (${afterObs.source}) but ${summarise(afterObs)}: a routing or firewall problem on the far side, not masquerade.`;
+    } else {
+      verdict = "not-applied-on-node";
+      verdictText = `After the change the request still carries the pod address ${afterObs.source}: the rules never changed where it left, whatever the ConfigMap says.`;
+    }
+  } else if (intended === "keep-pod-source") {
+    if (afterObs.sourceKind === "pod") {
+      verdict = "rolled-back";
+      verdictText = `Requests to ${destText} carry the pod address ${afterObs.source} again (${summarise(afterObs)}): the previous behaviour is back.`;
+    } else {
+      verdict = "not-applied-on-node";
+      verdictText = `The ConfigMap exempts ${destText} again, but requests still leave with ${afterObs.source}: the rules did not change back.`;
+    }
+  } else {
+    verdict = "undecided";
+    verdictText = dest
+      ? `The ConfigMap change does not change how ${destText} is treated.`
+      : "No destination to judge by: give --dest IP[:PORT].";
+  }
+  const evidence: Evidence[] = [];
+  if (beforeObs)
+    evidence.push({ ...beforeObs.evidence, file: `before:${beforeObs.evidence.file}` });
+  if (afterObs) evidence.push({ ...afterObs.evidence, file: `after:${afterObs.evidence.file}` });
+  evidence.push(...cmEvidence);
+  for (const n of nodes) evidence.push(...n.evidence);
+
+  const reverse = afterObs
+    ? afterObs.completed
+      ? `The replies reach the sender: ${afterObs.progress}.`
+      : afterObs.replied
+        ? `Replies come back, but the exchange did not finish: ${afterObs.progress}.`
+        : "No reply came back after the change."
+    : "Not captured after the change.";
+
+  return {
+    schemaVersion: 1,
+    tool: "podpath",
+    question: "verify",
+    before: before.name,
+    after: after.name,
+    ...(destText ? { destination: destText } : {}),
+    proof,
+    verdict,
+    verdictText,
+    intended,
+    configMap: { removed, added, otherKeysChanged, evidence: cmEvidence },
+    nodes,
+    wire,
+    reverse,
+    staleConnections,
+    evidence,
+    missing,
+    diagnostics: [
+      ...before.diagnostics.filter((d) => d.severity === "error"),
+      ...after.diagnostics.filter((d) => d.severity === "error"),
+      ...diagnostics,
+    ],
+  };
+}
+
+/** The verdicts a change can be proud of. */
+export function isIntendedVerdict(r: ChangeRecord): boolean {
+  return r.verdict === "fixed" || r.verdict === "rolled-back";
+}
