@@ -151,6 +151,8 @@ export interface ProbeStep {
   readonly argv: readonly string[];
   readonly input?: string;
   readonly timeoutMs?: number;
+  /** Show stderr before stdout (nc -v prints "Connection ... succeeded!" before the data). */
+  readonly stderrFirst?: boolean;
 }
 
 export interface ProbeResult {
@@ -171,7 +173,8 @@ export async function runProbes(
       ...(s.input === undefined ? {} : { input: s.input }),
     };
     const r = await ns.exec(s.argv, opts);
-    results.push({ shown: s.shown, code: r.code, output: r.stdout + r.stderr });
+    const output = s.stderrFirst ? r.stderr + r.stdout : r.stdout + r.stderr;
+    results.push({ shown: s.shown, code: r.code, output });
   }
   return { transcript: renderTranscript(results), results };
 }

@@ -67,7 +67,8 @@ function checkVariant(v: LabVariant, dir: string): void {
     const probe = readFileSync(join(dir, `probes/pod-billing-${pool}.txt`), "utf8");
     assert.match(probe, /^\$ ping -c 3 /m);
     assert.match(probe, n.replied ? / 0% packet loss/ : / 100% packet loss/);
-    assert.match(probe, n.replied ? /succeeded!/ : /timed out/);
+    // the application exchange: connected, and the listener's answer arrived
+    assert.match(probe, n.replied ? /succeeded!\npong$/m : /timed out/);
     assert.ok(existsSync(join(dir, `pods/default/billing-${pool}/ip-route.txt`)));
   }
   for (const f of [

@@ -383,10 +383,11 @@ async function probeAndSnapshot(
           `# client: node/${node.name}\n${nodeProbe.transcript}`,
         ),
       );
-      const nc = ["nc", "-vz", "-w", "2", ONPREM_IP, String(DB_PORT)];
+      // an application exchange: connect, half-close (-N on end of input), read the answer
+      const nc = ["nc", "-v", "-N", "-w", "2", ONPREM_IP, String(DB_PORT)];
       const podSteps = [
         { shown: `${PING.join(" ")} ${ONPREM_IP}`, argv: [...PING, ONPREM_IP] },
-        { shown: nc.join(" "), argv: nc },
+        { shown: `${nc.join(" ")} </dev/null`, argv: nc, input: "", stderrFirst: true },
         ...(built.ipv6
           ? [{ shown: `${PING.join(" ")} fd00:20::30:40`, argv: [...PING, "fd00:20::30:40"] }]
           : []),
