@@ -177,6 +177,17 @@ function waitFor(
   });
 }
 
+/** "OpenVPN 2.6.14", from the binary the lab runs (some builds exit 1 after printing it). */
+function openvpnVersion(): string {
+  let out = "";
+  try {
+    out = execFileSync("openvpn", ["--version"], { stdio: "pipe" }).toString();
+  } catch (e) {
+    out = String((e as { stdout?: Buffer }).stdout ?? "");
+  }
+  return /^OpenVPN \S+/.exec(out)?.[0] ?? "OpenVPN";
+}
+
 function dnsResponderArgv(): string[] {
   const here = import.meta.url;
   const isTs = here.endsWith(".ts");
@@ -393,7 +404,7 @@ export const scenario: Scenario<VpnLabOptions> = {
           writeSnapshotFile(
             out,
             "README.md",
-            `# VPN lab snapshot\n\nMade by \`podpath lab run vpn --ip-forward ${o.ipForward ? 1 : 0} --masquerade-pool ${o.masqueradePool ? "on" : "off"}${o.policy ? " --policy" : ""} --dns ${o.dnsOk ? "ok" : "broken"} --manifest ${o.manifest} --psa ${o.psa}\`: real OpenVPN ${"2.6"} server and client in network namespaces; probes, sysctl, iptables-save and routes are real outputs.\n`,
+            `# VPN lab snapshot\n\nMade by \`podpath lab run vpn --ip-forward ${o.ipForward ? 1 : 0} --masquerade-pool ${o.masqueradePool ? "on" : "off"}${o.policy ? " --policy" : ""} --dns ${o.dnsOk ? "ok" : "broken"} --manifest ${o.manifest} --psa ${o.psa}\`: real ${openvpnVersion()} server and client in network namespaces; probes, sysctl, iptables-save and routes are real outputs.\n`,
           ),
         );
       }
