@@ -54,6 +54,10 @@ export async function scanPcapng(
       message: `${file}: ${message}`,
       source: { file, line: index + 1 },
     });
+  // Readers in the current section's byte order over the window's current buffer; defined once,
+  // not per block (this loop runs once per packet).
+  const u32 = (o: number) => (le ? win.buf.readUInt32LE(o) : win.buf.readUInt32BE(o));
+  const u16 = (o: number) => (le ? win.buf.readUInt16LE(o) : win.buf.readUInt16BE(o));
   for (;;) {
     if (win.available < 12 && !(await win.ensure(12))) {
       if (win.available > 0)
@@ -85,8 +89,6 @@ export async function scanPcapng(
       fail("PCAPNG_BAD_MAGIC", `expected a section header block at byte offset ${blockOffset}`);
       return all;
     }
-    const u32 = le ? (o: number) => b.readUInt32LE(o) : (o: number) => b.readUInt32BE(o);
-    const u16 = le ? (o: number) => b.readUInt16LE(o) : (o: number) => b.readUInt16BE(o);
     const type = u32(p);
     const len = u32(p + 4);
     if (len < 12 || len % 4 !== 0 || len > MAX_RECORD) {
@@ -172,15 +174,19 @@ export async function scanPcapng(
         );
         return all;
       }
-      const optStart = dataStart + ((capLen + 3) & ~3);
-      if (optStart + 4 <= bodyEnd)
-        for (const [code, start, olen] of options(optStart, bodyEnd, u16)) {
-          // epb_flags (pcapng §4.3.1): bits 0-1 are the direction, 01 inbound, 10 outbound.
-          if (code === 2 && olen >= 4) {
-            const d = u32(start) & 3;
-            direction = d === 1 ? "in" : d === 2 ? "out" : undefined;
-          }
+      // epb_flags (pcapng §4.3.1): bits 0-1 are the direction, 01 inbound, 10 outbound. Options
+      // are walked inline: most packet blocks have none, and this runs once per packet.
+      let o = dataStart + ((capLen + 3) & ~3);
+      while (o + 4 <= bodyEnd) {
+        const code = u16(o);
+        const olen = u16(o + 2);
+        if (code === 0 || o + 4 + olen > bodyEnd) break;
+        if (code === 2 && olen >= 4) {
+          const d = u32(o + 4) & 3;
+          direction = d === 1 ? "in" : d === 2 ? "out" : undefined;
         }
+        o += 4 + ((olen + 3) & ~3);
+      }
     }
     const iface = ifaces[ifId];
     if (iface === undefined) {
