@@ -261,29 +261,46 @@ program
 const lab = program.command("lab").description("real-kernel replicas in network namespaces (root)");
 lab
   .command("run")
+  .description("build a replica, probe and capture it, write a snapshot to --out, tear it down")
   .argument("<scenario>", "masquerade | vpn")
   .requiredOption("--out <dir>")
   .allowUnknownOption()
   .allowExcessArguments()
+  .addHelpText(
+    "after",
+    "\nmasquerade options: --non-masquerade CIDRS | --config FILE, --routes-back CIDRS,\n" +
+      "  --pools NAME:agent|no-agent,..., --rules current|old, --old-non-masquerade CIDRS,\n" +
+      "  --allow CIDRS, --phase before|after, --ipv6\n" +
+      "Examples:\n  podpath lab run masquerade --out snap/\n" +
+      "  podpath lab run masquerade --non-masquerade 10.4.0.0/14 --pools default:agent,legacy:no-agent --out snap2/",
+  )
   .action(action(() => import("./commands/lab.ts")));
 lab
   .command("up")
+  .description("build a replica and keep it running for hands-on work (remove with lab down)")
   .argument("<scenario>")
   .allowUnknownOption()
   .allowExcessArguments()
   .action(action(() => import("./commands/lab.ts")));
 lab
   .command("down")
+  .description("remove a kept replica by id (without an id: list them)")
   .argument("[id]")
   .option("--all", "remove every recorded lab (kept, running or left by a dead run)")
   .action(action(() => import("./commands/lab.ts")));
 lab
   .command("replay")
+  .description("a node's nat table on this kernel: its source on the wire vs the evaluator")
   .requiredOption("--iptables <file>")
   .requiredOption("--flow <src->dst[:port]>")
   .addOption(output(["text", "json"], "text"))
   .allowUnknownOption()
   .allowExcessArguments()
+  .addHelpText(
+    "after",
+    "\noptions: --proto tcp|udp|icmp, --node-ip IP, --in-iface NAME, --out-iface NAME, --local\n" +
+      "Example:\n  podpath lab replay --iptables nodes/n1/iptables-save.txt --flow 10.4.0.5->10.20.30.40:5432",
+  )
   .action(action(() => import("./commands/lab.ts")));
 
 async function main(argv: string[]): Promise<void> {
