@@ -13,9 +13,9 @@ import {
   type AddressKnowledge,
   addressKnowledge,
   compileRulePreds,
-  evalPreds,
   normalizeProto,
   type PacketState,
+  type Pred,
 } from "./nat-match.ts";
 import type {
   DstOut,
@@ -35,7 +35,7 @@ interface CRule {
   // predicates compiled by nat-match
 
   readonly rule: Rule;
-  readonly preds: ReturnType<typeof compileRulePreds>;
+  readonly preds: readonly Pred[];
   /** Resolved chain for jump/goto targets; null when the chain is not in the dump. */
   jump: CChain | null | undefined;
   /** Steps are immutable: the ones this rule produces are made once and shared. */
@@ -44,7 +44,8 @@ interface CRule {
 
 interface Run {
   readonly end: number;
-  readonly byDst: Map<bigint, number[]>;
+  /** Keyed by the address as a number for IPv4 (cheaper to hash), as a bigint for IPv6. */
+  readonly byDst: Map<number | bigint, number[]>;
 }
 
 interface CChain {
@@ -56,6 +57,7 @@ interface CChain {
   /** For indexed chains: for each rule position, the run it belongs to (-1: none). */
   runOf?: Int32Array;
   runs?: Run[];
+  indexV4?: boolean;
   memo?: Map<unknown, NatStep>;
 }
 
@@ -117,6 +119,7 @@ const NON_TERMINATING = new Set([
 const MAX_DEPTH = 128;
 // the verdicts of nat-match, as local constants (imported bindings cost a getter under tsx)
 const NO = 0;
+const YES = 1;
 const UNDECIDED = 2;
 const BRANCH = 3;
 
@@ -203,9 +206,10 @@ function buildIndex(c: CChain, family: Family): void {
       continue;
     }
     let j = i;
-    const byDst = new Map<bigint, number[]>();
+    const byDst = new Map<number | bigint, number[]>();
     while (j < c.rules.length && exact(c.rules[j]!)) {
-      const key = c.rules[j]!.rule.dst!.cidr.start;
+      const start = c.rules[j]!.rule.dst!.cidr.start;
+      const key = family === 4 ? Number(start) : start;
       const list = byDst.get(key);
       if (list) list.push(j);
       else byDst.set(key, [j]);
@@ -221,6 +225,7 @@ function buildIndex(c: CChain, family: Family): void {
   if (runs.length > 0) {
     c.runOf = runOf;
     c.runs = runs;
+    c.indexV4 = family === 4;
   }
 }
 
@@ -229,17 +234,82 @@ function nextCandidate(c: CChain, pos: number, dst: bigint): number {
   const runOf = c.runOf;
   if (runOf === undefined) return pos;
   const n = c.rules.length;
+  const key = c.indexV4 ? Number(dst) : dst;
   while (pos < n) {
     const ri = runOf[pos]!;
     if (ri < 0) return pos;
     const run = c.runs![ri]!;
-    const list = run.byDst.get(dst);
+    const list = run.byDst.get(key);
     if (list !== undefined) {
       for (const k of list) if (k >= pos) return k;
     }
     pos = run.end;
   }
   return n;
+}
+
+/**
+ * Three-valued AND of a rule's predicates: one NO decides; else UNDECIDED; else BRANCH or YES.
+ * Kept in this module (not imported) because it runs for every rule visited.
+ */
+function evalPreds(preds: readonly Pred[], s: PacketState): number {
+  let undecided = false;
+  let branch = false;
+  let reason = "";
+  let p = 1;
+  let note = "";
+  for (let i = 0; i < preds.length; i++) {
+    const v = preds[i]!(s);
+    if (v === NO) return NO;
+    if (v === UNDECIDED && !undecided) {
+      undecided = true;
+      reason = s.reason;
+    } else if (v === BRANCH) {
+      branch = true;
+      p *= s.branchP;
+      note = note ? `${note}; ${s.branchNote}` : s.branchNote;
+    }
+  }
+  if (undecided) {
+    s.reason = reason;
+    return UNDECIDED;
+  }
+  if (branch) {
+    s.branchP = p;
+    s.branchNote = note;
+    return BRANCH;
+  }
+  return YES;
+}
+
+function cloneState(s: PacketState): PacketState {
+  return {
+    family: s.family,
+    src: s.src,
+    dst: s.dst,
+    origSrc: s.origSrc,
+    origDst: s.origDst,
+    proto: s.proto,
+    sport: s.sport,
+    dport: s.dport,
+    inIface: s.inIface,
+    outIface: s.outIface,
+    mark: s.mark,
+    markKnown: s.markKnown,
+    ctmark: s.ctmark,
+    ctmarkKnown: s.ctmarkKnown,
+    ctstate: s.ctstate,
+    dnatted: s.dnatted,
+    reason: s.reason,
+    branchP: s.branchP,
+    branchNote: s.branchNote,
+  };
+}
+
+function cloneFrames(frames: Frame[]): Frame[] {
+  const out: Frame[] = new Array(frames.length);
+  for (let i = 0; i < frames.length; i++) out[i] = { chain: frames[i]!.chain, pos: frames[i]!.pos };
+  return out;
 }
 
 function applyMarkOp(value: number, known: number, op: { value: number; mask: number }) {
@@ -372,7 +442,10 @@ class Engine {
     if (family === 4 && dst >= 0x7f000000n && dst <= 0x7fffffffn) return true;
     if (family === 6 && dst === 1n) return true;
     if (!this.knowledge.localKnown) return undefined;
-    return this.knowledge.local.some((r) => r.family === family && dst >= r.start && dst <= r.end);
+    for (const r of this.knowledge.local) {
+      if (r.family === family && dst >= r.start && dst <= r.end) return true;
+    }
+    return false;
   }
 
   private tooMany(w: Walk): HookEnd {
@@ -493,8 +566,8 @@ class Engine {
         if (p < 1) {
           this.walks++;
           const other: Walk = {
-            st: { ...s },
-            frames: w.frames.map((fr) => ({ chain: fr.chain, pos: fr.pos })),
+            st: cloneState(s),
+            frames: cloneFrames(w.frames),
             hook: w.hook,
             hookName: w.hookName,
             steps: w.steps,
@@ -945,11 +1018,11 @@ class Engine {
         decision: "cannot-decide",
         dstOut,
         undecided: e.undecided!,
-        notes: [...notes],
+        notes,
       };
     }
     if (e.kind === "drop") {
-      return { flow, steps, decision: "dropped", dstOut, decidingRule: e.ref, notes: [...notes] };
+      return { flow, steps, decision: "dropped", dstOut, decidingRule: e.ref, notes };
     }
     const { decision, out } = this.sourceOut(flow, e);
     return {
@@ -959,7 +1032,7 @@ class Engine {
       sourceOut: out,
       dstOut,
       decidingRule: e.ref,
-      notes: [...notes],
+      notes,
     };
   }
 
@@ -987,7 +1060,7 @@ class Engine {
       decision: "branches",
       ...(same && first.sourceOut ? { sourceOut: first.sourceOut } : {}),
       branches,
-      notes: [...notes],
+      notes,
     };
   }
 }

@@ -347,37 +347,6 @@ function compileMatch(m: Match, k: AddressKnowledge, preds: Pred[]): void {
   }
 }
 
-/** Three-valued AND of a rule's predicates: one NO decides; else UNDECIDED; else BRANCH or YES. */
-export function evalPreds(preds: Pred[], s: PacketState): Verdict {
-  let undecided = false;
-  let branch = false;
-  let reason = "";
-  let p = 1;
-  let note = "";
-  for (let i = 0; i < preds.length; i++) {
-    const v = preds[i]!(s);
-    if (v === NO) return NO;
-    if (v === UNDECIDED && !undecided) {
-      undecided = true;
-      reason = s.reason;
-    } else if (v === BRANCH) {
-      branch = true;
-      p *= s.branchP;
-      note = note ? `${note}; ${s.branchNote}` : s.branchNote;
-    }
-  }
-  if (undecided) {
-    s.reason = reason;
-    return UNDECIDED;
-  }
-  if (branch) {
-    s.branchP = p;
-    s.branchNote = note;
-    return BRANCH;
-  }
-  return YES;
-}
-
 /** All predicates of a rule, in the kernel's order (addresses, interfaces, protocol, modules). */
 export function compileRulePreds(rule: Rule, family: Family, k: AddressKnowledge): Pred[] {
   const preds: Pred[] = [];

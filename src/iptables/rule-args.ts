@@ -118,6 +118,52 @@ function parseIface(text: string, negated: boolean): IfaceMatch | string {
   return { name: wildcard ? text.slice(0, -1) : text, wildcard, negated };
 }
 
+/** Options with required arguments, by count (the rest are read by shape). */
+const ARITY: Readonly<Record<string, number>> = {
+  "--comment": 1,
+  "--log-prefix": 1,
+  "--nflog-prefix": 1,
+  "--log-level": 1,
+  "--sport": 1,
+  "--dport": 1,
+  "--sports": 1,
+  "--dports": 1,
+  "--ports": 1,
+  "--icmp-type": 1,
+  "--icmpv6-type": 1,
+  "--tcp-flags": 2,
+  "--tcp-option": 1,
+  "--mark": 1,
+  "--ctstate": 1,
+  "--state": 1,
+  "--ctstatus": 1,
+  "--ctproto": 1,
+  "--ctorigsrc": 1,
+  "--ctorigdst": 1,
+  "--ctreplsrc": 1,
+  "--ctrepldst": 1,
+  "--ctdir": 1,
+  "--mode": 1,
+  "--probability": 1,
+  "--every": 1,
+  "--packet": 1,
+  "--src-type": 1,
+  "--dst-type": 1,
+  "--match-set": 2,
+  "--to-ports": 1,
+  "--to-source": 1,
+  "--to-destination": 1,
+  "--to": 1,
+  "--set-xmark": 1,
+  "--set-mark": 1,
+  "--or-mark": 1,
+  "--and-mark": 1,
+  "--xor-mark": 1,
+  "--nfmask": 1,
+  "--ctmask": 1,
+  "--reject-with": 1,
+};
+
 function isQuotedAt(quoted: readonly number[], i: number): boolean {
   return quoted.length > 0 && quoted.includes(i);
 }
@@ -280,7 +326,14 @@ export function parseRuleArgs(
         j++;
       }
       const values: string[] = [];
-      while (j < n && isValueAt(tokens, quoted, j)) values.push(tokens[j++]!);
+      // getopt gives an option its required arguments even when they look like options
+      // (`--comment -A`); unknown options take what follows until the next option
+      const arity = ARITY[name];
+      if (arity !== undefined) {
+        for (let k = 0; k < arity && j < n; k++) values.push(tokens[j++]!);
+      } else {
+        while (j < n && isValueAt(tokens, quoted, j)) values.push(tokens[j++]!);
+      }
       i = j;
       const opt: ModuleOption = { name, negated: neg !== postNeg, values };
       // who owns it: the latest module/target if it knows it, else the other, else the
@@ -463,7 +516,11 @@ function fastRule(
       const seg = line.slice(segStart, end);
       const key = family === 4 ? seg : `6 ${seg}`;
       if (segIsTarget) {
-        let t = cache.target.get(key);
+        let t: Target | undefined;
+        // `-j CHAIN` alone: kube-proxy has one per service and endpoint, all different
+        if (seg.indexOf(" ", 3) < 0 && !KNOWN_TARGETS.has(seg.slice(3)) && seg.length > 3) {
+          t = { kind: "chain", name: seg.slice(3), goto: seg.charCodeAt(1) === BOUNDARY_G };
+        } else t = cache.target.get(key);
         if (t === undefined) {
           const parts = segmentAlone(seg, family);
           if (!parts || !parts.target || parts.matches.length > 0 || hasBase(parts))
@@ -474,6 +531,7 @@ function fastRule(
         target = t;
       } else {
         let m = cache.match.get(key);
+        if (m === undefined) m = directComment(seg);
         if (m === undefined) {
           const parts = segmentAlone(seg, family);
           if (!parts || parts.target || parts.matches.length !== 1 || hasBase(parts))
@@ -497,11 +555,15 @@ function fastRule(
     base = cache.base.get(key);
     if (base === undefined) {
       if (baseText.includes('"')) return undefined;
-      const parts = segmentAlone(baseText, family);
-      if (!parts || parts.target || parts.matches.length > 0) return undefined;
-      const { matches: _m, ...rest } = parts;
-      base = rest;
-      remember(cache.base, key, base);
+      base = directBase(baseText, family);
+      if (base === undefined) {
+        const parts = segmentAlone(baseText, family);
+        if (!parts || parts.target || parts.matches.length > 0) return undefined;
+        const { matches: _m, ...rest } = parts;
+        base = rest;
+      }
+      // bases with an address are mostly unique (one per service or endpoint): not kept
+      if (base.src === undefined && base.dst === undefined) remember(cache.base, key, base);
     }
   }
   const out: RuleParts = { matches };
@@ -515,6 +577,56 @@ function fastRule(
   }
   if (target) out.target = target;
   return out;
+}
+
+const COMMENT_PREFIX = '-m comment --comment "';
+
+/** `-m comment --comment "text"` without escapes, read without tokenizing. */
+function directComment(seg: string): Match | undefined {
+  const n = seg.length;
+  if (!seg.startsWith(COMMENT_PREFIX) || seg.charCodeAt(n - 1) !== 34) return undefined;
+  const text = seg.slice(COMMENT_PREFIX.length, n - 1);
+  if (text.includes('"') || text.includes("\\")) return undefined;
+  return {
+    kind: "comment",
+    module: "comment",
+    comment: text,
+    options: [{ name: "--comment", negated: false, values: [text] }],
+  };
+}
+
+/** Base options in iptables-save's form (`! -s A -d B -i X -o Y -p P`), or undefined. */
+function directBase(text: string, family: Family): BaseParts | undefined {
+  const t = text.split(" ");
+  const out: BaseParts = {};
+  let neg = false;
+  for (let i = 0; i < t.length; i++) {
+    const tok = t[i]!;
+    if (tok === "!") {
+      neg = true;
+      continue;
+    }
+    const v = t[i + 1];
+    if (v === undefined || v === "!" || v.charCodeAt(0) === 45) return undefined;
+    i++;
+    if (tok === "-s" || tok === "-d") {
+      const r = parseAddr(v, family);
+      if (!r.ok || (r.value.prefix === 0 && !neg)) return undefined;
+      if (tok === "-s") out.src = { cidr: r.value, negated: neg };
+      else out.dst = { cidr: r.value, negated: neg };
+    } else if (tok === "-p") {
+      const name = PROTO_NAMES[v] ?? v;
+      if (name !== v.toLowerCase() || name === "all" || name === "0") return undefined;
+      out.protocol = protoMatch(name, neg);
+    } else if (tok === "-i" || tok === "-o") {
+      const r = parseIface(v, neg);
+      if (typeof r === "string") return undefined;
+      if (tok === "-i") out.inIface = r;
+      else out.outIface = r;
+    } else return undefined;
+    neg = false;
+  }
+  return neg ? undefined : out;
 }
 
 function hasBase(p: RuleParts): boolean {

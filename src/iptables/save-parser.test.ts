@@ -233,6 +233,23 @@ describe("parseIptablesSave formats", () => {
   });
 });
 
+describe("option arguments", () => {
+  it("gives an option its required argument even when it looks like an option (getopt)", () => {
+    const { value, diagnostics } = parseIptablesSave(
+      "-N C\n-A C -m comment --comment -A -j RETURN\n",
+      "t",
+      {
+        table: "nat",
+      },
+    );
+    assert.deepEqual(diagnostics, []);
+    const r = rulesOf(value)[0]!;
+    const c = r.matches[0];
+    assert.equal(c?.kind === "comment" && c.comment, "-A");
+    assert.equal(renderRule(r), "-A C -m comment --comment -A -j RETURN");
+  });
+});
+
 describe("parseIptablesSave diagnostics", () => {
   const diagsOf = (text: string) => parseIptablesSave(text, "bad.txt").diagnostics;
 
