@@ -137,12 +137,10 @@ class Reader {
     while (j !== undefined) {
       const l = this.lines[j]!;
       if (l.indent !== indent || !(l.body === "-" || l.body.startsWith("- "))) break;
-      let rest = l.body.slice(1);
-      let col = indent + 1;
-      while (rest.startsWith(" ")) {
-        rest = rest.slice(1);
-        col++;
-      }
+      let k = 1;
+      while (l.body.charCodeAt(k) === 32) k++;
+      const rest = l.body.slice(k);
+      const col = indent + k;
       let v: unknown;
       let pos: Pos;
       let after: number;
@@ -186,12 +184,10 @@ class Reader {
       if (ke === undefined) bail();
       const key = readKey(body.slice(0, ke!));
       if (keys.has(key) || key === "__proto__") bail();
-      let rest = body.slice(ke! + 1);
-      let valueOff = off + ke! + 1;
-      while (rest.startsWith(" ")) {
-        rest = rest.slice(1);
-        valueOff++;
-      }
+      let k = ke! + 1;
+      while (body.charCodeAt(k) === 32) k++;
+      const rest = body.slice(k);
+      const valueOff = off + k;
       let v: unknown;
       let pos: Pos;
       let after: number;
@@ -362,9 +358,11 @@ function keyEnd(body: string): number | undefined {
       ? at
       : undefined;
   }
-  for (let i = 0; i < body.length; i++) {
-    if (body[i] === ":" && (body[i + 1] === undefined || body[i + 1] === " ")) return i;
-    if (body[i] === " " && body[i + 1] === "#") return undefined;
+  for (let i = body.indexOf(":"); i >= 0; i = body.indexOf(":", i + 1)) {
+    if (i + 1 === body.length || body.charCodeAt(i + 1) === 32) {
+      const comment = body.indexOf(" #");
+      return comment >= 0 && comment < i ? undefined : i;
+    }
   }
   return undefined;
 }
