@@ -569,6 +569,21 @@ describe("kubectl conventions", () => {
     }
   });
 
+  it("a --pod that does not exist is one sentence naming it; the rest is collected", async () => {
+    const s = await setup();
+    try {
+      const r = await runCollect(s, { pod: "vpn/openvpn-gone" });
+      assert.equal(r.code, 3);
+      assert.match(
+        r.stderr,
+        /pod\/vpn\/openvpn-gone: get the pod: Not found: pods "openvpn-gone" in namespace "vpn" does not exist in the cluster of context "test-ctx"\./,
+      );
+      assert.ok(filesUnder(s.dir).includes("cluster/nodes.yaml"));
+    } finally {
+      await s.api.close();
+    }
+  });
+
   it("rejects option mistakes as usage errors", async () => {
     const { run } = await import("../cli/commands/collect.ts");
     const { UsageError } = await import("../cli/io.ts");

@@ -9,8 +9,10 @@
  */
 import { createHash, randomUUID } from "node:crypto";
 import { createServer, type IncomingMessage, type ServerResponse } from "node:http";
+import { createServer as createTlsServer } from "node:https";
 import type { AddressInfo } from "node:net";
 import type { Duplex } from "node:stream";
+import type { TLSSocket } from "node:tls";
 import { WebSocketServer } from "ws";
 
 export interface Obj {
@@ -124,6 +126,8 @@ export interface RecordedRequest {
   readonly command?: readonly string[];
   readonly headers: Readonly<Record<string, string | string[] | undefined>>;
   readonly status: number;
+  /** HTTPS only: the CN of the verified client certificate the caller presented. */
+  readonly clientCert?: string;
 }
 
 export interface ExecAnswer {
@@ -152,6 +156,8 @@ export interface FakeApiOptions {
   readonly brokenNodes?: ReadonlySet<string>;
   /** Nodes whose created pods start and crash, with the log their container printed. */
   readonly crashNodes?: ReadonlyMap<string, string>;
+  /** Serve HTTPS with this key and certificate (client certificates are asked for, not required). */
+  readonly tls?: { readonly key: string; readonly cert: string; readonly ca?: string };
   /** Called for every recorded request (e.g. to abort mid-run). */
   readonly onRequest?: (r: RecordedRequest) => void;
 }
@@ -269,6 +275,12 @@ export async function startFakeApi(initial: Obj[], opts: FakeApiOptions = {}): P
   };
   const served = (d: ResourceDef) => d.group !== "networking.gke.io" || opts.gkeCrds === true;
   const list = (resource: string) => store.get(resource) ?? [];
+  const peerCn = (req: IncomingMessage): string | undefined => {
+    const sock = req.socket as TLSSocket;
+    if (typeof sock.getPeerCertificate !== "function" || !sock.authorized) return undefined;
+    const cn = sock.getPeerCertificate()?.subject?.CN;
+    return typeof cn === "string" ? cn : undefined;
+  };
   const record = (r: RecordedRequest) => {
     requests.push(r);
     opts.onRequest?.(r);
@@ -519,7 +531,7 @@ export async function startFakeApi(initial: Obj[], opts: FakeApiOptions = {}): P
   const authorized = (req: IncomingMessage) =>
     opts.token === undefined || req.headers.authorization === `Bearer ${opts.token}`;
 
-  const server = createServer((req, res) => {
+  const handle = (req: IncomingMessage, res: ServerResponse) => {
     let body = "";
     req.on("data", (c: Buffer) => {
       body += c.toString("utf8");
@@ -549,6 +561,7 @@ export async function startFakeApi(initial: Obj[], opts: FakeApiOptions = {}): P
           ...(r?.name === undefined ? {} : { name: r.name }),
           headers: req.headers,
           status: code,
+          ...(peerCn(req) === undefined ? {} : { clientCert: peerCn(req)! }),
         });
         send(res, code, b);
       };
@@ -699,7 +712,10 @@ export async function startFakeApi(initial: Obj[], opts: FakeApiOptions = {}): P
         ),
       );
     });
-  });
+  };
+  const server = opts.tls
+    ? createTlsServer({ ...opts.tls, requestCert: true, rejectUnauthorized: false }, handle)
+    : createServer(handle);
 
   const wss = new WebSocketServer({
     noServer: true,
@@ -725,6 +741,7 @@ export async function startFakeApi(initial: Obj[], opts: FakeApiOptions = {}): P
         command,
         headers: req.headers,
         status: code,
+        ...(peerCn(req) === undefined ? {} : { clientCert: peerCn(req)! }),
       });
     const refuse = (code: number, b: unknown) => {
       rec(code);
@@ -812,7 +829,7 @@ export async function startFakeApi(initial: Obj[], opts: FakeApiOptions = {}): P
   await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
   const port = (server.address() as AddressInfo).port;
   return {
-    url: `http://127.0.0.1:${port}`,
+    url: `${opts.tls ? "https" : "http"}://127.0.0.1:${port}`,
     requests,
     store,
     stats,
@@ -829,6 +846,7 @@ export async function startFakeApi(initial: Obj[], opts: FakeApiOptions = {}): P
 export function kubeconfigFor(
   url: string,
   user: {
+    caData?: string;
     token?: string;
     exec?: { command: string; args?: string[] };
     certData?: string;
@@ -843,7 +861,9 @@ export function kubeconfigFor(
     "- name: test-cluster",
     "  cluster:",
     `    server: ${url}`,
-    "    insecure-skip-tls-verify: true",
+    user.caData
+      ? `    certificate-authority-data: ${user.caData}`
+      : "    insecure-skip-tls-verify: true",
     "contexts:",
     `- name: ${context}`,
     "  context:",
