@@ -5,7 +5,7 @@
  * should keep the rules runs and agrees with its ConfigMap, and what the wire shows.
  */
 import { isExempt } from "../../agents/ip-masq-agent/exempt.ts";
-import type { PathHop, PathView } from "../../model/answer.ts";
+import type { PathHop } from "../../model/answer.ts";
 import {
   type Evidence,
   type Finding,
@@ -351,7 +351,7 @@ function exemptFinding(
 }
 
 function noReturnRouteFinding(
-  src: Source,
+  _src: Source,
   target: Target,
   wireSource: Ip,
   site: ReturnType<typeof readSites>["sites"][number],
