@@ -90,11 +90,14 @@ export async function startCapture(
   const rel = `captures/${name}.pcap`;
   writeSnapshotFile(root, `captures/${name}.yaml`, `point: ${opts.point}\nphase: ${opts.phase}\n`);
   mkdirSync(join(root, "captures"), { recursive: true });
-  // -Z root: tcpdump otherwise drops to its own user and may not write into the output folder
+  // -Z root: tcpdump otherwise drops to its own user and may not write into the output folder.
+  // --immediate-mode: without it libpcap's TPACKET_V3 ring hands packets over in blocks (after
+  // about a second), and the packets of the last block are lost when tcpdump is stopped.
   const child = ns.spawn([
     "tcpdump",
     "-Z",
     "root",
+    "--immediate-mode",
     "-U",
     "-n",
     "-s",
