@@ -122,4 +122,14 @@ describe("parseTcpdumpLines", () => {
     assert.ok(t?.kind === "tcp");
     assert.equal(t.seq, 1_000_001);
   });
+
+  it("keeps sequence numbers printed absolute (-S)", async () => {
+    const { packets } = await parse([
+      "10:00:00.000001 IP 10.0.0.1.1000 > 10.0.0.2.80: Flags [S], seq 3000000000, win 1, length 0",
+      "10:00:00.000003 IP 10.0.0.1.1000 > 10.0.0.2.80: Flags [P.], seq 3000000001:3000000011, ack 77, win 1, length 10",
+    ]);
+    const t = packets[1]!.transport;
+    assert.ok(t?.kind === "tcp");
+    assert.equal(t.seq, 3_000_000_001);
+  });
 });

@@ -213,7 +213,8 @@ export async function* parseTcpdumpLines(
 /**
  * tcpdump prints sequence numbers relative to the first it saw for a flow direction (the SYN's,
  * absolute) unless run with -S; this restores the absolute numbers so retransmissions compare
- * the same way as in a binary capture. Bases are remembered per flow direction.
+ * the same way as in a binary capture. Bases are remembered per flow direction. A number close
+ * above the base is taken as already absolute (-S); a random ISN makes the two cases distinct.
  */
 function absoluteSequence(p: Packet, bases: Map<string, number>): Packet {
   const t = p.transport;
@@ -225,6 +226,8 @@ function absoluteSequence(p: Packet, bases: Map<string, number>): Packet {
     bases.set(dir, t.seq);
     return p;
   }
+  // Printed with -S (absolute): the number is already near the base, and large.
+  if (t.seq >= 1 << 24 && (t.seq - base) >>> 0 < 1 << 24) return p;
   return { ...p, transport: { ...t, seq: (base + t.seq) >>> 0 } };
 }
 
