@@ -17,7 +17,7 @@ import type {
 import { interpretMatch, MODULE_OPTIONS, OPTION_ALIASES } from "./match-spec.ts";
 import { interpretTarget, KNOWN_TARGETS, TARGET_OPTIONS } from "./target-spec.ts";
 import { tokenize } from "./tokenize.ts";
-import { parseAddr } from "./values.ts";
+import { parseAddr, parseNatRange } from "./values.ts";
 
 export interface RuleParts {
   protocol?: ProtoMatch;
@@ -520,6 +520,12 @@ function fastRule(
         // `-j CHAIN` alone: kube-proxy has one per service and endpoint, all different
         if (seg.indexOf(" ", 3) < 0 && !KNOWN_TARGETS.has(seg.slice(3)) && seg.length > 3) {
           t = { kind: "chain", name: seg.slice(3), goto: seg.charCodeAt(1) === BOUNDARY_G };
+        } else if (seg.startsWith(DNAT_PREFIX) && seg.indexOf(" ", DNAT_PREFIX.length) < 0) {
+          // `-j DNAT --to-destination ADDR:PORT`: one per endpoint, all different
+          const r = parseNatRange(seg.slice(DNAT_PREFIX.length), family);
+          if (r.ok) {
+            t = { kind: "DNAT", name: "DNAT", to: r.value, random: false, randomFully: false, persistent: false };
+          }
         } else t = cache.target.get(key);
         if (t === undefined) {
           const parts = segmentAlone(seg, family);
@@ -579,6 +585,7 @@ function fastRule(
   return out;
 }
 
+const DNAT_PREFIX = "-j DNAT --to-destination ";
 const COMMENT_PREFIX = '-m comment --comment "';
 
 /** `-m comment --comment "text"` without escapes, read without tokenizing. */

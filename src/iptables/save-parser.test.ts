@@ -339,6 +339,8 @@ const arbRuleArgs = fc
       "-j KUBE-MARK-MASQ",
       "-j MARK --set-xmark 0x4000/0x4000",
       "-j SNAT --to-source 1.2.3.4",
+      "-j DNAT --to-destination 10.1.2.3:80",
+      "-g KUBE-SEP-ABC",
     ),
   })
   .map((r) => {
