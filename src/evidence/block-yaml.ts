@@ -53,7 +53,8 @@ const OTHER_NUMBER =
 
 /** Reads `text` when it is within the subset; undefined otherwise. */
 export function readBlockYaml(text: string): BlockDocument[] | undefined {
-  if (text.includes("\r")) return undefined;
+  // CRLF files and byte-order marks are left to the full parser.
+  if (text.includes("\r") || text.charCodeAt(0) === 0xfeff) return undefined;
   try {
     return parse(text);
   } catch (e) {
