@@ -42,7 +42,9 @@ function isRelevant(
     intent.configMap !== undefined ||
     intent.daemonSet !== undefined ||
     sites > 0 ||
-    [...snap.nodes.values()].some((n) => n.iptables !== undefined)
+    [...snap.nodes.values()].some((n) =>
+      [...(n.iptables?.tables.get("nat")?.chains.keys() ?? [])].some((c) => /MASQ/.test(c)),
+    )
   );
 }
 
@@ -76,7 +78,11 @@ export async function explainMasquerade(
   result.findings.push(...wire.findings);
 
   // what would decide more
-  if (!intent.configMap && snap.objects.length > 0) {
+  if (
+    !intent.configMap &&
+    snap.objects.length > 0 &&
+    (targets.list.length > 0 || intent.daemonSet)
+  ) {
     result.missing.push({
       file: "cluster/ip-masq-agent.yaml",
       would_decide:
