@@ -59,8 +59,10 @@ export interface LinkDecoded {
 
 /** Whether this link type is one podpath decodes. */
 export function isKnownLinkType(t: number): boolean {
-  return Object.values(LINKTYPE).includes(t as never);
+  return KNOWN_LINKTYPES.has(t);
 }
+
+const KNOWN_LINKTYPES: ReadonlySet<number> = new Set(Object.values(LINKTYPE));
 
 /** Decodes one record's bytes `b[start..end)` of link type `linkType`. */
 export function decodeLink(
