@@ -201,6 +201,8 @@ describe("readBlockYaml", () => {
       "a: 'multi\n  line'\n",
       "a: x # c\n",
       "? a\n: b\n",
+      "\ufeffa: b\n",
+      "a: b\r\n",
     ]) {
       assert.equal(readBlockYaml(text), undefined, text);
     }
