@@ -6,10 +6,12 @@
  * that keep an old translation, and a verdict. The wire is the fact: a node-level capture that still
  * shows the pod address after the change means the rules never changed, whatever the ConfigMap says.
  */
+
+import { decodeMasqConfig } from "../agents/ip-masq-agent/config.ts";
 import { compareAgentChain } from "../agents/ip-masq-agent/drift.ts";
 import { isExempt } from "../agents/ip-masq-agent/exempt.ts";
 import { expectedAgentChain } from "../agents/ip-masq-agent/rules.ts";
-import type { Conversation } from "../capture/conversations.ts";
+import type { Conversation, TcpProgress } from "../capture/conversations.ts";
 import { translatedSource } from "../evidence/conntrack.ts";
 import { renderRule } from "../iptables/render.ts";
 import type { Diagnostic, Evidence, Missing } from "../model/types.ts";
@@ -52,11 +54,19 @@ export interface WireObservation {
   readonly phase: "before" | "after";
   readonly capture: string;
   readonly point?: string;
+  /** The node the request left from: the capture's node, or the node owning the source. */
+  readonly node?: string;
+  /** The pod that sent it, when the capture shows it (its own address, or the leg before NAT). */
+  readonly pod?: string;
   readonly source: string;
   readonly sourceKind: "pod" | "node" | "other";
   readonly replied: boolean;
   /** TCP progress or reply summary, as the conversation's verdict says. */
   readonly progress: string;
+  /** How far TCP got, when the request is TCP. */
+  readonly tcpProgress?: TcpProgress;
+  /** Both sides closed with FIN and nobody reset the connection. */
+  readonly cleanClose?: boolean;
   readonly completed: boolean;
   readonly evidence: Evidence;
 }
@@ -70,6 +80,8 @@ export interface ChangeRecord {
   readonly destination?: string;
   /** The one line that proves (or disproves) the change. */
   readonly proof: string;
+  /** The same line per node that sent the request, when more than one did. */
+  readonly nodeProofs: readonly string[];
   readonly verdict: Verdict;
   readonly verdictText: string;
   /** What the ConfigMap change intended for the destination. */
@@ -132,7 +144,20 @@ function podIdentity(p: ReturnType<typeof agentPodOn>): string | undefined {
   return `${p.name}#${started}`;
 }
 
+/**
+ * The list as the ConfigMap writes it. A refused config is not what the agent runs with, but it is
+ * what changed, so its entries are decoded without the agent's validation.
+ */
 function entryTexts(intent: AgentIntent): string[] {
+  if (intent.error && intent.configMap) {
+    const text = (intent.configMap.raw["data"] as Record<string, unknown> | undefined)?.["config"];
+    if (typeof text === "string") {
+      const d = decodeMasqConfig(text, {
+        nomasqAllReservedRanges: intent.flags.nomasqAllReservedRanges,
+      });
+      if ("config" in d) return (d.config.nonMasqueradeCIDRs ?? []).map((e) => e.text);
+    }
+  }
   return (intent.config.nonMasqueradeCIDRs ?? []).map((e) => e.text);
 }
 
@@ -150,12 +175,28 @@ function classify(
   return "other";
 }
 
-/** The exchange finished: replies came back and, for TCP, the handshake completed (not only a SYN). */
+/**
+ * The exchange finished: replies came back and, for TCP, the handshake completed and data moved
+ * (an application exchange, not only a SYN or a bare connect).
+ */
 function completedOf(c: Conversation): boolean {
-  if (c.tcp) {
-    return c.replied && ["established", "data-one-way", "data-both-ways"].includes(c.tcp.progress);
-  }
+  if (c.tcp)
+    return c.replied && (c.tcp.progress === "data-one-way" || c.tcp.progress === "data-both-ways");
   return c.replied;
+}
+
+/** Rank of an observation's progress: a later stage of the same request says more. */
+const PROGRESS_RANK: Record<TcpProgress, number> = {
+  "mid-stream": 0,
+  "syn-only": 1,
+  "syn-ack": 2,
+  established: 3,
+  "data-one-way": 4,
+  "data-both-ways": 5,
+};
+function rankOf(o: WireObservation): number {
+  if (o.tcpProgress) return PROGRESS_RANK[o.tcpProgress] + (o.cleanClose ? 0.5 : 0);
+  return o.replied ? 5 : 0;
 }
 
 async function observe(
@@ -168,27 +209,78 @@ async function observe(
 ): Promise<WireObservation[]> {
   const out: WireObservation[] = [];
   const caps = await readWireCaptures(snap, diagnostics, dest.ip);
+  const nodeOfIp = (ip: Ip): string | undefined => {
+    for (const f of facts) {
+      const n =
+        f.nodes.find((x) => x.internalIPs.some((a) => a.ip.value === ip.value)) ??
+        f.nodes.find((x) => x.podCIDRs.some((r) => contains(r.cidr, ip)));
+      if (n) return n.name;
+      const p = f.pods.find(
+        (x) => !x.hostNetwork && x.nodeName && x.podIPs.some((a) => a.ip.value === ip.value),
+      );
+      if (p?.nodeName) return p.nodeName;
+    }
+    return undefined;
+  };
+  const isRequest = (c: Conversation) =>
+    c.responder.ip.value === dest.ip.value &&
+    // the known request: the same port when one is given (a ping is not the request)
+    (dest.port === undefined ? c.protocol === "icmp" : c.responder.port === dest.port);
+  // Node-level captures whose pod legs show a pod's request entering the node: a node address
+  // toward the destination counts as that pod's translated request only with one, otherwise it
+  // may be the node's own traffic (its ping works either way).
+  const podLegs = new Map<string, string[]>();
   for (const cap of caps) {
-    if (cap.meta?.phase && cap.meta.phase !== phase) continue;
+    const node = cap.meta?.point?.startsWith("node/") ? cap.meta.point.slice(5) : undefined;
+    if (!node) continue;
+    const legs = podLegs.get(node) ?? [];
     for (const c of cap.conversations) {
-      if (c.responder.ip.value !== dest.ip.value) continue;
-      // the known request: the same port when one is given (a ping is not the request)
-      if (dest.port !== undefined && c.responder.port !== dest.port) continue;
+      if (!isRequest(c) || classify(c.initiator.ip, facts, nodeIps) !== "pod") continue;
+      legs.push(formatIp(c.initiator.ip));
+    }
+    podLegs.set(node, legs);
+  }
+  // A snapshot is one moment; its captures' phase labels only sort out a snapshot that holds
+  // both. A rollback pair passes an "after" snapshot as the state before the rollback.
+  const mixed =
+    caps.some((c) => c.meta?.phase === "before") && caps.some((c) => c.meta?.phase === "after");
+  for (const cap of caps) {
+    if (mixed && cap.meta?.phase && cap.meta.phase !== phase) continue;
+    const capNode = cap.meta?.point?.startsWith("node/") ? cap.meta.point.slice(5) : undefined;
+    for (const c of cap.conversations) {
+      if (!isRequest(c)) continue;
       const kind = classify(c.initiator.ip, facts, nodeIps);
       if (kind === "other") continue;
       // On a node capture (-i any) the pod's packet is also seen arriving from its veth before
       // NAT; only a pod address seen leaving the node says the rules did not rewrite it.
-      if (kind === "pod" && cap.meta?.point?.startsWith("node/") && c.seenOn.length > 0) {
+      if (kind === "pod" && capNode && c.seenOn.length > 0) {
         if (!c.seenOn.some((x) => / out$/.test(x))) continue;
       }
+      const node = capNode ?? nodeOfIp(c.initiator.ip);
+      const legs = node ? podLegs.get(node) : undefined;
+      if (kind === "node" && legs && legs.length === 0) continue;
+      const pod =
+        kind === "pod"
+          ? formatIp(c.initiator.ip)
+          : legs && new Set(legs).size === 1
+            ? legs[0]
+            : undefined;
       out.push({
         phase,
         capture: cap.file,
         ...(cap.meta?.point ? { point: cap.meta.point } : {}),
+        ...(node ? { node } : {}),
+        ...(pod ? { pod } : {}),
         source: formatIp(c.initiator.ip),
         sourceKind: kind,
         replied: c.replied,
         progress: c.verdict,
+        ...(c.tcp
+          ? {
+              tcpProgress: c.tcp.progress,
+              cleanClose: c.tcp.finFrom.length === 2 && c.tcp.rstFrom.length === 0,
+            }
+          : {}),
         completed: completedOf(c),
         evidence: {
           file: c.first.ref.file,
@@ -201,15 +293,25 @@ async function observe(
   return out;
 }
 
-function summarise(o: WireObservation): string {
-  if (o.completed) {
-    if (o.progress.includes("data in both")) return "handshake and data completed";
-    if (o.progress.includes("data in one")) return "handshake completed, data one way";
-    if (o.progress.includes("handshake completed")) return "handshake completed";
-    return "replied";
+/** The observation in a few words for the proof line. */
+export function summarise(o: WireObservation): string {
+  switch (o.tcpProgress) {
+    case undefined:
+      return o.replied ? "replied" : "no reply";
+    case "data-both-ways":
+      return o.cleanClose ? "handshake and data completed" : "handshake and data, not closed";
+    case "data-one-way":
+      // one side's data acknowledged and both sides closed: the exchange the request was for
+      return o.cleanClose ? "handshake and data completed" : "handshake completed, data one way";
+    case "established":
+      return "handshake completed, no data";
+    case "syn-ack":
+      return "SYN-ACK came back, handshake not completed";
+    case "syn-only":
+      return "SYN only, no reply";
+    default:
+      return o.replied ? "seen mid-stream" : "seen mid-stream, no reply";
   }
-  if (!o.replied) return o.progress.startsWith("SYN only") ? "SYN only, no reply" : "no reply";
-  return o.progress;
 }
 
 /** The observation that speaks for the request: a pod's one first (the case), then the node's. */
@@ -217,7 +319,22 @@ function pick(list: readonly WireObservation[], preferPoint?: string): WireObser
   const order = (o: WireObservation) =>
     (o.point?.startsWith("node/") ? 0 : o.point?.startsWith("remote/") ? 1 : 2) +
     (preferPoint && o.point === preferPoint ? -10 : 0);
-  return [...list].sort((a, b) => order(a) - order(b))[0];
+  const best = [...list].sort((a, b) => order(a) - order(b))[0];
+  if (!best) return undefined;
+  // the same request seen at several points: its source from the best point, its progress from
+  // the point that saw it get furthest (a capture stopped early misses the last packets)
+  const same = list.filter((o) => o.source === best.source);
+  const furthest = same.reduce((a, b) => (rankOf(b) > rankOf(a) ? b : a), best);
+  return furthest === best
+    ? best
+    : {
+        ...best,
+        replied: furthest.replied,
+        progress: furthest.progress,
+        completed: furthest.completed,
+        ...(furthest.tcpProgress ? { tcpProgress: furthest.tcpProgress } : {}),
+        ...(furthest.cleanClose !== undefined ? { cleanClose: furthest.cleanClose } : {}),
+      };
 }
 
 export async function verifyChange(
@@ -242,7 +359,17 @@ export async function verifyChange(
   }
   const destText = dest ? `${formatIp(dest.ip)}${dest.port ? `:${dest.port}` : ""}` : undefined;
 
-  // intent
+  // intent. A refused after config leaves the agent on its previous one (and its rules).
+  const afterRefused = ia.configMap && ia.error ? ia.error.message : undefined;
+  const effective = afterRefused ? ib.config : ia.config;
+  if (afterRefused) {
+    diagnostics.push({
+      code: "VERIFY_CONFIG_REFUSED",
+      severity: "error",
+      message: `the agent refuses the after ConfigMap: ${afterRefused}; it keeps the config it ran with and its rules`,
+      ...(ia.error?.source ? { source: ia.error.source } : {}),
+    });
+  }
   const eb = entryTexts(ib);
   const ea = entryTexts(ia);
   const removed = eb.filter((e) => !ea.includes(e));
@@ -273,7 +400,7 @@ export async function verifyChange(
   let intended: ChangeRecord["intended"] = "unknown";
   if (dest) {
     const xb = isExempt(ib.config, dest.ip, ib.flags).exempt;
-    const xa = isExempt(ia.config, dest.ip, ia.flags).exempt;
+    const xa = isExempt(effective, dest.ip, ia.flags).exempt;
     intended = xb && !xa ? "masquerade" : !xb && xa ? "keep-pod-source" : "none";
   }
 
@@ -282,7 +409,7 @@ export async function verifyChange(
   const names = [
     ...new Set([...before.nodes.keys(), ...after.nodes.keys(), ...fa.nodes.map((n) => n.name)]),
   ].sort();
-  const expected = expectedAgentChain(ia.config, ia.flags, { family: 4, toPorts: ia.toPorts });
+  const expected = expectedAgentChain(effective, ia.flags, { family: 4, toPorts: ia.toPorts });
   const nodes: NodeChange[] = names.map((node) => {
     const rb = chainRules(before, node, ib.flags.masqChain);
     const ra = chainRules(after, node, chain);
@@ -343,21 +470,6 @@ export async function verifyChange(
   }
   const wb = wire.filter((w) => w.phase === "before");
   const wa = wire.filter((w) => w.phase === "after");
-  const beforePod = pick(wb.filter((w) => w.sourceKind === "pod"));
-  const beforeObs = beforePod ?? pick(wb);
-  const afterObs =
-    pick(
-      wa.filter((w) =>
-        intended === "keep-pod-source" ? w.sourceKind === "pod" : w.sourceKind === "node",
-      ),
-      beforeObs?.point,
-    ) ??
-    pick(
-      wa.filter((w) => w.sourceKind === "pod"),
-      beforeObs?.point,
-    ) ??
-    pick(wa, beforeObs?.point);
-  const afterPodOnNode = wa.find((w) => w.sourceKind === "pod" && w.point?.startsWith("node/"));
   if (dest && wb.length === 0) {
     missing.push({
       file: "before: captures/<name>.pcap",
@@ -373,24 +485,66 @@ export async function verifyChange(
     });
   }
   const proto = dest?.port ? "tcp" : "icmp";
-  const from = beforeObs?.source ?? afterObs?.source ?? "?";
+  const wantAfter: WireObservation["sourceKind"] | undefined =
+    intended === "masquerade" ? "node" : intended === "keep-pod-source" ? "pod" : undefined;
+  const proofLine = (b: WireObservation | undefined, a: WireObservation | undefined) => {
+    const from = b?.pod ?? a?.pod ?? b?.source ?? a?.source ?? "?";
+    const side = (o: WireObservation | undefined) =>
+      o ? `${o.source} (${summarise(o)})` : "not captured";
+    return `${proto} ${from} → ${destText}: before ${side(b)} · after ${side(a)}`;
+  };
+  // per node that sent the request: the request before and after, seen where it left
+  const senders = [...new Set(wire.flatMap((w) => (w.node ? [w.node] : [])))].sort();
+  const perNode = senders.map((node) => {
+    const b = pick(wb.filter((w) => w.node === node));
+    const a = pick(
+      wa.filter((w) => w.node === node),
+      b?.point,
+    );
+    return { node, before: b, after: a, line: `${node}: ${proofLine(b, a)}` };
+  });
+  // the proof: a node where the source changed the intended way, else one seen both times
+  const chosen =
+    perNode.find(
+      (p) =>
+        p.before &&
+        p.after &&
+        p.after.sourceKind === wantAfter &&
+        p.before.sourceKind !== wantAfter,
+    ) ??
+    perNode.find((p) => p.before && p.after) ??
+    perNode[0];
+  const beforeObs = chosen?.before ?? pick(wb.filter((w) => w.sourceKind === "pod")) ?? pick(wb);
+  const afterObs =
+    chosen?.after ??
+    (wantAfter
+      ? pick(
+          wa.filter((w) => w.sourceKind === wantAfter),
+          beforeObs?.point,
+        )
+      : undefined) ??
+    pick(wa, beforeObs?.point);
   const proof = dest
-    ? `${proto} ${from} → ${destText}: before ${beforeObs ? `${beforeObs.source} (${summarise(beforeObs)})` : "not captured"} · after ${
-        afterObs ? `${afterObs.source} (${summarise(afterObs)})` : "not captured"
-      }`
+    ? proofLine(beforeObs, afterObs)
     : "no destination: give --dest IP[:PORT] (the known request)";
+  const nodeProofs = perNode.length > 1 ? perNode.map((p) => p.line) : [];
 
-  // stale translations: connections in the after conntrack that keep the pod source toward dest
+  // Connections that keep the translation of the rules before the change: on a node whose rules
+  // now match the new config, a conntrack entry toward the destination translated the old way
+  // was created before the change (conntrack decides NAT once per connection).
   const staleConnections: { node: string; entry: string; evidence: Evidence }[] = [];
-  if (dest && intended === "masquerade") {
+  if (dest && (intended === "masquerade" || intended === "keep-pod-source")) {
     for (const n of after.nodes.values()) {
+      if (nodes.find((x) => x.node === n.name)?.pickedUp !== "yes") continue;
       for (const e of n.conntrack ?? []) {
         if (e.orig.dst.value !== dest.ip.value) continue;
         if (classify(e.orig.src, [fa, fb], nodeIps) !== "pod") continue;
-        if (translatedSource(e) !== undefined) continue;
+        const translated = translatedSource(e) !== undefined;
+        if (translated === (intended === "masquerade")) continue;
+        const port = (p?: number) => (p === undefined ? "" : `:${p}`);
         staleConnections.push({
           node: n.name,
-          entry: `${e.proto} ${formatIp(e.orig.src)}${e.orig.sport ? `:${e.orig.sport}` : ""} → ${formatIp(e.orig.dst)}${e.orig.dport ? `:${e.orig.dport}` : ""} ${e.state ?? ""} (expires in ${e.timeout}s)`,
+          entry: `${e.proto} ${formatIp(e.orig.src)}${port(e.orig.sport)} → ${formatIp(e.orig.dst)}${port(e.orig.dport)}${e.state ? ` ${e.state}` : ""} (expires in ${e.timeout}s)`,
           evidence: {
             file: `after:${e.source.file}`,
             line: e.source.line,
@@ -401,21 +555,42 @@ export async function verifyChange(
     }
   }
 
-  // verdict
-  const notApplied = nodes.filter((n) => n.pickedUp === "no");
-  const applied = nodes.filter((n) => n.pickedUp === "yes");
+  // verdict: the wire is the fact; a node-level capture after the change that shows the old
+  // source leaving means that node's rules never changed, whatever the ConfigMap says
+  const oldKind: WireObservation["sourceKind"] | undefined =
+    wantAfter === "node" ? "pod" : wantAfter === "pod" ? "node" : undefined;
+  const stuckOnWire = oldKind
+    ? wa.filter((w) => w.sourceKind === oldKind && w.point?.startsWith("node/") && w.node)
+    : [];
+  const stuck = new Map<string, string>();
+  for (const w of stuckOnWire) {
+    if (stuck.has(w.node!)) continue;
+    stuck.set(
+      w.node!,
+      oldKind === "pod"
+        ? `a node-level capture after the change (${w.capture}) still shows the pod address ${w.source}: the rules never changed on ${w.node}, whatever the ConfigMap says`
+        : `a node-level capture after the change (${w.capture}) still shows the node address ${w.source}: the rules never changed back on ${w.node}, whatever the ConfigMap says`,
+    );
+  }
+  for (const n of nodes) {
+    if (n.pickedUp === "no" && !stuck.has(n.node))
+      stuck.set(n.node, `the rules never changed on ${n.node}, whatever the ConfigMap says`);
+  }
+  const reached = nodes
+    .filter((n) => n.pickedUp === "yes" && !stuck.has(n.node))
+    .map((n) => n.node);
   let verdict: Verdict;
   let verdictText: string;
-  if (afterPodOnNode && intended === "masquerade") {
-    const node = afterPodOnNode.point!.slice(5);
+  const stuckText = [...stuck.values()].join("; ");
+  if (afterRefused) {
     verdict = "not-applied-on-node";
-    verdictText = `A node-level capture after the change (${afterPodOnNode.capture}) still shows the pod address ${afterPodOnNode.source}: the rules never changed on ${node}, whatever the ConfigMap says.`;
-  } else if (notApplied.length > 0 && applied.length > 0) {
+    verdictText = `The agent refuses the after ConfigMap (${afterRefused}); it keeps its previous config and rules on every node.`;
+  } else if (stuck.size > 0 && reached.length > 0) {
     verdict = "partly-applied";
-    verdictText = `The change reached ${applied.map((n) => n.node).join(", ")} but not ${notApplied.map((n) => n.node).join(", ")}: ${notApplied.map((n) => `the rules never changed on ${n.node}, whatever the ConfigMap says`).join("; ")}.`;
-  } else if (notApplied.length > 0) {
+    verdictText = `The change reached ${reached.join(", ")} but not ${[...stuck.keys()].join(", ")}: ${stuckText}.`;
+  } else if (stuck.size > 0) {
     verdict = "not-applied-on-node";
-    verdictText = `${notApplied.map((n) => `The rules never changed on ${n.node}, whatever the ConfigMap says`).join(". ")}.`;
+    verdictText = `${stuckText.charAt(0).toUpperCase()}${stuckText.slice(1)}.`;
   } else if (intended === "none" && removed.length === 0 && added.length === 0) {
     verdict = "no-change";
     verdictText = "The ConfigMap's list is the same in both snapshots.";
@@ -429,7 +604,9 @@ export async function verifyChange(
       verdictText = `Requests to ${destText} now leave with the node address ${afterObs.source} and complete: the change did what it said.`;
     } else if (afterObs.sourceKind === "node") {
       verdict = "not-fixed";
-      verdictText = `Requests now leave translated (${afterObs.source}) but ${summarise(afterObs)}: a routing or firewall problem on the far side, not masquerade.`;
+      verdictText = afterObs.replied
+        ? `Requests now leave translated (${afterObs.source}) and get replies, but the exchange did not finish (${summarise(afterObs)}).`
+        : `Requests now leave translated (${afterObs.source}) but ${summarise(afterObs)}: a routing or firewall problem on the far side, not masquerade.`;
     } else {
       verdict = "not-applied-on-node";
       verdictText = `After the change the request still carries the pod address ${afterObs.source}: the rules never changed where it left, whatever the ConfigMap says.`;
@@ -471,6 +648,7 @@ export async function verifyChange(
     after: after.name,
     ...(destText ? { destination: destText } : {}),
     proof,
+    nodeProofs,
     verdict,
     verdictText,
     intended,

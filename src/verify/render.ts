@@ -22,6 +22,10 @@ export function renderChangeRecordMarkdown(r: ChangeRecord): string {
   out.push(`# Change record: ip-masq-agent non-masquerade list`, "");
   out.push(`- Proof: ${code(r.proof)}`);
   out.push(`- Verdict: **${VERDICT_TITLE[r.verdict]}**: ${mdEscape(r.verdictText)}`);
+  if (r.nodeProofs.length > 0) {
+    out.push("- Per node:");
+    for (const l of r.nodeProofs) out.push(`  - ${code(l)}`);
+  }
   out.push(
     `- Before: ${code(r.before)} · After: ${code(r.after)}${r.destination ? ` · Known request: ${code(r.destination)}` : ""}`,
     "",
@@ -113,6 +117,7 @@ export function renderChangeRecordText(r: ChangeRecord): string {
   const out = [
     `proof:   ${r.proof}`,
     `verdict: ${VERDICT_TITLE[r.verdict]}: ${r.verdictText}`,
+    ...r.nodeProofs.map((l) => `node proof ${l}`),
     `config:  ${[...r.configMap.removed.map((e) => `-${e}`), ...r.configMap.added.map((e) => `+${e}`)].join(" ") || "no change"}`,
   ];
   for (const n of r.nodes) out.push(`node ${n.node}: picked up ${n.pickedUp}; ${n.note}`);
