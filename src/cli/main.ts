@@ -15,8 +15,8 @@ type Loader = () => Promise<CommandModule>;
 
 const controller = new AbortController();
 let io: Io | undefined;
-function getIo(): Io {
-  io ??= processIo(controller.signal, program.opts()["color"] as boolean | undefined);
+function getIo(color?: boolean): Io {
+  io ??= processIo(controller.signal, color);
   return io;
 }
 
@@ -27,8 +27,12 @@ function action(load: Loader) {
     const positional = params
       .slice(0, -2)
       .flatMap((p) => (Array.isArray(p) ? p : p === undefined ? [] : [p])) as string[];
-    const opts = { ...cmd.optsWithGlobals(), _command: cmd.name(), _args: cmd.args };
-    const theIo = getIo();
+    const opts: Record<string, unknown> = {
+      ...cmd.optsWithGlobals(),
+      _command: cmd.name(),
+      _args: cmd.args,
+    };
+    const theIo = getIo(opts["color"] as boolean | undefined);
     try {
       const mod = await load();
       process.exitCode = await mod.run(positional, opts, theIo);
@@ -52,6 +56,9 @@ const program = new Command("podpath")
       "from cluster intent, the rules installed in the kernel, and captures of the wire.",
   )
   .version("0.1.0")
+  // Options after a subcommand belong to it (so `admission check --version v1.30` is the policy
+  // version, not podpath's); the common flags are added to every subcommand below.
+  .enablePositionalOptions()
   .option("--no-color", "never colour the output")
   .option("-v, --verbose", "more detail on stderr")
   .showHelpAfterError("(add --help for usage)")
@@ -195,7 +202,7 @@ program
   .argument("<manifest>")
   .addOption(new Option("--level <level>").choices(["privileged", "baseline", "restricted"]))
   .option("--version <v>", "policy version: v1.N or latest", "latest")
-  .option("--policy-version <v>", "same as --version (which the top-level --version takes first)")
+  .option("--policy-version <v>", "same as --version")
   .option("--kubelet-config <file>", "KubeletConfiguration, configz JSON or kubelet command line")
   .addOption(
     new Option("--platform <p>")
@@ -207,7 +214,7 @@ program
     "after",
     "\nExamples:\n" +
       "  podpath admission check vpn.yaml                      # level from a Namespace in the file, else restricted\n" +
-      "  podpath admission check vpn.yaml --level baseline --policy-version v1.29\n" +
+      "  podpath admission check vpn.yaml --level baseline --version v1.29\n" +
       "  podpath admission check vpn.yaml --kubelet-config nodes/n1/kubelet-config.yaml -o json\n" +
       "  podpath admission check vpn.yaml --platform gke-autopilot\n" +
       "Exit: 0 admitted, 1 denied, 2 unreadable input.",
@@ -270,7 +277,7 @@ lab
     "after",
     "\nmasquerade options: --non-masquerade CIDRS | --config FILE, --routes-back CIDRS,\n" +
       "  --pools NAME:agent|no-agent,..., --rules current|old, --old-non-masquerade CIDRS,\n" +
-      "  --allow CIDRS, --phase before|after, --ipv6\n" +
+      "  --allow CIDRS, --phase before|after, --ipv6, --kube-proxy\n" +
       "Examples:\n  podpath lab run masquerade --out snap/\n" +
       "  podpath lab run masquerade --non-masquerade 10.4.0.0/14 --pools default:agent,legacy:no-agent --out snap2/",
   )
@@ -302,6 +309,17 @@ lab
       "Example:\n  podpath lab replay --iptables nodes/n1/iptables-save.txt --flow 10.4.0.5->10.20.30.40:5432",
   )
   .action(action(() => import("./commands/lab.ts")));
+
+/** The common flags (DESIGN.md): the same on every command, before or after its name. */
+function addCommonFlags(cmd: Command): void {
+  for (const sub of cmd.commands) {
+    if (sub.commands.length > 0) addCommonFlags(sub);
+    const has = (flag: string) => sub.options.some((o) => o.long === flag);
+    if (!has("--no-color")) sub.option("--no-color", "never colour the output");
+    if (!has("--verbose")) sub.option("-v, --verbose", "more detail on stderr");
+  }
+}
+addCommonFlags(program);
 
 async function main(argv: string[]): Promise<void> {
   for (const sig of ["SIGINT", "SIGTERM"] as const) {

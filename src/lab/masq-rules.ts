@@ -79,3 +79,25 @@ export async function installAgentRules(
   if (check.code !== 0) await must(ns, [ipt, "-w", "-t", "nat", "-A", ...jump]);
   await must(ns, [`${ipt}-restore`, "--noflush"], input);
 }
+
+/**
+ * kube-proxy's (iptables mode) nat scaffolding on a node: service portals in PREROUTING/OUTPUT,
+ * and the mark-based KUBE-POSTROUTING masquerade it inserts before any agent rule. With no
+ * Services the KUBE-SERVICES chain is empty; only packets marked 0x4000 (service traffic needing
+ * SNAT) are masqueraded, so pod egress is left to ip-masq-agent.
+ */
+export const KUBE_PROXY_RESTORE = [
+  "*nat",
+  ":KUBE-SERVICES - [0:0]",
+  ":KUBE-POSTROUTING - [0:0]",
+  ":KUBE-MARK-MASQ - [0:0]",
+  '-A PREROUTING -m comment --comment "kubernetes service portals" -j KUBE-SERVICES',
+  '-A OUTPUT -m comment --comment "kubernetes service portals" -j KUBE-SERVICES',
+  '-A POSTROUTING -m comment --comment "kubernetes postrouting rules" -j KUBE-POSTROUTING',
+  "-A KUBE-MARK-MASQ -j MARK --set-xmark 0x4000/0x4000",
+  "-A KUBE-POSTROUTING -m mark ! --mark 0x4000/0x4000 -j RETURN",
+  "-A KUBE-POSTROUTING -j MARK --set-xmark 0x4000/0x0",
+  '-A KUBE-POSTROUTING -m comment --comment "kubernetes service traffic requiring SNAT" -j MASQUERADE --random-fully',
+  "COMMIT",
+  "",
+].join("\n");

@@ -51,6 +51,18 @@ export const LAB_VARIANTS: readonly LabVariant[] = [
     },
   },
   {
+    name: "seed-with-kube-proxy",
+    scenario: "masquerade",
+    args: ["--kube-proxy"],
+    description:
+      "The seed case on a node that also carries kube-proxy's KUBE-POSTROUTING (mark-based) masquerade.",
+    nodes: [{ node: "gke-lab-default-0", wireSource: "pod", replied: false }],
+    findings: {
+      present: ["masq/exempt-destination", "masq/no-return-route", "masq/wire-pod-source"],
+      absent: ["masq/intent-rules-drift", "masq/reply-missing"],
+    },
+  },
+  {
     name: "narrowed",
     scenario: "masquerade",
     args: ["--non-masquerade", "10.4.0.0/14", "--phase", "after"],

@@ -5,7 +5,8 @@
  * app pod behind it; a router standing for the VPC and the VPN; and the on-prem host whose routes
  * back cover only `--routes-back`. Probes ping from node and pods and open a TCP connection to a
  * listener on the on-prem host, with tcpdump at each node (`-i any`) and on-prem. `--rules old`
- * leaves the old rules on agent nodes too (the agent has not applied the config yet).
+ * leaves the old rules on agent nodes too (the agent has not applied the config yet);
+ * `--kube-proxy` adds kube-proxy's KUBE-POSTROUTING scaffolding ahead of the agent's jump.
  *
  * Topology (IPv4; with --ipv6 the same again in fd00::/8 where the kernel allows):
  *   pod i (10.4.i.5/24, eth0) ─ node i (gkeveth0 10.4.i.1/32 · eth0 10.128.0.(2+i)/20)
@@ -28,6 +29,7 @@ import {
   AGENT_DEFAULT_NON_MASQUERADE,
   agentConfigFrom,
   installAgentRules,
+  KUBE_PROXY_RESTORE,
   renderAgentConfig,
 } from "../masq-rules.ts";
 import type { Namespace } from "../netns.ts";
@@ -98,6 +100,7 @@ export const MasqueradeOptions = z
     config: z.string().optional(),
     phase: z.enum(["before", "after"]).default("before"),
     rules: z.enum(["current", "old"]).default("current"),
+    "kube-proxy": z.union([z.literal(true), z.enum(["true", "false"])]).optional(),
     ipv6: z.union([z.literal(true), z.enum(["true", "false"])]).optional(),
   })
   .strict()
@@ -119,6 +122,8 @@ export interface MasqueradePlan {
   readonly old: MasqConfig;
   /** Agent nodes hold the old rules too: the agent has not applied the config yet. */
   readonly agentLagging: boolean;
+  /** kube-proxy's KUBE-POSTROUTING scaffolding is installed first, as on a real node. */
+  readonly kubeProxy: boolean;
   readonly routesBack: readonly string[];
   readonly allow: readonly string[];
   readonly phase: "before" | "after";
@@ -168,6 +173,7 @@ export function planMasquerade(o: MasqueradeOptions): MasqueradePlan {
     current,
     old,
     agentLagging: o.rules === "old",
+    kubeProxy: o["kube-proxy"] === true || o["kube-proxy"] === "true",
     routesBack: o["routes-back"],
     allow: o.allow,
     phase: o.phase,
@@ -310,6 +316,7 @@ async function build(ctx: ScenarioContext, plan: MasqueradePlan): Promise<Built>
         : []),
     ]);
     if (ipv6) await ipBatch(ns, [`addr add fd00:4:${i}::1/128 dev gkeveth0 nodad`]);
+    if (plan.kubeProxy) await must(ns, ["iptables-restore", "--noflush"], KUBE_PROXY_RESTORE);
     const rules = node.hasAgent && !plan.agentLagging ? plan.current : plan.old;
     await installAgentRules(ns, rules, 4, plan.ipv6);
     if (ipv6) await installAgentRules(ns, rules, 6, plan.ipv6);
