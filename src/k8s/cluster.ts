@@ -193,7 +193,8 @@ export class ClusterError extends Error {
     this.reason = reason;
     this.status = detail.status;
     this.request = request;
-    this.apiMessage = detail.apiMessage;
+    // one line, whatever the server or an auth plugin printed
+    this.apiMessage = detail.apiMessage?.replace(/\s+/g, " ").trim();
   }
 }
 
@@ -332,14 +333,25 @@ export async function openCluster(opts: OpenClusterOptions): Promise<ClusterSour
       }
     } else {
       kc.loadFromDefault();
+      // client-node's last resort when nothing is configured; kubectl would fail the same way
+      const c = kc.getCurrentCluster();
+      if (c?.name === "cluster" && c.server === "http://localhost:8080") {
+        throw Object.assign(
+          new Error(
+            "no kubeconfig found: KUBECONFIG is unset, ~/.kube/config does not exist and this is not a pod with a service account",
+          ),
+          { code: "NO_CONFIG" },
+        );
+      }
     }
   } catch (e) {
     const file = opts.kubeconfig ?? opts.env["KUBECONFIG"] ?? "~/.kube/config";
-    const why = (e as { code?: string })?.code === "ENOENT" ? "does not exist" : "cannot be read";
-    throw new ClusterError("ContextNotFound", connect, {
-      apiMessage: `kubeconfig ${file} ${why}`,
-      cause: e,
-    });
+    const code = (e as { code?: string })?.code;
+    const why =
+      code === "NO_CONFIG"
+        ? (e as Error).message
+        : `kubeconfig ${file} ${code === "ENOENT" ? "does not exist" : `cannot be read (${e instanceof Error ? e.message.split("\n")[0] : String(e)})`}`;
+    throw new ClusterError("ContextNotFound", connect, { apiMessage: why, cause: e });
   }
   if (opts.context !== undefined) {
     if (!kc.getContextObject(opts.context)) {
@@ -361,6 +373,11 @@ export async function openCluster(opts: OpenClusterOptions): Promise<ClusterSour
     });
   }
   const server = cluster.server.replace(/\/+$/, "");
+  if (server.startsWith("http://") && !cluster.skipTLSVerify && !cluster.proxyUrl) {
+    throw new ClusterError("ContextNotFound", connect, {
+      apiMessage: `the cluster of context "${kc.getCurrentContext()}" is a plain http:// server (${server}) without insecure-skip-tls-verify: true, and credentials are not sent unencrypted`,
+    });
+  }
   const timeoutMs = opts.requestTimeoutMs ?? 30_000;
   const http = await import("node:http");
   const https = await import("node:https");
@@ -377,9 +394,15 @@ export async function openCluster(opts: OpenClusterOptions): Promise<ClusterSour
     try {
       await kc.applyToHTTPSOptions(o);
     } catch (e) {
+      if (e instanceof Error && /HTTP protocol is not allowed/.test(e.message)) {
+        throw new ClusterError("Other", req, {
+          apiMessage: `the kubeconfig names a plain http:// server (${server}) without insecure-skip-tls-verify, so no request is sent`,
+          cause: e,
+        });
+      }
       // exec auth plugins fail here (plugin missing, plugin exit code, bad output)
       throw new ClusterError("Unauthorized", req, {
-        apiMessage: `getting credentials failed: ${e instanceof Error ? e.message : String(e)}`,
+        apiMessage: `${e instanceof Error ? e.message : String(e)}`,
         cause: e,
       });
     }

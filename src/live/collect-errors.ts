@@ -40,6 +40,9 @@ export function explainClusterError(e: ClusterError, ctx: ErrorContext = {}): st
       return `Forbidden: the identity of ${c} may not ${rbacVerb(r)} ${what(r)} ${scope(r)}; it needs "${rbacVerb(r)}" on "${r.resource}"${group} (see ${file})${e.apiMessage ? ` [server: ${e.apiMessage}]` : ""}.`;
     }
     case "Unauthorized":
+      if (e.status === undefined) {
+        return `Unauthorized: getting credentials for ${c} failed (${e.apiMessage ?? "no detail"}); log in again or check the kubeconfig's exec plugin (for GKE: gke-gcloud-auth-plugin, gcloud auth login).`;
+      }
       return `Unauthorized: the API server ${ctx.server ?? ""} rejected the credentials of ${c}${e.apiMessage ? ` (${e.apiMessage})` : ""}; log in again or refresh them (for GKE: gcloud container clusters get-credentials).`.replace(
         "  ",
         " ",

@@ -550,6 +550,24 @@ describe("kubectl conventions", () => {
           /^podpath: Unreachable: the API server http:\/\/127\.0\.0\.1:9 of context "test-ctx" cannot be reached \(ECONNREFUSED/,
         ],
       ];
+      const failing = join(scratch, "failing-plugin.sh");
+      writeFileSync(failing, "#!/bin/sh\necho 'ERROR: gcloud auth login required' >&2\nexit 1\n");
+      chmodSync(failing, 0o755);
+      cases.push(
+        [
+          {},
+          kubeconfigFor(s.api.url, { exec: { command: failing } }),
+          /^podpath: Unauthorized: getting credentials for context "test-ctx" failed \(.*ERROR: gcloud auth login required.*\); log in again/,
+        ],
+        [
+          {},
+          kubeconfigFor(s.api.url, { token: TOKEN }).replace(
+            "    insecure-skip-tls-verify: true\n",
+            "",
+          ),
+          /^podpath: Kubeconfig: the cluster of context "test-ctx" is a plain http:\/\/ server \(http:\/\/127\.0\.0\.1:\d+\) without insecure-skip-tls-verify/,
+        ],
+      );
       for (const [opts, kc, want] of cases) {
         writeFileSync(s.kubeconfig, kc);
         const r = await runCollect({ ...s, dir: join(scratch, `err-${++seq}`) }, opts);
