@@ -53,7 +53,10 @@ interface CChain {
   readonly builtin: boolean;
   readonly policy: string | undefined;
   readonly ref: SourceRef;
-  readonly rules: CRule[];
+  /** The chain's rules as parsed. */
+  readonly src: readonly Rule[];
+  /** Compiled on first visit (most of a kube-proxy table is never reached by a given flow). */
+  readonly rules: (CRule | undefined)[];
   /** For indexed chains: for each rule position, the run it belongs to (-1: none). */
   runOf?: Int32Array;
   runs?: Run[];
@@ -144,7 +147,14 @@ export function compileNat(dump: IptablesDump, ctx: NatContext = {}): NatEvaluat
   };
   for (const name of ["PREROUTING", "INPUT", "OUTPUT", "POSTROUTING"]) {
     if (!table?.chains.has(name)) {
-      chains.set(name, { name, builtin: true, policy: undefined, ref: tableRef, rules: [] });
+      chains.set(name, {
+        name,
+        builtin: true,
+        policy: undefined,
+        ref: tableRef,
+        src: [],
+        rules: [],
+      });
     }
   }
   if (table) {
@@ -154,21 +164,14 @@ export function compileNat(dump: IptablesDump, ctx: NatContext = {}): NatEvaluat
         builtin: c.builtin,
         policy: c.policy,
         ref: c.declared ?? tableRef,
-        rules: c.rules.map((rule) => ({
-          rule,
-          preds: compileRulePreds(rule, family, knowledge),
-          jump: undefined,
-        })),
+        src: c.rules,
+        rules: new Array<CRule | undefined>(c.rules.length),
       });
     }
   }
   const threshold = ctx.indexThreshold ?? 16;
   for (const c of chains.values()) {
-    for (const r of c.rules) {
-      const t = r.rule.target;
-      if (t?.kind === "chain") r.jump = chains.get(t.name) ?? null;
-    }
-    if (c.rules.length >= threshold) buildIndex(c, family);
+    if (c.src.length >= threshold) buildIndex(c, family);
   }
   const marksMayBePreset = [...dump.tables.values()].some(
     (t) =>
@@ -195,20 +198,20 @@ export function compileNat(dump: IptablesDump, ctx: NatContext = {}): NatEvaluat
  */
 function buildIndex(c: CChain, family: Family): void {
   const full = family === 4 ? 32 : 128;
-  const runOf = new Int32Array(c.rules.length).fill(-1);
+  const n = c.src.length;
+  const runOf = new Int32Array(n).fill(-1);
   const runs: Run[] = [];
+  const exact = (r: Rule) => r.dst !== undefined && !r.dst.negated && r.dst.cidr.prefix === full;
   let i = 0;
-  while (i < c.rules.length) {
-    const exact = (r: CRule) =>
-      r.rule.dst !== undefined && !r.rule.dst.negated && r.rule.dst.cidr.prefix === full;
-    if (!exact(c.rules[i]!)) {
+  while (i < n) {
+    if (!exact(c.src[i]!)) {
       i++;
       continue;
     }
     let j = i;
     const byDst = new Map<number | bigint, number[]>();
-    while (j < c.rules.length && exact(c.rules[j]!)) {
-      const start = c.rules[j]!.rule.dst!.cidr.start;
+    while (j < n && exact(c.src[j]!)) {
+      const start = c.src[j]!.dst!.cidr.start;
       const key = family === 4 ? Number(start) : start;
       const list = byDst.get(key);
       if (list) list.push(j);
@@ -233,8 +236,8 @@ function buildIndex(c: CChain, family: Family): void {
 function nextCandidate(c: CChain, pos: number, dst: bigint): number {
   const runOf = c.runOf;
   if (runOf === undefined) return pos;
-  const n = c.rules.length;
   const key = c.indexV4 ? Number(dst) : dst;
+  const n = c.src.length;
   while (pos < n) {
     const ri = runOf[pos]!;
     if (ri < 0) return pos;
@@ -437,6 +440,18 @@ class Engine {
     return this.combine(flow, finals, traces, notes);
   }
 
+  private compileRule(c: CChain, idx: number): CRule {
+    const rule = c.src[idx]!;
+    const t = rule.target;
+    const cr: CRule = {
+      rule,
+      preds: compileRulePreds(rule, this.dump.family, this.knowledge),
+      jump: t?.kind === "chain" ? (this.chains.get(t.name) ?? null) : undefined,
+    };
+    c.rules[idx] = cr;
+    return cr;
+  }
+
   private isLocal(dst: bigint): boolean | undefined {
     const family = this.dump.family;
     if (family === 4 && dst >= 0x7f000000n && dst <= 0x7fffffffn) return true;
@@ -533,7 +548,7 @@ class Engine {
       }
       const c = f.chain;
       const idx = nextCandidate(c, f.pos, s.dst);
-      if (idx >= c.rules.length) {
+      if (idx >= c.src.length) {
         w.frames.pop();
         if (w.frames.length === 0) {
           this.policy(w, out);
@@ -553,7 +568,7 @@ class Engine {
         continue;
       }
       f.pos = idx + 1;
-      const cr = c.rules[idx]!;
+      const cr = c.rules[idx] ?? this.compileRule(c, idx);
       const v = evalPreds(cr.preds, s);
       if (v === NO) continue;
       if (v === UNDECIDED) {

@@ -524,7 +524,14 @@ function fastRule(
           // `-j DNAT --to-destination ADDR:PORT`: one per endpoint, all different
           const r = parseNatRange(seg.slice(DNAT_PREFIX.length), family);
           if (r.ok) {
-            t = { kind: "DNAT", name: "DNAT", to: r.value, random: false, randomFully: false, persistent: false };
+            t = {
+              kind: "DNAT",
+              name: "DNAT",
+              to: r.value,
+              random: false,
+              randomFully: false,
+              persistent: false,
+            };
           }
         } else t = cache.target.get(key);
         if (t === undefined) {
