@@ -46,6 +46,11 @@ describe("generateRuleSet", () => {
       "--to-ports",
       "-o eth0",
       "! -p",
+      "-A PREROUTING",
+      "-A OUTPUT",
+      "--set-xmark 0x4000/0x4000",
+      "-m mark --mark",
+      "-m mark ! --mark",
     ]) {
       assert.ok(text.includes(needle), needle);
     }

@@ -2,7 +2,8 @@
  * @module lab/nat-gen — seeded random nat rule sets and flows for the differential tests of the
  * evaluator against the kernel: user chains reached by jumps and gotos (acyclic), RETURN, ACCEPT,
  * MASQUERADE (with --to-ports), SNAT (address ranges and ports), negated addresses, protocols and
- * interfaces, addrtype, ports and multiport, and counting rules without a target. Rendered as
+ * interfaces, addrtype, ports and multiport, packet marks set before nat POSTROUTING (kube-proxy's
+ * pattern), and counting rules without a target. Rendered as
  * iptables-restore input for the nat table. Pure and reproducible: the same seed gives the same
  * cases.
  */
@@ -120,6 +121,21 @@ export function generateRuleSet(seed: number): GenRuleSet {
       }
       rules.push({ chain, spec: parts.join(" ") });
     }
+  }
+  // kube-proxy's pattern: mark in PREROUTING/OUTPUT, masquerade marked packets in POSTROUTING
+  for (const hook of ["PREROUTING", "OUTPUT"]) {
+    const count = chance(0.35) ? 1 + Math.floor(r() * 2) : 0;
+    for (let i = 0; i < count; i++) {
+      const m = chance(0.5) ? `-s ${pick(CIDRS)} ` : chance(0.5) ? `-d ${pick(CIDRS)} ` : "";
+      rules.push({ chain: hook, spec: `${m}-j MARK --set-xmark 0x4000/0x4000` });
+    }
+  }
+  if (rules.some((x) => x.spec.includes("MARK --set"))) {
+    const spec = chance(0.5)
+      ? "-m mark --mark 0x4000/0x4000 -j MASQUERADE"
+      : "-m mark ! --mark 0x4000/0x4000 -j RETURN";
+    const at = rules.findIndex((x) => x.chain === "POSTROUTING");
+    rules.splice(at < 0 ? rules.length : at, 0, { chain: "POSTROUTING", spec });
   }
   return { seed, chains, rules };
 }
