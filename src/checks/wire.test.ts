@@ -224,3 +224,30 @@ describe("wireFindings on the example snapshot's real captures", () => {
     assert.ok(!findings.some((f) => f.id === "masq/reply-missing"));
   });
 });
+
+describe("wireFindings: whose traffic carries the node address", () => {
+  it("tells masquerade (pod copy arriving on its veth) from the node's own traffic", async () => {
+    const masq = await conv(
+      [
+        syn(1, POD, DEST, 40000, 5432, TCP.SYN, { iface: "veth1", direction: "in" }),
+        syn(2, NODE, DEST, 61000, 5432, TCP.SYN, { iface: "eth0", direction: "out" }),
+        syn(3, DEST, NODE, 5432, 61000, TCP.SYN | TCP.ACK, { iface: "eth0", direction: "in" }),
+      ],
+      "m.pcap",
+    );
+    const own = await conv(
+      [
+        syn(1, NODE, DEST, 61000, 5432, TCP.SYN, { iface: "eth0", direction: "out" }),
+        syn(2, DEST, NODE, 5432, 61000, TCP.SYN | TCP.ACK, { iface: "eth0", direction: "in" }),
+      ],
+      "o.pcap",
+    );
+    const [m] = wireFindings({ ...base, captures: [{ file: "m.pcap", conversations: masq }] });
+    const [o] = wireFindings({ ...base, captures: [{ file: "o.pcap", conversations: own }] });
+    assert.equal(m!.id, "masq/wire-node-source");
+    assert.match(m!.explanation, /masquerade is applied/);
+    assert.equal(o!.id, "masq/wire-node-source");
+    assert.match(o!.explanation, /node's own traffic/);
+    assert.doesNotMatch(o!.explanation, /healthy sign/);
+  });
+});

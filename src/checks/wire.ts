@@ -217,7 +217,21 @@ export function wireFindings(input: WireInput): Finding[] {
       });
       continue;
     }
-    // Node address: translated (or the node's own traffic).
+    // Node address: a pod's packet after masquerade, or the node's own traffic. On a node capture
+    // that records directions, the pod's copy arriving from its veth tells the two apart.
+    const podCopy = all.some(
+      (x) =>
+        x.capture === o.capture &&
+        x.cls === "pod" &&
+        same(x.dst, o.dst) &&
+        x.leaving === "arriving-only",
+    );
+    const directional = o.leaving === "seen-leaving" || o.leaving === "arriving-only";
+    const origin = podCopy
+      ? "the pod's packets arrive from the pod with its own address and leave with the node address: masquerade is applied"
+      : directional
+        ? "no pod packet toward this destination is on this capture, so this is the node's own traffic (a node can reach the far side even when its pods cannot), not evidence about the pods' path"
+        : "the node address as source: the pod's packet after masquerade, or the node's own traffic";
     if (o.replied) {
       findings.push({
         id: "masq/wire-node-source",
@@ -225,9 +239,10 @@ export function wireFindings(input: WireInput): Finding[] {
         title: `Requests to ${formatIp(o.dst)} leave with the node address ${formatIp(o.src)} and replies come back`,
         subject,
         explanation:
-          `The wire shows the node address as source (the pod's packet after masquerade, or the node's own traffic) ` +
-          `and the far side answered (${o.firstReply?.ref.text ?? "reply seen"}). After a masquerade fix this is the healthy sign; ` +
-          `record this line in the change record.` +
+          `The wire shows ${origin}; the far side answered (${o.firstReply?.ref.text ?? "reply seen"}). ` +
+          (podCopy || !directional
+            ? "After a masquerade fix this is the healthy sign; record this line in the change record."
+            : "") +
           table,
         evidence: evidenceOf(o),
         next: [],
