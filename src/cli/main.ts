@@ -114,6 +114,10 @@ plan
     "--pod-range <cidrs>",
     "the cluster's pod range, comma-separated (default: from the snapshot)",
   )
+  .option(
+    "--write <dir>",
+    "write the new and the previous ConfigMap there, as the commands name them",
+  )
   .addOption(output(["text", "json", "yaml"], "text"))
   .action(action(() => import("./commands/plan-masquerade.ts")));
 plan

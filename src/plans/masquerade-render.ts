@@ -101,8 +101,13 @@ export function renderMasqueradePlanText(
   }
   if (plan.narrow) {
     out.push(p.bold("Apply"));
+    const previous = plan.rollback.previousConfigMap
+      ? ` and the current one as ${plan.rollback.file}`
+      : "";
     out.push(
-      `  1. Save the new ConfigMap below as ${plan.narrow.newConfigMapFile} and the current one as ${plan.rollback.file}.`,
+      plan.filesWritten
+        ? `  1. Written: ${plan.narrow.newConfigMapFile}${plan.rollback.previousConfigMap ? ` and ${plan.rollback.file}` : ""}.`
+        : `  1. Save the new ConfigMap below as ${plan.narrow.newConfigMapFile}${previous} (or run with --write DIR).`,
     );
     for (const a of plan.narrow.apply) out.push(`  2. $ ${a}`);
     out.push(p.bold("Check"));

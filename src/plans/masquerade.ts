@@ -6,8 +6,8 @@
  * addresses and will silently stop matching, which node pools the change never reaches, how to
  * apply it, how to check it, and how to roll it back. Pure: snapshot in, plan out.
  */
-import { Document, parseDocument } from "yaml";
-import { type MasqConfig, validateMasqConfig } from "../agents/ip-masq-agent/config.ts";
+import { Document, isMap, isScalar, parseDocument } from "yaml";
+import { decodeMasqConfig, validateMasqConfig } from "../agents/ip-masq-agent/config.ts";
 import { isExempt } from "../agents/ip-masq-agent/exempt.ts";
 import { goParseCidr } from "../agents/ip-masq-agent/go-net.ts";
 import { agentSavedLines, expectedAgentChain } from "../agents/ip-masq-agent/rules.ts";
@@ -41,6 +41,8 @@ export interface MasqueradePlanOptions {
   readonly strategy: MasqueradeStrategy;
   /** The cluster's pod range, when the user knows it better than the snapshot. */
   readonly podRange?: readonly Cidr[];
+  /** Folder the ConfigMap files are (to be) written to; the commands name them there. */
+  readonly fileDir?: string;
 }
 
 /** One entry of the new list and why it is there. */
@@ -128,6 +130,8 @@ export interface MasqueradePlan {
     readonly keepPodIdentity: string;
   }[];
   readonly rollback: Rollback;
+  /** The ConfigMap files are on disk (`--write`): the commands can be run as printed. */
+  readonly filesWritten?: boolean;
   readonly missing: readonly Missing[];
   readonly diagnostics: readonly Diagnostic[];
 }
@@ -176,24 +180,54 @@ function configEntries(intent: AgentIntent): { text: string; cidr?: Cidr; source
   });
 }
 
-/** Rewrites the `nonMasqueradeCIDRs` of a config text, keeping every other key and comment. */
+/** A config holding only the list; the agent's defaults apply to every other key. */
+function freshConfigText(list: readonly string[]): string {
+  return `nonMasqueradeCIDRs:\n${list.map((c) => `  - ${c}`).join("\n")}\nmasqLinkLocal: false\nresyncInterval: 60s\n`;
+}
+
+/** The agent matches keys case-insensitively (encoding/json), so every spelling is the key. */
+const isListKey = (k: unknown) => typeof k === "string" && k.toLowerCase() === "nonmasqueradecidrs";
+
+/**
+ * Rewrites the `nonMasqueradeCIDRs` of a config text, keeping every other key and comment, and
+ * JSON as JSON (the agent reads a file that starts with `{` as JSON). A text that cannot be read
+ * (or is not a mapping) is replaced by a fresh config: `rewritten` then says false.
+ */
+export function rewriteConfigTextChecked(
+  text: string | undefined,
+  list: readonly string[],
+): { text: string; rewritten: boolean } {
+  if (text === undefined || text.trim() === "")
+    return { text: freshConfigText(list), rewritten: true };
+  if (text.trim().startsWith("{")) {
+    let obj: unknown;
+    try {
+      obj = JSON.parse(text);
+    } catch {
+      return { text: freshConfigText(list), rewritten: false };
+    }
+    if (typeof obj !== "object" || obj === null || Array.isArray(obj))
+      return { text: freshConfigText(list), rewritten: false };
+    const rec = obj as Record<string, unknown>;
+    const keys = Object.keys(rec).filter(isListKey);
+    for (const k of keys.slice(1)) delete rec[k];
+    rec[keys[0] ?? "nonMasqueradeCIDRs"] = [...list];
+    return { text: `${JSON.stringify(rec, null, 2)}\n`, rewritten: true };
+  }
+  const doc = parseDocument(text, { uniqueKeys: false });
+  if (doc.errors.length > 0 || !isMap(doc.contents))
+    return { text: freshConfigText(list), rewritten: false };
+  const keys = doc.contents.items
+    .map((i) => (isScalar(i.key) ? i.key.value : i.key))
+    .filter(isListKey);
+  for (const k of keys.slice(1)) doc.delete(k);
+  doc.set(keys[0] ?? "nonMasqueradeCIDRs", doc.createNode([...list]));
+  return { text: doc.toString({ lineWidth: 0 }), rewritten: true };
+}
+
+/** {@link rewriteConfigTextChecked}, text only. */
 export function rewriteConfigText(text: string | undefined, list: readonly string[]): string {
-  if (text !== undefined && text.trim().startsWith("{")) {
-    const obj = JSON.parse(text) as Record<string, unknown>;
-    const key =
-      Object.keys(obj).find((k) => k.toLowerCase() === "nonmasqueradecidrs") ??
-      "nonMasqueradeCIDRs";
-    obj[key] = [...list];
-    return `${JSON.stringify(obj, null, 2)}\n`;
-  }
-  const doc = parseDocument(text ?? "");
-  if (!doc.contents || typeof doc.toJS() !== "object" || doc.toJS() === null) {
-    return `nonMasqueradeCIDRs:\n${list.map((c) => `  - ${c}`).join("\n")}\nmasqLinkLocal: false\nresyncInterval: 60s\n`;
-  }
-  const keys = Object.keys(doc.toJS() as Record<string, unknown>);
-  const key = keys.find((k) => k.toLowerCase() === "nonmasqueradecidrs") ?? "nonMasqueradeCIDRs";
-  doc.set(key, doc.createNode([...list]));
-  return doc.toString({ lineWidth: 0 });
+  return rewriteConfigTextChecked(text, list).text;
 }
 
 function stripServerFields(raw: Record<string, unknown>): Record<string, unknown> {
@@ -398,21 +432,39 @@ export function planMasquerade(snap: Snapshot, opts: MasqueradePlanOptions): Mas
     merged,
   ).map(formatCidr);
 
-  const newConfig: MasqConfig = {
-    ...intent.config,
-    nonMasqueradeCIDRs: newList.map((n) => ({ text: n.cidr })),
-  };
-  const validation = validateMasqConfig(newConfig, intent.flags);
-
   const cmText =
     typeof (intent.configMap?.raw["data"] as Record<string, unknown> | undefined)?.["config"] ===
     "string"
       ? ((intent.configMap!.raw["data"] as Record<string, unknown>)["config"] as string)
       : undefined;
-  const newConfigText = rewriteConfigText(
+  const rewrite = rewriteConfigTextChecked(
     cmText,
     newList.map((n) => n.cidr),
   );
+  const newConfigText = rewrite.text;
+  if (!rewrite.rewritten) {
+    diagnostics.push({
+      code: "PLAN_CONFIG_REPLACED",
+      severity: "warning",
+      message: `the current config cannot be read${intent.error ? ` (${intent.error.message})` : ""}, so the new one is written from scratch: the new list, and the agent's defaults for every other key`,
+      ...(intent.error?.source ? { source: intent.error.source } : {}),
+    });
+  }
+  // Validated the way the agent reads its file: decode the new text, then its validation; the
+  // decoded list must be the planned one (a rewrite that lost or added an entry is a bug here).
+  const decodedNew = decodeMasqConfig(newConfigText, {
+    nomasqAllReservedRanges: intent.flags.nomasqAllReservedRanges,
+  });
+  let validationError: string | undefined;
+  let newConfig = intent.config;
+  if ("error" in decodedNew) validationError = decodedNew.error.message;
+  else {
+    newConfig = decodedNew.config;
+    validationError = validateMasqConfig(decodedNew.config, intent.flags)?.message;
+    const got = (decodedNew.config.nonMasqueradeCIDRs ?? []).map((e) => e.text).join(",");
+    if (validationError === undefined && got !== newList.map((n) => n.cidr).join(","))
+      validationError = `the new config decodes to the list [${got}], not the planned one`;
+  }
   const base = intent.configMap
     ? stripServerFields(intent.configMap.raw as Record<string, unknown>)
     : {
@@ -584,16 +636,19 @@ export function planMasquerade(snap: Snapshot, opts: MasqueradePlanOptions): Mas
       ? `Behaviour change, cluster-wide: traffic from pods to ${changedText.length ? changedText.join(", ") : destText} will leave with the node's address instead of the pod's. ` +
         "Logs, allowlists and firewall rules on the far side that name pod addresses will stop matching, silently. Announce it as a behaviour change, not as a bug fix."
       : `No change in the cluster: pods keep their own addresses toward ${destText}. The far side must route ${podRanges.map(formatCidr).join(", ")} back and carry it in the VPN's traffic selectors; its firewalls see pod addresses.`;
-  const file = "ip-masq-agent.new.yaml";
-  const rbFile = "ip-masq-agent.previous.yaml";
+  const dir = opts.fileDir ? `${opts.fileDir.replace(/\/+$/, "")}/` : "";
+  const file = `${dir}ip-masq-agent.new.yaml`;
+  const rbFile = `${dir}ip-masq-agent.previous.yaml`;
+  // conntrack takes one address or CIDR per -s: the first pod range (the whole range, usually)
+  const podRangeText = formatCidr(podRanges[0]!);
   const nodeCheck = `iptables-save -t nat | grep -E '${intent.flags.masqChain}'   # on every node: compare with the expected rules`;
   const checks = [
     "kubectl -n kube-system get pods -l k8s-app=ip-masq-agent -o wide   # an agent on every node that runs affected pods",
     `kubectl -n kube-system logs -l k8s-app=ip-masq-agent --tail=20 | grep -i 'error syncing'   # must print nothing`,
     nodeCheck,
     "# the agent re-reads its file every resyncInterval once the kubelet refreshes the mounted ConfigMap (about 1-2 minutes); no restart is needed",
-    `conntrack -L -s <POD_IP> -d ${destinations[0]?.ip ?? "<DEST>"}   # existing connections keep their old translation until they expire`,
-    `conntrack -D -s <POD_IP> -d ${destinations[0]?.ip ?? "<DEST>"}   # to end them now (the application reconnects)`,
+    `conntrack -L -s ${podRangeText} -d ${destinations[0]?.ip ?? "<DEST>"}   # on every node: connections opened before the change keep their pod source until they expire`,
+    `conntrack -D -s ${podRangeText} -d ${destinations[0]?.ip ?? "<DEST>"}   # to end them now (the applications reconnect, with the node address)`,
     `tcpdump -ni any host ${destinations[0]?.ip ?? "<DEST>"}   # on the node: a fresh request must show the node address, and a reply`,
     "podpath verify <before-snapshot> <after-snapshot>" +
       (destinations[0] ? ` --dest ${destText.split(", ")[0]}` : ""),
@@ -612,7 +667,7 @@ export function planMasquerade(snap: Snapshot, opts: MasqueradePlanOptions): Mas
           narrow: {
             newList,
             dropped,
-            ...(validation ? { validationError: validation.message } : {}),
+            ...(validationError ? { validationError } : {}),
             newConfigMap: newCm,
             newConfigMapFile: file,
             apply: [`kubectl apply -f ${file}`],

@@ -49,6 +49,11 @@ export async function replayPlan(
   const rules = plan.narrow.expectedRules.filter((r) => r.startsWith(`-A ${chain} `));
   const out: ReplayLine[] = [];
   for (const node of snap.nodes.values()) {
+    const pool = plan.coverage.find((c) => c.nodes.includes(node.name));
+    const unreached =
+      pool && !pool.reached
+        ? `(what-if only: the agent does not run in pool ${pool.pool}, so these rules never reach ${node.name}; it keeps its current rules)`
+        : undefined;
     const file = node.files["iptables-save"];
     if (!file) continue;
     const pod = facts.pods.find(
@@ -77,6 +82,7 @@ export async function replayPlan(
           ...(r.kernelSource ? { kernelSource: r.kernelSource } : {}),
           predicted: r.predicted,
           ...(r.agree === undefined ? {} : { agree: r.agree }),
+          ...(unreached ? { note: unreached } : {}),
         });
       } catch (e) {
         out.push({

@@ -3,6 +3,7 @@
  * `--replay` (root) the proposed rules proven on a real kernel for every node the snapshot has.
  */
 
+import { mkdirSync, writeFileSync } from "node:fs";
 import { type Cidr, tryParseCidr } from "../../net/cidr.ts";
 import { type MasqueradeStrategy, PlanError, planMasquerade } from "../../plans/masquerade.ts";
 import {
@@ -16,6 +17,28 @@ import { isEmptySnapshot, loadSnapshot } from "../../snapshot/load.ts";
 import { openSnapshot, SnapshotOpenError } from "../../snapshot/source.ts";
 import { EXIT, type Io, UsageError } from "../io.ts";
 import { replayPlan } from "./plan-masquerade-replay.ts";
+
+/** `--write DIR`: the new ConfigMap and the previous one, as the plan's commands name them. */
+function writePlanFiles(
+  plan: ReturnType<typeof planMasquerade>,
+  dir: string,
+  io: Io,
+): ReturnType<typeof planMasquerade> {
+  const files: [string, string][] = [];
+  if (plan.narrow) files.push([plan.narrow.newConfigMapFile, plan.narrow.newConfigMap]);
+  if (plan.rollback.previousConfigMap)
+    files.push([plan.rollback.file, plan.rollback.previousConfigMap]);
+  try {
+    mkdirSync(dir, { recursive: true });
+    for (const [file, text] of files) writeFileSync(file, text);
+  } catch (e) {
+    throw new UsageError(
+      `--write ${dir}: cannot write (${(e as NodeJS.ErrnoException).code ?? (e as Error).message})`,
+    );
+  }
+  for (const [file] of files) io.err(`wrote ${file}\n`);
+  return { ...plan, filesWritten: true };
+}
 
 export async function run(
   args: readonly string[],
@@ -49,11 +72,17 @@ export async function run(
     throw new UsageError(`${path}: nothing in it is part of a snapshot.\n${LAYOUT_HELP}`);
   let plan: ReturnType<typeof planMasquerade>;
   try {
-    plan = planMasquerade(snap, { strategy, podRange, ...(dest ? { dest } : {}) });
+    plan = planMasquerade(snap, {
+      strategy,
+      podRange,
+      ...(dest ? { dest } : {}),
+      ...(typeof opts["write"] === "string" ? { fileDir: opts["write"] } : {}),
+    });
   } catch (e) {
     if (e instanceof PlanError) throw new UsageError(e.message);
     throw e;
   }
+  if (typeof opts["write"] === "string") plan = writePlanFiles(plan, opts["write"], io);
   let replay: ReplayLine[] = [];
   if (opts["replay"] === true) replay = await replayPlan(snap, plan, io);
   const format = opts["output"] ?? "text";
