@@ -5,7 +5,8 @@ import fc from "fast-check";
 import { formatCidr } from "../net/cidr.ts";
 import type { IptablesDump, Rule } from "./dump.ts";
 import { renderDump, renderRule } from "./render.ts";
-import { parseRuleArgs, parseRuleText } from "./rule-args.ts";
+import { parseRuleArgs } from "./rule-args.ts";
+import { parseRuleText } from "./rule-fast.ts";
 import { parseIptablesSave } from "./save-parser.ts";
 import { tokenize } from "./tokenize.ts";
 

@@ -18,7 +18,8 @@ import {
   type Table,
   type TableName,
 } from "./dump.ts";
-import { newSegmentCache, parseRuleArgs, parseRuleText, type RuleParts } from "./rule-args.ts";
+import { parseRuleArgs, type RuleParts } from "./rule-args.ts";
+import { newSegmentCache, parseRuleText } from "./rule-fast.ts";
 import { tokenize } from "./tokenize.ts";
 
 export interface ParseIptablesOptions {
