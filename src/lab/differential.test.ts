@@ -24,6 +24,7 @@ import {
 } from "./nat-gen.ts";
 import { createNatSandbox, type NatSandbox } from "./nat-sandbox.ts";
 import { sandboxContext, sandboxFlow } from "./replay.ts";
+import { rootNamespaceHash } from "./root-state.ts";
 import { type Agreement, compareTranslation } from "./translation.ts";
 
 const BASE_SEED = Number(process.env["PODPATH_DIFF_SEED"] ?? 20261129);
@@ -70,6 +71,7 @@ async function minimise(sb: NatSandbox, set: GenRuleSet, flow: GenFlow) {
 
 describe("nat evaluator vs kernel (differential)", { skip: kernelSkip() }, () => {
   it(`agrees with conntrack on ${SETS} rule sets x ${FLOWS_PER_SET} flows from seed ${BASE_SEED}`, async (t) => {
+    const rootBefore = await rootNamespaceHash();
     const sb = await createNatSandbox({
       inIface: GEN_IN_IFACE,
       outIface: GEN_OUT_IFACE,
@@ -107,6 +109,7 @@ describe("nat evaluator vs kernel (differential)", { skip: kernelSkip() }, () =>
     t.diagnostic(
       `${total} cases, ${decided} decided by the evaluator, ${failures.length} disagreements`,
     );
+    assert.equal(await rootNamespaceHash(), rootBefore, "the root namespace changed");
     assert.deepEqual(failures, [], `\n${failures.join("\n\n")}`);
     assert.ok(total >= SETS * FLOWS_PER_SET || failures.length > 0);
     // the evaluator must decide most generated cases, or the comparison proves little
