@@ -30,6 +30,31 @@ function firstLine(s: string | undefined): string {
   return (s ?? "").trim().split("\n")[0]?.slice(0, 300) ?? "";
 }
 
+/** What one command's run means for the snapshot: a file to write, or why there is none. */
+export function judge(
+  c: ReadCommand,
+  r: {
+    code: number | undefined;
+    stdout: Buffer;
+    stderr: string;
+    message?: string;
+    timedOut: boolean;
+  },
+  timeoutMs: number,
+): { data: Buffer } | { why: string } {
+  if (r.timedOut) return { why: `no answer within ${timeoutMs} ms` };
+  // sysctl exits non-zero when one of several keys is unknown, yet prints the others
+  if (r.code === 0 || (c.artifact === "sysctl" && r.code !== undefined && r.stdout.length > 0)) {
+    return { data: r.stdout };
+  }
+  if (didNotStart(r)) return { why: `${c.argv[0]} is not in the image` };
+  if (r.code !== undefined) {
+    const err = firstLine(r.stderr);
+    return { why: `exited ${r.code}${err ? `: ${err}` : ""}` };
+  }
+  return { why: firstLine(r.message) || "did not run" };
+}
+
 /** Runs `commands` in the target, writing `${dir}/${artifact}.txt`; returns the failures. */
 export async function runReadCommands(
   src: ClusterSource,
@@ -56,22 +81,9 @@ export async function runReadCommands(
         text = isProc ? Buffer.from(sysctlFromProc(fb.stdout.toString("utf8"))) : fb.stdout;
       }
     }
-    const name = c.argv.join(" ");
-    if (r.timedOut) {
-      failures.push({ command: name, why: `no answer within ${opts.timeoutMs} ms` });
-      continue;
-    }
-    // sysctl exits non-zero when one of several keys is unknown, yet prints the others
-    if (r.code === 0 || (c.artifact === "sysctl" && text.length > 0)) {
-      await write(`${dir}/${c.artifact}.txt`, text);
-      continue;
-    }
-    const why = didNotStart(r)
-      ? `${c.argv[0]} is not in the image`
-      : r.code !== undefined
-        ? `exited ${r.code}${firstLine(r.stderr) ? `: ${firstLine(r.stderr)}` : ""}`
-        : firstLine(r.message) || "did not run";
-    failures.push({ command: name, why });
+    const verdict = judge(c, { ...r, stdout: text }, opts.timeoutMs);
+    if ("data" in verdict) await write(`${dir}/${c.artifact}.txt`, verdict.data);
+    else failures.push({ command: c.argv.join(" "), why: verdict.why });
   }
   return failures;
 }

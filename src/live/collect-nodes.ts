@@ -17,7 +17,7 @@ import {
   NODE_SCRIPT_ARGV,
   parseScriptOutput,
 } from "./collect-commands.ts";
-import { type CommandFailure, type ExecTarget, runReadCommands } from "./collect-exec.ts";
+import { type CommandFailure, type ExecTarget, judge, runReadCommands } from "./collect-exec.ts";
 import type { RunContext } from "./collect-objects.ts";
 import { listAll } from "./collect-objects.ts";
 import { createLimiter } from "./collect-pool.ts";
@@ -124,31 +124,11 @@ async function readNodeState(
   for (const c of NODE_COMMANDS) {
     const name = c.argv.join(" ");
     const sec = sections.find((x) => x.command === name);
-    if (!sec) {
-      failures.push({
-        command: name,
-        why: r.timedOut ? `not reached within ${timeoutMs} ms` : "did not run",
-      });
-      continue;
-    }
-    // sysctl exits non-zero when one of several keys is unknown, yet prints the others
-    if (
-      sec.code === 0 ||
-      (c.artifact === "sysctl" && sec.code !== undefined && sec.stdout.length > 0)
-    ) {
-      await write(`${dir}/${c.artifact}.txt`, sec.stdout);
-      continue;
-    }
-    const err = sec.stderr.trim().split("\n")[0]?.slice(0, 300) ?? "";
-    failures.push({
-      command: name,
-      why:
-        sec.code === undefined
-          ? `cut off after ${timeoutMs} ms`
-          : sec.code === 127
-            ? `${c.argv[0]} is not in the image`
-            : `exited ${sec.code}${err ? `: ${err}` : ""}`,
-    });
+    const verdict = sec
+      ? judge(c, { ...sec, timedOut: sec.code === undefined }, timeoutMs)
+      : { why: r.timedOut ? `not reached within ${timeoutMs} ms` : "did not run" };
+    if ("data" in verdict) await write(`${dir}/${c.artifact}.txt`, verdict.data);
+    else failures.push({ command: name, why: verdict.why });
   }
   return failures;
 }

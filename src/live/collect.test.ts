@@ -263,6 +263,40 @@ describe("podpath collect against the API server", () => {
     }
   });
 
+  it("reads a node command by command when the collector image has no shell", async () => {
+    const s = await setup({
+      exec: (pod, argv) => (argv[0] === "sh" ? { notFound: true } : smallClusterExec(pod, argv)),
+    });
+    try {
+      const source = await openCluster({ kubeconfig: s.kubeconfig, env: {} });
+      const w = memoryWriter();
+      const rep = await collectSnapshot(source, w, {
+        nodeState: true,
+        nodes: NODES[0]!,
+        pollMs: 5,
+      });
+      assert.deepEqual(rep.failures, []);
+      const execs = s.api.requests
+        .filter((q) => q.resource === "pods/exec")
+        .map((q) => q.command?.[0]);
+      assert.deepEqual(execs, [
+        "sh",
+        "iptables-save",
+        "ip6tables-save",
+        "sysctl",
+        "ip",
+        "ip",
+        "conntrack",
+      ]);
+      assert.match(
+        w.files.get(`nodes/${NODES[0]}/iptables-save.txt`)!.toString(),
+        /ip-masq-agent:/,
+      );
+    } finally {
+      await s.api.close();
+    }
+  });
+
   it("uses one DaemonSet above the threshold and deletes it (its pods go with it)", async () => {
     const s = await setup();
     try {
