@@ -274,7 +274,7 @@ describe("planMasquerade refuses input it cannot plan for", () => {
       () =>
         planMasquerade(memorySnapshot("hand", clusterFiles()), {
           strategy: "narrow",
-          dest: { ip: ip("10.8.3.4"), port: 80 },
+          dest: { ip: ip("10.8.3.4"), port: 80, text: "10.8.3.4:80" },
         }),
       (e: unknown) => e instanceof PlanError && /inside the pod range/.test(e.message),
     );
@@ -346,7 +346,7 @@ describe("planMasquerade properties", () => {
           const p = planMasquerade(memorySnapshot("prop", files), {
             strategy: "narrow",
             podRange: [pod],
-            dest: { ip: dest, port: 443 },
+            dest: { ip: dest, port: 443, text: "dest" },
           });
           const list = cidrs(p.narrow!.newList);
           assert.ok(covers(list, pod));
