@@ -10,7 +10,7 @@
  */
 import { spawnSync } from "node:child_process";
 import { existsSync, mkdtempSync, readFileSync, rmSync, statSync } from "node:fs";
-import { tmpdir } from "node:os";
+import { cpus, loadavg, tmpdir } from "node:os";
 import { join } from "node:path";
 import { compileNat } from "../src/iptables/nat-eval.ts";
 import type { Flow } from "../src/iptables/nat-trace.ts";
@@ -196,16 +196,26 @@ async function main(): Promise<number> {
       decisions.set(d, (decisions.get(d) ?? 0) + 1);
     }
     let n = 0;
+    const c0 = process.cpuUsage();
     const t0 = performance.now();
-    while (performance.now() - t0 < 2000) {
+    while (performance.now() - t0 < 3000) {
       for (const f of flows) nat.evaluate(f);
       n += flows.length;
     }
     const ms = performance.now() - t0;
+    const cu = process.cpuUsage(c0);
     const perSec = n / (ms / 1000);
+    const perCpuSec = n / ((cu.user + cu.system) / 1e6);
     console.log(
-      `goal 3: >= 100,000 flow evaluations/s on the 10k table: ${Math.round(perSec).toLocaleString("en-US")}/s ` +
-        `(${flows.length} flows: ${[...decisions].map(([k, v]) => `${v} ${k}`).join(", ")}; e.g. ${formatIp(flows[0]!.dst)}) ${verdict(perSec >= 100_000)}`,
+      `goal 3: >= 100,000 flow evaluations/s on the 10k table: ${Math.round(perSec).toLocaleString("en-US")}/s wall, ` +
+        `${Math.round(perCpuSec).toLocaleString("en-US")}/s per CPU second ` +
+        `(${flows.length} flows: ${[...decisions].map(([k, v]) => `${v} ${k}`).join(", ")}; e.g. ${formatIp(flows[0]!.dst)}) ` +
+        `${verdict(perSec >= 100_000)} wall, ${verdict(perCpuSec >= 100_000)} cpu`,
+    );
+    console.log(
+      `load average at the end: ${loadavg()
+        .map((x) => x.toFixed(1))
+        .join(" ")} on ${cpus().length} CPUs`,
     );
     return 0;
   } finally {
