@@ -23,14 +23,11 @@ function makePki(prefix: string): {
   clientKey: string;
   clientCert: string;
 } {
+  const EC = ["-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256", "-nodes"];
   ssl(
     "req",
     "-x509",
-    "-newkey",
-    "ec",
-    "-pkeyopt",
-    "ec_paramgen_curve:P-256",
-    "-nodes",
+    ...EC,
     "-days",
     "2",
     "-subj",
@@ -40,70 +37,43 @@ function makePki(prefix: string): {
     "-out",
     `${prefix}-ca.crt`,
   );
-  writeFileSync(join(dir, "san.ext"), "subjectAltName=IP:127.0.0.1\nextendedKeyUsage=serverAuth\n");
-  ssl(
-    "req",
-    "-newkey",
-    "ec",
-    "-pkeyopt",
-    "ec_paramgen_curve:P-256",
-    "-nodes",
-    "-subj",
+  /** A key and a certificate signed by the CA, for `name`. */
+  const issue = (name: string, subject: string, extensions: string) => {
+    writeFileSync(join(dir, `${name}.ext`), extensions);
+    ssl(
+      "req",
+      ...EC,
+      "-subj",
+      subject,
+      "-keyout",
+      `${prefix}-${name}.key`,
+      "-out",
+      `${prefix}-${name}.csr`,
+    );
+    ssl(
+      "x509",
+      "-req",
+      "-in",
+      `${prefix}-${name}.csr`,
+      "-CA",
+      `${prefix}-ca.crt`,
+      "-CAkey",
+      `${prefix}-ca.key`,
+      "-CAcreateserial",
+      "-days",
+      "2",
+      "-extfile",
+      `${name}.ext`,
+      "-out",
+      `${prefix}-${name}.crt`,
+    );
+  };
+  issue(
+    "server",
     "/CN=kube-apiserver",
-    "-keyout",
-    `${prefix}-server.key`,
-    "-out",
-    `${prefix}-server.csr`,
+    "subjectAltName=IP:127.0.0.1\nextendedKeyUsage=serverAuth\n",
   );
-  ssl(
-    "x509",
-    "-req",
-    "-in",
-    `${prefix}-server.csr`,
-    "-CA",
-    `${prefix}-ca.crt`,
-    "-CAkey",
-    `${prefix}-ca.key`,
-    "-CAcreateserial",
-    "-days",
-    "2",
-    "-extfile",
-    "san.ext",
-    "-out",
-    `${prefix}-server.crt`,
-  );
-  writeFileSync(join(dir, "client.ext"), "extendedKeyUsage=clientAuth\n");
-  ssl(
-    "req",
-    "-newkey",
-    "ec",
-    "-pkeyopt",
-    "ec_paramgen_curve:P-256",
-    "-nodes",
-    "-subj",
-    "/O=system:masters/CN=podpath-test-user",
-    "-keyout",
-    `${prefix}-client.key`,
-    "-out",
-    `${prefix}-client.csr`,
-  );
-  ssl(
-    "x509",
-    "-req",
-    "-in",
-    `${prefix}-client.csr`,
-    "-CA",
-    `${prefix}-ca.crt`,
-    "-CAkey",
-    `${prefix}-ca.key`,
-    "-CAcreateserial",
-    "-days",
-    "2",
-    "-extfile",
-    "client.ext",
-    "-out",
-    `${prefix}-client.crt`,
-  );
+  issue("client", "/O=system:masters/CN=podpath-test-user", "extendedKeyUsage=clientAuth\n");
   const r = (f: string) => readFileSync(join(dir, f), "utf8");
   return {
     ca: r(`${prefix}-ca.crt`),

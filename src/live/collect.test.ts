@@ -644,6 +644,7 @@ describe("kubectl conventions", () => {
       { out: join(scratch, "u2"), capture: "not-an-ip", nodeState: true },
       { out: join(scratch, "u3"), pod: "a/b/c" },
       { out: join(scratch, "u4"), concurrency: "0" },
+      { out: scratch }, // not empty: snapshots never mix
     ]) {
       await assert.rejects(run([], opts, memoryIo()), UsageError);
     }
