@@ -11,9 +11,13 @@ import { type Cidr, contains, excludeCidrs, type Ip, mergeCidrs, parseCidr } fro
 import { loadSnapshot, type Snapshot } from "../snapshot/load.ts";
 import type { SnapshotSource } from "../snapshot/source.ts";
 
-/** A snapshot from files held in memory (relative path → content). */
-export function memorySnapshot(name: string, files: Readonly<Record<string, string>>): Snapshot {
+/** A snapshot from files held in memory (relative path → text or bytes). */
+export function memorySnapshot(
+  name: string,
+  files: Readonly<Record<string, string | Uint8Array>>,
+): Snapshot {
   const enc = new TextEncoder();
+  const dec = new TextDecoder();
   const get = (rel: string) => {
     const t = files[rel];
     if (t === undefined) throw new Error(`${name}: no ${rel}`);
@@ -22,8 +26,14 @@ export function memorySnapshot(name: string, files: Readonly<Record<string, stri
   const source: SnapshotSource = {
     name,
     paths: Object.keys(files).sort(),
-    readText: get,
-    readBytes: (rel) => enc.encode(get(rel)),
+    readText: (rel) => {
+      const t = get(rel);
+      return typeof t === "string" ? t : dec.decode(t);
+    },
+    readBytes: (rel) => {
+      const t = get(rel);
+      return typeof t === "string" ? enc.encode(t) : t;
+    },
     diskPath: () => undefined,
     diagnostics: [],
   };
