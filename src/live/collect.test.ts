@@ -474,7 +474,12 @@ describe("podpath collect against the API server", () => {
   it("no credential reaches the snapshot, stdout or stderr", async () => {
     const s = await setup({ forbid: [{ verb: "list", resource: "networkpolicies" }] });
     try {
-      const r = await runCollect(s, { pod: VPN_POD, nodeState: true });
+      const r = await runCollect(s, {
+        pod: VPN_POD,
+        nodeState: true,
+        capture: "10.20.30.40",
+        seconds: "1",
+      });
       assert.ok(s.api.requests.every((q) => q.headers.authorization === `Bearer ${TOKEN}`));
       const secrets = [
         TOKEN,
