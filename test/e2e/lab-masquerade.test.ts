@@ -34,6 +34,12 @@ function checkVariant(v: LabVariant, dir: string): void {
     for (const f of ["iptables-save", "ip-route", "ip-addr", "sysctl", "conntrack"]) {
       assert.ok(existsSync(join(dir, `nodes/${n.node}/${f}.txt`)), `${v.name}: ${n.node} ${f}`);
     }
+    if (v.name === "json-config") {
+      // masqLinkLocal: true — the agent writes no RETURN for 169.254.0.0/16
+      const rules = readFileSync(join(dir, `nodes/${n.node}/iptables-save.txt`), "utf8");
+      assert.doesNotMatch(rules, /169\.254\.0\.0\/16/);
+      assert.match(rules, /^-A IP-MASQ-AGENT -d 10\.4\.0\.0\/14 /m);
+    }
     const sysctl = readFileSync(join(dir, `nodes/${n.node}/sysctl.txt`), "utf8");
     assert.match(sysctl, /^net\.ipv4\.ip_forward = 1$/m);
     // conntrack: original tuple from the pod; the reply tuple's dst is the source on the wire

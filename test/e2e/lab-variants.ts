@@ -126,6 +126,17 @@ export const LAB_VARIANTS: readonly LabVariant[] = [
     },
   },
   {
+    name: "json-config",
+    scenario: "masquerade",
+    args: ["--config", "test/fixtures/lab/ip-masq-agent-narrow.json"],
+    description: "A JSON config narrowing the exception (and masquerading link-local) is applied.",
+    nodes: [{ node: "gke-lab-default-0", wireSource: "node", replied: true }],
+    findings: {
+      present: ["masq/wire-node-source"],
+      absent: ["masq/config-invalid", "masq/intent-rules-drift", "masq/exempt-destination"],
+    },
+  },
+  {
     name: "invalid-config",
     scenario: "masquerade",
     args: ["--config", "test/fixtures/lab/ip-masq-agent-misaligned.yaml"],
