@@ -174,12 +174,14 @@ async function main(): Promise<number> {
     if (r10.ref) {
       const ratio = r10.ref.wallMs / r10.pp.wallMs;
       console.log(
-        `goal 1: >= 3x faster than iptables-restore at 10k: ${ratio.toFixed(2)}x (cpu ${(r10.ref.cpuMs / r10.pp.cpuMs).toFixed(2)}x) ${verdict(ratio >= 3)}`,
+        `goal 1: >= 3x faster than iptables-restore at 10k: ${ratio.toFixed(2)}x wall ${verdict(ratio >= 3)}, ` +
+          `${(r10.ref.cpuMs / r10.pp.cpuMs).toFixed(2)}x cpu ${verdict(r10.ref.cpuMs / r10.pp.cpuMs >= 3)}`,
       );
     } else console.log("goal 1: not measured (needs root for the namespace)");
     const growth = r30.pp.wallMs / r10.pp.wallMs;
     console.log(
-      `goal 2: 30k time <= 3.3x the 10k time: ${growth.toFixed(2)}x (cpu ${(r30.pp.cpuMs / r10.pp.cpuMs).toFixed(2)}x) ${verdict(growth <= 3.3)}`,
+      `goal 2: 30k time <= 3.3x the 10k time: ${growth.toFixed(2)}x wall ${verdict(growth <= 3.3)}, ` +
+        `${(r30.pp.cpuMs / r10.pp.cpuMs).toFixed(2)}x cpu ${verdict(r30.pp.cpuMs / r10.pp.cpuMs <= 3.3)}`,
     );
 
     const file10 = join(dir, "iptables-10000.txt");

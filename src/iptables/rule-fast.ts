@@ -157,8 +157,8 @@ function fastRule(
         }
         target = t;
       } else {
-        let m = cache.match.get(key);
-        if (m === undefined) m = directComment(seg);
+        // comments are mostly different from rule to rule: read them directly, unhashed
+        let m = directComment(seg) ?? cache.match.get(key);
         if (m === undefined) {
           const parts = segmentAlone(seg, family);
           if (!parts || parts.target || parts.matches.length !== 1 || hasBase(parts))

@@ -138,7 +138,8 @@ function parseAddrUncached(text: string, family: Family): Result<Cidr> {
       const prefix = Number(plen);
       const hostBits = (1n << BigInt(32 - prefix)) - 1n;
       const start = v & (HOST_MASK_4 ^ hostBits);
-      return ok({ family: 4, start, end: start | hostBits, prefix });
+      // a host address: one bigint for both ends (dumps hold hundreds of thousands)
+      return ok({ family: 4, start, end: prefix === 32 ? start : start | hostBits, prefix });
     }
   }
   let t = text;
