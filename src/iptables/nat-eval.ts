@@ -870,12 +870,12 @@ class Engine {
       const kind = t.kind === "DNAT" ? "dnat" : "redirect";
       const dst = s.dst;
       const dport = s.dport;
-      const note = () =>
-        `${t.kind}: destination becomes ${fmt(family, dst)}${dport !== undefined ? ` port ${dport}` : ""}`;
       // DNAT's result is the same for every flow; REDIRECT's depends on the interface
-      if (t.kind === "DNAT" && t.to?.from)
-        this.stepM(w, cr, "dnat", kind, c, r.index, r.source, note);
-      else this.step(w, kind, c, r.index, r.source, note());
+      if (t.kind === "DNAT" && t.to?.from) {
+        this.stepM(w, cr, "dnat", kind, c, r.index, r.source, () =>
+          dnatNote(t.kind, family, dst, dport),
+        );
+      } else this.step(w, kind, c, r.index, r.source, dnatNote(t.kind, family, dst, dport));
       out.push({ w, kind: "nat", ref: r.source, target: t });
       return false;
     }
@@ -1082,6 +1082,10 @@ class Engine {
 
 const ASSUMED_NOT_LOCAL =
   "the node's local addresses were not given: the destination was taken as not local (POSTROUTING, not INPUT)";
+
+function dnatNote(kind: string, family: Family, dst: bigint, dport: number | undefined): string {
+  return `${kind}: destination becomes ${fmt(family, dst)}${dport !== undefined ? ` port ${dport}` : ""}`;
+}
 
 function round(p: number): string {
   return String(Math.round(p * 1e6) / 1e6);
