@@ -13,7 +13,9 @@ export interface Destination {
 
 export type FromEndpoint =
   | { readonly kind: "pod"; readonly namespace: string; readonly name: string }
-  | { readonly kind: "node"; readonly name: string };
+  | { readonly kind: "node"; readonly name: string }
+  /** A pod address, when the snapshot has no Pod objects: traced through every node's rules. */
+  | { readonly kind: "address"; readonly ip: Ip };
 
 /** `10.20.30.40`, `10.20.30.40:5432`, `[fd00::1]:443`, `fd00::1`. */
 export function parseDestination(text: string): Destination | { error: string } {
@@ -43,11 +45,15 @@ export function parseDestination(text: string): Destination | { error: string } 
 }
 
 export function parseFrom(text: string): FromEndpoint | { error: string } {
+  const ip = tryParseIp(text);
+  if (ip) return { kind: "address", ip };
   const parts = text.split("/");
   if (parts[0] === "pod" && parts.length === 3 && parts[1] && parts[2]) {
     return { kind: "pod", namespace: parts[1], name: parts[2] };
   }
   if (parts[0] === "node" && parts.length === 2 && parts[1])
     return { kind: "node", name: parts[1] };
-  return { error: `--from ${JSON.stringify(text)}: expected pod/NAMESPACE/NAME or node/NAME` };
+  return {
+    error: `--from ${JSON.stringify(text)}: expected pod/NAMESPACE/NAME, node/NAME or a pod's IP address`,
+  };
 }

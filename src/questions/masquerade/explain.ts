@@ -159,7 +159,12 @@ function traceOne(
   const dstText = `${formatIp(target.ip)}${target.port ? `:${target.port}` : ""}`;
   const hops: PathHop[] = [];
   hops.push({
-    at: src.kind === "pod" ? `pod/${src.namespace}/${src.name}` : `node/${src.node}`,
+    at:
+      src.kind === "pod"
+        ? src.namespace === "?"
+          ? `pod ${src.name} on ${src.node}`
+          : `pod/${src.namespace}/${src.name}`
+        : `node/${src.node}`,
     label: src.kind === "pod" ? "sends" : "sends (the node's own traffic)",
     source: formatIp(src.ip),
     state: "ok",
@@ -272,13 +277,22 @@ function traceOne(
     verdict,
   });
 
-  if (outcome?.decision === "cannot-decide" && outcome.decidingRule) {
-    result.diagnostics.push({
-      code: "NAT_UNDECIDED",
-      severity: "warning",
-      message: `the nat rules of ${src.node} cannot be evaluated for ${formatIp(src.ip)} → ${dstText}: ${outcome.undecided ?? "unknown match"}`,
-      source: outcome.decidingRule,
-    });
+  if (outcome?.decision === "cannot-decide" && nodeEv) {
+    // what would decide it: the node's addresses and routes, when they are the missing piece
+    if (!nodeEv.interfaces) {
+      result.missing.push({
+        file: `nodes/${src.node}/ip-addr.txt`,
+        would_decide: `the node's own addresses (addrtype LOCAL matches) and the address MASQUERADE picks on ${src.node}`,
+        command: `ip -o addr   # on ${src.node}`,
+      });
+    }
+    if (!nodeEv.routes) {
+      result.missing.push({
+        file: `nodes/${src.node}/ip-route.txt`,
+        would_decide: `the interface packets to ${formatIp(target.ip)} leave ${src.node} by (-o matches)`,
+        command: `ip route   # on ${src.node}`,
+      });
+    }
   }
 
   if (keepsPodSource && basis !== "none" && !isInCluster(facts, target.ip)) {
@@ -321,11 +335,14 @@ function exemptFinding(
   if (src.evidence) evidence.push(refToEvidence(src.evidence));
   const dstText = formatIp(target.ip);
   const hostSource = outcome?.hostSource ?? nodeIp;
-  const entryText = entry
-    ? `the nonMasqueradeCIDRs entry ${entry.text}${entry.source ? ` (${entry.source.file}:${entry.source.line})` : " (the agent's default list)"}`
-    : ex.exempt && ex.reason === "link-local"
-      ? "the agent's link-local exemption"
-      : "a rule that returns before any MASQUERADE";
+  const noAgentObjects = !intent.configMap && !intent.daemonSet;
+  const entryText = noAgentObjects
+    ? `the default exception list (${entry?.text ?? "RFC 1918"}), as GKE's node startup or an ip-masq-agent without a ConfigMap writes it; the snapshot has no ip-masq-agent ConfigMap or DaemonSet to say which`
+    : entry
+      ? `the nonMasqueradeCIDRs entry ${entry.text}${entry.source ? ` (${entry.source.file}:${entry.source.line})` : " (the agent's default list)"}`
+      : ex.exempt && ex.reason === "link-local"
+        ? "the agent's link-local exemption"
+        : "a rule that returns before any MASQUERADE";
   const ruleText = rule
     ? `${rule.file}:${rule.line}${rule.text ? ` (${rule.text.trim()})` : ""}`
     : "";

@@ -7,7 +7,7 @@
 import { primaryAddress } from "../../evidence/ip-addr.ts";
 import { lookupRoute } from "../../evidence/ip-route.ts";
 import type { Diagnostic, SourceRef } from "../../model/types.ts";
-import type { Ip } from "../../net/cidr.ts";
+import { formatIp, type Ip } from "../../net/cidr.ts";
 import type { Snapshot } from "../../snapshot/load.ts";
 import type { DiagnoseOptions } from "../diagnose.ts";
 import type { ClusterFacts } from "./facts.ts";
@@ -86,6 +86,27 @@ export function chooseSources(
         code: "FROM_NOT_FOUND",
         severity: "error",
         message: `--from pod/${namespace}/${name}: no such pod with an address and a node in cluster/*.yaml (kubectl get pod -n ${namespace} ${name} -o yaml)`,
+      });
+    }
+    return { list, diagnostics };
+  }
+  if (opts.from?.kind === "address") {
+    const ip = opts.from.ip;
+    const p = facts.pods.find((x) => x.podIPs.some((a) => a.ip.value === ip.value));
+    const s = p && podSource(p);
+    if (s) return { list: [s], diagnostics };
+    // No Pod object has it: trace it as a pod address through every node whose rules are known.
+    for (const node of [...snap.nodes.keys()].sort()) {
+      if (!snap.nodes.get(node)?.iptables) continue;
+      list.push({ kind: "pod", namespace: "?", name: formatIp(ip), node, ip });
+      const hs = hostSource(node);
+      if (hs) list.push(hs);
+    }
+    if (list.length === 0) {
+      diagnostics.push({
+        code: "FROM_NOT_FOUND",
+        severity: "error",
+        message: `--from ${formatIp(ip)}: no pod has this address and no node's iptables-save is in the snapshot to trace it through`,
       });
     }
     return { list, diagnostics };
