@@ -60,7 +60,12 @@ export function mergeFindings(list: readonly Finding[]): Finding[] {
 export async function diagnose(snap: Snapshot, opts: DiagnoseOptions = {}): Promise<Answer> {
   const masq = await explainMasquerade(snap, opts);
   const vpn = await explainVpn(snap, opts);
-  const findings = sortFindings(mergeFindings([...masq.findings, ...vpn.findings]));
+  // checks that do not know the snapshot's name write SNAPSHOT in their next steps
+  const named = [...masq.findings, ...vpn.findings].map((f) => ({
+    ...f,
+    next: f.next.map((n) => n.replace(/\bSNAPSHOT\b|<snapshot>/g, snap.name)),
+  }));
+  const findings = sortFindings(mergeFindings(named));
   return {
     schemaVersion: 1,
     tool: "podpath",
