@@ -236,3 +236,60 @@ describe("createLimiter", () => {
     );
   });
 });
+
+describe("kubectl YAML styles", () => {
+  it("any string and key round-trips through the rendered YAML (YAML 1.1 reader)", async () => {
+    const { renderKubectlObject } = await import("./collect-render.ts");
+    const { parse } = await import("yaml");
+    const text = fc.oneof(
+      fc.string({ maxLength: 30 }),
+      fc.constantFrom(
+        "yes",
+        "0777",
+        "1:20",
+        "2026-11-29",
+        " a",
+        "a ",
+        "a\n",
+        "a \nb",
+        "- x",
+        "#x",
+        "&a",
+        "'",
+        '"',
+        "~",
+        "",
+      ),
+      fc.string({
+        unit: fc.constantFrom("a", " ", "\n", ":", "#", "-", "'", '"', "\t", "0", ".", "ü"),
+        maxLength: 12,
+      }),
+    );
+    fc.assert(
+      fc.property(
+        fc.dictionary(
+          text.filter((k) => k !== "__proto__"),
+          text,
+          { maxKeys: 5, noNullPrototype: true },
+        ),
+        (data) => {
+          const yaml = renderKubectlObject(RESOURCES.configmaps, { metadata: { name: "x" }, data });
+          const back = parse(yaml, { version: "1.1" }) as { data?: Record<string, string> };
+          assert.deepEqual(back.data ?? {}, data);
+        },
+      ),
+      { numRuns: 500 },
+    );
+  });
+  it("orders keys as kubectl does: numbers by value, non-letters before letters", async () => {
+    const { compareKubectlKeys } = await import("./collect-yaml-style.ts");
+    assert.deepEqual(["item10", "item9", "aB", "a_b", "b", "a"].sort(compareKubectlKeys), [
+      "a",
+      "a_b",
+      "aB",
+      "b",
+      "item9",
+      "item10",
+    ]);
+  });
+});

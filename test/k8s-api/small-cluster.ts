@@ -157,6 +157,40 @@ function daemonSet(
   };
 }
 
+const TRICKY_ANNOTATIONS: Record<string, string> = {
+  ampersand: "&a",
+  colon: "a: b",
+  "comment-hash": "a #b",
+  json: JSON.stringify({ a: "x".repeat(60), b: [1, 2, 3] }),
+  lead: " leading",
+  trailing: "trailing ",
+  "multi-clean": "line one\nline two\n",
+  "multi-space": "line one\nline two with trailing space \n",
+  "multi-nofinal": "a\nb",
+  unicode: "ünï – “quotes”",
+  empty: "",
+  tab: "a\tb",
+  num: "1e3",
+  hex: "0x1F",
+  octal: "0777",
+  tilde: "~",
+  star: "*x",
+  bool: "True",
+  yes: "yes",
+  date: "2026-11-29",
+  time: "2026-11-29T10:00:00Z",
+  version: "1.10",
+  base60: "1:20",
+  dash: "- item",
+  question: "? x",
+  item9: "a",
+  item10: "b",
+  a_b: "c",
+  aB: "d",
+  "quote'single": "it's",
+  dq: 'say "hi"',
+};
+
 export function smallCluster(): Obj[] {
   return [
     node(NODES[0]!, 0, "pool-a"),
@@ -165,7 +199,12 @@ export function smallCluster(): Obj[] {
     ...["default", "kube-system", "vpn"].map((n) => ({
       apiVersion: "v1",
       kind: "Namespace",
-      metadata: { name: n, labels: { "kubernetes.io/metadata.name": n } },
+      metadata: {
+        name: n,
+        labels: { "kubernetes.io/metadata.name": n },
+        // strings and keys whose YAML style or order kubectl decides in its own way
+        ...(n === "vpn" ? { annotations: TRICKY_ANNOTATIONS } : {}),
+      },
       spec: { finalizers: ["kubernetes"] },
       status: { phase: "Active" },
     })),
