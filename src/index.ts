@@ -195,6 +195,7 @@ export {
 } from "./lab/netns.ts";
 export { ReplayError, type ReplayOptions, type ReplayResult, replayFlow } from "./lab/replay.ts";
 export { type ProbeRun, type ProbeTargets, probeOutward, realSystem } from "./live/probe.ts";
+export type { Answer, PathHop, PathView } from "./model/answer.ts";
 export type {
   Diagnostic,
   Evidence,
@@ -221,6 +222,11 @@ export {
   tryParseCidr,
   tryParseIp,
 } from "./net/cidr.ts";
+export {
+  type MasqueradePlan,
+  type MasqueradePlanOptions,
+  planMasquerade,
+} from "./plans/masquerade.ts";
 export { type PlanOptions, planVpn, type Strategy, type VpnPlan } from "./plans/vpn.ts";
 export { type ConnectionSet, formatConnections } from "./policy/connection-set.ts";
 export { connectivityList, renderConnlist } from "./policy/connlist.ts";
@@ -239,3 +245,16 @@ export {
 } from "./policy/ip-block-match.ts";
 export { type NetworkPolicy, readNetworkPolicies } from "./policy/network-policy.ts";
 export { buildPolicyWorld, type Endpoint, type PolicyWorld } from "./policy/policy-world.ts";
+export { type DiagnoseOptions, diagnose } from "./questions/diagnose.ts";
+export {
+  type Destination,
+  type FromEndpoint,
+  parseDestination,
+  parseFrom,
+} from "./questions/endpoints.ts";
+export { renderJson } from "./report/json.ts";
+export { renderMarkdown } from "./report/markdown.ts";
+export { renderText } from "./report/text.ts";
+export { loadSnapshot, type Snapshot } from "./snapshot/load.ts";
+export { openSnapshot, type SnapshotSource } from "./snapshot/source.ts";
+export { type ChangeRecord, verifyChange } from "./verify/change-record.ts";
