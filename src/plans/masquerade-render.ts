@@ -87,6 +87,14 @@ export function renderMasqueradePlanText(
       `  ${c.pool} (${c.nodes.join(", ")}): ${c.reached ? p.green("reached") : p.red("NOT reached")}: ${c.why}`,
     );
   }
+  if (plan.coverage.some((c) => !c.reached)) {
+    out.push(
+      wrap(
+        "Nodes in a pool marked NOT reached keep the rules they have: nothing in the ConfigMap changes them, and their pods' requests keep their current source address (podpath verify names such nodes).",
+        "  ",
+      ),
+    );
+  }
   out.push("");
   if (replay.length > 0) {
     out.push(p.bold("What-if on a real kernel (proposed rules)"));
@@ -118,7 +126,7 @@ export function renderMasqueradePlanText(
   }
   out.push(p.bold("Rollback"));
   for (const a of plan.rollback.apply) out.push(`  $ ${a}`);
-  for (const c of plan.rollback.checks) out.push(`  $ ${c}`);
+  for (const c of plan.rollback.checks) out.push(c.startsWith("#") ? `  ${p.dim(c)}` : `  $ ${c}`);
   out.push("");
   out.push(p.bold("Trade-off: narrow vs keep pod identity"));
   for (const t of plan.tradeoff) {

@@ -115,6 +115,18 @@ describe("planMasquerade on examples/snat-exception-list (a real replica)", () =
       .map((r) => /-d (\S+)/.exec(r)?.[1]);
     assert.deepEqual(returns, ["169.254.0.0/16", ...narrow.newList.map((n) => n.cidr)]);
     assert.match(narrow.expectedRules.at(-1)!, /-j MASQUERADE/);
+    // the rollback is confirmed with the same checks, pod and node address swapped
+    const rb = plan.rollback.checks;
+    assert.equal(rb.length, narrow.checks.length);
+    assert.ok(rb.some((c) => c.startsWith("iptables-save -t nat | grep -E 'IP-MASQ-AGENT'")));
+    assert.ok(rb.some((c) => c.includes("a fresh request shows the pod address again")));
+    assert.ok(
+      rb.some((c) =>
+        /^podpath verify <after-snapshot> <rolled-back-snapshot> --dest 10\.20\.30\.40:5432$/.test(
+          c,
+        ),
+      ),
+    );
   });
 
   it("names files in the folder --write uses", () => {

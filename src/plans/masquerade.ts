@@ -653,6 +653,18 @@ export function planMasquerade(snap: Snapshot, opts: MasqueradePlanOptions): Mas
     "podpath verify <before-snapshot> <after-snapshot>" +
       (destinations[0] ? ` --dest ${destText.split(", ")[0]}` : ""),
   ];
+  // the rollback is confirmed the same way, with the roles of pod and node address swapped
+  const rollbackChecks = [
+    checks[0]!,
+    checks[1]!,
+    nodeCheck.replace("compare with the expected rules", "the previous rules are back"),
+    checks[3]!,
+    `conntrack -L -s ${podRangeText} -d ${destinations[0]?.ip ?? "<DEST>"}   # on every node: connections opened while the change was in force keep the node address until they expire`,
+    `conntrack -D -s ${podRangeText} -d ${destinations[0]?.ip ?? "<DEST>"}   # to end them now (the applications reconnect, with their pod address)`,
+    `tcpdump -ni any host ${destinations[0]?.ip ?? "<DEST>"}   # on the node: a fresh request shows the pod address again`,
+    "podpath verify <after-snapshot> <rolled-back-snapshot>" +
+      (destinations[0] ? ` --dest ${destText.split(", ")[0]}` : ""),
+  ];
   return {
     schemaVersion: 1,
     tool: "podpath",
@@ -696,10 +708,7 @@ export function planMasquerade(snap: Snapshot, opts: MasqueradePlanOptions): Mas
         : [
             "kubectl -n kube-system delete configmap ip-masq-agent   # there was none before: the agent returns to its defaults",
           ],
-      checks: [
-        nodeCheck.replace("compare with the expected rules", "the previous rules are back"),
-        "podpath verify <after-snapshot> <rolled-back-snapshot>",
-      ],
+      checks: rollbackChecks,
     },
     missing,
     diagnostics,
