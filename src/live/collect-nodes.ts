@@ -42,31 +42,36 @@ const HOPELESS = new Set([
 
 type PodState = { ready: true } | { ready: false; hopeless?: string; why: string };
 
+/** A field of an API answer as a string, or undefined for anything else (the answer is input). */
+const text = (v: unknown): string | undefined => (typeof v === "string" ? v : undefined);
+const field = (o: unknown, k: string): unknown =>
+  typeof o === "object" && o !== null ? (o as Record<string, unknown>)[k] : undefined;
+
 export function podState(p: KubeObject): PodState {
-  const raw = p["status"];
-  const st = (typeof raw === "object" && raw !== null ? raw : {}) as {
-    phase?: string;
-    reason?: string;
-    message?: string;
-    containerStatuses?: {
-      ready?: boolean;
-      state?: { waiting?: { reason?: string; message?: string } };
-    }[];
-  };
-  const cs = (Array.isArray(st.containerStatuses) ? st.containerStatuses : []).filter(
-    (c) => typeof c === "object" && c !== null,
-  );
-  if (st.phase === "Running" && cs.length > 0 && cs.every((c) => c.ready)) return { ready: true };
-  if (st.phase === "Failed" || st.phase === "Succeeded") {
+  const st = p["status"];
+  const phase = text(field(st, "phase"));
+  const reason = text(field(st, "reason"));
+  const message = text(field(st, "message"));
+  const raw = field(st, "containerStatuses");
+  const cs = Array.isArray(raw) ? raw : [];
+  const waiting = cs.map((c) => {
+    const w = field(field(c, "state"), "waiting");
+    return w === undefined
+      ? undefined
+      : { reason: text(field(w, "reason")), message: text(field(w, "message")) };
+  });
+  if (phase === "Running" && cs.length > 0 && cs.every((c) => field(c, "ready") === true)) {
+    return { ready: true };
+  }
+  if (phase === "Failed" || phase === "Succeeded") {
     return {
       ready: false,
-      hopeless: st.phase,
-      why: `pod ${st.phase}${st.reason ? ` (${st.reason})` : ""}${st.message ? `: ${st.message}` : ""}`,
+      hopeless: phase,
+      why: `pod ${phase}${reason ? ` (${reason})` : ""}${message ? `: ${message}` : ""}`,
     };
   }
-  for (const c of cs) {
-    const w = c.state?.waiting;
-    if (typeof w?.reason === "string" && HOPELESS.has(w.reason)) {
+  for (const w of waiting) {
+    if (w?.reason !== undefined && HOPELESS.has(w.reason)) {
       return {
         ready: false,
         hopeless: w.reason,
@@ -74,8 +79,8 @@ export function podState(p: KubeObject): PodState {
       };
     }
   }
-  const w = cs.find((c) => c.state?.waiting)?.state?.waiting;
-  return { ready: false, why: `phase ${st.phase ?? "unknown"}${w?.reason ? `, ${w.reason}` : ""}` };
+  const w = waiting.find((x) => x !== undefined);
+  return { ready: false, why: `phase ${phase ?? "unknown"}${w?.reason ? `, ${w.reason}` : ""}` };
 }
 
 function sleep(ms: number, signal?: AbortSignal): Promise<void> {
@@ -343,12 +348,12 @@ async function viaDaemonSet(run: NodeRun, nodes: readonly string[]): Promise<voi
       ...sig,
     });
     for (const p of pods) {
-      const node = (p["spec"] as { nodeName?: string } | undefined)?.nodeName ?? "";
+      const node = text(field(p["spec"], "nodeName")) ?? "";
       if (!pending.has(node)) continue;
       const state = podState(p);
       if (state.ready) {
         pending.delete(node);
-        const name = p.metadata?.name ?? "";
+        const name = text(p.metadata?.name) ?? "";
         tasks.push(
           limit(async () => {
             let ok = false;

@@ -80,10 +80,11 @@ export function isMasqueradingDaemonSet(ds: KubeObject): boolean {
 function selectorOf(ds: KubeObject): string | undefined {
   const ml = (ds["spec"] as { selector?: { matchLabels?: Record<string, string> } } | undefined)
     ?.selector?.matchLabels;
-  if (!ml || Object.keys(ml).length === 0) return undefined;
-  return Object.entries(ml)
-    .map(([k, v]) => `${k}=${v}`)
-    .join(",");
+  if (typeof ml !== "object" || ml === null) return undefined;
+  // the answer is input: only string labels make a selector
+  const terms = Object.entries(ml).filter((e): e is [string, string] => typeof e[1] === "string");
+  if (terms.length === 0) return undefined;
+  return terms.map(([k, v]) => `${k}=${v}`).join(",");
 }
 
 const podKey = (p: KubeObject) => `${p.metadata?.namespace}/${p.metadata?.name}`;
@@ -127,7 +128,9 @@ export async function collectObjects(
       }
       nodes = nodes.filter((n) => wanted.includes(n.metadata?.name ?? ""));
     }
-    out.nodes = nodes.map((n) => n.metadata?.name ?? "").filter((n) => n !== "");
+    out.nodes = nodes
+      .map((n) => n.metadata?.name)
+      .filter((n): n is string => typeof n === "string" && n !== "");
     await run.write("cluster/nodes.yaml", renderKubectlList(RESOURCES.nodes, nodes));
   });
 

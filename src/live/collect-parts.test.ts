@@ -124,7 +124,7 @@ describe("podState", () => {
         const s = podState({ status: v as never });
         return s.ready === true || typeof s.why === "string";
       }),
-      { numRuns: 2000 },
+      { numRuns: 5000 },
     );
   });
 });
@@ -264,6 +264,12 @@ describe("kubectl YAML styles", () => {
         unit: fc.constantFrom("a", " ", "\n", ":", "#", "-", "'", '"', "\t", "0", ".", "ü"),
         maxLength: 12,
       }),
+      // long enough to be folded, with runs of spaces that folding must keep
+      fc.string({
+        unit: fc.constantFrom("ab", " ", "  ", "'", '"', "\t", "\\", "é", ":"),
+        minLength: 30,
+        maxLength: 90,
+      }),
     );
     fc.assert(
       fc.property(
@@ -278,7 +284,7 @@ describe("kubectl YAML styles", () => {
           assert.deepEqual(back.data ?? {}, data);
         },
       ),
-      { numRuns: 500 },
+      { numRuns: 1000 },
     );
   });
   it("orders keys as kubectl does: numbers by value, non-letters before letters", async () => {

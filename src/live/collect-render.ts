@@ -2,13 +2,12 @@
  * @module live/collect-render — objects as `kubectl get -o yaml` prints them: a `List` with
  * `apiVersion`/`kind` on every item, keys sorted (kubectl goes through JSON → YAML, which sorts
  * map keys), sequences not indented, and `metadata.managedFields` removed (kubectl shows them
- * only with --show-managed-fields); string styles and key order as kubectl's writer chooses them
- * (collect-yaml-style.ts). One difference remains: kubectl folds plain and quoted strings longer
- * than 80 columns at spaces; here they stay on one line (the same content). Pure.
+ * only with --show-managed-fields); string styles, key order and the folding of long strings as
+ * kubectl's writer does them (collect-yaml-style.ts). Pure.
  */
 import { Document, isScalar, type Pair, visit } from "yaml";
 import type { ApiResource, KubeObject } from "../k8s/cluster.ts";
-import { compareKubectlKeys, kubectlScalarStyle } from "./collect-yaml-style.ts";
+import { compareKubectlKeys, foldLikeKubectl, kubectlScalarStyle } from "./collect-yaml-style.ts";
 
 export function apiVersionOf(res: ApiResource): string {
   return res.group === "" ? res.version : `${res.group}/${res.version}`;
@@ -42,7 +41,7 @@ function stringify(value: unknown): string {
       if (typeof node.value === "string") node.type = kubectlScalarStyle(node.value, key === "key");
     },
   });
-  return doc.toString(YAML_OPTIONS);
+  return foldLikeKubectl(doc.toString(YAML_OPTIONS));
 }
 
 /** `kubectl get <resource> -o yaml` for many objects. */

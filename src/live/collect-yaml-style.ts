@@ -184,3 +184,113 @@ export function compareKubectlKeys(x: string, y: string): number {
   }
   return a.length - b.length;
 }
+
+const BEST_WIDTH = 80;
+
+/**
+ * Folds long one-line scalars as go-yaml's emitter does (`yaml_emitter_write_plain_scalar`,
+ * `_single_quoted_`, `_double_quoted_`): at a space, once the line is past column 80 and the
+ * next character is not a space, the line breaks and continues two columns right of where its
+ * key (or `- `) starts. Lines inside block scalars are left alone.
+ */
+export function foldLikeKubectl(text: string): string {
+  const out: string[] = [];
+  let blockIndent = -1;
+  for (const line of text.split("\n")) {
+    const indent = line.length - line.trimStart().length;
+    if (blockIndent >= 0) {
+      if (line.trim() === "" || indent > blockIndent) {
+        out.push(line);
+        continue;
+      }
+      blockIndent = -1;
+    }
+    const m =
+      /^(\s*(?:- )*)((?:'(?:[^']|'')*'|"(?:[^"\\]|\\.)*"|[^'"\s](?:[^:]|:(?! ))*?): )?(.*)$/.exec(
+        line,
+      );
+    if (!m) {
+      out.push(line);
+      continue;
+    }
+    const lead = m[1]!;
+    const key = m[2] ?? "";
+    const value = m[3]!;
+    if (/^[|>][-+0-9]*$/.test(value)) {
+      // a block scalar starts; its lines are deeper than the key's
+      blockIndent = [...lead].length;
+      out.push(line);
+      continue;
+    }
+    const start = [...lead].length + [...key].length;
+    const contIndent = " ".repeat((key ? start - [...key].length : [...lead].length - 2) + 2);
+    out.push(lead + key + foldScalar(value, start, contIndent));
+  }
+  return out.join("\n");
+}
+
+function foldScalar(value: string, start: number, cont: string): string {
+  if (start + [...value].length <= BEST_WIDTH + 1 || !value.includes(" ")) return value;
+  const q = value[0];
+  const chars = [...value];
+  let col = start;
+  let spaces = false;
+  let res = "";
+  if (q === "'" || q === '"') {
+    // the quoted text between the quotes; escapes and doubled quotes count as written
+    res = q;
+    col++;
+    const body = chars.slice(1, -1);
+    for (let i = 0; i < body.length; i++) {
+      const c = body[i]!;
+      if (q === '"' && c === "\\") {
+        res += c + (body[i + 1] ?? "");
+        col += 2;
+        i++;
+        spaces = false;
+        continue;
+      }
+      if (c === " ") {
+        const last = i === body.length - 1;
+        const nextSpace = body[i + 1] === " ";
+        const canBreak =
+          !spaces && col > BEST_WIDTH && i !== 0 && !last && (q === '"' || !nextSpace);
+        if (canBreak) {
+          res += `\n${cont}`;
+          col = cont.length;
+          if (q === '"' && nextSpace) {
+            res += "\\";
+            col++;
+          }
+        } else {
+          res += c;
+          col++;
+        }
+        spaces = true;
+        continue;
+      }
+      res += c;
+      col++;
+      spaces = false;
+    }
+    return `${res}${q}`;
+  }
+  for (let i = 0; i < chars.length; i++) {
+    const c = chars[i]!;
+    if (c === " ") {
+      if (!spaces && col > BEST_WIDTH && chars[i + 1] !== " ") {
+        res += `\n${cont}`;
+        col = cont.length;
+      } else {
+        res += c;
+        col++;
+      }
+      spaces = true;
+      continue;
+    }
+    res += c;
+    col++;
+    spaces = false;
+  }
+  return res;
+}

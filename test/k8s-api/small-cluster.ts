@@ -189,6 +189,12 @@ const TRICKY_ANNOTATIONS: Record<string, string> = {
   aB: "d",
   "quote'single": "it's",
   dq: 'say "hi"',
+  // longer than 80 columns: kubectl folds them at spaces
+  long: "word ".repeat(40).trim(),
+  "long-single": `#${"word ".repeat(30).trim()}`,
+  "long-double": `tab\t${"ab  ".repeat(30)}`,
+  "long-message":
+    "container runtime network not ready: NetworkReady=false reason:NetworkPluginNotReady message:Network plugin returns error: cni plugin not initialized",
 };
 
 export function smallCluster(): Obj[] {
