@@ -55,7 +55,13 @@ export async function wireQuestion(
   diagnostics: Diagnostic[],
 ): Promise<{ findings: Finding[] }> {
   if (snap.captures.length === 0) return { findings: [] };
-  const captures = await readWireCaptures(snap, diagnostics);
+  // With one destination, only its conversations are kept (a whole node's capture can hold tens
+  // of thousands).
+  const captures = await readWireCaptures(
+    snap,
+    diagnostics,
+    targets.length === 1 ? targets[0]!.ip : undefined,
+  );
   const nodeAddresses: Ip[] = [];
   for (const n of facts.nodes) for (const a of n.internalIPs) nodeAddresses.push(a.ip);
   for (const name of snap.nodes.keys()) {
