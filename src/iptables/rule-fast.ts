@@ -150,8 +150,7 @@ function fastRule(
         } else t = cache.target.get(key);
         if (t === undefined) {
           const parts = segmentAlone(seg, family);
-          if (!parts || !parts.target || parts.matches.length > 0 || hasBase(parts))
-            return undefined;
+          if (!parts?.target || parts.matches.length > 0 || hasBase(parts)) return undefined;
           t = parts.target;
           remember(cache.target, key, t);
         }
