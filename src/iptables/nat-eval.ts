@@ -330,6 +330,7 @@ class Engine {
   private readonly noNatTable: boolean;
   private readonly maxBranches: number;
   private walks = 0;
+  private readonly hookChains: Readonly<Record<Hook, CChain>>;
 
   constructor(
     dump: IptablesDump,
@@ -346,6 +347,12 @@ class Engine {
     this.marksMayBePreset = marksMayBePreset;
     this.noNatTable = noNatTable;
     this.maxBranches = ctx.maxBranches ?? 512;
+    this.hookChains = {
+      PREROUTING: chains.get("PREROUTING")!,
+      INPUT: chains.get("INPUT")!,
+      OUTPUT: chains.get("OUTPUT")!,
+      POSTROUTING: chains.get("POSTROUTING")!,
+    };
   }
 
   evaluate(flow: Flow): NatTrace {
@@ -400,7 +407,7 @@ class Engine {
     const w0: Walk = {
       st,
       frames: [],
-      hook: this.chains.get(first)!,
+      hook: this.hookChains[first],
       hookName: first,
       steps: undefined,
       prob: 1,
@@ -520,7 +527,7 @@ class Engine {
   }
 
   private runHook(w: Walk, hook: Hook): HookEnd[] {
-    const chain = this.chains.get(hook)!;
+    const chain = this.hookChains[hook];
     w.hook = chain;
     w.hookName = hook;
     w.frames = [{ chain, pos: 0 }];
