@@ -91,7 +91,7 @@ program
   )
   .option("--seconds <n>", "with --capture: capture length", "10")
   .option("--concurrency <k>", "with --live: parallel node reads", "10")
-  .addOption(output(["text", "json", "md"], "text"))
+  .addOption(output(["text", "json", "md", "html"], "text"))
   .addHelpText(
     "after",
     "\nExamples:\n  podpath diagnose examples/snat-exception-list\n  podpath diagnose snap/ --dest 10.20.30.40:5432 -o json",

@@ -4,6 +4,7 @@
 import { exitCodeFor } from "../../model/answer.ts";
 import { diagnose } from "../../questions/diagnose.ts";
 import { parseDestination, parseFrom } from "../../questions/endpoints.ts";
+import { renderHtml } from "../../report/html.ts";
 import { renderJson } from "../../report/json.ts";
 import { renderMarkdown } from "../../report/markdown.ts";
 import { renderText } from "../../report/text.ts";
@@ -46,6 +47,7 @@ export async function diagnoseSnapshotPath(
   const format = opts.output ?? "text";
   if (format === "json") io.out(renderJson(answer));
   else if (format === "md") io.out(renderMarkdown(answer));
+  else if (format === "html") io.out(renderHtml(answer));
   else {
     const c = io.colors;
     io.out(
