@@ -170,6 +170,7 @@ export type {
 export { renderDump, renderRule } from "./iptables/render.ts";
 export { type ParseIptablesOptions, parseIptablesSave } from "./iptables/save-parser.ts";
 export { quoteSaveString, tokenize } from "./iptables/tokenize.ts";
+export { type ClusterSource, openCluster } from "./k8s/cluster.ts";
 export { type DaemonSetMatch, nodeMatchesDaemonSet } from "./k8s/daemonset-scheduling.ts";
 export {
   type ConfigMapView,
@@ -194,6 +195,9 @@ export {
   type Namespace,
 } from "./lab/netns.ts";
 export { ReplayError, type ReplayOptions, type ReplayResult, replayFlow } from "./lab/replay.ts";
+export { collectSnapshot } from "./live/collect.ts";
+export type { CollectOptions, CollectReport } from "./live/collect-types.ts";
+export { folderWriter } from "./live/collect-writer.ts";
 export { type ProbeRun, type ProbeTargets, probeOutward, realSystem } from "./live/probe.ts";
 export type { Answer, PathHop, PathView } from "./model/answer.ts";
 export type {
