@@ -160,7 +160,10 @@ describe("verifyChange on the example replica pair", () => {
     assert.equal(r.nodes.length, 1);
     assert.equal(r.nodes[0]!.pickedUp, "yes");
     assert.equal(r.nodes[0]!.rulesChanged, true);
-    assert.match(r.reverse, /replies reach the sender/);
+    assert.match(
+      r.reverse,
+      /^The replies reach the sender 10\.4\.0\.5: seen going back to it after de-NAT \(captures\/node-gke-lab-default-0\.pcap:\d+\)/,
+    );
     assert.deepEqual(r.staleConnections, []);
     assert.ok(isIntendedVerdict(r));
   });
@@ -208,6 +211,11 @@ describe("verifyChange on hand-written replicas", () => {
     assert.equal(byNode.get("gke-lab-default-0")?.pickedUp, "yes");
     assert.equal(byNode.get("gke-lab-legacy-1")?.pickedUp, "no");
     assert.equal(byNode.get("gke-lab-legacy-1")?.rulesChanged, false);
+    // the reverse direction: the SYN-ACK going back out to the pod is line 4 of the capture
+    assert.match(
+      r.reverse,
+      /^The replies reach the sender 10\.4\.0\.5: seen going back to it after de-NAT \(captures\/node-gke-lab-default-0\.txt:4\)/,
+    );
     assert.equal(isIntendedVerdict(r), false);
   });
 

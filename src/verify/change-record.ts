@@ -436,13 +436,19 @@ export async function verifyChange(
   evidence.push(...cmEvidence);
   for (const n of nodes) evidence.push(...n.evidence);
 
-  const reverse = afterObs
-    ? afterObs.completed
-      ? `The replies reach the sender: ${afterObs.progress}.`
-      : afterObs.replied
-        ? `Replies come back, but the exchange did not finish: ${afterObs.progress}.`
-        : "No reply came back after the change."
-    : "Not captured after the change.";
+  const back = afterObs?.toSender;
+  const at = (e?: Evidence) => (e ? ` (${e.file}:${e.line})` : "");
+  const reverse = !afterObs
+    ? "Not captured after the change."
+    : back
+      ? back.replied
+        ? `The replies reach the sender ${afterObs.pod}: seen going back to it after de-NAT${at(back.evidence)}; ${back.progress}.`
+        : `Replies reach the node (${afterObs.source}) but were not seen going back to the pod ${afterObs.pod}: ${back.progress}.`
+      : afterObs.completed
+        ? `The replies reach the sender: ${afterObs.progress}.`
+        : afterObs.replied
+          ? `Replies come back, but the exchange did not finish: ${afterObs.progress}.`
+          : "No reply came back after the change.";
 
   return {
     schemaVersion: 1,

@@ -20,6 +20,15 @@ export interface WireObservation {
   readonly node?: string;
   /** The pod that sent it, when the capture shows it (its own address, or the leg before NAT). */
   readonly pod?: string;
+  /**
+   * On a node capture, the same request on the pod's side of the NAT: whether the replies were
+   * seen going back to the pod (the reverse direction, after de-NAT).
+   */
+  readonly toSender?: {
+    readonly replied: boolean;
+    readonly progress: string;
+    readonly evidence?: Evidence;
+  };
   readonly source: string;
   readonly sourceKind: "pod" | "node" | "other";
   readonly replied: boolean;
@@ -101,14 +110,14 @@ export async function observe(
   // Node-level captures whose pod legs show a pod's request entering the node: a node address
   // toward the destination counts as that pod's translated request only with one, otherwise it
   // may be the node's own traffic (its ping works either way).
-  const podLegs = new Map<string, string[]>();
+  const podLegs = new Map<string, { pod: string; conversation: Conversation }[]>();
   for (const cap of caps) {
     const node = cap.meta?.point?.startsWith("node/") ? cap.meta.point.slice(5) : undefined;
     if (!node) continue;
     const legs = podLegs.get(node) ?? [];
     for (const c of cap.conversations) {
       if (!isRequest(c) || classify(c.initiator.ip, facts, nodeIps) !== "pod") continue;
-      legs.push(formatIp(c.initiator.ip));
+      legs.push({ pod: formatIp(c.initiator.ip), conversation: c });
     }
     podLegs.set(node, legs);
   }
@@ -134,11 +143,30 @@ export async function observe(
       const pod =
         kind === "pod"
           ? formatIp(c.initiator.ip)
-          : legs && new Set(legs).size === 1
-            ? legs[0]
+          : legs && new Set(legs.map((l) => l.pod)).size === 1
+            ? legs[0]!.pod
             : undefined;
+      // the replies on their last hop: going back out to the pod (the reverse direction)
+      const leg = kind === "node" && legs?.length === 1 && pod ? legs[0]!.conversation : undefined;
       out.push({
         phase,
+        ...(leg
+          ? {
+              toSender: {
+                replied: leg.replied,
+                progress: leg.verdict,
+                ...(leg.firstReply
+                  ? {
+                      evidence: {
+                        file: leg.firstReply.ref.file,
+                        line: leg.firstReply.ref.line,
+                        ...(leg.firstReply.ref.text ? { text: leg.firstReply.ref.text } : {}),
+                      },
+                    }
+                  : {}),
+              },
+            }
+          : {}),
         capture: cap.file,
         ...(cap.meta?.point ? { point: cap.meta.point } : {}),
         ...(node ? { node } : {}),
