@@ -179,6 +179,22 @@ describe("verifyChange on the example replica pair", () => {
     assert.equal(r.nodes[0]!.pickedUp, "yes");
   });
 
+  it("a ping as the known request: the node's own ping is not taken for the pod's", async () => {
+    const dest = { ip: ip("10.20.30.40"), text: "10.20.30.40" };
+    const r = await verifyChange(before, after, { dest });
+    assert.equal(r.verdict, "fixed", r.verdictText);
+    assert.equal(
+      r.proof,
+      "icmp 10.4.0.5 → 10.20.30.40: before 10.4.0.5 (no reply) · after 10.128.0.2 (replied)",
+    );
+    const back = await verifyChange(after, before, { dest });
+    assert.equal(back.verdict, "rolled-back", back.verdictText);
+    assert.equal(
+      back.proof,
+      "icmp 10.4.0.5 → 10.20.30.40: before 10.128.0.2 (replied) · after 10.4.0.5 (no reply)",
+    );
+  });
+
   it("writes Markdown whose first evidence line is the proof", async () => {
     const r = await verifyChange(before, after);
     const md = renderChangeRecordMarkdown(r).split("\n");

@@ -107,9 +107,10 @@ export async function observe(
     c.responder.ip.value === dest.ip.value &&
     // the known request: the same port when one is given (a ping is not the request)
     (dest.port === undefined ? c.protocol === "icmp" : c.responder.port === dest.port);
-  // Node-level captures whose pod legs show a pod's request entering the node: a node address
-  // toward the destination counts as that pod's translated request only with one, otherwise it
-  // may be the node's own traffic (its ping works either way).
+  // Node-level captures whose pod legs show a pod's request entering the node and not leaving it
+  // with the pod address (so it left translated): a node address toward the destination counts
+  // as that pod's translated request only with one, otherwise it may be the node's own traffic
+  // (its ping works either way).
   const podLegs = new Map<string, { pod: string; conversation: Conversation }[]>();
   for (const cap of caps) {
     const node = cap.meta?.point?.startsWith("node/") ? cap.meta.point.slice(5) : undefined;
@@ -117,6 +118,7 @@ export async function observe(
     const legs = podLegs.get(node) ?? [];
     for (const c of cap.conversations) {
       if (!isRequest(c) || classify(c.initiator.ip, facts, nodeIps) !== "pod") continue;
+      if (c.seenOn.some((x) => / out$/.test(x))) continue;
       legs.push({ pod: formatIp(c.initiator.ip), conversation: c });
     }
     podLegs.set(node, legs);
