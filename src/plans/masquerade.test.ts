@@ -256,6 +256,23 @@ describe("planMasquerade on a hand-written cluster", () => {
     );
   });
 
+  it("a config the agent refuses today: a warning, and the new one is accepted", () => {
+    const p = planMasquerade(
+      memorySnapshot(
+        "refused",
+        clusterFiles("nonMasqueradeCIDRs:\n  - 10.0.0.1/8\nresyncInterval: 30s\n"),
+      ),
+      { strategy: "narrow" },
+    );
+    const w = p.diagnostics.find((d) => d.code === "PLAN_CURRENT_CONFIG_REFUSED");
+    assert.ok(w);
+    assert.match(w.message, /CIDR "10\.0\.0\.1\/8" is not aligned/);
+    const r = agentReads(p.narrow!.newConfigMap);
+    assert.equal(r.error, undefined);
+    assert.match(r.text, /^resyncInterval: 30s$/m);
+    assert.ok(!r.text.includes("10.0.0.1/8"));
+  });
+
   it("an unreadable config is replaced (with a warning), not a crash", () => {
     const p = planMasquerade(
       memorySnapshot("bad", clusterFiles("nonMasqueradeCIDRs: [10.0.0.0/8\n")),

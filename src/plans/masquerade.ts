@@ -327,6 +327,14 @@ export function planMasquerade(snap: Snapshot, opts: MasqueradePlanOptions): Mas
   const facts = clusterFacts(snap.objects);
   const { sites, diagnostics: siteDiags } = readSites(snap);
   diagnostics.push(...intent.diagnostics, ...siteDiags);
+  if (intent.error && intent.error.stage === "validate") {
+    diagnostics.push({
+      code: "PLAN_CURRENT_CONFIG_REFUSED",
+      severity: "warning",
+      message: `the agent refuses the current config (${intent.error.message}) and keeps the one it ran with before (the defaults, if it started with this ConfigMap); the plan starts from those, and the new config replaces the refused list`,
+      ...(intent.error.source ? { source: intent.error.source } : {}),
+    });
+  }
   // The pod range: given, or the cluster CIDR a component states, or the nodes' ranges merged.
   const stated = clusterPodRange(snap.objects);
   let podRanges: readonly Cidr[];
