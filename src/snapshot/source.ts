@@ -63,6 +63,10 @@ export function openSnapshot(path: string): SnapshotSource {
     throw new SnapshotOpenError(`${path}: not a snapshot (expected a folder, or a .tar.gz of one)`);
   }
   const { entries, diagnostics } = readTar(readFileSync(path), path);
+  if (entries.length === 0 && diagnostics.length > 0) {
+    // nothing could be taken out of it: say why, rather than "nothing in it is a snapshot"
+    throw new SnapshotOpenError(diagnostics.map((d) => d.message).join("\n"));
+  }
   // A tarball of "snap/" holds "snap/cluster/..."; strip one common top folder.
   const tops = new Set(entries.map((e) => e.path.split("/")[0]));
   const strip =

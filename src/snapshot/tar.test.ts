@@ -1,5 +1,6 @@
 import assert from "node:assert/strict";
 import { execFileSync } from "node:child_process";
+import { randomBytes } from "node:crypto";
 import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -40,6 +41,40 @@ describe("readTar", () => {
         ["a.txt"],
       );
       assert.equal(r.diagnostics[0]?.code, "ARCHIVE_TRUNCATED");
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+  it("a .tar.gz cut in half: the gzip damage is named and the files before the cut are kept", () => {
+    const dir = mkdtempSync(join(tmpdir(), "pp-tar-"));
+    try {
+      // incompressible contents, so half the archive really holds only the first files
+      writeFileSync(join(dir, "a.txt"), randomBytes(20_000));
+      writeFileSync(join(dir, "b.txt"), randomBytes(20_000));
+      writeFileSync(join(dir, "c.txt"), randomBytes(20_000));
+      execFileSync("tar", ["-czf", join(dir, "s.tar.gz"), "-C", dir, "a.txt", "b.txt", "c.txt"]);
+      const whole = readFileSync(join(dir, "s.tar.gz"));
+      const r = readTar(whole.subarray(0, Math.floor(whole.length / 2)), "s.tar.gz");
+      assert.deepEqual(
+        r.entries.map((e) => e.path),
+        ["a.txt"],
+      );
+      assert.deepEqual(Buffer.from(r.entries[0]!.data), readFileSync(join(dir, "a.txt")));
+      assert.deepEqual(
+        r.diagnostics.map((d) => d.code),
+        ["ARCHIVE_GZIP", "ARCHIVE_TRUNCATED"],
+      );
+      assert.match(
+        r.diagnostics[1]!.message,
+        /s\.tar\.gz: byte \d+: the archive ends inside "b\.txt"/,
+      );
+      // damage inside the stream (not a cut): the files before it are kept too
+      const flipped = Buffer.from(whole);
+      for (let i = Math.floor(whole.length * 0.6); i < whole.length * 0.6 + 64; i++)
+        flipped[i]! ^= 0xff;
+      const f = readTar(flipped, "s.tar.gz");
+      assert.ok(f.entries.some((e) => e.path === "a.txt"));
+      assert.equal(f.diagnostics[0]?.code, "ARCHIVE_GZIP");
     } finally {
       rmSync(dir, { recursive: true, force: true });
     }

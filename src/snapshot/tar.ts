@@ -5,7 +5,7 @@
  * not need. Bad archives become diagnostics naming the byte offset, and files before the damage
  * are kept.
  */
-import { gunzipSync } from "node:zlib";
+import { constants, gunzipSync } from "node:zlib";
 import type { Diagnostic } from "../model/types.ts";
 
 export interface TarEntry {
@@ -45,6 +45,36 @@ function paxPath(data: Uint8Array): string | undefined {
 }
 
 /**
+ * Decompresses as much of a damaged gzip stream as inflates cleanly. A sync flush returns the
+ * output of a stream cut short instead of failing; damage inside the stream fails at the damaged
+ * block, and inflating is monotone in the prefix length, so the longest prefix that inflates is
+ * found by bisection (the error path only: about log2(size) inflations).
+ */
+function gunzipPrefix(bytes: Uint8Array): Uint8Array {
+  const inflate = (n: number): Uint8Array | undefined => {
+    try {
+      return gunzipSync(bytes.subarray(0, n), { finishFlush: constants.Z_SYNC_FLUSH });
+    } catch {
+      return undefined;
+    }
+  };
+  const whole = inflate(bytes.length);
+  if (whole) return whole;
+  let lo = 10; // the gzip header
+  let hi = bytes.length;
+  let best: Uint8Array = new Uint8Array(0);
+  while (lo < hi) {
+    const mid = Math.floor((lo + hi + 1) / 2);
+    const out = inflate(mid);
+    if (out) {
+      best = out;
+      lo = mid;
+    } else hi = mid - 1;
+  }
+  return best;
+}
+
+/**
  * Lists the regular files of a tar archive (gzip detected by magic). Never throws on bad input.
  * @example readTar(fs.readFileSync("snap.tar.gz"), "snap.tar.gz").entries.map((e) => e.path)
  */
@@ -58,21 +88,26 @@ export function readTar(
     try {
       buf = gunzipSync(bytes);
     } catch (e) {
+      // keep what inflates before the damage: the files in it are still read below
+      buf = gunzipPrefix(bytes);
       diagnostics.push({
         code: "ARCHIVE_GZIP",
         severity: "error",
-        message: `${file}: the gzip stream is damaged (${(e as Error).message}); expected a .tar.gz written by tar -czf`,
+        message: `${file}: the gzip stream is damaged (${(e as Error).message}); expected a .tar.gz written by tar -czf; the ${buf.length} bytes before the damage are read`,
         source: { file, line: 0 },
       });
-      return { entries: [], diagnostics };
     }
   }
   const entries: TarEntry[] = [];
   let off = 0;
   let longName: string | undefined;
+  let stopped = false;
   while (off + BLOCK <= buf.length) {
     const header = buf.subarray(off, off + BLOCK);
-    if (header.every((b) => b === 0)) break; // end-of-archive marker
+    if (header.every((b) => b === 0)) {
+      stopped = true; // end-of-archive marker
+      break;
+    }
     const size = octal(header, 124, 12);
     const magicOk = cString(header, 257, 6).startsWith("ustar") || cString(header, 257, 8) === "";
     if (size === undefined || !magicOk) {
@@ -82,6 +117,7 @@ export function readTar(
         message: `${file}: byte ${off}: not a tar header (expected a ustar header with an octal size); files after it are not read`,
         source: { file, line: 0 },
       });
+      stopped = true;
       break;
     }
     const type = String.fromCharCode(header[156] || 48);
@@ -94,6 +130,7 @@ export function readTar(
         message: `${file}: byte ${off}: the archive ends inside ${JSON.stringify(cString(header, 0, 100))} (expected ${size} bytes of data)`,
         source: { file, line: 0 },
       });
+      stopped = true;
       break;
     }
     const data = buf.subarray(dataStart, dataEnd);
@@ -110,6 +147,14 @@ export function readTar(
       }
     }
     off = dataStart + Math.ceil(size / BLOCK) * BLOCK;
+  }
+  if (!stopped && off < buf.length && buf.subarray(off).some((b) => b !== 0)) {
+    diagnostics.push({
+      code: "ARCHIVE_TRUNCATED",
+      severity: "error",
+      message: `${file}: byte ${off}: the archive ends inside a tar header (expected ${BLOCK} bytes, the file has ${buf.length - off})`,
+      source: { file, line: 0 },
+    });
   }
   return { entries, diagnostics };
 }
