@@ -97,6 +97,16 @@ export async function loadAgentView(
     ...(previous ? { previous } : {}),
   });
   for (const d of view.diagnostics) io.err(formatDiagnostic(d));
+  // A ConfigMap file that cannot be read (broken YAML, cut short) is unreadable input, not an
+  // absent ConfigMap: answering with the agent's defaults would describe a file nobody has.
+  const unreadable = view.diagnostics.find(
+    (d) => d.severity === "error" && d.source?.file === file && view.input?.file.present === false,
+  );
+  if (file !== undefined && unreadable) {
+    throw new UsageError(
+      `${file}:${unreadable.source?.line ?? 0}: no ConfigMap could be read from this file (see the errors above); expected a ConfigMap as kubectl prints it, or the agent's config file`,
+    );
+  }
   if (file === undefined) {
     io.err(
       "note: no config file given: the agent finds no /etc/config/ip-masq-agent and uses its defaults\n",
