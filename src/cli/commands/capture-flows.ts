@@ -17,7 +17,8 @@ async function metaBeside(
 ): Promise<{ file: string; meta: CaptureMeta } | undefined> {
   const { parseCaptureMeta } = await import("../../capture/capture-meta.ts");
   const yamlPath = join(dirname(path), `${basename(path, extname(path))}.yaml`);
-  if (!existsSync(yamlPath)) return undefined;
+  // a capture named NAME.yaml is not its own description
+  if (yamlPath === path || !existsSync(yamlPath)) return undefined;
   const file = basename(yamlPath);
   const parsed = parseCaptureMeta(readFileSync(yamlPath, "utf8"), file);
   for (const d of parsed.diagnostics) printDiagnostic(io, d);

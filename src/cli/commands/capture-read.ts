@@ -19,7 +19,10 @@ export function captureArg(args: readonly string[], io: Io): string {
 }
 
 export function printDiagnostic(io: Io, d: Diagnostic): void {
-  io.err(`podpath: ${d.severity}: ${d.message}\n`);
+  // the capture readers put the file in the message; other readers leave it to `source`
+  const where =
+    d.source && !d.message.includes(d.source.file) ? `${d.source.file}:${d.source.line}: ` : "";
+  io.err(`podpath: ${d.severity}: ${where}${d.message}\n`);
 }
 
 export async function run(
