@@ -220,9 +220,27 @@ describe("planMasquerade on a hand-written cluster", () => {
     assert.ok(site[0]!.diff.includes("+   - 10.8.0.0/14"), site[0]!.diff.join("\n"));
     assert.ok(site[0]!.diff.includes("+     - 10.8.0.0/14"), site[0]!.diff.join("\n"));
     assert.ok(site[0]!.diff.includes("    - 10.128.0.0/20"), "the existing entries stay");
+    // the allowlist already admits the pod range: no firewall change
+    assert.deepEqual(site[0]!.allowlistSourcesAdd, []);
     assert.deepEqual(k.impact.namesPodAddresses, []);
     assert.equal(k.tradeoff.length, 4);
     assert.ok(k.tradeoff.every((t) => t.narrow !== t.keepPodIdentity));
+  });
+
+  it("keep-pod-identity: an allowlist that admits only node addresses learns the pod range", () => {
+    const files = clusterFiles();
+    files["remote/dc-east.yaml"] = files["remote/dc-east.yaml"]!.replace(
+      "      - 10.8.0.0/14\n",
+      "",
+    );
+    const k = planMasquerade(memorySnapshot("fw", files), { strategy: "keep-pod-identity" });
+    const site = k.keepPodIdentity!.sites[0]!;
+    assert.deepEqual(site.allowlistSourcesAdd, [{ name: "orders-db", add: ["10.8.0.0/14"] }]);
+    const diff = site.diff.join("\n");
+    assert.match(
+      diff,
+      /allowlists:\n {2}- name: orders-db\n {4}sources:\n {8}- 10\.128\.0\.0\/20\n\+ {7}- 10\.8\.0\.0\/14/,
+    );
   });
 
   it("a JSON config stays JSON, with the agent's case-insensitive key rewritten", () => {

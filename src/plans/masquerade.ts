@@ -72,6 +72,11 @@ export interface SiteChange {
   readonly file: string;
   readonly routesBackAdd: readonly string[];
   readonly selectorsAdd: readonly string[];
+  /** Firewall scope: allowlists toward the destination whose sources must admit the pod range. */
+  readonly allowlistSourcesAdd: readonly {
+    readonly name: string;
+    readonly add: readonly string[];
+  }[];
   /** The site file's fields before and after, as YAML lines with +/- marks. */
   readonly diff: readonly string[];
 }
@@ -265,6 +270,7 @@ function siteDiff(
   site: RemoteSite,
   routesAdd: readonly string[],
   selAdd: readonly string[],
+  allowAdd: readonly { readonly name: string; readonly add: readonly string[] }[],
 ): string[] {
   const lines = [`# ${site.source.file}`];
   const list = (
@@ -291,6 +297,17 @@ function siteDiff(
       "  ",
       (site.vpn.localTrafficSelectors ?? []).map((r) => formatCidr(r.cidr)),
       selAdd,
+    );
+  }
+  if (allowAdd.length > 0) lines.push("allowlists:");
+  for (const a of allowAdd) {
+    const al = site.allowlists.find((x) => x.name === a.name);
+    lines.push(`  - name: ${a.name}`);
+    list(
+      "sources",
+      "    ",
+      (al?.sources ?? []).map((r) => formatCidr(r.cidr)),
+      a.add,
     );
   }
   return lines;
@@ -608,12 +625,29 @@ export function planMasquerade(snap: Snapshot, opts: MasqueradePlanOptions): Mas
           s.vpn.localTrafficSelectors.map((r) => r.cidr),
         ).map(formatCidr)
       : [];
+    // firewall scope: an allowlist toward the destination that names sources admits pods too
+    const allowAdd = s.allowlists
+      .filter(
+        (a) =>
+          a.sources.length > 0 &&
+          (a.destinations.length === 0 ||
+            a.destinations.some((d) => targets.some((t) => contains(d.cidr, t.ip)))),
+      )
+      .map((a) => ({
+        name: a.name,
+        add: excludeCidrs(
+          mergeCidrs(podRanges),
+          a.sources.map((x) => x.cidr),
+        ).map(formatCidr),
+      }))
+      .filter((a) => a.add.length > 0);
     siteChanges.push({
       site: s.name,
       file: s.source.file,
       routesBackAdd: routesAdd,
       selectorsAdd: selAdd,
-      diff: siteDiff(s, routesAdd, selAdd),
+      allowlistSourcesAdd: allowAdd,
+      diff: siteDiff(s, routesAdd, selAdd, allowAdd),
     });
   }
   if (sites.length === 0) {
