@@ -214,9 +214,7 @@ resyncInterval: 30s
 `;
 
 /** Two pools (default with the agent, legacy without), a far side, a NetworkPolicy. */
-export function clusterFiles(
-  config: string | null = COMMENTED_CONFIG,
-): Record<string, string> {
+export function clusterFiles(config: string | null = COMMENTED_CONFIG): Record<string, string> {
   return {
     "cluster/nodes.yaml": `${nodeYaml("gke-east-default-a1", "default", "10.8.0.0/24", "10.128.0.2")}---\n${nodeYaml(
       "gke-east-legacy-b1",
