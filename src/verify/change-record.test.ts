@@ -201,6 +201,13 @@ describe("verifyChange on the example replica pair", () => {
     assert.equal(md[0], "# Change record: ip-masq-agent non-masquerade list");
     assert.equal(md[2], `- Proof: \`${r.proof}\``);
     assert.match(md[3]!, /^- Verdict: \*\*FIXED\*\*/);
+    const text = md.join("\n");
+    // the ConfigMap diff and the node's chain diff
+    assert.ok(text.includes("```diff\n nonMasqueradeCIDRs:\n-  - 10.0.0.0/8\n"), text);
+    assert.ok(text.includes("\n+  - 10.4.0.0/14\n"));
+    assert.match(text, /\n- -A IP-MASQ-AGENT -d 10\.0\.0\.0\/8 .* -j RETURN\n/);
+    assert.match(text, /\n\+ -A IP-MASQ-AGENT -d 10\.4\.0\.0\/14 .* -j RETURN\n/);
+    assert.match(text, /\| gke-lab-default-0 \| yes \| yes \|/);
     const json = JSON.parse(
       JSON.stringify(r, (_k, v) => (typeof v === "bigint" ? v.toString() : v)),
     ) as ChangeRecord;

@@ -117,6 +117,25 @@ describe("plan masquerade → lab → verify (real kernel)", { skip: kernelSkip(
     assert.match(wire, /IP 10\.128\.0\.2\.\d+ > 10\.20\.30\.40\.5432: Flags \[S\]/);
     assert.match(wire, /IP 10\.20\.30\.40\.5432 > 10\.128\.0\.2\.\d+: Flags \[P\.\]/);
 
+    // the ConfigMap applied, but the agent has not written the rules yet: the wire says so
+    const lagging = lab(
+      "one-lagging",
+      "--config",
+      configFile,
+      "--phase",
+      "after",
+      "--rules",
+      "old",
+    );
+    const stale = verify(b, lagging);
+    assert.equal(stale.code, 1);
+    assert.equal(stale.record.verdict, "not-applied-on-node", stale.record.verdictText);
+    assert.equal(
+      stale.record.verdictText,
+      "A node-level capture after the change (captures/node-gke-lab-default-0.pcap) still shows the pod address 10.4.0.5: the rules never changed on gke-lab-default-0, whatever the ConfigMap says.",
+    );
+    assert.equal(stale.record.nodes[0]?.pickedUp, "no");
+
     // rollback: the previous ConfigMap is the one the before replica ran
     const prev = parse(p.rollback.previousConfigMap!) as { data: { config: string } };
     const beforeCm = readFileSync(join(b, "cluster/ip-masq-agent.yaml"), "utf8");
