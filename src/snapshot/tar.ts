@@ -50,7 +50,7 @@ function paxPath(data: Uint8Array): string | undefined {
  * block, and inflating is monotone in the prefix length, so the longest prefix that inflates is
  * found by bisection (the error path only: about log2(size) inflations).
  */
-function gunzipPrefix(bytes: Uint8Array): Uint8Array {
+function gunzipPrefix(bytes: Uint8Array): { data: Uint8Array; at: number } {
   const inflate = (n: number): Uint8Array | undefined => {
     try {
       return gunzipSync(bytes.subarray(0, n), { finishFlush: constants.Z_SYNC_FLUSH });
@@ -59,7 +59,7 @@ function gunzipPrefix(bytes: Uint8Array): Uint8Array {
     }
   };
   const whole = inflate(bytes.length);
-  if (whole) return whole;
+  if (whole) return { data: whole, at: bytes.length };
   let lo = 10; // the gzip header
   let hi = bytes.length;
   let best: Uint8Array = new Uint8Array(0);
@@ -71,7 +71,7 @@ function gunzipPrefix(bytes: Uint8Array): Uint8Array {
       lo = mid;
     } else hi = mid - 1;
   }
-  return best;
+  return { data: best, at: lo };
 }
 
 /**
@@ -89,11 +89,12 @@ export function readTar(
       buf = gunzipSync(bytes);
     } catch (e) {
       // keep what inflates before the damage: the files in it are still read below
-      buf = gunzipPrefix(bytes);
+      const kept = gunzipPrefix(bytes);
+      buf = kept.data;
       diagnostics.push({
         code: "ARCHIVE_GZIP",
         severity: "error",
-        message: `${file}: the gzip stream is damaged (${(e as Error).message}); expected a .tar.gz written by tar -czf; the ${buf.length} bytes before the damage are read`,
+        message: `${file}: byte ${kept.at}: the gzip stream is damaged (${(e as Error).message}); expected a .tar.gz written by tar -czf; the ${buf.length} bytes unpacked before the damage are read`,
         source: { file, line: 0 },
       });
     }
