@@ -179,6 +179,8 @@ function tarGz(dir: string, name: string): string {
 }
 const FULL_TGZ = tarGz(EXAMPLE, "example.tar.gz");
 const HALF_TGZ = write("half.tar.gz", half(FULL_TGZ));
+/** 100 bytes of gzip: the stream stops inside the first tar header. */
+const EARLY_CUT_TGZ = write("early-cut.tar.gz", readFileSync(FULL_TGZ).subarray(0, 100));
 const GZ_OF_NOTHING = write("not-a-tar.tar.gz", gzipSync(Buffer.from("hello\n")));
 
 // --- commands that read a snapshot -------------------------------------------------------------
@@ -267,6 +269,18 @@ describe("podpath diagnose: a .tar.gz snapshot", () => {
     assert.ok(damage.length > 0, JSON.stringify(json.diagnostics));
     assert.ok(damage.some((d) => /byte \d+|gzip/.test(d.message)));
     assert.ok(damage.some((d) => d.severity === "error"));
+  });
+
+  it("cut inside its first file: nothing to read, exit 2 with the reason and byte offset", () => {
+    for (const argv of [
+      ["diagnose", EARLY_CUT_TGZ],
+      ["plan", "masquerade", EARLY_CUT_TGZ],
+      ["verify", EXAMPLE, EARLY_CUT_TGZ],
+      ["plan", "vpn", EARLY_CUT_TGZ, "--pod", VPN_POD],
+    ]) {
+      const r = podpath(...argv);
+      assertUnreadable(r, EARLY_CUT_TGZ, /byte \d+: the gzip stream is damaged/);
+    }
   });
 
   it("cut in half, for every snapshot command: no stack, no hang, the archive named", () => {
