@@ -97,7 +97,13 @@ export function renderMasqueradePlanText(
   }
   out.push("");
   if (replay.length > 0) {
-    out.push(p.bold("What-if on a real kernel (proposed rules)"));
+    out.push(
+      p.bold(
+        plan.narrow
+          ? "What-if on a real kernel (proposed rules)"
+          : "What-if on a real kernel (the rules as they are: keep-pod-identity leaves them alone)",
+      ),
+    );
     for (const r of replay) {
       out.push(
         `  ${r.node}: ${r.flow}: kernel puts ${r.kernelSource ?? "nothing"} on the wire; evaluator: ${r.predicted}${

@@ -117,6 +117,23 @@ describe("plan masquerade → lab → verify (real kernel)", { skip: kernelSkip(
     assert.match(wire, /IP 10\.128\.0\.2\.\d+ > 10\.20\.30\.40\.5432: Flags \[S\]/);
     assert.match(wire, /IP 10\.20\.30\.40\.5432 > 10\.128\.0\.2\.\d+: Flags \[P\.\]/);
 
+    // keep-pod-identity leaves the rules alone: the kernel keeps the pod address on the wire
+    const keep = podpath(
+      "plan",
+      "masquerade",
+      b,
+      "--strategy",
+      "keep-pod-identity",
+      "--replay",
+      "-o",
+      "json",
+    );
+    assert.equal(keep.code, 0, keep.stderr);
+    const kept = (JSON.parse(keep.stdout) as PlanJson).replay;
+    assert.equal(kept.length, 1);
+    assert.equal(kept[0]?.kernelSource, "10.4.0.5");
+    assert.equal(kept[0]?.agree, true);
+
     // the ConfigMap applied, but the agent has not written the rules yet: the wire says so
     const lagging = lab(
       "one-lagging",

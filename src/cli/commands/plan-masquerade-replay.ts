@@ -2,7 +2,8 @@
  * @module cli/commands/plan-masquerade-replay — `plan masquerade --replay`: each node's real nat
  * table with the agent's chain replaced by the proposed rules, loaded into a sandbox on this
  * machine's kernel; the source address the kernel puts on the wire for a pod's request, next to the
- * evaluator's prediction. Needs root; without it, says so and proves nothing.
+ * evaluator's prediction (keep-pod-identity: the node's rules as they are, which it leaves alone).
+ * Needs root; without it, says so and proves nothing.
  */
 import { labUnavailableReason } from "../../lab/netns.ts";
 import { replayFlow } from "../../lab/replay.ts";
@@ -42,16 +43,16 @@ export async function replayPlan(
     io.err(`podpath: --replay skipped: ${why}\n`);
     return [];
   }
-  if (!plan.narrow) return [];
   const intent = readAgentIntent(snap.objects);
   const facts = clusterFacts(snap.objects);
   const chain = intent.flags.masqChain;
-  const rules = plan.narrow.expectedRules.filter((r) => r.startsWith(`-A ${chain} `));
+  // keep-pod-identity changes nothing in the cluster: the current rules are the proposed ones
+  const rules = plan.narrow?.expectedRules.filter((r) => r.startsWith(`-A ${chain} `));
   const out: ReplayLine[] = [];
   for (const node of snap.nodes.values()) {
     const pool = plan.coverage.find((c) => c.nodes.includes(node.name));
     const unreached =
-      pool && !pool.reached
+      plan.narrow && pool && !pool.reached
         ? `(what-if only: the agent does not run in pool ${pool.pool}, so these rules never reach ${node.name}; it keeps its current rules)`
         : undefined;
     const file = node.files["iptables-save"];
@@ -62,7 +63,8 @@ export async function replayPlan(
     const podIp = pod?.podIPs[0]?.ip;
     const nodeIp = facts.nodes.find((n) => n.name === node.name)?.internalIPs[0]?.ip;
     if (!podIp || !nodeIp) continue;
-    const dump = withAgentRules(snap.source.readText(file), chain, rules);
+    const text = snap.source.readText(file);
+    const dump = rules ? withAgentRules(text, chain, rules) : text;
     for (const d of plan.destinations) {
       const flowText = `${formatIp(podIp)}->${d.ip}${d.port ? `:${d.port}` : ""}`;
       try {
