@@ -184,6 +184,20 @@ describe("tcpdump text damage", () => {
     assert.equal(r.packets[1]!.line, 3);
   });
 
+  it("text in which no line is tcpdump output is an error, not an empty capture", async () => {
+    const r = await collect(new TextEncoder().encode("hello\nworld: 1\n"), "notes.txt");
+    assert.equal(r.packets.length, 0);
+    assert.deepEqual(codes(r.diagnostics), [
+      "TCPDUMP_UNPARSED",
+      "TCPDUMP_UNPARSED",
+      "TCPDUMP_NOT_TEXT",
+    ]);
+    assert.equal(r.diagnostics[2]!.severity, "error");
+    assert.match(r.diagnostics[2]!.message, /^notes\.txt: none of its 2 lines is tcpdump output/);
+    const empty = await collect(new Uint8Array(0), "empty.txt");
+    assert.deepEqual(empty.diagnostics, []);
+  });
+
   it("reads a paste saved as UTF-16 by PowerShell", async () => {
     const text =
       "\ufeff10:00:00.000001 IP 10.0.0.1 > 10.0.0.2: ICMP echo request, id 1, seq 1, length 64\r\n";

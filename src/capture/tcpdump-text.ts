@@ -187,6 +187,15 @@ export async function* parseTcpdumpLines(
       source: { file, line: lineNo },
     });
   }
+  if (index === 0 && unparsed > 0) {
+    // not one packet line: this is no capture (an empty file is one, of nothing)
+    diag({
+      code: "TCPDUMP_NOT_TEXT",
+      severity: "error",
+      message: `${file}: none of its ${lineNo} lines is tcpdump output; expected a pcap or pcapng file (tcpdump -w) or tcpdump -n text`,
+      source: { file, line: 1 },
+    });
+  }
 }
 
 /**
