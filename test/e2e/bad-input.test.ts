@@ -498,9 +498,9 @@ describe("podpath capture read / capture flows", () => {
       assert.ok(r.stdout.length > 0);
     });
 
-    it(`${sub}: a 3 MB line of text: a warning names file:line, exit stays bounded`, () => {
+    it(`${sub}: a 3 MB line of text: exit 2, file:line named, the message stays short`, () => {
       const r = podpath("capture", sub, HUGE_LINE);
-      assertClean(r, [0, 2]);
+      assertClean(r, [2]);
       assert.ok(r.stderr.includes(`${HUGE_LINE}:1`), r.stderr.slice(0, 500));
       // the warning quotes a short excerpt, not the 3 MB
       assert.ok(r.stderr.length < 10_000, `stderr is ${r.stderr.length} bytes`);
@@ -512,10 +512,17 @@ describe("podpath capture read / capture flows", () => {
       assert.doesNotMatch(r.stderr, /empty file; expected `point:`/);
     });
 
-    it(`${sub}: YAML is not a capture: warnings name file and line`, () => {
-      const r = podpath("capture", sub, YAML_ERROR);
-      assertClean(r, [0, 2]);
-      assert.ok(r.stderr.includes(`${YAML_ERROR}:1`), r.stderr);
+    it(`${sub}: text that is not tcpdump output (YAML, base64): exit 2, file:line named`, () => {
+      const base64 = write(
+        "junk.txt",
+        `${randomBytes(200_000, 11).toString("base64")}\n`.replace(/(.{76})/g, "$1\n"),
+      );
+      for (const f of [YAML_ERROR, base64]) {
+        const r = podpath("capture", sub, f);
+        assertUnreadable(r, `${f}:1`, /none of its \d+ lines is tcpdump output/);
+        // one warning per line would flood the terminal: they are capped
+        assert.ok(r.stderr.split("\n").length < 100, `${r.stderr.split("\n").length} lines`);
+      }
     });
   }
 });
