@@ -553,6 +553,14 @@ describe("podpath ipmasq config / rules", () => {
       assertUnreadable(r, HALF_CONFIGMAP, /:\d+:/);
     });
 
+    it(`${sub}: --daemonset with random bytes, YAML errors or a folder: exit 2 naming it`, () => {
+      for (const ds of [RANDOM, YAML_ERROR, HUGE_LINE, EMPTY_DIR, MISSING]) {
+        const r = podpath("ipmasq", sub, CONFIGMAP, "--daemonset", ds);
+        assertUnreadable(r, ds);
+        assert.equal(r.stdout, "");
+      }
+    });
+
     it(`${sub}: an empty file is the agent's empty config (its defaults), exit 0`, () => {
       const r = podpath("ipmasq", sub, EMPTY);
       assertClean(r, [0]);

@@ -102,6 +102,15 @@ export async function loadAgentView(
   const unreadable = view.diagnostics.find(
     (d) => d.severity === "error" && d.source?.file === file && view.input?.file.present === false,
   );
+  const noDaemonSet = view.diagnostics.find(
+    (d) => d.code === "IPMASQ_NO_DAEMONSET" || d.code === "IPMASQ_NO_CONTAINER",
+  );
+  if (dsFile !== undefined && noDaemonSet) {
+    // the flags were asked for from this file: running on default flags would answer another question
+    throw new UsageError(
+      `--daemonset ${dsFile}: no agent flags could be read from it (see the errors above)`,
+    );
+  }
   if (file !== undefined && unreadable) {
     throw new UsageError(
       `${file}:${unreadable.source?.line ?? 0}: no ConfigMap could be read from this file (see the errors above); expected a ConfigMap as kubectl prints it, or the agent's config file`,
