@@ -701,6 +701,17 @@ describe("seeded random damage of the example snapshot", () => {
       } else {
         assert.doesNotThrow(() => JSON.parse(r.stdout), `${ctx}: stdout is not JSON`);
       }
+      // the same damaged file through the command that reads that kind of file on its own
+      const file = join(snap, rel);
+      const single = rel.endsWith(".pcap")
+        ? [["capture", "flows", file, "-o", "json"]]
+        : rel.startsWith("cluster/")
+          ? [
+              ["ipmasq", "rules", file],
+              ["admission", "check", file],
+            ]
+          : [];
+      for (const argv of single) assertClean(podpath(...argv), [0, 1, 2]);
     }
   });
 });
