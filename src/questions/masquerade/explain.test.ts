@@ -41,7 +41,8 @@ describe("diagnose: masquerade on a real GKE Dataplane V2 node dump", () => {
     const root = snapshotWith({
       "nodes/gke-1/iptables-save.txt": readFileSync(DUMP, "utf8"),
       "nodes/gke-1/ip-addr.txt": "2: eth0    inet 10.128.0.7/32 scope global dynamic eth0\n",
-      "nodes/gke-1/ip-route.txt": "default via 10.128.0.1 dev eth0 proto dhcp src 10.128.0.7 metric 100\n",
+      "nodes/gke-1/ip-route.txt":
+        "default via 10.128.0.1 dev eth0 proto dhcp src 10.128.0.7 metric 100\n",
     });
     const a = await diagnose(loadSnapshot(openSnapshot(root)), {
       dest: { ip: parseIp("10.20.30.40"), text: "10.20.30.40" },
