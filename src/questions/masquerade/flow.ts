@@ -108,6 +108,21 @@ export function evaluateNodeFlow(
   };
   const src = trace.sourceOut?.ip;
   const note = trace.sourceOut?.note;
+  const nat = node.iptables?.tables.get("nat");
+  if (
+    trace.decision === "keep" &&
+    !lastReturn &&
+    node.iptables?.format === "save" &&
+    nat?.committed === false
+  ) {
+    // The dump ends before the nat table's COMMIT: the rules that would rewrite the source may
+    // be the ones cut off, so "no rule rewrites it" is not known.
+    return {
+      ...base,
+      decision: "cannot-decide",
+      undecided: `the nat table in ${node.iptables.file} is cut off (no COMMIT): the rules after its last line are missing`,
+    };
+  }
   switch (trace.decision) {
     case "keep":
     case "masquerade":
