@@ -322,8 +322,11 @@ const DAMAGES: readonly Damage[] = [
 
 /** The destination the example is about, so damage to remote/ does not change the question. */
 const DEST = "10.20.30.40:5432";
-/** The pod and node objects: every path finding rests on them, cited or not. */
-const ENDPOINT_FILES = new Set(["cluster/pods.yaml", "cluster/nodes.yaml"]);
+/**
+ * The pod and node objects and the node's nat rules: every path finding rests on them (who
+ * sends, and with which source address), cited or not.
+ */
+const ENDPOINT_FILES = new Set(["cluster/pods.yaml", "cluster/nodes.yaml", IPTABLES]);
 
 interface AnswerJson {
   findings: { id: string; evidence: { file: string }[] }[];
@@ -398,6 +401,12 @@ describe("podpath diagnose: one damaged file, the rest still answers", () => {
     assert.ok((cut.source?.line ?? 0) > 0);
     // the wire evidence does not depend on the dump
     assert.ok(json.findings.some((f) => f.id === "masq/wire-pod-source"));
+    // and the cut dump does not decide the source: the rules that would rewrite it may be missing
+    assert.ok(!json.findings.some((f) => f.id === "masq/exempt-destination"));
+    const pod = (JSON.parse(r.stdout) as { paths: { from: string; verdict: string }[] }).paths.find(
+      (p) => p.from.startsWith("pod/"),
+    );
+    assert.match(pod?.verdict ?? "", /not decided .*cut off/);
   });
 
   it("YAML with a syntax error in cluster/: named with its line, the rest answers", () => {
