@@ -403,6 +403,8 @@ describe("podpath diagnose: one damaged file, the rest still answers", () => {
     assert.ok(json.findings.some((f) => f.id === "masq/wire-pod-source"));
     // and the cut dump does not decide the source: the rules that would rewrite it may be missing
     assert.ok(!json.findings.some((f) => f.id === "masq/exempt-destination"));
+    // nor is the cut taken for drift between the ConfigMap and the rules
+    assert.ok(!json.findings.some((f) => f.id === "masq/intent-rules-drift"));
     const pod = (JSON.parse(r.stdout) as { paths: { from: string; verdict: string }[] }).paths.find(
       (p) => p.from.startsWith("pod/"),
     );
