@@ -1,7 +1,7 @@
 /**
  * iptables benchmark: podpath's iptables-save parse + nat compile against the real
  * `iptables-restore --test` on the same kube-proxy-sized dumps (1k / 10k / 30k service ports, made
- * by /work/shared/bench/gen-iptables.py into a temporary directory), measured in the same run and
+ * by ../shared/bench/gen-iptables.py into a temporary directory), measured in the same run and
  * interleaved so both see the same machine load; then nat flow evaluations per second on the 10k
  * table. Prints PASS/MISS per goal; exits non-zero only when it could not measure.
  *
@@ -18,7 +18,8 @@ import { parseIptablesSave } from "../src/iptables/save-parser.ts";
 import { createLab, labUnavailableReason, type Namespace } from "../src/lab/netns.ts";
 import { formatIp, type Ip, parseIp } from "../src/net/cidr.ts";
 
-const GEN = "/work/shared/bench/gen-iptables.py";
+// the shared benchmark generators sit beside the repository
+const GEN = join(import.meta.dirname, "..", "..", "shared", "bench", "gen-iptables.py");
 const SIZES = [1000, 10000, 30000] as const;
 const RUNS: Record<number, number> = { 1000: 5, 10000: 5, 30000: 3 };
 

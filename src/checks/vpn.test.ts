@@ -1,5 +1,6 @@
 import assert from "node:assert/strict";
 import { readFileSync } from "node:fs";
+import { join } from "node:path";
 import { describe, it } from "node:test";
 import fc from "fast-check";
 import { cidrOf } from "../agents/openvpn/server-config.ts";
@@ -188,7 +189,10 @@ describe("vpnFindings with little evidence", () => {
 
   it("finds the VPN pod from the chart label alone and asks for its sysctl", () => {
     const text = readFileSync(
-      "/work/shared/reference/openvpn/examples/stable-openvpn-4.2.5-rendered-ipForwardInitContainer.yaml",
+      join(
+        import.meta.dirname,
+        "../agents/openvpn/fixtures/reference/examples/stable-openvpn-4.2.5-rendered-ipForwardInitContainer.yaml",
+      ),
       "utf8",
     );
     const objects = readKubeObjects(text, "cluster/vpn.yaml").value;
@@ -201,7 +205,10 @@ describe("vpnFindings with little evidence", () => {
 
   it("reads 1 with an init container in the chart-rendered manifest: durable", () => {
     const text = readFileSync(
-      "/work/shared/reference/openvpn/examples/stable-openvpn-4.2.5-rendered-ipForwardInitContainer.yaml",
+      join(
+        import.meta.dirname,
+        "../agents/openvpn/fixtures/reference/examples/stable-openvpn-4.2.5-rendered-ipForwardInitContainer.yaml",
+      ),
       "utf8",
     );
     const objects = readKubeObjects(text, "cluster/vpn.yaml").value;

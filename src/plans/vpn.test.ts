@@ -136,7 +136,10 @@ describe("planVpn patches", () => {
     assert.deepEqual(spec.initContainers[0], CHART_INIT_CONTAINER);
     // the chart template, verbatim: helm/charts stable/openvpn 4.2.5 templates/openvpn-deployment.yaml
     const tpl = readFileSync(
-      "/work/shared/reference/openvpn/helm-charts-stable-openvpn-4.2.5/templates/openvpn-deployment.yaml",
+      join(
+        import.meta.dirname,
+        "../agents/openvpn/fixtures/reference/helm-charts-stable-openvpn-4.2.5/templates/openvpn-deployment.yaml",
+      ),
       "utf8",
     );
     for (const s of [

@@ -1,5 +1,6 @@
 import assert from "node:assert/strict";
 import { readFileSync } from "node:fs";
+import { join } from "node:path";
 import { describe, it } from "node:test";
 import fc from "fast-check";
 import { readKubeObjects } from "../../evidence/kube-objects.ts";
@@ -19,7 +20,7 @@ import {
   serverTunnelAddress,
 } from "./server-config.ts";
 
-const ref = "/work/shared/reference/openvpn";
+const ref = join(import.meta.dirname, "fixtures/reference");
 const here = (p: string) => new URL(p, import.meta.url);
 
 describe("parseOpenvpnConfig", () => {
