@@ -3,7 +3,7 @@
  * masquerade path, the wire, the VPN pod) and gathers one answer: findings most important first,
  * the paths traced, and the evidence that would decide more.
  */
-import type { Answer } from "../model/answer.ts";
+import type { Answer, PathView } from "../model/answer.ts";
 import { sortFindings } from "../model/answer.ts";
 import type { Diagnostic, Finding, Missing } from "../model/types.ts";
 import type { Snapshot } from "../snapshot/load.ts";
@@ -19,7 +19,7 @@ export interface DiagnoseOptions {
 /** What each question contributes to the answer. */
 export interface QuestionResult {
   readonly findings: Finding[];
-  readonly paths: import("../model/answer.ts").PathView[];
+  readonly paths: PathView[];
   readonly missing: Missing[];
   readonly diagnostics: Diagnostic[];
 }

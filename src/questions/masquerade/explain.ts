@@ -6,13 +6,7 @@
  */
 import { isExempt } from "../../agents/ip-masq-agent/exempt.ts";
 import type { PathHop } from "../../model/answer.ts";
-import {
-  type Evidence,
-  type Finding,
-  type Missing,
-  refToEvidence,
-  type SourceRef,
-} from "../../model/types.ts";
+import { type Evidence, type Finding, refToEvidence, type SourceRef } from "../../model/types.ts";
 import { contains, formatCidr, formatIp, type Ip } from "../../net/cidr.ts";
 import type { NodeEvidence, Snapshot } from "../../snapshot/load.ts";
 import type { DiagnoseOptions, QuestionResult } from "../diagnose.ts";
@@ -406,5 +400,3 @@ function noReturnRouteFinding(
     ],
   };
 }
-
-export type { Missing };
