@@ -52,8 +52,7 @@ const output = (choices: string[], dflt: string) =>
 
 const program = new Command("podpath")
   .description(
-    "Explains what a pod's packet claims to be when it leaves, where it stops and why:\n" +
-      "from cluster intent, the rules installed in the kernel, and captures of the wire.",
+    "Explains what a pod's packet claims to be when it leaves, where it stops and why, from cluster intent, the rules installed in the kernel, and captures of the wire.",
   )
   .version("0.1.0")
   // Options after a subcommand belong to it (so `admission check --version v1.30` is the policy
