@@ -8,6 +8,7 @@
  * returns undefined and the caller uses the full parser. Values equal the `yaml` package's
  * (YAML 1.2 core schema), positions equal `evidence/yaml-source`'s; a differential test checks both.
  */
+import { lineAt } from "./yaml-source.ts";
 
 export type BlockPath = readonly (string | number)[];
 
@@ -407,17 +408,7 @@ function document(
     }
     return p;
   };
-  const lineOf = (off: number) => {
-    const starts = lineStarts();
-    let lo = 0;
-    let hi = starts.length - 1;
-    while (lo < hi) {
-      const mid = (lo + hi + 1) >> 1;
-      if (starts[mid]! <= off) lo = mid;
-      else hi = mid - 1;
-    }
-    return lo + 1;
-  };
+  const lineOf = (off: number) => lineAt(lineStarts(), off);
   const lineText = (line: number) => {
     const starts = lineStarts();
     const from = starts[line - 1]!;

@@ -291,7 +291,7 @@ function lineStartsOf(text: string): number[] {
 }
 
 /** 1-based line of `offset`, by binary search over line start offsets. */
-function lineAt(starts: readonly number[], offset: number): number {
+export function lineAt(starts: readonly number[], offset: number): number {
   let lo = 0;
   let hi = starts.length - 1;
   while (lo < hi) {

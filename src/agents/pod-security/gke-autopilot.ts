@@ -5,26 +5,18 @@
  * sysctl cannot be allowlisted). Google changes the capability list over time: treat it as a
  * documented snapshot, not a contract.
  */
+import { BASELINE_CAPABILITIES } from "./checks-baseline.ts";
 import { asArray, asObject, asString, type PodView } from "./pod-spec.ts";
 
-/** Capabilities Autopilot admitted in the reports (`autogke-default-linux-capabilities`). */
-export const AUTOPILOT_CAPABILITIES = [
-  "AUDIT_WRITE",
-  "CHOWN",
-  "DAC_OVERRIDE",
-  "FOWNER",
-  "FSETID",
-  "KILL",
-  "MKNOD",
-  "NET_BIND_SERVICE",
+/**
+ * Capabilities Autopilot admitted in the reports (`autogke-default-linux-capabilities`): the
+ * baseline set plus NET_RAW and SYS_PTRACE.
+ */
+export const AUTOPILOT_CAPABILITIES: readonly string[] = [
+  ...BASELINE_CAPABILITIES,
   "NET_RAW",
-  "SETFCAP",
-  "SETGID",
-  "SETPCAP",
-  "SETUID",
-  "SYS_CHROOT",
   "SYS_PTRACE",
-] as const;
+];
 
 export interface AutopilotViolation {
   /** The Warden constraint, e.g. `autogke-disallow-privilege`. */
