@@ -103,7 +103,8 @@ export function readTraceroute(
   };
 }
 
-export function readIpRoute(
+/** `ip route` / `ip route get` as pasted in a probe transcript: the routes shown, or the error. */
+export function readIpRouteTranscript(
   cmd: CommandLine,
   output: readonly OutputLine[],
   diagnostics: Diagnostic[],

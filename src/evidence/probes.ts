@@ -9,7 +9,7 @@ import { type Ip, tryParseIp } from "../net/cidr.ts";
 import { readDig, readNslookup } from "./probe-dns.ts";
 import { readResolve, readTcpConnect } from "./probe-native.ts";
 import { readPing } from "./probe-ping.ts";
-import { readIpRoute, readTraceroute } from "./probe-route.ts";
+import { readIpRouteTranscript, readTraceroute } from "./probe-route.ts";
 import { readCurl, readNc } from "./probe-tcp.ts";
 
 export const PROBE_TOOLS = [
@@ -132,7 +132,7 @@ const READERS: { [K in ProbeTool]?: ToolReader } = {
   curl: readCurl,
   nc: readNc,
   traceroute: readTraceroute,
-  "ip-route": readIpRoute,
+  "ip-route": readIpRouteTranscript,
   "tcp-connect": readTcpConnect,
   resolve: readResolve,
 };
