@@ -60,6 +60,16 @@ const PROTO_MODULE: Readonly<Record<string, string>> = {
   icmpv6: "icmp6",
 };
 
+/**
+ * Could `-p PROTO` give this option to its implicit module (`--dport`, `--syn`, `--icmp-type`...)?
+ * Then where it lands depends on the rest of the rule, not only on the module it follows.
+ */
+export function isProtocolOption(name: string): boolean {
+  if (name === "--syn") return true;
+  for (const m of Object.values(PROTO_MODULE)) if (MODULE_OPTIONS[m]?.includes(name)) return true;
+  return false;
+}
+
 const BASE: Readonly<Record<string, string>> = {
   "-s": "s",
   "--source": "s",
@@ -330,6 +340,12 @@ export function parseRuleArgs(
       const arity = ARITY[name];
       if (arity !== undefined) {
         for (let k = 0; k < arity && j < n; k++) values.push(tokens[j++]!);
+        if (values.length < arity) {
+          // as iptables-restore refuses it: `option "--comment" requires an argument`
+          problems.push(
+            `option ${tok} requires ${arity === 1 ? "an argument" : `${arity} arguments`}`,
+          );
+        }
       } else {
         while (j < n && isValueAt(tokens, quoted, j)) values.push(tokens[j++]!);
       }
