@@ -3,12 +3,27 @@
  * addresses with masks, NAT ranges, statistic probabilities) and their canonical printed forms.
  */
 import { type Cidr, type Family, type Ip, tryParseCidr, tryParseIp } from "../net/cidr.ts";
-import type { NatRange, PortRange } from "./dump.ts";
+import type { Counters, NatRange, PortRange } from "./dump.ts";
 
 export type Result<T> = { ok: true; value: T } | { ok: false; error: string };
 
 const ok = <T>(value: T): Result<T> => ({ ok: true, value });
 const fail = <T>(error: string): Result<T> => ({ ok: false, error });
+
+/** `[0:0]`, which every chain of a dump without counters shows: one shared object. */
+const NO_COUNTS: Counters = Object.freeze({ packets: 0n, bytes: 0n });
+
+/** Packet and byte counters as iptables-save prints them, `[123:4567]`; undefined if not that. */
+export function parseCounters(s: string): Counters | undefined {
+  if (s === "[0:0]") return NO_COUNTS;
+  if (s.length < 5 || s.charCodeAt(0) !== 91 || s.charCodeAt(s.length - 1) !== 93) return undefined;
+  const colon = s.indexOf(":");
+  if (colon < 0) return undefined;
+  const p = s.slice(1, colon);
+  const b = s.slice(colon + 1, -1);
+  if (!/^[0-9]+$/.test(p) || !/^[0-9]+$/.test(b)) return undefined;
+  return { packets: BigInt(p), bytes: BigInt(b) };
+}
 
 function parsePort(text: string): number | undefined {
   if (!/^[0-9]{1,5}$/.test(text)) return undefined;
@@ -93,8 +108,11 @@ export function parseAddr(text: string, family: Family): Result<Cidr> {
   return parseAddrUncached(text, family);
 }
 
-/** Strict dotted quad to bigint without going through node:net (hot in big dumps). */
-function fastV4(text: string, start: number, end: number): bigint | undefined {
+/**
+ * Strict dotted quad (no leading zeros, octets 0-255) in `text[start, end)` as a number, or -1.
+ * Without node:net or a regular expression: dumps hold hundreds of thousands of addresses.
+ */
+export function dottedQuad(text: string, start: number, end: number): number {
   let v = 0;
   let octets = 0;
   let i = start;
@@ -109,15 +127,80 @@ function fastV4(text: string, start: number, end: number): bigint | undefined {
       digits++;
       i++;
     }
-    if (digits === 0 || digits > 3 || o > 255 || (digits > 1 && first === 48)) return undefined;
+    if (digits === 0 || digits > 3 || o > 255 || (digits > 1 && first === 48)) return -1;
     v = v * 256 + o;
     octets++;
     if (i === end) break;
-    if (text.charCodeAt(i) !== 46 || octets === 4) return undefined;
+    if (text.charCodeAt(i) !== 46 || octets === 4) return -1;
     i++;
-    if (i === end) return undefined;
+    if (i === end) return -1;
   }
-  return octets === 4 ? BigInt(v) : undefined;
+  return octets === 4 ? v : -1;
+}
+
+function fastV4(text: string, start: number, end: number): bigint | undefined {
+  const v = dottedQuad(text, start, end);
+  return v < 0 ? undefined : BigInt(v);
+}
+
+/** The first `code` in `text[start, end)`, or -1 (indexOf would look past `end`). */
+function indexIn(text: string, code: number, start: number, end: number): number {
+  for (let i = start; i < end; i++) if (text.charCodeAt(i) === code) return i;
+  return -1;
+}
+
+/** Is `text[start, end)` a port as {@link parsePortRange} takes one alone (1-5 digits, <= 65535)? */
+function isPort(text: string, start: number, end: number): boolean {
+  if (end <= start || end - start > 5) return false;
+  let n = 0;
+  for (let i = start; i < end; i++) {
+    const c = text.charCodeAt(i);
+    if (c < 48 || c > 57) return false;
+    n = n * 10 + (c - 48);
+  }
+  return n <= 65535;
+}
+
+/**
+ * Does {@link parseAddr} accept `text[start, end)` as an IPv4 `a.b.c.d` or `a.b.c.d/len`, and is
+ * its prefix other than 0? Checked without building the block. False means "not this simple form",
+ * not "invalid".
+ */
+export function isPlainCidrV4(text: string, start: number, end: number): boolean {
+  const slash = indexIn(text, 47 /* / */, start, end);
+  if (slash < 0) return dottedQuad(text, start, end) >= 0;
+  // the prefix as parseAddr's /^(?:[0-9]|[12][0-9]|3[0-2])$/, and not 0
+  const len = end - slash - 1;
+  const a = text.charCodeAt(slash + 1);
+  if (len === 1) {
+    if (a < 49 || a > 57) return false;
+  } else if (len === 2) {
+    const b = text.charCodeAt(slash + 2);
+    if (b < 48 || b > 57 || a < 49 || a > 51 || (a === 51 && b > 50)) return false;
+  } else return false;
+  return dottedQuad(text, start, slash) >= 0;
+}
+
+/**
+ * Does {@link parseNatRange} accept `text[start, end)` as one IPv4 address with an optional single
+ * port (`a.b.c.d` or `a.b.c.d:port`)? Checked without building the range; false means "not this
+ * simple form", not "invalid".
+ */
+export function isPlainHostPortV4(text: string, start: number, end: number): boolean {
+  const colon = indexIn(text, 58 /* : */, start, end);
+  if (colon < 0) return dottedQuad(text, start, end) >= 0;
+  return isPort(text, colon + 1, end) && dottedQuad(text, start, colon) >= 0;
+}
+
+/** `text[from..]` as an IPv4 prefix length `0`-`32` (no leading zero), or -1. */
+function prefixLength(text: string, from: number): number {
+  const n = text.length - from;
+  const a = text.charCodeAt(from) - 48;
+  if (n === 1) return a >= 0 && a <= 9 ? a : -1;
+  if (n !== 2 || a < 1 || a > 3) return -1;
+  const b = text.charCodeAt(from + 1) - 48;
+  if (b < 0 || b > 9 || (a === 3 && b > 2)) return -1;
+  return a * 10 + b;
 }
 
 /** An IPv4 or IPv6 address; the IPv4 case without regular expressions. */
@@ -127,19 +210,20 @@ export function parseIpText(text: string): Ip | undefined {
   return tryParseIp(text);
 }
 
-const HOST_MASK_4 = 0xffffffffn;
-
 function parseAddrUncached(text: string, family: Family): Result<Cidr> {
   if (family === 4) {
     const slash = text.indexOf("/");
-    const v = fastV4(text, 0, slash < 0 ? text.length : slash);
-    const plen = slash < 0 ? "32" : text.slice(slash + 1);
-    if (v !== undefined && /^(?:[0-9]|[12][0-9]|3[0-2])$/.test(plen)) {
-      const prefix = Number(plen);
-      const hostBits = (1n << BigInt(32 - prefix)) - 1n;
-      const start = v & (HOST_MASK_4 ^ hostBits);
-      // a host address: one bigint for both ends (dumps hold hundreds of thousands)
-      return ok({ family: 4, start, end: prefix === 32 ? start : start | hostBits, prefix });
+    const v = dottedQuad(text, 0, slash < 0 ? text.length : slash);
+    const prefix = slash < 0 ? 32 : prefixLength(text, slash + 1);
+    if (v >= 0 && prefix >= 0) {
+      // in doubles (exact below 2^53), then one bigint per end: dumps hold hundreds of thousands
+      if (prefix === 32) {
+        const host = BigInt(v);
+        return ok({ family: 4, start: host, end: host, prefix });
+      }
+      const size = 2 ** (32 - prefix);
+      const start = v - (v % size);
+      return ok({ family: 4, start: BigInt(start), end: BigInt(start + size - 1), prefix });
     }
   }
   let t = text;
