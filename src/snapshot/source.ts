@@ -2,7 +2,15 @@
  * @module snapshot/source — the one place that reads a snapshot from disk: a folder, or a
  * `.tar.gz` of one. Everything after this works on relative paths and file contents.
  */
-import { readdirSync, readFileSync, statSync } from "node:fs";
+import {
+  closeSync,
+  fstatSync,
+  openSync,
+  readdirSync,
+  readFileSync,
+  readSync,
+  statSync,
+} from "node:fs";
 import { join, relative, sep } from "node:path";
 import type { Diagnostic } from "../model/types.ts";
 import { readTar } from "./tar.ts";
@@ -25,6 +33,44 @@ export class SnapshotOpenError extends Error {
 }
 
 const MAX_DEPTH = 6;
+
+/**
+ * A file's bytes as text: UTF-8, a byte-order mark dropped, bad sequences as U+FFFD. (ASCII, which
+ * every kernel dump is, takes TextDecoder's fast path; a kube-proxy node's iptables-save runs to
+ * tens of megabytes.)
+ */
+export function decodeText(bytes: Uint8Array): string {
+  return new TextDecoder().decode(bytes);
+}
+
+/** Files at least this big are read through one buffer kept for the next. */
+const SCRATCH_FROM = 1 << 20;
+let scratch: Buffer | undefined;
+
+/**
+ * A file on disk as text ({@link decodeText}). A snapshot holds one dump per node, each up to
+ * tens of megabytes: the big ones are read through one buffer, kept for the next, rather than
+ * into new memory each time (which the system hands over page by page). The text is a copy;
+ * the buffer is never seen outside.
+ */
+export function readTextFile(path: string): string {
+  const fd = openSync(path, "r");
+  try {
+    const size = fstatSync(fd).size;
+    if (size < SCRATCH_FROM) return decodeText(readFileSync(fd));
+    if (scratch === undefined || scratch.length < size) scratch = Buffer.allocUnsafeSlow(size);
+    // read to the size it had when opened (a file that shrinks meanwhile, to its end)
+    let off = 0;
+    while (off < size) {
+      const n = readSync(fd, scratch, off, size - off, off);
+      if (n === 0) break;
+      off += n;
+    }
+    return decodeText(scratch.subarray(0, off));
+  } finally {
+    closeSync(fd);
+  }
+}
 
 function walk(root: string, dir: string, depth: number, out: string[]): void {
   if (depth > MAX_DEPTH) return;
@@ -53,7 +99,7 @@ export function openSnapshot(path: string): SnapshotSource {
     return {
       name: path,
       paths,
-      readText: (rel) => readFileSync(join(path, rel), "utf8"),
+      readText: (rel) => readTextFile(join(path, rel)),
       readBytes: (rel) => readFileSync(join(path, rel)),
       diskPath: (rel) => join(path, rel),
       diagnostics: [],
@@ -80,7 +126,7 @@ export function openSnapshot(path: string): SnapshotSource {
   return {
     name: path,
     paths: [...files.keys()].sort(),
-    readText: (rel) => new TextDecoder().decode(get(rel)),
+    readText: (rel) => decodeText(get(rel)),
     readBytes: get,
     diskPath: () => undefined,
     diagnostics,
