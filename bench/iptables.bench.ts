@@ -17,6 +17,7 @@ import type { Flow } from "../src/iptables/nat-trace.ts";
 import { parseIptablesSave } from "../src/iptables/save-parser.ts";
 import { createLab, labUnavailableReason, type Namespace } from "../src/lab/netns.ts";
 import { formatIp, type Ip, parseIp } from "../src/net/cidr.ts";
+import { readTextFile } from "../src/snapshot/source.ts";
 
 // the shared benchmark generators sit beside the repository
 const GEN = join(import.meta.dirname, "..", "..", "shared", "bench", "gen-iptables.py");
@@ -38,7 +39,8 @@ const rate = (n: number, ms: number) => `${Math.round(n / (ms / 1000)).toLocaleS
 function podpathOnce(file: string): Timing & { rules: number } {
   const c0 = process.cpuUsage();
   const t0 = performance.now();
-  const { value } = parseIptablesSave(readFileSync(file, "utf8"), file);
+  // read as a snapshot's files are read (snapshot/source), then parsed and compiled
+  const { value } = parseIptablesSave(readTextFile(file), file);
   compileNat(value);
   const wallMs = performance.now() - t0;
   const cu = process.cpuUsage(c0);

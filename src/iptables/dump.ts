@@ -193,25 +193,30 @@ export type Target =
       readonly options: readonly ModuleOption[];
     };
 
+/**
+ * One rule. The optional parts may also be present as undefined: the rules of a parsed dump
+ * (iptables/saved-rule) read their parts on first use.
+ */
 export interface Rule {
   readonly table: TableName;
   readonly chain: string;
   /** 1-based position in its chain (as `iptables -L --line-numbers` counts). */
   readonly index: number;
   readonly source: SourceRef;
-  readonly counters?: Counters;
-  readonly protocol?: ProtoMatch;
-  readonly src?: AddrMatch;
-  readonly dst?: AddrMatch;
-  readonly inIface?: IfaceMatch;
-  readonly outIface?: IfaceMatch;
+  readonly counters?: Counters | undefined;
+  readonly protocol?: ProtoMatch | undefined;
+  readonly src?: AddrMatch | undefined;
+  readonly dst?: AddrMatch | undefined;
+  readonly inIface?: IfaceMatch | undefined;
+  readonly outIface?: IfaceMatch | undefined;
   /** `-f` / `! -f` (IPv4 only). */
-  readonly fragment?: { readonly negated: boolean };
+  readonly fragment?: { readonly negated: boolean } | undefined;
   readonly matches: readonly Match[];
   /** Absent for a rule without `-j`/`-g` (it only counts packets). */
-  readonly target?: Target;
+  readonly target?: Target | undefined;
 }
 
+/** A chain. Those of a parsed dump (iptables/saved-chain) build their rules when first asked. */
 export interface Chain {
   readonly name: string;
   readonly builtin: boolean;

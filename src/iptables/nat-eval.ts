@@ -8,7 +8,7 @@
 
 import type { SourceRef } from "../model/types.ts";
 import { type Family, formatIp, type Ip } from "../net/cidr.ts";
-import type { IptablesDump, Rule, Target } from "./dump.ts";
+import type { Chain, IptablesDump, Rule, Target } from "./dump.ts";
 import {
   type AddressKnowledge,
   addressKnowledge,
@@ -30,6 +30,7 @@ import type {
   SourceOut,
   Undecided,
 } from "./nat-trace.ts";
+import { ruleCount } from "./saved-chain.ts";
 
 interface CRule {
   // predicates compiled by nat-match
@@ -157,22 +158,37 @@ export function compileNat(dump: IptablesDump, ctx: NatContext = {}): NatEvaluat
       });
     }
   }
+  const compiled = (c: Chain): CChain => ({
+    name: c.name,
+    builtin: c.builtin,
+    policy: c.policy,
+    ref: c.declared ?? tableRef,
+    src: c.rules,
+    rules: new Array<CRule | undefined>(c.rules.length),
+  });
+  // the big chains are indexed now; the rest are compiled when a flow first reaches them (a
+  // kube-proxy table has tens of thousands of chains of one or two rules)
+  const threshold = ctx.indexThreshold ?? 16;
   if (table) {
     for (const c of table.chains.values()) {
-      chains.set(c.name, {
-        name: c.name,
-        builtin: c.builtin,
-        policy: c.policy,
-        ref: c.declared ?? tableRef,
-        src: c.rules,
-        rules: new Array<CRule | undefined>(c.rules.length),
-      });
+      const n = ruleCount(c);
+      if (c.builtin || n >= threshold) {
+        const cc = compiled(c);
+        if (n >= threshold) buildIndex(cc, family);
+        chains.set(c.name, cc);
+      }
     }
   }
-  const threshold = ctx.indexThreshold ?? 16;
-  for (const c of chains.values()) {
-    if (c.src.length >= threshold) buildIndex(c, family);
-  }
+  const chainNamed = (name: string): CChain | undefined => {
+    let cc = chains.get(name);
+    if (cc === undefined) {
+      const c = table?.chains.get(name);
+      if (c === undefined) return undefined;
+      cc = compiled(c);
+      chains.set(name, cc);
+    }
+    return cc;
+  };
   const marksMayBePreset = [...dump.tables.values()].some(
     (t) =>
       (t.name === "mangle" || t.name === "raw") &&
@@ -186,7 +202,14 @@ export function compileNat(dump: IptablesDump, ctx: NatContext = {}): NatEvaluat
         ),
       ),
   );
-  const engine = new Engine(dump, ctx, chains, knowledge, marksMayBePreset, table === undefined);
+  const engine = new Engine(
+    dump,
+    ctx,
+    chainNamed,
+    knowledge,
+    marksMayBePreset,
+    table === undefined,
+  );
   return { evaluate: (flow) => engine.evaluate(flow) };
 }
 
@@ -324,7 +347,8 @@ const fmt = (family: Family, v: bigint) => formatIp({ family, value: v });
 class Engine {
   private readonly dump: IptablesDump;
   private readonly ctx: NatContext;
-  private readonly chains: Map<string, CChain>;
+  /** The compiled chain of that name (compiled on first use), undefined when not in the dump. */
+  private readonly chainNamed: (name: string) => CChain | undefined;
   private readonly knowledge: AddressKnowledge;
   private readonly marksMayBePreset: boolean;
   private readonly noNatTable: boolean;
@@ -335,23 +359,23 @@ class Engine {
   constructor(
     dump: IptablesDump,
     ctx: NatContext,
-    chains: Map<string, CChain>,
+    chainNamed: (name: string) => CChain | undefined,
     knowledge: AddressKnowledge,
     marksMayBePreset: boolean,
     noNatTable: boolean,
   ) {
     this.dump = dump;
     this.ctx = ctx;
-    this.chains = chains;
+    this.chainNamed = chainNamed;
     this.knowledge = knowledge;
     this.marksMayBePreset = marksMayBePreset;
     this.noNatTable = noNatTable;
     this.maxBranches = ctx.maxBranches ?? 512;
     this.hookChains = {
-      PREROUTING: chains.get("PREROUTING")!,
-      INPUT: chains.get("INPUT")!,
-      OUTPUT: chains.get("OUTPUT")!,
-      POSTROUTING: chains.get("POSTROUTING")!,
+      PREROUTING: chainNamed("PREROUTING")!,
+      INPUT: chainNamed("INPUT")!,
+      OUTPUT: chainNamed("OUTPUT")!,
+      POSTROUTING: chainNamed("POSTROUTING")!,
     };
   }
 
@@ -453,7 +477,7 @@ class Engine {
     const cr: CRule = {
       rule,
       preds: compileRulePreds(rule, this.dump.family, this.knowledge),
-      jump: t?.kind === "chain" ? (this.chains.get(t.name) ?? null) : undefined,
+      jump: t?.kind === "chain" ? (this.chainNamed(t.name) ?? null) : undefined,
     };
     c.rules[idx] = cr;
     return cr;

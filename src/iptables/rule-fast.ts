@@ -4,20 +4,25 @@
  * identical segment seen before in the same dump reuses its interpretation. Anything unusual
  * (implicit modules, options after the target, problems) falls back to {@link parseRuleArgs} on
  * the whole line, which is the reference behaviour; a property test holds the two equal.
+ *
+ * {@link checkRuleAt} does the same cut in place on the dump's text and builds nothing: a dump's
+ * lines are checked when it is read and built when asked for (iptables/saved-rule).
  */
 import type { Family } from "../net/cidr.ts";
 import type { Match, Target } from "./dump.ts";
-import { PROTO_NAMES, parseIface, parseRuleArgs, protoMatch, type RuleParts } from "./rule-args.ts";
+import {
+  isProtocolOption,
+  PROTO_NAMES,
+  parseIface,
+  parseRuleArgs,
+  protoMatch,
+  type RuleParts,
+} from "./rule-args.ts";
 import { KNOWN_TARGETS } from "./target-spec.ts";
 import { tokenize } from "./tokenize.ts";
-import { parseAddr, parseNatRange } from "./values.ts";
+import { isPlainCidrV4, isPlainHostPortV4, parseAddr, parseNatRange } from "./values.ts";
 
-// iptables-save prints every rule as `[base options] (-m MODULE options)* [-j TARGET options]`.
-// Cut such a line into those segments and reuse the interpretation of an identical segment seen
-// before; anything unusual (implicit modules, options after the target, problems) falls back to
-// parseRuleArgs on the whole line, which is the reference behaviour.
-
-type BaseParts = Omit<RuleParts, "matches" | "target" | "counters">;
+export type BaseParts = Omit<RuleParts, "matches" | "target" | "counters">;
 
 /**
  * Interpretations of segments already seen in this dump. Match and target objects are immutable
@@ -43,17 +48,31 @@ function remember<T>(cache: Map<string, T>, key: string, value: T): void {
   cache.set(key, value);
 }
 
+/**
+ * One segment read alone, when it reads the same alone as within any rule: without a problem,
+ * and without options a module podpath does not know took only because no `-p` stood before it
+ * (`-p tcp -m foo --dport 80` gives `--dport` to tcp, `-m foo --dport 80` alone to foo).
+ */
 function segmentAlone(text: string, family: Family): RuleParts | undefined {
   const tk = tokenize(text);
   if (tk.unterminatedQuoteAt !== undefined) return undefined;
   scratchProblems.length = 0;
   const parts = parseRuleArgs(tk.tokens, tk.quoted, 0, family, scratchProblems);
-  return scratchProblems.length === 0 && parts.counters === undefined ? parts : undefined;
+  if (scratchProblems.length > 0 || parts.counters !== undefined) return undefined;
+  for (const m of parts.matches) {
+    if (m.kind === "opaque" && m.options.some((o) => isProtocolOption(o.name))) return undefined;
+  }
+  return parts;
 }
 
 const BOUNDARY_M = 109; // m
 const BOUNDARY_J = 106; // j
 const BOUNDARY_G = 103; // g
+const SPACE = 32;
+const QUOTE = 34;
+const BACKSLASH = 92;
+const DASH = 45;
+const BANG = 33;
 
 /**
  * Reads the arguments of a rule line from `from` (just after `-A CHAIN`). Same result as
@@ -66,7 +85,7 @@ export function parseRuleText(
   problems: string[],
   cache: SegmentCache = newSegmentCache(),
 ): RuleParts {
-  const fast = fastRule(line, from, family, cache);
+  const fast = buildRule(line, from, family, cache);
   if (fast) return fast;
   const tk = tokenize(line, from);
   if (tk.unterminatedQuoteAt !== undefined) {
@@ -77,25 +96,291 @@ export function parseRuleText(
   return parseRuleArgs(tk.tokens, tk.quoted, 0, family, problems);
 }
 
+/**
+ * Where the next quote, backslash and " -" are in a dump's text, at or after the last position
+ * asked for. Lines are checked in order, so each search starts where the last one ended and the
+ * whole text is searched once (a search bounded by the line would start again on every line).
+ */
+export class TextCursor {
+  readonly text: string;
+  #quote = -1;
+  #quoteFrom = 0;
+  #backslash = -1;
+  #backslashFrom = 0;
+  #dash = -1;
+  #dashFrom = 0;
+  #tab = -1;
+  #tabFrom = 0;
+  #cr = -1;
+  #crFrom = 0;
+
+  constructor(text: string) {
+    this.text = text;
+  }
+
+  /** The first `"` at or after `p` (`text.length` when none); `p` never goes back. */
+  quote(p: number): number {
+    if (this.#quote < p || p < this.#quoteFrom) {
+      const q = this.text.indexOf('"', p);
+      this.#quote = q < 0 ? this.text.length : q;
+      this.#quoteFrom = p;
+    }
+    return this.#quote;
+  }
+
+  /** The first backslash at or after `p` (`text.length` when none). */
+  backslash(p: number): number {
+    if (this.#backslash < p || p < this.#backslashFrom) {
+      const q = this.text.indexOf("\\", p);
+      this.#backslash = q < 0 ? this.text.length : q;
+      this.#backslashFrom = p;
+    }
+    return this.#backslash;
+  }
+
+  /**
+   * The first tab or carriage return at or after `p` (`text.length` when none): the general
+   * reader splits arguments on them too, the checker only on spaces.
+   */
+  otherSpace(p: number): number {
+    if (this.#tab < p || p < this.#tabFrom) {
+      const q = this.text.indexOf("\t", p);
+      this.#tab = q < 0 ? this.text.length : q;
+      this.#tabFrom = p;
+    }
+    if (this.#cr < p || p < this.#crFrom) {
+      const q = this.text.indexOf("\r", p);
+      this.#cr = q < 0 ? this.text.length : q;
+      this.#crFrom = p;
+    }
+    return Math.min(this.#tab, this.#cr);
+  }
+
+  /** The first " -" at or after `p` (`text.length` when none). */
+  spaceDash(p: number): number {
+    if (this.#dash < p || p < this.#dashFrom) {
+      const q = this.text.indexOf(" -", p);
+      this.#dash = q < 0 ? this.text.length : q;
+      this.#dashFrom = p;
+    }
+    return this.#dash;
+  }
+}
+
+/**
+ * Checks the rule arguments in `text[from, stop)` (a line of a dump, just after `-A CHAIN `) the
+ * way {@link parseRuleText} reads them, without building them and without copying the line: the
+ * segments are cut where the cursor finds them, the ones seen before are looked up, new ones are
+ * read and kept. Returns undefined when the line is not one the fast reader takes (read it with
+ * {@link parseRuleText} then, which reports its problems); otherwise the line reads without a
+ * problem and the result is the chain it jumps or goes to ("" when its target is not a chain).
+ * {@link materializeRule} reads an accepted line, with the same cache, to exactly what
+ * {@link parseRuleText} gives. Lines of one text must be checked in order.
+ */
+export function checkRuleAt(
+  cur: TextCursor,
+  from: number,
+  stop: number,
+  family: Family,
+  cache: SegmentCache,
+): string | undefined {
+  const text = cur.text;
+  if (cur.otherSpace(from) < stop) return undefined; // tabs, a carriage return inside
+  let jump = "";
+  let baseEnd = stop;
+  let segStart = -1;
+  let segIsTarget = false;
+  let targetSeen = false;
+  // the quoted part of the current segment when it has exactly one (a comment's text)
+  let quotes = 0;
+  let open = -1;
+  let close = -1;
+  let quote = cur.quote(from);
+  // boundaries are " -m ", " -j ", " -g " outside quotes; one may be the space before `from`
+  // (a rule without base options)
+  let search = from > 0 ? from - 1 : 0;
+  for (;;) {
+    let cand = cur.spaceDash(search);
+    if (cand >= stop) cand = stop;
+    // the quoted parts before the candidate; a boundary inside quotes is none
+    while (quote < cand) {
+      const q = cur.quote(quote + 1);
+      if (q >= stop) return undefined; // never closed: the general reader says so
+      if (cur.backslash(quote + 1) < q) return undefined; // escapes: for the general reader
+      quotes++;
+      open = quote;
+      close = q;
+      quote = cur.quote(q + 1);
+      if (q > cand) {
+        cand = cur.spaceDash(q + 1);
+        if (cand >= stop) cand = stop;
+      }
+    }
+    if (cand < stop) {
+      const k = text.charCodeAt(cand + 2);
+      const isBoundary =
+        cand + 2 < stop &&
+        (k === BOUNDARY_M || k === BOUNDARY_J || k === BOUNDARY_G) &&
+        (cand + 3 === stop || text.charCodeAt(cand + 3) === SPACE);
+      if (!isBoundary) {
+        search = cand + 2;
+        continue;
+      }
+    }
+    // a segment ends at cand
+    if (segStart < 0) baseEnd = cand;
+    else {
+      if (targetSeen) return undefined; // something after the target
+      if (segIsTarget) {
+        const t = checkTarget(text, segStart, cand, family, cache, quotes === 0);
+        if (t === undefined) return undefined;
+        jump = t;
+        targetSeen = true;
+      } else if (
+        !(
+          quotes === 1 &&
+          open === segStart + COMMENT_PREFIX.length - 1 &&
+          close === cand - 1 &&
+          text.startsWith(COMMENT_PREFIX, segStart)
+        )
+      ) {
+        // not a plain comment (those are read directly when built)
+        if (readMatch(text.slice(segStart, cand), family, cache) === undefined) return undefined;
+      }
+    }
+    if (cand >= stop) break;
+    segStart = cand + 1;
+    segIsTarget = text.charCodeAt(cand + 2) !== BOUNDARY_M;
+    quotes = 0;
+    search = cand + 3;
+  }
+  if (baseEnd > from && !(family === 4 && isPlainBaseV4(text, from, baseEnd))) {
+    if (readBase(text.slice(from, baseEnd), family, cache) === undefined) return undefined;
+  }
+  return jump;
+}
+
+/** {@link checkRuleAt} on one line. */
+export function checkRuleText(
+  line: string,
+  from: number,
+  family: Family,
+  cache: SegmentCache,
+): string | undefined {
+  return checkRuleAt(new TextCursor(line), from, line.length, family, cache);
+}
+
+/** The parts of a line {@link checkRuleAt} accepted, read with the same cache. */
+export function materializeRule(
+  line: string,
+  from: number,
+  family: Family,
+  cache: SegmentCache,
+): RuleParts {
+  // the general reader is not reached for a line checkRuleAt accepted (a property test holds it)
+  return buildRule(line, from, family, cache) ?? parseRuleText(line, from, family, [], cache);
+}
+
+/**
+ * The base options alone (`-s -d -i -o -p -f`) of a line {@link checkRuleAt} accepted, read with
+ * the same cache: indexing a chain on destinations needs no more. The same objects as the whole
+ * reading gives, when they are cached; equal ones otherwise.
+ */
+export function materializeBase(
+  line: string,
+  from: number,
+  family: Family,
+  cache: SegmentCache,
+): BaseParts {
+  // an accepted line has no quote in its base options: the first boundary ends them
+  let search = from > 0 ? from - 1 : 0;
+  let end = line.length;
+  for (;;) {
+    const cand = line.indexOf(" -", search);
+    if (cand < 0) break;
+    const k = line.charCodeAt(cand + 2);
+    if (
+      (k === BOUNDARY_M || k === BOUNDARY_J || k === BOUNDARY_G) &&
+      (cand + 3 === line.length || line.charCodeAt(cand + 3) === SPACE)
+    ) {
+      end = cand;
+      break;
+    }
+    search = cand + 2;
+  }
+  if (end <= from) return NO_BASE;
+  const quote = line.indexOf('"', from);
+  const base =
+    quote >= 0 && quote < end ? undefined : readBase(line.slice(from, end), family, cache);
+  if (base !== undefined) return base;
+  const {
+    matches: _m,
+    target: _t,
+    counters: _c,
+    ...rest
+  } = materializeRule(line, from, family, cache);
+  return rest;
+}
+
+const NO_BASE: BaseParts = Object.freeze({});
+
+/**
+ * The target segment `text[a, b)` (`-j ...` or `-g ...`): the chain it names, "", or undefined.
+ * `unquoted`: the segment holds no quote.
+ */
+function checkTarget(
+  text: string,
+  a: number,
+  b: number,
+  family: Family,
+  cache: SegmentCache,
+  unquoted: boolean,
+): string | undefined {
+  const sp = text.indexOf(" ", a + 3);
+  if (b - a > 3 && unquoted && (sp < 0 || sp >= b)) {
+    // `-j CHAIN` alone: kube-proxy has one per service and endpoint, all different
+    const name = text.slice(a + 3, b);
+    if (!KNOWN_TARGETS.has(name)) return name;
+  } else if (
+    family === 4 &&
+    text.startsWith(DNAT_PREFIX, a) &&
+    isPlainHostPortV4(text, a + DNAT_PREFIX.length, b)
+  ) {
+    return ""; // `-j DNAT --to-destination ADDR:PORT`: one per endpoint, all different
+  }
+  const t = readTarget(text.slice(a, b), family, cache);
+  if (t === undefined) return undefined;
+  return t.kind === "chain" ? t.name : "";
+}
+
+/** Index of the first space in `text[a, b)`, or b. */
+function spaceOrEnd(text: string, a: number, b: number): number {
+  const sp = text.indexOf(" ", a);
+  return sp < 0 || sp > b ? b : sp;
+}
+
 /** Index of the quote that closes a quoted argument opened before `from`, or -1. */
 function closingQuote(line: string, from: number): number {
   let q = line.indexOf('"', from);
   while (q >= 0) {
     let bs = 0;
-    while (line.charCodeAt(q - 1 - bs) === 92) bs++;
+    while (line.charCodeAt(q - 1 - bs) === BACKSLASH) bs++;
     if (bs % 2 === 0) return q;
     q = line.indexOf('"', q + 1);
   }
   return -1;
 }
 
-function fastRule(
+/** Builds the parts of a line in iptables-save's form, or undefined when it is not one. */
+function buildRule(
   line: string,
   from: number,
   family: Family,
   cache: SegmentCache,
 ): RuleParts | undefined {
   const n = line.length;
+  // the general reader also splits on tabs and carriage returns; this one only on spaces
+  if (line.indexOf("\t", from) >= 0 || line.indexOf("\r", from) >= 0) return undefined;
   const matches: Match[] = [];
   let target: Target | undefined;
   let baseEnd = n;
@@ -106,18 +391,18 @@ function fastRule(
   // boundaries are " -m ", " -j ", " -g " outside quotes; found with indexOf, not a char loop
   for (;;) {
     let cand = line.indexOf(" -", search);
-    while (cand >= 0 && quote >= 0 && quote < cand) {
+    // skip the quoted parts before the candidate; a quote never closed is not for this reader
+    while (quote >= 0 && (cand < 0 || quote < cand)) {
       const close = closingQuote(line, quote + 1);
       if (close < 0) return undefined;
       quote = line.indexOf('"', close + 1);
-      if (close > cand) cand = line.indexOf(" -", close + 1);
+      if (cand >= 0 && close > cand) cand = line.indexOf(" -", close + 1);
     }
-    let isBoundary = false;
     if (cand >= 0) {
       const k = line.charCodeAt(cand + 2);
-      isBoundary =
+      const isBoundary =
         (k === BOUNDARY_M || k === BOUNDARY_J || k === BOUNDARY_G) &&
-        (cand + 3 === n || line.charCodeAt(cand + 3) === 32);
+        (cand + 3 === n || line.charCodeAt(cand + 3) === SPACE);
       if (!isBoundary) {
         search = cand + 2;
         continue;
@@ -128,43 +413,20 @@ function fastRule(
     else {
       if (target) return undefined; // something after the target
       const seg = line.slice(segStart, end);
-      const key = family === 4 ? seg : `6 ${seg}`;
       if (segIsTarget) {
-        let t: Target | undefined;
-        // `-j CHAIN` alone: kube-proxy has one per service and endpoint, all different
-        if (seg.indexOf(" ", 3) < 0 && !KNOWN_TARGETS.has(seg.slice(3)) && seg.length > 3) {
-          t = { kind: "chain", name: seg.slice(3), goto: seg.charCodeAt(1) === BOUNDARY_G };
-        } else if (seg.startsWith(DNAT_PREFIX) && seg.indexOf(" ", DNAT_PREFIX.length) < 0) {
-          // `-j DNAT --to-destination ADDR:PORT`: one per endpoint, all different
-          const r = parseNatRange(seg.slice(DNAT_PREFIX.length), family);
-          if (r.ok) {
-            t = {
-              kind: "DNAT",
-              name: "DNAT",
-              to: r.value,
-              random: false,
-              randomFully: false,
-              persistent: false,
-            };
-          }
-        } else t = cache.target.get(key);
-        if (t === undefined) {
-          const parts = segmentAlone(seg, family);
-          if (!parts?.target || parts.matches.length > 0 || hasBase(parts)) return undefined;
-          t = parts.target;
-          remember(cache.target, key, t);
+        const name =
+          seg.length > 3 && seg.indexOf(" ", 3) < 0 && seg.indexOf('"', 3) < 0
+            ? seg.slice(3)
+            : undefined;
+        if (name !== undefined && !KNOWN_TARGETS.has(name)) {
+          target = { kind: "chain", name, goto: seg.charCodeAt(1) === BOUNDARY_G };
+        } else {
+          target = readTarget(seg, family, cache);
+          if (target === undefined) return undefined;
         }
-        target = t;
       } else {
-        // comments are mostly different from rule to rule: read them directly, unhashed
-        let m = directComment(seg) ?? cache.match.get(key);
-        if (m === undefined) {
-          const parts = segmentAlone(seg, family);
-          if (!parts || parts.target || parts.matches.length !== 1 || hasBase(parts))
-            return undefined;
-          m = parts.matches[0]!;
-          remember(cache.match, key, m);
-        }
+        const m = readMatch(seg, family, cache);
+        if (m === undefined) return undefined;
         matches.push(m);
       }
     }
@@ -176,23 +438,11 @@ function fastRule(
   // base options: -s -d -i -o -p -f with "!" (no quotes, no module options)
   let base: BaseParts | undefined;
   if (baseEnd > from) {
-    const baseText = line.slice(from, baseEnd);
-    const key = family === 4 ? baseText : `6 ${baseText}`;
-    base = cache.base.get(key);
-    if (base === undefined) {
-      if (baseText.includes('"')) return undefined;
-      base = directBase(baseText, family);
-      if (base === undefined) {
-        const parts = segmentAlone(baseText, family);
-        if (!parts || parts.target || parts.matches.length > 0) return undefined;
-        const { matches: _m, ...rest } = parts;
-        base = rest;
-      }
-      // bases with an address are mostly unique (one per service or endpoint): not kept
-      if (base.src === undefined && base.dst === undefined) remember(cache.base, key, base);
-    }
+    base = readBase(line.slice(from, baseEnd), family, cache);
+    if (base === undefined) return undefined;
   }
-  const out: RuleParts = { matches };
+  // exactly sized: a dump holds hundreds of thousands of these arrays
+  const out: RuleParts = { matches: matches.slice() };
   if (base) {
     if (base.protocol) out.protocol = base.protocol;
     if (base.src) out.src = base.src;
@@ -205,21 +455,93 @@ function fastRule(
   return out;
 }
 
+/** A `-m MODULE ...` segment: a plain comment directly, the rest cached; undefined if unusual. */
+function readMatch(seg: string, family: Family, cache: SegmentCache): Match | undefined {
+  // comments are mostly different from rule to rule: read them directly, unhashed
+  const direct = directComment(seg);
+  if (direct) return direct;
+  const key = family === 4 ? seg : `6 ${seg}`;
+  let m = cache.match.get(key);
+  if (m === undefined) {
+    const parts = segmentAlone(seg, family);
+    if (!parts || parts.target || parts.matches.length !== 1 || hasBase(parts)) return undefined;
+    m = parts.matches[0]!;
+    remember(cache.match, key, m);
+  }
+  return m;
+}
+
+/** A target segment other than a bare chain: DNAT to one endpoint directly, the rest cached. */
+function readTarget(seg: string, family: Family, cache: SegmentCache): Target | undefined {
+  if (seg.startsWith(DNAT_PREFIX) && seg.indexOf(" ", DNAT_PREFIX.length) < 0) {
+    // `-j DNAT --to-destination ADDR:PORT`: one per endpoint, all different
+    const r = parseNatRange(seg.slice(DNAT_PREFIX.length), family);
+    if (r.ok) {
+      return {
+        kind: "DNAT",
+        name: "DNAT",
+        to: r.value,
+        random: false,
+        randomFully: false,
+        persistent: false,
+      };
+    }
+  }
+  const key = family === 4 ? seg : `6 ${seg}`;
+  let t = cache.target.get(key);
+  if (t === undefined) {
+    const parts = segmentAlone(seg, family);
+    if (!parts?.target || parts.matches.length > 0 || hasBase(parts)) return undefined;
+    t = parts.target;
+    remember(cache.target, key, t);
+  }
+  return t;
+}
+
+/** The base options (`-s -d -i -o -p -f`, each with its `!`): cached unless they hold an address. */
+function readBase(baseText: string, family: Family, cache: SegmentCache): BaseParts | undefined {
+  const key = family === 4 ? baseText : `6 ${baseText}`;
+  let base = cache.base.get(key);
+  if (base === undefined) {
+    if (baseText.includes('"')) return undefined;
+    base = directBase(baseText, family);
+    if (base === undefined) {
+      const parts = segmentAlone(baseText, family);
+      if (!parts || parts.target || parts.matches.length > 0) return undefined;
+      const { matches: _m, ...rest } = parts;
+      base = rest;
+    }
+    // bases with an address are mostly unique (one per service or endpoint): not kept
+    if (base.src === undefined && base.dst === undefined) remember(cache.base, key, base);
+  }
+  return base;
+}
+
 const DNAT_PREFIX = "-j DNAT --to-destination ";
 const COMMENT_PREFIX = '-m comment --comment "';
 
 /** `-m comment --comment "text"` without escapes, read without tokenizing. */
 function directComment(seg: string): Match | undefined {
   const n = seg.length;
-  if (!seg.startsWith(COMMENT_PREFIX) || seg.charCodeAt(n - 1) !== 34) return undefined;
+  if (!isPlainCommentAt(seg, 0, n)) return undefined;
   const text = seg.slice(COMMENT_PREFIX.length, n - 1);
-  if (text.includes('"') || text.includes("\\")) return undefined;
   return {
     kind: "comment",
     module: "comment",
     comment: text,
     options: [{ name: "--comment", negated: false, values: [text] }],
   };
+}
+
+/** Is `text[a, b)` `-m comment --comment "..."` with no quote or backslash inside the quotes? */
+function isPlainCommentAt(text: string, a: number, b: number): boolean {
+  if (b - a <= COMMENT_PREFIX.length || text.charCodeAt(b - 1) !== QUOTE) return false;
+  if (!text.startsWith(COMMENT_PREFIX, a)) return false;
+  for (let i = a + COMMENT_PREFIX.length; i < b - 1; i++) {
+    const c = text.charCodeAt(i);
+    if (c === QUOTE || c === BACKSLASH) return false;
+  }
+  return true;
 }
 
 /** Base options in iptables-save's form (`! -s A -d B -i X -o Y -p P`), or undefined. */
@@ -230,11 +552,12 @@ function directBase(text: string, family: Family): BaseParts | undefined {
   for (let i = 0; i < t.length; i++) {
     const tok = t[i]!;
     if (tok === "!") {
+      if (neg) return undefined; // "!" twice: the general reader says so
       neg = true;
       continue;
     }
     const v = t[i + 1];
-    if (v === undefined || v === "!" || v.charCodeAt(0) === 45) return undefined;
+    if (v === undefined || v === "" || v === "!" || v.charCodeAt(0) === DASH) return undefined;
     i++;
     if (tok === "-s" || tok === "-d") {
       const r = parseAddr(v, family);
@@ -254,6 +577,65 @@ function directBase(text: string, family: Family): BaseParts | undefined {
     neg = false;
   }
   return neg ? undefined : out;
+}
+
+const OPT_S = 115; // s
+const OPT_D = 100; // d
+const OPT_P = 112; // p
+const OPT_I = 105; // i
+const OPT_O = 111; // o
+
+/**
+ * Would {@link directBase} read `text[from, end)` (IPv4) without a problem? Checked in place,
+ * without building anything, for the common forms only: false means "read it the usual way".
+ */
+function isPlainBaseV4(text: string, from: number, end: number): boolean {
+  let i = from;
+  let neg = false;
+  while (i < end) {
+    const sp = spaceOrEnd(text, i, end);
+    if (sp === i + 1 && text.charCodeAt(i) === BANG) {
+      if (neg) return false;
+      neg = true;
+      i = sp + 1;
+      continue;
+    }
+    // an option "-x", then its value
+    if (sp !== i + 2 || sp >= end || text.charCodeAt(i) !== DASH) return false;
+    const opt = text.charCodeAt(i + 1);
+    const v = sp + 1;
+    const ve = spaceOrEnd(text, v, end);
+    if (ve === v) return false;
+    const c0 = text.charCodeAt(v);
+    if (c0 === DASH || c0 === BANG || c0 === QUOTE) return false;
+    if (opt === OPT_S || opt === OPT_D) {
+      if (!isPlainCidrV4(text, v, ve)) return false;
+    } else if (opt === OPT_P) {
+      if (!isPlainProto(text, v, ve)) return false;
+    } else if (opt === OPT_I || opt === OPT_O) {
+      if (ve - v > 16 || !isPlainName(text, v, ve)) return false;
+    } else return false;
+    neg = false;
+    i = ve + 1;
+  }
+  return !neg && i === end + 1;
+}
+
+/** `tcp`, `udp`, `icmp` or `sctp` at `text[v, ve)`: protocols directBase keeps by name. */
+function isPlainProto(text: string, v: number, ve: number): boolean {
+  const n = ve - v;
+  if (n === 3) return text.startsWith("tcp", v) || text.startsWith("udp", v);
+  if (n === 4) return text.startsWith("icmp", v) || text.startsWith("sctp", v);
+  return false;
+}
+
+/** An interface name without quotes or backslashes (the tokenizer would read those). */
+function isPlainName(text: string, v: number, ve: number): boolean {
+  for (let i = v; i < ve; i++) {
+    const c = text.charCodeAt(i);
+    if (c === QUOTE || c === BACKSLASH || c === 9 || c === 13) return false;
+  }
+  return true;
 }
 
 function hasBase(p: RuleParts): boolean {

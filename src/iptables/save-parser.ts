@@ -19,8 +19,17 @@ import {
   type TableName,
 } from "./dump.ts";
 import { parseRuleArgs, type RuleParts } from "./rule-args.ts";
-import { newSegmentCache, parseRuleText } from "./rule-fast.ts";
+import {
+  checkRuleAt,
+  newSegmentCache,
+  parseRuleText,
+  type SegmentCache,
+  TextCursor,
+} from "./rule-fast.ts";
+import { RuleStore, SavedChain } from "./saved-chain.ts";
+import { SavedRule } from "./saved-rule.ts";
 import { tokenize } from "./tokenize.ts";
+import { parseCounters } from "./values.ts";
 
 export interface ParseIptablesOptions {
   /** Address family; detected from the header or the addresses when absent. */
@@ -33,17 +42,6 @@ export interface ParseIptablesOptions {
 }
 
 const isTableName = (s: string): s is TableName => (TABLE_NAMES as readonly string[]).includes(s);
-
-function parseCountersText(s: string): Counters | undefined {
-  // "[123:4567]"
-  if (s.length < 5 || s.charCodeAt(0) !== 91 || s.charCodeAt(s.length - 1) !== 93) return undefined;
-  const colon = s.indexOf(":");
-  if (colon < 0) return undefined;
-  const p = s.slice(1, colon);
-  const b = s.slice(colon + 1, -1);
-  if (!/^[0-9]+$/.test(p) || !/^[0-9]+$/.test(b)) return undefined;
-  return { packets: BigInt(p), bytes: BigInt(b) };
-}
 
 function detectFamily(text: string): Family {
   const head = text.slice(0, 4096);
@@ -82,11 +80,34 @@ interface State {
   readonly diagnostics: Diagnostic[];
   readonly tables: Map<TableName, Table>;
   current: Table | undefined;
+  readonly text: string;
+  /** Segments already read, shared by every table of the dump. */
+  readonly cache: SegmentCache;
+  /** What the rules of each table share (one per table, made when its first rule comes). */
+  readonly stores: Map<TableName, RuleStore>;
+  /** Where the checker finds quotes and option boundaries in the dump's text. */
+  readonly cursor: TextCursor;
+  /** Rules of the current table that jump to a chain not declared when they were read. */
+  readonly pendingJumps: Rule[];
+  /** The chain of the previous rule: rules of one chain come together. */
+  lastChain: SavedChain | undefined;
+  lastTable: Table | undefined;
+  /**
+   * The chains of `orderTable` in the order they were declared, and where the next rule's chain
+   * is looked for first: iptables-save prints the rules chain by chain in that order, so the
+   * name is compared with the next few rather than hashed (a table of 100,000 chains does not
+   * stay in the processor's cache).
+   */
+  orderTable: Table | undefined;
+  order: SavedChain[];
+  orderAt: number;
+  /** The last jump target found declared in `lastTable` (KUBE-MARK-MASQ, over and over). */
+  lastJump: string;
 }
 
 function newTable(name: TableName, source?: SourceRef): Table {
   const chains = new Map<string, Chain>();
-  for (const b of BUILTIN_CHAINS[name]) chains.set(b, { name: b, builtin: true, rules: [] });
+  for (const b of BUILTIN_CHAINS[name]) chains.set(b, new SavedChain(b, true));
   return source ? { name, source, chains, committed: false } : { name, chains, committed: false };
 }
 
@@ -104,7 +125,24 @@ export function parseIptablesSave(
 ): Parsed<IptablesDump> {
   const family = options.family ?? detectFamily(text);
   const format: DumpFormat = text.startsWith("*") || text.includes("\n*") ? "save" : "spec";
-  const st: State = { file, family, diagnostics: [], tables: new Map(), current: undefined };
+  const st: State = {
+    file,
+    family,
+    diagnostics: [],
+    tables: new Map(),
+    current: undefined,
+    text,
+    cache: newSegmentCache(),
+    stores: new Map(),
+    cursor: new TextCursor(text),
+    pendingJumps: [],
+    lastChain: undefined,
+    lastTable: undefined,
+    orderTable: undefined,
+    order: [],
+    orderAt: 0,
+    lastJump: "",
+  };
   let backend: "nf_tables" | "legacy" | undefined;
   let version: string | undefined;
   let legacyTablesPresent = false;
@@ -135,9 +173,7 @@ export function parseIptablesSave(
   }
 
   const problems: string[] = [];
-  const cache = newSegmentCache();
-  let lastChain: Chain | undefined;
-  let lastTable: Table | undefined;
+  const cache = st.cache;
   const len = text.length;
   let pos = 0;
   let lineNo = 0;
@@ -145,9 +181,19 @@ export function parseIptablesSave(
     let end = text.indexOf("\n", pos);
     if (end < 0) end = len;
     lineNo++;
-    let line = text.slice(pos, end);
+    const start = pos;
     pos = end + 1;
-    if (line.length > 0 && line.charCodeAt(line.length - 1) === 13) line = line.slice(0, -1);
+    const stop = end > start && text.charCodeAt(end - 1) === 13 ? end - 1 : end;
+    // the common line, "-A CHAIN args" in a table: checked in place, built when asked for
+    if (
+      st.current !== undefined &&
+      text.charCodeAt(start) === 45 &&
+      text.startsWith("-A ", start) &&
+      appendChecked(st, text, start, start, stop, lineNo)
+    ) {
+      continue;
+    }
+    let line = text.slice(start, stop);
     const c0 = line.charCodeAt(0);
     if (line.length === 0) continue;
     if (c0 === 35 /* # */) {
@@ -244,7 +290,7 @@ export function parseIptablesSave(
     let rest = 0;
     if (c0 === 91 /* [ */) {
       const close = line.indexOf("]");
-      counters = close < 0 ? undefined : parseCountersText(line.slice(0, close + 1));
+      counters = close < 0 ? undefined : parseCounters(line.slice(0, close + 1));
       if (!counters) {
         diag(
           "IPTABLES_SYNTAX",
@@ -256,41 +302,40 @@ export function parseIptablesSave(
       }
       rest = close < 0 ? line.length : close + 1;
       while (line.charCodeAt(rest) === 32) rest++;
+      // "[p:b] -A CHAIN args" (iptables-save -c): the line is text[start, stop) as it stands
+      if (
+        counters &&
+        st.current !== undefined &&
+        line.startsWith("-A ", rest) &&
+        appendChecked(st, text, start, start + rest, stop, lineNo)
+      ) {
+        continue;
+      }
     }
-    // the common "-A CHAIN args" line is read without tokenizing it twice
+    // "-A CHAIN args" that the checked path did not take: read it whole now
     if (line.startsWith("-A ", rest) && st.current) {
       const sp = line.indexOf(" ", rest + 3);
       const nameEnd = sp < 0 ? line.length : sp;
       const table = st.current;
-      let chain: Chain | undefined;
-      // rules of one chain come together: compare with the previous chain before hashing
-      if (
-        lastChain !== undefined &&
-        lastTable === table &&
-        nameEnd - rest - 3 === lastChain.name.length &&
-        line.startsWith(lastChain.name, rest + 3)
-      ) {
-        chain = lastChain;
-      } else if (nameEnd > rest + 3 && line.charCodeAt(rest + 3) !== 34) {
-        chain = getChain(st, table, line.slice(rest + 3, nameEnd), lineNo, line);
-        lastChain = chain;
-        lastTable = table;
-      }
-      if (chain !== undefined) {
-        const parts = parseRuleText(line, sp < 0 ? line.length : sp + 1, family, problems, cache);
+      if (nameEnd > rest + 3 && line.charCodeAt(rest + 3) !== 34) {
+        const chain = getChain(
+          st,
+          table,
+          line.slice(rest + 3, nameEnd),
+          lineNo,
+          line,
+          0,
+          line.length,
+        );
+        st.lastChain = chain;
+        st.lastTable = table;
+        const from = sp < 0 ? line.length : sp + 1;
+        const parts = parseRuleText(line, from, family, problems, cache);
         if (problems.length > 0) {
           for (const p of problems) diag("IPTABLES_RULE", "error", lineNo, line, p);
           problems.length = 0;
         }
-        const rule = buildRule(
-          table.name,
-          chain.name,
-          { file, line: lineNo, text: line },
-          parts,
-          counters,
-        );
-        (rule as { index: number }).index = chain.rules.length + 1;
-        chain.rules.push(rule);
+        addRule(st, table, chain, lineNo, line, parts, counters);
         continue;
       }
     }
@@ -334,23 +379,26 @@ export function parseIptablesSave(
           argStart++;
         }
       }
-      const chain = getChain(st, table, chainName, lineNo, line);
+      const chain = getChain(st, table, chainName, lineNo, line, 0, line.length);
       const parts = parseRuleArgs(tokens, tk.quoted, argStart, family, problems);
       if (problems.length > 0) {
         for (const p of problems) diag("IPTABLES_RULE", "error", lineNo, line, p);
         problems.length = 0;
       }
-      const rule = buildRule(
-        table.name,
-        chainName,
-        { file, line: lineNo, text: line },
-        parts,
-        counters,
-      );
       if (insertAt === undefined) {
-        (rule as { index: number }).index = chain.rules.length + 1;
-        chain.rules.push(rule);
+        addRule(st, table, chain, lineNo, line, parts, counters);
       } else {
+        const rule = SavedRule.read(
+          storeOf(st, table).origin,
+          chain.name,
+          lineNo,
+          line,
+          parts,
+          counters,
+        );
+        if (parts.target?.kind === "chain" && !table.chains.has(parts.target.name)) {
+          st.pendingJumps.push(rule);
+        }
         const at = Math.min(Math.max(insertAt - 1, 0), chain.rules.length);
         chain.rules.splice(at, 0, rule);
         chain.rules.forEach((x, k) => {
@@ -380,7 +428,7 @@ export function parseIptablesSave(
       }
       let pc: Counters | undefined;
       if (tokens[first + 3] === "-c" && tokens[first + 5] !== undefined) {
-        pc = parseCountersText(`[${tokens[first + 4]}:${tokens[first + 5]}]`);
+        pc = parseCounters(`[${tokens[first + 4]}:${tokens[first + 5]}]`);
       }
       declareChain(st, table, name, policy, pc, lineNo, line);
       continue;
@@ -434,38 +482,113 @@ export function parseIptablesSave(
   return { value, diagnostics: st.diagnostics };
 }
 
-type Mutable<T> = { -readonly [K in keyof T]: T[K] };
-
-function buildRule(
-  table: TableName,
-  chain: string,
-  source: SourceRef,
-  parts: RuleParts,
-  counters: Counters | undefined,
-): Rule {
-  const rule: Mutable<Rule> = { table, chain, index: 0, source, matches: parts.matches };
-  const c = counters ?? parts.counters;
-  if (c) rule.counters = c;
-  if (parts.protocol) rule.protocol = parts.protocol;
-  if (parts.src) rule.src = parts.src;
-  if (parts.dst) rule.dst = parts.dst;
-  if (parts.inIface) rule.inIface = parts.inIface;
-  if (parts.outIface) rule.outIface = parts.outIface;
-  if (parts.fragment) rule.fragment = parts.fragment;
-  if (parts.target) rule.target = parts.target;
-  return rule;
+function storeOf(st: State, table: Table): RuleStore {
+  let s = st.stores.get(table.name);
+  if (s === undefined) {
+    const { file, family, cache, text } = st;
+    s = new RuleStore({ file, family, table: table.name, cache, text });
+    st.stores.set(table.name, s);
+  }
+  return s;
 }
 
-function getChain(st: State, table: Table, name: string, lineNo: number, line: string): Chain {
-  let chain = table.chains.get(name);
+/** A rule read the general way (its parts are at hand); its jump is checked at the table's end. */
+function addRule(
+  st: State,
+  table: Table,
+  chain: SavedChain,
+  lineNo: number,
+  line: string,
+  parts: RuleParts,
+  counters: Counters | undefined,
+): void {
+  const store = storeOf(st, table);
+  const rule = SavedRule.read(store.origin, chain.name, lineNo, line, parts, counters);
+  rule.index = chain.size + 1;
+  chain.add(store, store.addWhole(rule));
+  const t = parts.target;
+  if (t?.kind === "chain" && !table.chains.has(t.name)) st.pendingJumps.push(rule);
+}
+
+/**
+ * A rule line in iptables-save's own form, `text[at, stop)` = `-A CHAIN args` (the line is
+ * `text[lineStart, stop)`), checked in place and kept unbuilt. False, with nothing changed, when
+ * the checker does not take it: the caller reads it the general way.
+ */
+function appendChecked(
+  st: State,
+  text: string,
+  lineStart: number,
+  at: number,
+  stop: number,
+  lineNo: number,
+): boolean {
+  const table = st.current!;
+  const nameStart = at + 3;
+  const sp = text.indexOf(" ", nameStart);
+  const nameEnd = sp < 0 || sp > stop ? stop : sp;
+  if (nameEnd === nameStart || text.charCodeAt(nameStart) === 34) return false;
+  const from = nameEnd === stop ? stop : nameEnd + 1;
+  const jump = checkRuleAt(st.cursor, from, stop, st.family, st.cache);
+  if (jump === undefined) return false;
+  let chain = st.lastChain;
+  const nameLen = nameEnd - nameStart;
+  if (
+    chain === undefined ||
+    st.lastTable !== table ||
+    nameLen !== chain.name.length ||
+    !text.startsWith(chain.name, nameStart)
+  ) {
+    chain = undefined;
+    if (st.orderTable === table) {
+      const order = st.order;
+      const last = Math.min(order.length, st.orderAt + ORDER_LOOKAHEAD);
+      for (let k = st.orderAt; k < last; k++) {
+        const c = order[k]!;
+        if (c.name.length === nameLen && text.startsWith(c.name, nameStart)) {
+          chain = c;
+          st.orderAt = k + 1;
+          break;
+        }
+      }
+    }
+    chain ??= getChain(st, table, text.slice(nameStart, nameEnd), lineNo, text, lineStart, stop);
+    if (st.lastTable !== table) st.lastJump = "";
+    st.lastChain = chain;
+    st.lastTable = table;
+  }
+  const store = storeOf(st, table);
+  const id = store.addChecked(lineNo, lineStart, stop);
+  if (jump !== "" && jump !== st.lastJump) {
+    if (table.chains.has(jump)) st.lastJump = jump;
+    else st.pendingJumps.push(store.rule(id, chain.name, chain.size + 1));
+  }
+  chain.add(store, id);
+  return true;
+}
+
+/** How many chains ahead in declaration order a rule's chain is looked for (empty ones are skipped). */
+const ORDER_LOOKAHEAD = 4;
+
+/** The chain a rule line names; one never declared is made, with a diagnostic on the line. */
+function getChain(
+  st: State,
+  table: Table,
+  name: string,
+  lineNo: number,
+  buf: string,
+  start: number,
+  end: number,
+): SavedChain {
+  let chain = table.chains.get(name) as SavedChain | undefined;
   if (!chain) {
     st.diagnostics.push({
       code: "IPTABLES_UNDECLARED_CHAIN",
       severity: table.source ? "error" : "warning",
       message: `chain ${name} gets rules but was never declared in table ${table.name}; expected ":${name} - [0:0]" (or -N ${name}) before it`,
-      source: { file: st.file, line: lineNo, text: line },
+      source: { file: st.file, line: lineNo, text: buf.slice(start, end) },
     });
-    chain = { name, builtin: false, rules: [] };
+    chain = new SavedChain(name, false);
     table.chains.set(name, chain);
   }
   return chain;
@@ -482,10 +605,17 @@ function declareChainLine(st: State, line: string, lineNo: number): void {
     });
     return;
   }
-  const parts = line
-    .slice(1)
-    .split(/\s+/)
-    .filter((s) => s.length > 0);
+  // a user chain as iptables-save prints it, without cutting the line into words
+  const n = line.length;
+  if (line.endsWith(USER_CHAIN_TAIL) && n > USER_CHAIN_TAIL.length + 1) {
+    const end = n - USER_CHAIN_TAIL.length;
+    const sp = line.indexOf(" ", 1);
+    if (sp === end && line.indexOf("\t") < 0) {
+      declareChain(st, table, line.slice(1, end), "-", NO_COUNTERS, lineNo, line);
+      return;
+    }
+  }
+  const parts = chainLineParts(line);
   const name = parts[0];
   const policy = parts[1];
   if (!name || !policy) {
@@ -499,7 +629,7 @@ function declareChainLine(st: State, line: string, lineNo: number): void {
   }
   let counters: Counters | undefined;
   if (parts[2] !== undefined) {
-    counters = parseCountersText(parts[2]);
+    counters = parseCounters(parts[2]);
     if (!counters) {
       st.diagnostics.push({
         code: "IPTABLES_SYNTAX",
@@ -510,6 +640,22 @@ function declareChainLine(st: State, line: string, lineNo: number): void {
     }
   }
   declareChain(st, table, name, policy, counters, lineNo, line);
+}
+
+const USER_CHAIN_TAIL = " - [0:0]";
+const NO_COUNTERS = parseCounters("[0:0]");
+
+/** The words of a `:NAME POLICY [p:b]` line after the colon; one space apart without a regex. */
+function chainLineParts(line: string): string[] {
+  const a = line.indexOf(" ", 1);
+  const b = a < 0 ? -1 : line.indexOf(" ", a + 1);
+  if (a > 1 && b > a + 1 && line.indexOf(" ", b + 1) < 0 && b + 1 < line.length) {
+    if (line.indexOf("\t") < 0) return [line.slice(1, a), line.slice(a + 1, b), line.slice(b + 1)];
+  }
+  return line
+    .slice(1)
+    .split(/\s+/)
+    .filter((s) => s.length > 0);
 }
 
 function declareChain(
@@ -523,6 +669,11 @@ function declareChain(
 ): void {
   const ref = { file: st.file, line: lineNo, text: line };
   const existing = table.chains.get(name);
+  if (st.orderTable !== table) {
+    st.orderTable = table;
+    st.order = [];
+    st.orderAt = 0;
+  }
   const builtin = BUILTIN_CHAINS[table.name].includes(name);
   if (builtin && policy !== "ACCEPT" && policy !== "DROP") {
     st.diagnostics.push({
@@ -548,27 +699,36 @@ function declareChain(
       source: ref,
     });
   }
-  const chain = existing ?? { name, builtin, rules: [] };
-  if (builtin) chain.policy = policy;
-  if (counters) chain.counters = counters;
-  chain.declared ??= ref;
-  table.chains.set(name, chain);
+  if (existing === undefined) {
+    // made whole at once: a kube-proxy node declares tens of thousands of chains
+    const chain = new SavedChain(name, builtin, ref, counters);
+    if (builtin) chain.policy = policy;
+    table.chains.set(name, chain);
+    st.order.push(chain);
+    return;
+  }
+  if (existing.declared === undefined) st.order.push(existing as SavedChain);
+  if (builtin) existing.policy = policy;
+  if (counters) existing.counters = counters;
+  existing.declared ??= ref;
 }
 
-/** End of a table: every jump must land on a chain of this table. */
+/**
+ * End of a table: every jump must land on a chain of this table. Only the rules that jumped to a
+ * chain not declared when they were read are looked at again: a chain may be declared later.
+ */
 function finishTable(st: State, table: Table): void {
   const reported = new Set<string>();
-  for (const chain of table.chains.values()) {
-    for (const rule of chain.rules) {
-      const t = rule.target;
-      if (t?.kind !== "chain" || table.chains.has(t.name) || reported.has(t.name)) continue;
-      reported.add(t.name);
-      st.diagnostics.push({
-        code: "IPTABLES_UNDECLARED_CHAIN",
-        severity: table.source ? "error" : "warning",
-        message: `${t.goto ? "goto" : "jump"} to ${t.name}, which is neither a chain of table ${table.name} nor a known target`,
-        source: rule.source,
-      });
-    }
+  for (const rule of st.pendingJumps) {
+    const t = rule.target;
+    if (t?.kind !== "chain" || table.chains.has(t.name) || reported.has(t.name)) continue;
+    reported.add(t.name);
+    st.diagnostics.push({
+      code: "IPTABLES_UNDECLARED_CHAIN",
+      severity: table.source ? "error" : "warning",
+      message: `${t.goto ? "goto" : "jump"} to ${t.name}, which is neither a chain of table ${table.name} nor a known target`,
+      source: rule.source,
+    });
   }
+  st.pendingJumps.length = 0;
 }
