@@ -33,9 +33,12 @@ import type {
 import { ruleCount } from "./saved-chain.ts";
 
 interface CRule {
-  // predicates compiled by nat-match
-
   readonly rule: Rule;
+  /** The rule's target, position and line, read once (a parsed rule reads them through getters). */
+  readonly target: Target | undefined;
+  readonly index: number;
+  readonly source: SourceRef;
+  /** Predicates compiled by nat-match. */
   readonly preds: readonly Pred[];
   /** Resolved chain for jump/goto targets; null when the chain is not in the dump. */
   jump: CChain | null | undefined;
@@ -476,6 +479,9 @@ class Engine {
     const t = rule.target;
     const cr: CRule = {
       rule,
+      target: t,
+      index: rule.index,
+      source: rule.source,
       preds: compileRulePreds(rule, this.dump.family, this.knowledge),
       jump: t?.kind === "chain" ? (this.chainNamed(t.name) ?? null) : undefined,
     };
@@ -626,8 +632,8 @@ class Engine {
             "not-taken",
             "branch",
             c,
-            cr.rule.index,
-            cr.rule.source,
+            cr.index,
+            cr.source,
             () => `${note}: not taken (${round(1 - p)})`,
           );
           pending.push(other);
@@ -638,8 +644,8 @@ class Engine {
             "taken",
             "branch",
             c,
-            cr.rule.index,
-            cr.rule.source,
+            cr.index,
+            cr.source,
             () => `${note}: taken (${round(p)})`,
           );
         }
@@ -660,19 +666,19 @@ class Engine {
   }
 
   private undecided(w: Walk, out: HookEnd[], c: CChain, cr: CRule, reason: string): void {
-    this.step(w, "cannot-decide", c, cr.rule.index, cr.rule.source, reason);
+    this.step(w, "cannot-decide", c, cr.index, cr.source, reason);
     out.push({
       w,
       kind: "undecided",
-      ref: cr.rule.source,
-      undecided: { chain: c.name, ruleIndex: cr.rule.index, rule: cr.rule.source, reason },
+      ref: cr.source,
+      undecided: { chain: c.name, ruleIndex: cr.index, rule: cr.source, reason },
     });
   }
 
   /** Applies a matched rule's target. Returns false when the walk has ended. */
   private act(w: Walk, out: HookEnd[], c: CChain, cr: CRule): boolean {
-    const t = cr.rule.target;
-    const r = cr.rule;
+    const t = cr.target;
+    const r = cr;
     const s = w.st;
     if (t === undefined) return true;
     const hook = w.hookName;
@@ -826,7 +832,7 @@ class Engine {
     hook: Hook,
     family: Family,
   ): boolean {
-    const r = cr.rule;
+    const r = cr;
     const s = w.st;
     const destHook = hook === "PREROUTING" || hook === "OUTPUT";
     if (t.kind === "DNAT" || t.kind === "REDIRECT") {
