@@ -171,11 +171,12 @@ export class TextCursor {
  * Checks the rule arguments in `text[from, stop)` (a line of a dump, just after `-A CHAIN `) the
  * way {@link parseRuleText} reads them, without building them and without copying the line: the
  * segments are cut where the cursor finds them, the ones seen before are looked up, new ones are
- * read and kept. Returns undefined when the line is not one the fast reader takes (read it with
- * {@link parseRuleText} then, which reports its problems); otherwise the line reads without a
- * problem and the result is the chain it jumps or goes to ("" when its target is not a chain).
- * {@link materializeRule} reads an accepted line, with the same cache, to exactly what
- * {@link parseRuleText} gives. Lines of one text must be checked in order.
+ * read and kept. Returns {@link NOT_CHECKED} when the line is not one the fast reader takes (read
+ * it with {@link parseRuleText} then, which reports its problems); otherwise the line reads
+ * without a problem, and the result is where the name of the chain it jumps or goes to starts
+ * (the name runs to `stop`), or {@link NO_JUMP}. {@link materializeRule} reads an accepted line,
+ * with the same cache, to exactly what {@link parseRuleText} gives. Lines of one text must be
+ * checked in order.
  */
 export function checkRuleAt(
   cur: TextCursor,
@@ -183,10 +184,10 @@ export function checkRuleAt(
   stop: number,
   family: Family,
   cache: SegmentCache,
-): string | undefined {
+): number {
   const text = cur.text;
-  if (cur.otherSpace(from) < stop) return undefined; // tabs, a carriage return inside
-  let jump = "";
+  if (cur.otherSpace(from) < stop) return NOT_CHECKED; // tabs, a carriage return inside
+  let jump = NO_JUMP;
   let baseEnd = stop;
   let segStart = -1;
   let segIsTarget = false;
@@ -205,8 +206,8 @@ export function checkRuleAt(
     // the quoted parts before the candidate; a boundary inside quotes is none
     while (quote < cand) {
       const q = cur.quote(quote + 1);
-      if (q >= stop) return undefined; // never closed: the general reader says so
-      if (cur.backslash(quote + 1) < q) return undefined; // escapes: for the general reader
+      if (q >= stop) return NOT_CHECKED; // never closed: the general reader says so
+      if (cur.backslash(quote + 1) < q) return NOT_CHECKED; // escapes: for the general reader
       quotes++;
       open = quote;
       close = q;
@@ -230,10 +231,10 @@ export function checkRuleAt(
     // a segment ends at cand
     if (segStart < 0) baseEnd = cand;
     else {
-      if (targetSeen) return undefined; // something after the target
+      if (targetSeen) return NOT_CHECKED; // something after the target
       if (segIsTarget) {
         const t = checkTarget(text, segStart, cand, family, cache, quotes === 0);
-        if (t === undefined) return undefined;
+        if (t === NOT_CHECKED) return NOT_CHECKED;
         jump = t;
         targetSeen = true;
       } else if (
@@ -245,7 +246,7 @@ export function checkRuleAt(
         )
       ) {
         // not a plain comment (those are read directly when built)
-        if (readMatch(text.slice(segStart, cand), family, cache) === undefined) return undefined;
+        if (readMatch(text.slice(segStart, cand), family, cache) === undefined) return NOT_CHECKED;
       }
     }
     if (cand >= stop) break;
@@ -255,19 +256,28 @@ export function checkRuleAt(
     search = cand + 3;
   }
   if (baseEnd > from && !(family === 4 && isPlainBaseV4(text, from, baseEnd))) {
-    if (readBase(text.slice(from, baseEnd), family, cache) === undefined) return undefined;
+    if (readBase(text.slice(from, baseEnd), family, cache) === undefined) return NOT_CHECKED;
   }
   return jump;
 }
 
-/** {@link checkRuleAt} on one line. */
+/** {@link checkRuleAt}: the line is not one the fast reader takes. */
+export const NOT_CHECKED = -1;
+/** {@link checkRuleAt}: the line's target is not a chain. */
+export const NO_JUMP = 0;
+
+/**
+ * {@link checkRuleAt} on one line: undefined when it is not on the fast path, else the chain it
+ * jumps or goes to ("" when none).
+ */
 export function checkRuleText(
   line: string,
   from: number,
   family: Family,
   cache: SegmentCache,
 ): string | undefined {
-  return checkRuleAt(new TextCursor(line), from, line.length, family, cache);
+  const r = checkRuleAt(new TextCursor(line), from, line.length, family, cache);
+  return r === NOT_CHECKED ? undefined : r === NO_JUMP ? "" : line.slice(r);
 }
 
 /** The parts of a line {@link checkRuleAt} accepted, read with the same cache. */
@@ -325,8 +335,9 @@ export function materializeBase(
 const NO_BASE: BaseParts = Object.freeze({});
 
 /**
- * The target segment `text[a, b)` (`-j ...` or `-g ...`): the chain it names, "", or undefined.
- * `unquoted`: the segment holds no quote.
+ * The target segment `text[a, b)` (`-j ...` or `-g ...`, the last of its line): where the name of
+ * the chain it names starts, {@link NO_JUMP}, or {@link NOT_CHECKED}. `unquoted`: the segment
+ * holds no quote.
  */
 function checkTarget(
   text: string,
@@ -335,23 +346,27 @@ function checkTarget(
   family: Family,
   cache: SegmentCache,
   unquoted: boolean,
-): string | undefined {
+): number {
   const sp = text.indexOf(" ", a + 3);
   if (b - a > 3 && unquoted && (sp < 0 || sp >= b)) {
-    // `-j CHAIN` alone: kube-proxy has one per service and endpoint, all different
-    const name = text.slice(a + 3, b);
-    if (!KNOWN_TARGETS.has(name)) return name;
+    // `-j CHAIN` alone: kube-proxy has one per service and endpoint, all different (and longer
+    // than any target's name, so not copied out to be told from one)
+    if (b - a - 3 > LONGEST_TARGET || !KNOWN_TARGETS.has(text.slice(a + 3, b))) return a + 3;
   } else if (
     family === 4 &&
     text.startsWith(DNAT_PREFIX, a) &&
     isPlainHostPortV4(text, a + DNAT_PREFIX.length, b)
   ) {
-    return ""; // `-j DNAT --to-destination ADDR:PORT`: one per endpoint, all different
+    return NO_JUMP; // `-j DNAT --to-destination ADDR:PORT`: one per endpoint, all different
   }
   const t = readTarget(text.slice(a, b), family, cache);
-  if (t === undefined) return undefined;
-  return t.kind === "chain" ? t.name : "";
+  if (t === undefined) return NOT_CHECKED;
+  if (t.kind !== "chain") return NO_JUMP;
+  // a chain named otherwise than as written (in quotes): for the general reader
+  return b - a - 3 === t.name.length && text.startsWith(t.name, a + 3) ? a + 3 : NOT_CHECKED;
 }
+
+const LONGEST_TARGET = Math.max(...[...KNOWN_TARGETS].map((t) => t.length));
 
 /** Index of the first space in `text[a, b)`, or b. */
 function spaceOrEnd(text: string, a: number, b: number): number {

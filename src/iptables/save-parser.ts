@@ -7,6 +7,7 @@
 
 import type { Diagnostic, Parsed, SourceRef } from "../model/types.ts";
 import type { Family } from "../net/cidr.ts";
+import { ChainIndex, sameText } from "./chain-index.ts";
 import {
   BUILTIN_CHAINS,
   type Chain,
@@ -21,6 +22,8 @@ import {
 import { parseRuleArgs, type RuleParts } from "./rule-args.ts";
 import {
   checkRuleAt,
+  NO_JUMP,
+  NOT_CHECKED,
   newSegmentCache,
   parseRuleText,
   type SegmentCache,
@@ -74,6 +77,13 @@ function inferTable(text: string): { table: TableName; why: string } {
   return { table: "filter", why: "nothing in it names another table (iptables' default table)" };
 }
 
+/** What reading one table keeps besides the table itself. */
+interface TableState {
+  readonly table: Table;
+  readonly store: RuleStore;
+  readonly index: ChainIndex;
+}
+
 interface State {
   readonly file: string;
   readonly family: Family;
@@ -83,8 +93,10 @@ interface State {
   readonly text: string;
   /** Segments already read, shared by every table of the dump. */
   readonly cache: SegmentCache;
-  /** What the rules of each table share (one per table, made when its first rule comes). */
-  readonly stores: Map<TableName, RuleStore>;
+  /** Each table's rules and chain index (made when the table gets its first chain or rule). */
+  readonly perTable: Map<TableName, TableState>;
+  /** The last one asked for. */
+  lastState: TableState | undefined;
   /** Where the checker finds quotes and option boundaries in the dump's text. */
   readonly cursor: TextCursor;
   /** Rules of the current table that jump to a chain not declared when they were read. */
@@ -101,8 +113,12 @@ interface State {
   orderTable: Table | undefined;
   order: SavedChain[];
   orderAt: number;
-  /** The last jump target found declared in `lastTable` (KUBE-MARK-MASQ, over and over). */
-  lastJump: string;
+  /**
+   * Where the text names the last jump target found declared in `lastTable` (KUBE-MARK-MASQ,
+   * over and over): compared in place before the index is asked. Length -1: none.
+   */
+  lastJumpAt: number;
+  lastJumpLen: number;
 }
 
 function newTable(name: TableName, source?: SourceRef): Table {
@@ -133,7 +149,8 @@ export function parseIptablesSave(
     current: undefined,
     text,
     cache: newSegmentCache(),
-    stores: new Map(),
+    perTable: new Map(),
+    lastState: undefined,
     cursor: new TextCursor(text),
     pendingJumps: [],
     lastChain: undefined,
@@ -141,7 +158,8 @@ export function parseIptablesSave(
     orderTable: undefined,
     order: [],
     orderAt: 0,
-    lastJump: "",
+    lastJumpAt: 0,
+    lastJumpLen: -1,
   };
   let backend: "nf_tables" | "legacy" | undefined;
   let version: string | undefined;
@@ -282,7 +300,7 @@ export function parseIptablesSave(
       continue;
     }
     if (c0 === 58 /* : */) {
-      declareChainLine(st, line, lineNo);
+      declareChainLine(st, line, lineNo, start);
       continue;
     }
     // rule or command line, optionally prefixed by counters "[p:b] -A ..."
@@ -410,7 +428,7 @@ export function parseIptablesSave(
     if (cmd === "-N" || cmd === "--new-chain") {
       const name = tokens[first + 1];
       if (!name) diag("IPTABLES_SYNTAX", "error", lineNo, line, "-N needs a chain name");
-      else declareChain(st, table, name, "-", undefined, lineNo, line);
+      else declareChain(st, table, name, "-", undefined, lineNo, line, -1);
       continue;
     }
     if (cmd === "-P" || cmd === "--policy") {
@@ -430,7 +448,7 @@ export function parseIptablesSave(
       if (tokens[first + 3] === "-c" && tokens[first + 5] !== undefined) {
         pc = parseCounters(`[${tokens[first + 4]}:${tokens[first + 5]}]`);
       }
-      declareChain(st, table, name, policy, pc, lineNo, line);
+      declareChain(st, table, name, policy, pc, lineNo, line, -1);
       continue;
     }
     if (
@@ -482,14 +500,24 @@ export function parseIptablesSave(
   return { value, diagnostics: st.diagnostics };
 }
 
-function storeOf(st: State, table: Table): RuleStore {
-  let s = st.stores.get(table.name);
-  if (s === undefined) {
+/** The rule store and chain index of a table; every chain of the table is in the index. */
+function stateOf(st: State, table: Table): TableState {
+  const last = st.lastState;
+  if (last !== undefined && last.table === table) return last;
+  let s = st.perTable.get(table.name);
+  if (s === undefined || s.table !== table) {
     const { file, family, cache, text } = st;
-    s = new RuleStore({ file, family, table: table.name, cache, text });
-    st.stores.set(table.name, s);
+    const index = new ChainIndex(text);
+    for (const c of table.chains.values()) index.add(c as SavedChain, -1);
+    s = { table, store: new RuleStore({ file, family, table: table.name, cache, text }), index };
+    st.perTable.set(table.name, s);
   }
+  st.lastState = s;
   return s;
+}
+
+function storeOf(st: State, table: Table): RuleStore {
+  return stateOf(st, table).store;
 }
 
 /** A rule read the general way (its parts are at hand); its jump is checked at the table's end. */
@@ -530,7 +558,7 @@ function appendChecked(
   if (nameEnd === nameStart || text.charCodeAt(nameStart) === 34) return false;
   const from = nameEnd === stop ? stop : nameEnd + 1;
   const jump = checkRuleAt(st.cursor, from, stop, st.family, st.cache);
-  if (jump === undefined) return false;
+  if (jump === NOT_CHECKED) return false;
   let chain = st.lastChain;
   const nameLen = nameEnd - nameStart;
   if (
@@ -552,18 +580,24 @@ function appendChecked(
         }
       }
     }
+    chain ??= stateOf(st, table).index.find(nameStart, nameEnd);
     chain ??= getChain(st, table, text.slice(nameStart, nameEnd), lineNo, text, lineStart, stop);
-    if (st.lastTable !== table) st.lastJump = "";
+    if (st.lastTable !== table) st.lastJumpLen = -1;
     st.lastChain = chain;
     st.lastTable = table;
   }
-  const store = storeOf(st, table);
-  const id = store.addChecked(lineNo, lineStart, stop);
-  if (jump !== "" && jump !== st.lastJump) {
-    if (table.chains.has(jump)) st.lastJump = jump;
-    else st.pendingJumps.push(store.rule(id, chain.name, chain.size + 1));
+  const ts = stateOf(st, table);
+  const id = ts.store.addChecked(lineNo, lineStart, stop);
+  if (jump !== NO_JUMP) {
+    const len = stop - jump;
+    if (len !== st.lastJumpLen || !sameText(text, st.lastJumpAt, jump, len)) {
+      if (ts.index.has(jump, stop)) {
+        st.lastJumpAt = jump;
+        st.lastJumpLen = len;
+      } else st.pendingJumps.push(ts.store.rule(id, chain.name, chain.size + 1));
+    }
   }
-  chain.add(store, id);
+  chain.add(ts.store, id);
   return true;
 }
 
@@ -580,7 +614,8 @@ function getChain(
   start: number,
   end: number,
 ): SavedChain {
-  let chain = table.chains.get(name) as SavedChain | undefined;
+  const { index } = stateOf(st, table);
+  let chain = index.get(name);
   if (!chain) {
     st.diagnostics.push({
       code: "IPTABLES_UNDECLARED_CHAIN",
@@ -590,11 +625,13 @@ function getChain(
     });
     chain = new SavedChain(name, false);
     table.chains.set(name, chain);
+    index.add(chain, -1);
   }
   return chain;
 }
 
-function declareChainLine(st: State, line: string, lineNo: number): void {
+/** A `:NAME POLICY [p:b]` line; it stands in the dump's text at `lineStart`. */
+function declareChainLine(st: State, line: string, lineNo: number, lineStart: number): void {
   const table = st.current;
   if (!table) {
     st.diagnostics.push({
@@ -611,7 +648,7 @@ function declareChainLine(st: State, line: string, lineNo: number): void {
     const end = n - USER_CHAIN_TAIL.length;
     const sp = line.indexOf(" ", 1);
     if (sp === end && line.indexOf("\t") < 0) {
-      declareChain(st, table, line.slice(1, end), "-", NO_COUNTERS, lineNo, line);
+      declareChain(st, table, line.slice(1, end), "-", NO_COUNTERS, lineNo, line, lineStart + 1);
       return;
     }
   }
@@ -639,7 +676,7 @@ function declareChainLine(st: State, line: string, lineNo: number): void {
       });
     }
   }
-  declareChain(st, table, name, policy, counters, lineNo, line);
+  declareChain(st, table, name, policy, counters, lineNo, line, -1);
 }
 
 const USER_CHAIN_TAIL = " - [0:0]";
@@ -666,9 +703,12 @@ function declareChain(
   counters: Counters | undefined,
   lineNo: number,
   line: string,
+  /** Where `name` stands in the dump's text, or -1. */
+  at: number,
 ): void {
   const ref = { file: st.file, line: lineNo, text: line };
-  const existing = table.chains.get(name);
+  const { index } = stateOf(st, table);
+  const existing = at >= 0 ? index.find(at, at + name.length) : index.get(name);
   if (st.orderTable !== table) {
     st.orderTable = table;
     st.order = [];
@@ -704,6 +744,7 @@ function declareChain(
     const chain = new SavedChain(name, builtin, ref, counters);
     if (builtin) chain.policy = policy;
     table.chains.set(name, chain);
+    index.add(chain, at);
     st.order.push(chain);
     return;
   }

@@ -11,6 +11,8 @@ import {
   checkRuleText,
   materializeBase,
   materializeRule,
+  NO_JUMP,
+  NOT_CHECKED,
   newSegmentCache,
   parseRuleText,
   TextCursor,
@@ -217,7 +219,8 @@ describe("checked rule lines", () => {
           for (const [args, eol] of lines) {
             const line = `-A C ${args}`;
             const stop = pos + line.length;
-            const inText = checkRuleAt(cur, pos + 5, stop, 4, newSegmentCache());
+            const r = checkRuleAt(cur, pos + 5, stop, 4, newSegmentCache());
+            const inText = r === NOT_CHECKED ? undefined : r === NO_JUMP ? "" : text.slice(r, stop);
             assert.equal(
               inText,
               checkRuleText(line, 5, 4, newSegmentCache()),
