@@ -224,7 +224,7 @@ export interface Chain {
   policy?: string;
   counters?: Counters;
   /** Where the chain was declared (`:NAME ...` or `-N`/`-P`); undefined when only used. */
-  declared?: SourceRef;
+  declared?: SourceRef | undefined;
   readonly rules: Rule[];
 }
 

@@ -82,6 +82,8 @@ interface TableState {
   readonly table: Table;
   readonly store: RuleStore;
   readonly index: ChainIndex;
+  /** The `:NAME - [0:0]` lines of its user chains, cited when asked. */
+  readonly declarations: RuleStore;
 }
 
 interface State {
@@ -202,14 +204,12 @@ export function parseIptablesSave(
     const start = pos;
     pos = end + 1;
     const stop = end > start && text.charCodeAt(end - 1) === 13 ? end - 1 : end;
-    // the common line, "-A CHAIN args" in a table: checked in place, built when asked for
-    if (
-      st.current !== undefined &&
-      text.charCodeAt(start) === 45 &&
-      text.startsWith("-A ", start) &&
-      appendChecked(st, text, start, start, stop, lineNo)
-    ) {
-      continue;
+    // the common lines, "-A CHAIN args" and ":CHAIN - [0:0]" in a table: read in place
+    if (st.current !== undefined) {
+      const c = text.charCodeAt(start);
+      if (c === 45 && text.startsWith("-A ", start)) {
+        if (appendChecked(st, text, start, start, stop, lineNo)) continue;
+      } else if (c === 58 && declareInPlace(st, text, start, stop, lineNo)) continue;
     }
     let line = text.slice(start, stop);
     const c0 = line.charCodeAt(0);
@@ -509,7 +509,8 @@ function stateOf(st: State, table: Table): TableState {
     const { file, family, cache, text } = st;
     const index = new ChainIndex(text);
     for (const c of table.chains.values()) index.add(c as SavedChain, -1);
-    s = { table, store: new RuleStore({ file, family, table: table.name, cache, text }), index };
+    const origin = { file, family, table: table.name, cache, text };
+    s = { table, store: new RuleStore(origin), index, declarations: new RuleStore(origin) };
     st.perTable.set(table.name, s);
   }
   st.lastState = s;
@@ -752,6 +753,46 @@ function declareChain(
   if (builtin) existing.policy = policy;
   if (counters) existing.counters = counters;
   existing.declared ??= ref;
+}
+
+/**
+ * `text[start, stop)` = `:NAME - [0:0]`, a user chain not seen before: declared without copying
+ * the line (it is cited from the text when asked). False, with nothing changed, otherwise.
+ */
+function declareInPlace(
+  st: State,
+  text: string,
+  start: number,
+  stop: number,
+  lineNo: number,
+): boolean {
+  const end = stop - USER_CHAIN_TAIL.length;
+  if (end <= start + 1 || !text.startsWith(USER_CHAIN_TAIL, end)) return false;
+  const sp = text.indexOf(" ", start + 1);
+  if (sp !== end || text.charCodeAt(start + 1) === 34) return false;
+  if (st.cursor.otherSpace(start) < stop) return false; // a tab, a carriage return inside
+  const table = st.current!;
+  const name = text.slice(start + 1, end);
+  if (BUILTIN_CHAINS[table.name].includes(name)) return false;
+  const ts = stateOf(st, table);
+  const id = ts.declarations.addChecked(lineNo, start, stop);
+  const chain = SavedChain.declaredAt(name, ts.declarations, id, NO_COUNTERS!);
+  // a name seen before is told by the map not growing (rather than by looking it up first)
+  const chains = table.chains;
+  const size = chains.size;
+  chains.set(name, chain);
+  if (chains.size === size) {
+    chains.set(name, ts.index.find(start + 1, end)!); // declared again: said by declareChain
+    return false;
+  }
+  ts.index.add(chain, start + 1);
+  if (st.orderTable !== table) {
+    st.orderTable = table;
+    st.order = [];
+    st.orderAt = 0;
+  }
+  st.order.push(chain);
+  return true;
 }
 
 /**

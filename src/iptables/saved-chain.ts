@@ -45,6 +45,16 @@ export class RuleStore {
     return id;
   }
 
+  /** The line `id` stands for, as a source reference (a checked line only). */
+  source(id: number): SourceRef {
+    const o = this.origin;
+    return {
+      file: o.file,
+      line: this.#line[id]!,
+      text: o.text.slice(this.#start[id]!, this.#end[id]!),
+    };
+  }
+
   /** The rule with this id, as the `index`th rule of `chain`. */
   rule(id: number, chain: string, index: number): SavedRule {
     const start = this.#start[id]!;
@@ -79,7 +89,10 @@ export class SavedChain implements Chain {
   readonly builtin: boolean;
   declare policy?: string;
   declare counters?: Counters;
-  declare declared?: SourceRef;
+  /** Where it was declared: as a reference, or as line `#declId` of `#declStore` until asked. */
+  #declared: SourceRef | undefined;
+  #declStore: RuleStore | undefined;
+  #declId = 0;
   #store: RuleStore | undefined;
   /** The rule ids while they run on (the common case): ids first .. first + count - 1. */
   #first = 0;
@@ -91,8 +104,30 @@ export class SavedChain implements Chain {
   constructor(name: string, builtin: boolean, declared?: SourceRef, counters?: Counters) {
     this.name = name;
     this.builtin = builtin;
-    if (declared !== undefined) this.declared = declared;
+    this.#declared = declared;
+    this.#declStore = undefined;
     if (counters !== undefined) this.counters = counters;
+  }
+
+  /** A chain declared on line `id` of `store` (a `:NAME - [0:0]` line), cited when asked. */
+  static declaredAt(name: string, store: RuleStore, id: number, counters: Counters): SavedChain {
+    const c = new SavedChain(name, false, undefined, counters);
+    c.#declStore = store;
+    c.#declId = id;
+    return c;
+  }
+
+  get declared(): SourceRef | undefined {
+    if (this.#declared === undefined && this.#declStore !== undefined) {
+      this.#declared = this.#declStore.source(this.#declId);
+      this.#declStore = undefined;
+    }
+    return this.#declared;
+  }
+
+  set declared(ref: SourceRef | undefined) {
+    this.#declared = ref;
+    this.#declStore = undefined;
   }
 
   /** How many rules the chain has, without building them. */
@@ -142,7 +177,8 @@ export class SavedChain implements Chain {
     };
     if (this.policy !== undefined) out.policy = this.policy;
     if (this.counters !== undefined) out.counters = this.counters;
-    if (this.declared !== undefined) out.declared = this.declared;
+    const declared = this.declared;
+    if (declared !== undefined) out.declared = declared;
     return out;
   }
 

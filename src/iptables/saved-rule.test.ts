@@ -372,6 +372,78 @@ describe("SavedRule", () => {
   });
 });
 
+describe("big dumps", () => {
+  // A hang guard, not a speed test (the benchmark measures speed): a search that is not bounded
+  // by its line runs to the end of the text on every line, which at this size takes minutes.
+  it("reads 60,000 chains and 120,000 rules with no tab, quote or backslash after the first lines", {
+    timeout: 60_000,
+  }, () => {
+    const n = 60_000;
+    const lines = [
+      "*nat",
+      ":POSTROUTING ACCEPT [0:0]",
+      ":KUBE-MARK-MASQ - [0:0]",
+      '-A POSTROUTING -m comment --comment "x" -j KUBE-MARK-MASQ',
+    ];
+    for (let i = 0; i < n; i++)
+      lines.push(`:KUBE-SEP-${i.toString(36).toUpperCase().padStart(16, "0")} - [0:0]`);
+    for (let i = 0; i < n; i++) {
+      const c = `KUBE-SEP-${i.toString(36).toUpperCase().padStart(16, "0")}`;
+      lines.push(`-A ${c} -s 10.6.${(i >> 8) & 255}.${i & 255}/32 -j KUBE-MARK-MASQ`);
+      lines.push(
+        `-A ${c} -p tcp -m tcp -j DNAT --to-destination 10.6.${(i >> 8) & 255}.${i & 255}:8080`,
+      );
+    }
+    lines.push("COMMIT", "");
+    const { value, diagnostics } = parseIptablesSave(lines.join("\n"), "big.txt");
+    assert.deepEqual(diagnostics, []);
+    const nat = value.tables.get("nat")!;
+    assert.equal(nat.chains.size, n + 5);
+    const last = nat.chains.get(
+      `KUBE-SEP-${(n - 1).toString(36).toUpperCase().padStart(16, "0")}`,
+    )!;
+    assert.equal(last.rules[1]!.target?.kind, "DNAT");
+    assert.equal(last.declared?.line, n + 4);
+  });
+});
+
+describe("chains declared twice or used before declared", () => {
+  it("keeps the first declaration and its rules, and says the second is one", () => {
+    const { value, diagnostics } = parseIptablesSave(
+      "*nat\n:KUBE-A - [0:0]\n-A KUBE-A -j RETURN\n:KUBE-A - [0:0]\n-A KUBE-A -j ACCEPT\nCOMMIT\n",
+      "d.txt",
+    );
+    const a = value.tables.get("nat")!.chains.get("KUBE-A")!;
+    assert.deepEqual(
+      a.rules.map((r) => [r.index, r.target?.kind === "verdict" && r.target.name]),
+      [
+        [1, "RETURN"],
+        [2, "ACCEPT"],
+      ],
+    );
+    assert.equal(a.declared?.line, 2);
+    assert.deepEqual(
+      diagnostics.map((d) => [d.code, d.source?.line]),
+      [["IPTABLES_DUPLICATE_CHAIN", 4]],
+    );
+  });
+
+  it("a chain used before its declaration is one chain, declared where the declaration is", () => {
+    const { value, diagnostics } = parseIptablesSave(
+      "-A KUBE-B -j RETURN\n-N KUBE-B\n-A POSTROUTING -j KUBE-B\n",
+      "s.txt",
+      { table: "nat" },
+    );
+    const b = value.tables.get("nat")!.chains.get("KUBE-B")!;
+    assert.equal(b.rules.length, 1);
+    assert.equal(b.declared?.line, 2);
+    assert.deepEqual(
+      diagnostics.map((d) => [d.code, d.source?.line]),
+      [["IPTABLES_UNDECLARED_CHAIN", 1]],
+    );
+  });
+});
+
 describe("lines the checker once let through", () => {
   it("a comment whose quote never closes at the end of the line is reported", () => {
     const { diagnostics } = parseIptablesSave(
