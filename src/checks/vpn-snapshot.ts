@@ -1,8 +1,8 @@
 /**
- * @module checks/vpn-snapshot — builds the VPN checks' input from a snapshot's files with the
- * evidence readers (cluster objects, pod sysctl / iptables-save / ip-addr / ip-route / openvpn.conf,
- * node routes, probes, remote allowlists, kubelet configs, Helm values of the chart). Pure over a
- * {@link SnapshotSource} (which did the reading).
+ * @module checks/vpn-snapshot — the VPN checks' input from a loaded snapshot (snapshot/load): the
+ * cluster objects, what each pod's network namespace showed, node routes and probes as the loader
+ * read them; then what only these checks read: the pods' OpenVPN server configs (or the chart's
+ * ConfigMap key), the far sides' allowlists, kubelet configs and Helm values of the chart.
  */
 
 import {
@@ -10,153 +10,112 @@ import {
   type OpenvpnChartValues,
   readChartValues,
 } from "../agents/openvpn/chart.ts";
-import { cidrOf, parseOpenvpnConfig } from "../agents/openvpn/server-config.ts";
+import { parseOpenvpnConfig } from "../agents/openvpn/server-config.ts";
 import {
   type KubeletSysctlConfig,
   readKubeletSysctlConfig,
 } from "../agents/pod-security/kubelet-config.ts";
-import { readIpAddr } from "../evidence/ip-addr.ts";
-import { type Route, readIpRoute } from "../evidence/ip-route.ts";
-import { type KubeObject, readKubeObjects } from "../evidence/kube-objects.ts";
-import { type ProbeTranscript, parseProbeFile } from "../evidence/probes.ts";
-import { readSysctl } from "../evidence/sysctl.ts";
+import type { Route } from "../evidence/ip-route.ts";
 import { readYamlSource } from "../evidence/yaml-source.ts";
-import { parseIptablesSave } from "../iptables/save-parser.ts";
 import type { Diagnostic } from "../model/types.ts";
 import { classifyPath } from "../snapshot/layout.ts";
-import type { SnapshotSource } from "../snapshot/source.ts";
+import type { Snapshot } from "../snapshot/load.ts";
+import { readSites } from "../snapshot/sites.ts";
 import type { PodEvidence, RemoteSiteInput, VpnInput } from "./vpn-input.ts";
 
 type MutablePod = { -readonly [K in keyof PodEvidence]: PodEvidence[K] };
 
-/** Reads a `remote/*.yaml` RemoteSite's allowlists with the line of every source. */
-export function readRemoteAllowlists(
-  text: string,
-  file: string,
-): { site?: RemoteSiteInput; diagnostics: Diagnostic[] } {
-  const { source, diagnostics } = readYamlSource(text, file);
-  const doc = source.documents.find((d) => d.ok);
-  const v = doc?.value as { name?: unknown; allowlists?: unknown } | undefined;
-  if (!doc || typeof v !== "object" || v === null) return { diagnostics };
-  const lists = Array.isArray(v.allowlists) ? v.allowlists : [];
-  const allowlists = lists.map((al: { name?: unknown; sources?: unknown }, i: number) => ({
-    name: typeof al?.name === "string" ? al.name : `#${i + 1}`,
-    sources: (Array.isArray(al?.sources) ? al.sources : []).flatMap((s: unknown, j: number) => {
-      const c = typeof s === "string" ? cidrOf(s) : undefined;
-      const ref = source.locate(doc.doc.contents, ["allowlists", i, "sources", j]) ?? {
-        file,
-        line: doc.line,
-      };
-      return c ? [{ value: c, source: ref }] : [];
-    }),
-  }));
-  return {
-    site: { name: typeof v.name === "string" ? v.name : file, file, allowlists },
-    diagnostics,
-  };
-}
-
+/**
+ * The VPN checks' input. `diagnostics` are the problems met reading what only these checks read
+ * (the snapshot's own reading problems are in `snap.diagnostics`).
+ */
 export function vpnInputFromSnapshot(
-  src: SnapshotSource,
+  snap: Snapshot,
   vpnPod?: string,
 ): { input: VpnInput; diagnostics: Diagnostic[] } {
-  const diagnostics: Diagnostic[] = [...src.diagnostics];
-  const objects: KubeObject[] = [];
-  const pods = new Map<string, MutablePod>();
-  const probes: ProbeTranscript[] = [];
-  const remotes: RemoteSiteInput[] = [];
-  const chartValues: OpenvpnChartValues[] = [];
-  const nodeRoutes: { node: string; file: string; routes: Route[] }[] = [];
-  const kubeletConfigs: KubeletSysctlConfig[] = [];
-  const pod = (ns: string, name: string): MutablePod => {
-    const key = `${ns}/${name}`;
-    let p = pods.get(key);
-    if (!p) {
-      p = { namespace: ns, name };
-      pods.set(key, p);
-    }
-    return p;
-  };
+  const diagnostics: Diagnostic[] = [];
   const take = <T>(r: { value: T; diagnostics: Diagnostic[] }): T => {
     diagnostics.push(...r.diagnostics);
     return r.value;
   };
-  for (const rel of src.paths) {
-    const role = classifyPath(rel);
-    const base = rel.split("/").at(-1) ?? "";
-    if (/values.*\.ya?ml$/.test(base) && role.kind !== "cluster") {
-      const text = src.readText(rel);
-      const { source } = readYamlSource(text, rel);
-      if (source.documents.some((d) => d.ok && looksLikeChartValues(d.value))) {
-        chartValues.push(take(readChartValues(text, rel)));
-      }
-      continue;
+  const readText = (rel: string): string | undefined => {
+    try {
+      return snap.source.readText(rel);
+    } catch (e) {
+      diagnostics.push({
+        code: "FILE_UNREADABLE",
+        severity: "error",
+        message: `${rel} could not be read: ${(e as Error).message}`,
+        source: { file: rel, line: 0 },
+      });
+      return undefined;
     }
-    switch (role.kind) {
-      case "cluster":
-        objects.push(...take(readKubeObjects(src.readText(rel), rel)));
-        break;
-      case "pod": {
-        const p = pod(role.namespace, role.pod);
-        const text = src.readText(rel);
-        if (role.artifact === "sysctl")
-          p.sysctl = { file: rel, values: take(readSysctl(text, rel)) };
-        else if (role.artifact === "iptables-save") p.iptables = take(parseIptablesSave(text, rel));
-        else if (role.artifact === "ip-addr")
-          p.ipAddr = { file: rel, interfaces: take(readIpAddr(text, rel)) };
-        else if (role.artifact === "ip-route")
-          p.ipRoute = { file: rel, routes: take(readIpRoute(text, rel)) };
-        break;
-      }
-      case "vpn-config":
-        if (role.namespace && role.pod) {
-          pod(role.namespace, role.pod).openvpn = take(parseOpenvpnConfig(src.readText(rel), rel));
-        }
-        break;
-      case "node":
-        if (role.artifact === "ip-route") {
-          nodeRoutes.push({
-            node: role.node,
-            file: rel,
-            routes: take(readIpRoute(src.readText(rel), rel)),
-          });
-        }
-        break;
-      case "probe":
-        probes.push(take(parseProbeFile(src.readText(rel), rel)));
-        break;
-      case "remote": {
-        const r = readRemoteAllowlists(src.readText(rel), rel);
-        diagnostics.push(...r.diagnostics);
-        if (r.site) remotes.push(r.site);
-        break;
-      }
-      case "kubelet-config": {
-        const c = take(readKubeletSysctlConfig(src.readText(rel), rel, role.node));
-        if (c) kubeletConfigs.push(c);
-        break;
-      }
-      default:
-        break;
-    }
+  };
+
+  const pods: MutablePod[] = [];
+  for (const p of snap.pods.values()) {
+    const e: MutablePod = { namespace: p.namespace, name: p.name };
+    const f = p.files;
+    if (p.sysctl && f.sysctl) e.sysctl = { file: f.sysctl, values: p.sysctl };
+    if (p.iptables) e.iptables = p.iptables;
+    if (p.interfaces && f["ip-addr"]) e.ipAddr = { file: f["ip-addr"], interfaces: p.interfaces };
+    if (p.routes && f["ip-route"]) e.ipRoute = { file: f["ip-route"], routes: p.routes };
+    // the last server config beside the pod's files
+    for (const c of p.vpnConfigs) e.openvpn = take(parseOpenvpnConfig(c.text, c.file));
+    pods.push(e);
   }
   // The chart keeps the server config in a ConfigMap (`openvpn.conf` key): read it when no file does.
-  for (const cm of objects.filter((o) => o.kind === "ConfigMap")) {
+  for (const cm of snap.objects.filter((o) => o.kind === "ConfigMap")) {
     const data = cm.raw["data"] as Record<string, unknown> | undefined;
     const conf = data?.["openvpn.conf"];
     if (typeof conf !== "string") continue;
     const start = cm.locateInString(["data", "openvpn.conf"], 1);
     const parsed = take(parseOpenvpnConfig(conf, cm.source.file, start ? start.line - 1 : 0));
-    const owner = [...pods.values()].find(
-      (p) => p.namespace === (cm.namespace ?? "default") && !p.openvpn,
-    );
+    const owner = pods.find((p) => p.namespace === (cm.namespace ?? "default") && !p.openvpn);
     if (owner) owner.openvpn = parsed;
   }
+
+  const nodeRoutes: { node: string; file: string; routes: Route[] }[] = [];
+  for (const n of snap.nodes.values()) {
+    const file = n.files["ip-route"];
+    if (n.routes && file) nodeRoutes.push({ node: n.name, file, routes: n.routes });
+  }
+
+  // the far sides as the masquerade question reads them (its reading problems are its own)
+  const remotes: RemoteSiteInput[] = readSites(snap).sites.map((s) => ({
+    name: s.name,
+    file: s.source.file,
+    allowlists: s.allowlists.map((a) => ({
+      name: a.name,
+      sources: a.sources.map((e) => ({ value: e.cidr, source: e.source })),
+    })),
+  }));
+
+  const kubeletConfigs: KubeletSysctlConfig[] = [];
+  for (const rel of snap.kubeletConfigFiles) {
+    const text = readText(rel);
+    if (text === undefined) continue;
+    const role = classifyPath(rel);
+    const node = role.kind === "kubelet-config" ? role.node : undefined;
+    const c = take(readKubeletSysctlConfig(text, rel, node));
+    if (c) kubeletConfigs.push(c);
+  }
+
+  const chartValues: OpenvpnChartValues[] = [];
+  for (const rel of snap.chartValuesFiles) {
+    const text = readText(rel);
+    if (text === undefined) continue;
+    const { source } = readYamlSource(text, rel);
+    if (source.documents.some((d) => d.ok && looksLikeChartValues(d.value))) {
+      chartValues.push(take(readChartValues(text, rel)));
+    }
+  }
+
   return {
     input: {
-      pods: [...pods.values()],
-      objects,
-      probes,
+      pods,
+      objects: snap.objects,
+      probes: snap.probes,
       remotes,
       chartValues,
       nodeRoutes,

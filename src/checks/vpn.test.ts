@@ -9,6 +9,7 @@ import { parseProbeTranscript } from "../evidence/probes.ts";
 import { readSysctl } from "../evidence/sysctl.ts";
 import { parseIptablesSave } from "../iptables/save-parser.ts";
 import type { Finding, FindingId } from "../model/types.ts";
+import { loadSnapshot } from "../snapshot/load.ts";
 import { openSnapshot } from "../snapshot/source.ts";
 import { analyzeVpn, vpnFindings } from "./vpn.ts";
 import type { VpnInput } from "./vpn-input.ts";
@@ -18,7 +19,7 @@ import { vpnInputFromSnapshot } from "./vpn-snapshot.ts";
 // Snapshots written by `podpath lab run vpn` (real OpenVPN, sysctl, iptables and probes): see
 // testdata/vpn-lab/*/README.md for each variant's command line.
 const lab = (v: string) => new URL(`./testdata/vpn-lab/${v}/`, import.meta.url).pathname;
-const load = (v: string) => vpnInputFromSnapshot(openSnapshot(lab(v)));
+const load = (v: string) => vpnInputFromSnapshot(loadSnapshot(openSnapshot(lab(v))));
 const ids = (fs: readonly Finding[]) => new Set(fs.map((f) => f.id));
 
 function assertEvidenceReal(v: string, fs: readonly Finding[]): void {

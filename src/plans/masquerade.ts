@@ -31,8 +31,8 @@ import { agentCoverage } from "../questions/masquerade/coverage.ts";
 import { chooseDestinations } from "../questions/masquerade/destinations.ts";
 import { type ClusterFacts, clusterFacts, clusterPodRange } from "../questions/masquerade/facts.ts";
 import { type AgentIntent, readAgentIntent } from "../questions/masquerade/intent.ts";
-import { readSites } from "../questions/masquerade/sites.ts";
 import type { Snapshot } from "../snapshot/load.ts";
+import { readSites } from "../snapshot/sites.ts";
 
 export type MasqueradeStrategy = "narrow" | "keep-pod-identity";
 

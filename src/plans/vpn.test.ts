@@ -8,6 +8,7 @@ import { readKubeletSysctlConfig } from "../agents/pod-security/kubelet-config.t
 import { resolveVpn } from "../checks/vpn-input.ts";
 import { vpnInputFromSnapshot } from "../checks/vpn-snapshot.ts";
 import { memoryIo } from "../cli/io.ts";
+import { loadSnapshot } from "../snapshot/load.ts";
 import { openSnapshot } from "../snapshot/source.ts";
 import {
   CHART_INIT_CONTAINER,
@@ -19,7 +20,7 @@ import {
 
 const lab = (v: string) => new URL(`../checks/testdata/vpn-lab/${v}/`, import.meta.url).pathname;
 function planFor(v: string, kubelet?: string) {
-  const { input } = vpnInputFromSnapshot(openSnapshot(lab(v)));
+  const { input } = vpnInputFromSnapshot(loadSnapshot(openSnapshot(lab(v))));
   const ctx = resolveVpn(input)!;
   const kubeletConfig = kubelet
     ? readKubeletSysctlConfig(kubelet, "nodes/n/kubelet.yaml", "n").value
@@ -193,7 +194,7 @@ describe("podpath plan vpn (command)", () => {
 
 describe("planVpn on GKE Autopilot", () => {
   it("predicts the Warden rejection for the privileged init container", () => {
-    const { input } = vpnInputFromSnapshot(openSnapshot(lab("set-by-hand")));
+    const { input } = vpnInputFromSnapshot(loadSnapshot(openSnapshot(lab("set-by-hand"))));
     const ctx = resolveVpn(input)!;
     const plan = planVpn(ctx, input.objects, { platform: "gke-autopilot" });
     const init = by(plan, "init-container");
@@ -207,7 +208,7 @@ describe("planVpn on GKE Autopilot", () => {
 
 describe("planVpn for a hostNetwork VPN pod", () => {
   it("warns that forwarding is the node's, and predicts the API rejection of the pod sysctl", () => {
-    const { input } = vpnInputFromSnapshot(openSnapshot(lab("set-by-hand")));
+    const { input } = vpnInputFromSnapshot(loadSnapshot(openSnapshot(lab("set-by-hand"))));
     const objects = input.objects.map((o) =>
       o.kind === "Deployment"
         ? {

@@ -33,6 +33,14 @@ describe("classifyPath", () => {
     assert.equal(classifyPath("cluster/kube-system/cm.yaml").kind, "cluster");
     assert.deepEqual(classifyPath("cluster/all.json"), { kind: "cluster", format: "json" });
   });
+  it("takes Helm values beside a pod or elsewhere outside cluster/ as chart values", () => {
+    assert.deepEqual(classifyPath("pods/vpn/openvpn-0/helm-values.yaml"), { kind: "chart-values" });
+    assert.deepEqual(classifyPath("helm/values-prod.yml"), { kind: "chart-values" });
+    // a place in the layout comes first
+    assert.equal(classifyPath("cluster/values.yaml").kind, "cluster");
+    assert.equal(classifyPath("remote/values.yaml").kind, "remote");
+    assert.equal(classifyPath("pods/vpn/openvpn-0/notes.yaml").kind, "unknown");
+  });
   it("leaves files outside the layout as unknown and notes as ignored", () => {
     assert.equal(classifyPath("notes.md").kind, "unknown");
     assert.equal(classifyPath("nodes/n1/dmesg.txt").kind, "unknown");

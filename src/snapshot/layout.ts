@@ -26,6 +26,8 @@ export type FileRole =
   | { readonly kind: "probe"; readonly format: "text" | "json" }
   | { readonly kind: "kubelet-config"; readonly node?: string }
   | { readonly kind: "vpn-config"; readonly namespace?: string; readonly pod?: string }
+  /** `helm get values` of a release (`*values*.yaml` outside `cluster/`), read by the VPN checks. */
+  | { readonly kind: "chart-values" }
   | { readonly kind: "ignored"; readonly reason: string }
   | { readonly kind: "unknown" };
 
@@ -45,6 +47,14 @@ function artifactOf(base: string): Artifact | undefined {
 
 /** The role of one file, from its path relative to the snapshot root (forward slashes). */
 export function classifyPath(rel: string): FileRole {
+  const role = placeOf(rel);
+  if (role.kind === "unknown" && /values.*\.ya?ml$/.test(rel.split("/").at(-1) ?? "")) {
+    return { kind: "chart-values" };
+  }
+  return role;
+}
+
+function placeOf(rel: string): FileRole {
   const parts = rel.split("/").filter((p) => p !== "" && p !== ".");
   const base = parts.at(-1) ?? "";
   if (base.startsWith(".") || base === "README.md" || base === "README") {
@@ -93,7 +103,8 @@ export function classifyPath(rel: string): FileRole {
 export const LAYOUT_HELP = `A snapshot is a folder (or .tar.gz of one) with any of:
   cluster/*.yaml|*.json              Kubernetes objects as kubectl prints them
   nodes/<node>/iptables-save.txt     also ip6tables-save, sysctl, ip-route, ip-addr, conntrack
-  pods/<ns>/<pod>/sysctl.txt         also iptables-save, ip-route, ip-addr
+  pods/<ns>/<pod>/sysctl.txt         also iptables-save, ip-route, ip-addr, openvpn.conf,
+                                     helm-values.yaml (helm get values of the VPN release)
   captures/<name>.pcap|.pcapng|.txt  tcpdump -w output or tcpdump -n text (+ <name>.yaml: point, phase)
   remote/*.yaml                      the far side: routes back, VPN selectors, allowlists
   probes/*.txt|*.json                client-side ping/dig/curl transcripts

@@ -15,7 +15,7 @@ import type { IptablesDump } from "../iptables/dump.ts";
 import { parseIptablesSave } from "../iptables/save-parser.ts";
 import type { Diagnostic } from "../model/types.ts";
 import { type Artifact, classifyPath } from "./layout.ts";
-import type { SnapshotSource } from "./source.ts";
+import { decodeText, type SnapshotSource } from "./source.ts";
 
 /** What one host (a node, or a pod's network namespace) showed. */
 export interface HostEvidence {
@@ -62,6 +62,8 @@ export interface Snapshot {
   readonly probes: ProbeTranscript[];
   /** Paths of kubelet configuration files. */
   readonly kubeletConfigFiles: string[];
+  /** Paths of `helm get values` files (read by the VPN checks). */
+  readonly chartValuesFiles: string[];
   readonly diagnostics: Diagnostic[];
   /** Files that fit no place in the layout. */
   readonly unknownFiles: string[];
@@ -130,23 +132,28 @@ export function loadSnapshot(source: SnapshotSource): Snapshot {
     remoteFiles: [],
     probes: [],
     kubeletConfigFiles: [],
+    chartValuesFiles: [],
     diagnostics: [...source.diagnostics],
     unknownFiles: [],
   };
   const captureMeta = new Map<string, string>();
+  const tooLarge = (rel: string, size: number): undefined => {
+    snap.diagnostics.push({
+      code: "FILE_TOO_LARGE",
+      severity: "error",
+      message: `${rel} is ${size} bytes; text evidence over ${MAX_TEXT_BYTES} bytes is not read`,
+      source: { file: rel, line: 0 },
+    });
+    return undefined;
+  };
   const readText = (rel: string): string | undefined => {
     try {
-      const bytes = source.readBytes(rel);
-      if (bytes.length > MAX_TEXT_BYTES) {
-        snap.diagnostics.push({
-          code: "FILE_TOO_LARGE",
-          severity: "error",
-          message: `${rel} is ${bytes.length} bytes; text evidence over ${MAX_TEXT_BYTES} bytes is not read`,
-          source: { file: rel, line: 0 },
-        });
-        return undefined;
+      if (source.sizeOf) {
+        const size = source.sizeOf(rel);
+        return size > MAX_TEXT_BYTES ? tooLarge(rel, size) : source.readText(rel);
       }
-      return new TextDecoder().decode(bytes);
+      const bytes = source.readBytes(rel);
+      return bytes.length > MAX_TEXT_BYTES ? tooLarge(rel, bytes.length) : decodeText(bytes);
     } catch (e) {
       snap.diagnostics.push({
         code: "FILE_UNREADABLE",
@@ -212,6 +219,9 @@ export function loadSnapshot(source: SnapshotSource): Snapshot {
       }
       case "kubelet-config":
         snap.kubeletConfigFiles.push(rel);
+        break;
+      case "chart-values":
+        snap.chartValuesFiles.push(rel);
         break;
       case "ignored":
         break;

@@ -22,6 +22,8 @@ export interface SnapshotSource {
   readonly paths: readonly string[];
   readText(rel: string): string;
   readBytes(rel: string): Uint8Array;
+  /** A file's size in bytes, known without reading it (optional: the loader reads to learn it). */
+  sizeOf?(rel: string): number;
   /** The file on disk, when the snapshot is a folder (captures are then streamed, not loaded). */
   diskPath(rel: string): string | undefined;
   readonly diagnostics: readonly Diagnostic[];
@@ -101,6 +103,7 @@ export function openSnapshot(path: string): SnapshotSource {
       paths,
       readText: (rel) => readTextFile(join(path, rel)),
       readBytes: (rel) => readFileSync(join(path, rel)),
+      sizeOf: (rel) => statSync(join(path, rel)).size,
       diskPath: (rel) => join(path, rel),
       diagnostics: [],
     };
@@ -128,6 +131,7 @@ export function openSnapshot(path: string): SnapshotSource {
     paths: [...files.keys()].sort(),
     readText: (rel) => decodeText(get(rel)),
     readBytes: get,
+    sizeOf: (rel) => get(rel).length,
     diskPath: () => undefined,
     diagnostics,
   };

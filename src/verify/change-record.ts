@@ -19,8 +19,8 @@ import type { Destination } from "../questions/endpoints.ts";
 import { chooseDestinations } from "../questions/masquerade/destinations.ts";
 import { type ClusterFacts, clusterFacts } from "../questions/masquerade/facts.ts";
 import { type AgentIntent, readAgentIntent } from "../questions/masquerade/intent.ts";
-import { readSites } from "../questions/masquerade/sites.ts";
 import type { Snapshot } from "../snapshot/load.ts";
+import { readSites } from "../snapshot/sites.ts";
 import { classify, observe, pick, summarise, type WireObservation } from "./wire-observations.ts";
 
 export type { WireObservation } from "./wire-observations.ts";

@@ -13,6 +13,8 @@ import {
   type StrategyPlan,
   type VpnPlan,
 } from "../../plans/vpn.ts";
+import { loadSnapshot } from "../../snapshot/load.ts";
+import { readSites } from "../../snapshot/sites.ts";
 import { openSnapshot, SnapshotOpenError } from "../../snapshot/source.ts";
 import { EXIT, type Io, UsageError } from "../io.ts";
 
@@ -39,8 +41,9 @@ export async function run(
     if (e instanceof SnapshotOpenError) throw new UsageError(e.message);
     throw e;
   }
-  const { input, diagnostics } = vpnInputFromSnapshot(src, pod);
-  for (const d of diagnostics) {
+  const snap = loadSnapshot(src);
+  const { input, diagnostics } = vpnInputFromSnapshot(snap, pod);
+  for (const d of [...snap.diagnostics, ...readSites(snap).diagnostics, ...diagnostics]) {
     if (d.severity === "info") continue;
     io.err(`podpath: ${d.source ? `${d.source.file}:${d.source.line}: ` : ""}${d.message}\n`);
   }

@@ -12,6 +12,7 @@ import { vpnInputFromSnapshot } from "../../checks/vpn-snapshot.ts";
 import { readSysctl } from "../../evidence/sysctl.ts";
 import { type ProbeSystem, probeOutward, realSystem } from "../../live/probe.ts";
 import type { FindingId } from "../../model/types.ts";
+import { loadSnapshot } from "../../snapshot/load.ts";
 import { openSnapshot } from "../../snapshot/source.ts";
 import { kernelSkip } from "../kernel-guard.ts";
 import { createLab } from "../netns.ts";
@@ -35,7 +36,7 @@ async function replica(
   } finally {
     await lab.destroy();
   }
-  const { input } = vpnInputFromSnapshot(openSnapshot(dir));
+  const { input } = vpnInputFromSnapshot(loadSnapshot(openSnapshot(dir)));
   return { ids: new Set(vpnFindings(input).map((f) => f.id)), dir };
 }
 

@@ -9,6 +9,7 @@ import type { PathHop } from "../../model/answer.ts";
 import { type Evidence, type Finding, refToEvidence, type SourceRef } from "../../model/types.ts";
 import { contains, formatCidr, formatIp, type Ip } from "../../net/cidr.ts";
 import type { NodeEvidence, Snapshot } from "../../snapshot/load.ts";
+import { readSites } from "../../snapshot/sites.ts";
 import type { DiagnoseOptions, QuestionResult } from "../diagnose.ts";
 import { configInvalidFindings, driftFindings, ebpfFindings } from "./agent-findings.ts";
 import { agentCoverage, agentMissingFindings } from "./coverage.ts";
@@ -17,7 +18,6 @@ import { type ClusterFacts, clusterFacts } from "./facts.ts";
 import { evaluateNodeFlow, type FlowOutcome } from "./flow.ts";
 import { type AgentIntent, readAgentIntent } from "./intent.ts";
 import { returnPath, siteFor } from "./remote.ts";
-import { readSites } from "./sites.ts";
 import { chooseSources, type Source } from "./sources.ts";
 import { wireQuestion } from "./wire.ts";
 

@@ -1,6 +1,6 @@
 /**
  * @module questions/vpn/explain — case B, "only the VPN server's tunnel address answers": hands the
- * snapshot to the VPN checks (`checks/vpn.ts`) through the same loader `plan vpn` uses, so diagnosis
+ * snapshot to the VPN checks (`checks/vpn.ts`) through the same input `plan vpn` builds, so diagnosis
  * and plan read the VPN pod, its chart values and its server config alike.
  */
 import { analyzeVpn } from "../../checks/vpn.ts";
@@ -25,15 +25,10 @@ function isRelevant(snap: Snapshot): boolean {
 export async function explainVpn(snap: Snapshot, _opts: DiagnoseOptions): Promise<QuestionResult> {
   const result: QuestionResult = { findings: [], paths: [], missing: [], diagnostics: [] };
   if (!isRelevant(snap)) return result;
-  // The loader re-reads the files it needs; its reading problems are already in the snapshot's
-  // diagnostics, so only the VPN-specific ones are kept.
-  const { input, diagnostics } = vpnInputFromSnapshot(snap.source);
-  const known = new Set(
-    snap.diagnostics.map((d) => `${d.code}|${d.source?.file}|${d.source?.line}`),
-  );
-  result.diagnostics.push(
-    ...diagnostics.filter((d) => !known.has(`${d.code}|${d.source?.file}|${d.source?.line}`)),
-  );
+  // what only the VPN checks read; the snapshot's and the far sides' reading problems are
+  // reported with the snapshot and by the masquerade question
+  const { input, diagnostics } = vpnInputFromSnapshot(snap);
+  result.diagnostics.push(...diagnostics);
   const answer = analyzeVpn(input);
   result.findings.push(...answer.findings);
   result.missing.push(...answer.missing);
