@@ -123,6 +123,21 @@ describe("readIpRoute", () => {
     assert.equal(value[0]?.attributes.uid, "0");
   });
 
+  it("reads the flags `ip route get` prints after cache for local and broadcast answers", () => {
+    const text =
+      "local 10.8.0.6 dev lo table local src 10.8.0.6 uid 0 \n    cache <local> \n" +
+      "broadcast 10.8.0.255 dev tun0 table local src 10.8.0.6 uid 1000 \n    cache <local,brd> \n";
+    const { value, diagnostics } = readIpRoute(text, "get");
+    assert.deepEqual(diagnostics, []);
+    assert.deepEqual(
+      value.map((r) => [r.type, r.table, r.attributes["cache-flags"], r.source.line]),
+      [
+        ["local", "local", "local", 1],
+        ["broadcast", "local", "local,brd", 3],
+      ],
+    );
+  });
+
   it("reports unreadable lines with file, line and what was expected, and keeps going", () => {
     const text =
       "default via 10.0.0.1 dev eth0\n10.0.0.300/8 dev eth0\nblackhole\n10.1.0.0/16 via nothing\n10.2.0.0/16 dev eth0 bogus\n10.3.0.0/16 dev eth0 metric x\n";

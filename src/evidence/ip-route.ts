@@ -1,7 +1,8 @@
 /**
  * @module evidence/ip-route — routes as iproute2 prints them (`ip route`, `ip -o route`,
- * `ip route show table all`, `ip -6 route`, `ip -d route`, multipath `nexthop` lines), and the
- * kernel's lookup over them (longest prefix, then metric; local, main, default tables in turn).
+ * `ip route show table all`, `ip -6 route`, `ip -d route`, multipath `nexthop` lines, and the
+ * answer of `ip route get` with its `cache` line), and the kernel's lookup over them (longest
+ * prefix, then metric; local, main, default tables in turn).
  */
 
 import type { Diagnostic, Parsed, SourceRef } from "../model/types.ts";
@@ -245,6 +246,12 @@ function readRoute(
       } else if (FLAGS.has(k)) {
         into.flags.push(k);
         j++;
+        // `ip route get`: `cache <local,brd>`, the cached route's flags
+        const next = list[j];
+        if (k === "cache" && next !== undefined && /^<[a-z_,]*>$/.test(next)) {
+          into.attrs["cache-flags"] = next.slice(1, -1);
+          j++;
+        }
       } else if (k === "encap") {
         // lwtunnel encapsulation (`encap mpls 100`, `encap seg6 ...`): kept as text, not modelled.
         into.attrs.encap = list.slice(j + 1).join(" ");

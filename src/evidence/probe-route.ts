@@ -1,10 +1,12 @@
 /**
  * @module evidence/probe-route — reads traceroute (Linux, macOS) and Windows tracert hop lists, and
- * the client's `ip route` / `ip route get` output pasted into a probe transcript.
+ * the client's `ip route` / `ip route get` output pasted into a probe transcript (read by
+ * evidence/ip-route).
  */
 
 import type { Diagnostic, SourceRef } from "../model/types.ts";
-import { type Ip, tryParseIp } from "../net/cidr.ts";
+import { formatCidr, formatIp, type Ip, tryParseIp } from "../net/cidr.ts";
+import { type Route, readIpRoute } from "./ip-route.ts";
 import type {
   CommandLine,
   OutputLine,
@@ -103,7 +105,21 @@ export function readTraceroute(
   };
 }
 
-/** `ip route` / `ip route get` as pasted in a probe transcript: the routes shown, or the error. */
+/** A route's destination as iproute2 prints it: host routes without their /32 or /128. */
+function printedDestination(r: Route): string {
+  const d =
+    r.dst === "default"
+      ? "default"
+      : r.dst.prefix === (r.family === 4 ? 32 : 128)
+        ? formatIp({ family: r.family, value: r.dst.start })
+        : formatCidr(r.dst);
+  return r.type === "unicast" ? d : `${r.type} ${d}`;
+}
+
+/**
+ * `ip route` / `ip route get` as pasted in a probe transcript: the routes shown (read by the
+ * snapshot's own `ip route` reader, evidence/ip-route), or the error iproute2 printed.
+ */
 export function readIpRouteTranscript(
   cmd: CommandLine,
   output: readonly OutputLine[],
@@ -112,39 +128,34 @@ export function readIpRouteTranscript(
   const commandRef: SourceRef = { file: cmd.file, line: cmd.line, text: cmd.text };
   const isGet = cmd.args[0] === "get" || cmd.args[0] === "g";
   const target = isGet ? cmd.args[1] : undefined;
-  const routes: RouteLine[] = [];
   let failure: OutputLine | undefined;
+  const shown: OutputLine[] = [];
   for (const l of output) {
-    const t = l.text.trim();
-    if (t === "") continue;
-    if (/^(?:RTNETLINK answers|Error):/.test(t)) {
-      failure ??= l;
-      continue;
-    }
-    const words = t.split(/\s+/);
-    const dest = words[0]!;
-    if (
-      !/^(?:default|[0-9a-fA-F:.]+(?:\/\d+)?|unreachable|blackhole|prohibit|local|broadcast)$/.test(
-        dest,
-      )
-    ) {
-      continue; // `ip route get` continuation lines ("cache", "uid 0")
-    }
-    const destination =
-      ["unreachable", "blackhole", "prohibit", "local", "broadcast"].includes(dest) && words[1]
-        ? `${dest} ${words[1]}`
-        : dest;
-    const viaIdx = words.indexOf("via");
-    const devIdx = words.indexOf("dev");
-    const via = viaIdx >= 0 ? tryParseIp(words[viaIdx + 1] ?? "") : undefined;
-    const dev = devIdx >= 0 ? words[devIdx + 1] : undefined;
-    routes.push({
-      destination,
-      ...(via ? { via } : {}),
-      ...(dev === undefined ? {} : { dev }),
-      source: refOf(cmd.file, l),
-    });
+    if (l.text.trim() === "") continue;
+    if (/^(?:RTNETLINK answers|Error):/.test(l.text.trim())) failure ??= l;
+    else shown.push(l);
   }
+  // the route lines read as `ip route` output, then cited at their lines in the transcript
+  const refAt = (line: number): SourceRef => {
+    const l = shown[line - 1];
+    return l ? refOf(cmd.file, l) : commandRef;
+  };
+  const read = readIpRoute(shown.map((l) => l.text).join("\n"), cmd.file, {
+    ...(cmd.args.includes("-6") ? { family: 6 as const } : {}),
+  });
+  for (const d of read.diagnostics) {
+    diagnostics.push(d.source ? { ...d, source: refAt(d.source.line) } : d);
+  }
+  const routes: RouteLine[] = read.value.map((r) => {
+    const route: Route = { ...r, source: refAt(r.source.line) };
+    return {
+      destination: printedDestination(route),
+      ...(route.via ? { via: route.via } : {}),
+      ...(route.dev === undefined ? {} : { dev: route.dev }),
+      route,
+      source: route.source,
+    };
+  });
   if (routes.length === 0 && !failure) {
     diagnostics.push({
       code: "PROBE_NO_RESULT",

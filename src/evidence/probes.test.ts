@@ -113,6 +113,37 @@ describe("parseProbeTranscript on real Linux tool output", () => {
     );
   });
 
+  it("reads `ip route get` answers with the snapshot's route reader, cited in the transcript", () => {
+    const t = [
+      "$ ip route get 10.96.0.10",
+      "10.96.0.10 via 10.8.0.1 dev tun0 src 10.8.0.6 uid 0 ",
+      "    cache ",
+      "$ ip route get 10.8.0.6",
+      "local 10.8.0.6 dev lo table local src 10.8.0.6 uid 0 ",
+      "    cache <local> ",
+      "$ ip route get 10.20.0.1",
+      "RTNETLINK answers: Network is unreachable",
+    ].join("\n");
+    const { value, diagnostics } = parseProbeTranscript(t, "probes/get.txt");
+    assert.deepEqual(
+      diagnostics.filter((d) => d.severity !== "info"),
+      [],
+    );
+    const [svc, local, none] = value.commands;
+    assert.deepEqual(
+      svc!.routes!.map((r) => [r.destination, r.via && formatIp(r.via), r.dev, r.source.line]),
+      [["10.96.0.10", "10.8.0.1", "tun0", 2]],
+    );
+    assert.equal(svc!.routes![0]!.route?.src && formatIp(svc!.routes![0]!.route.src), "10.8.0.6");
+    assert.equal(svc!.result, "ok");
+    assert.deepEqual(
+      local!.routes!.map((r) => [r.destination, r.route?.table, r.source.text]),
+      [["local 10.8.0.6", "local", "local 10.8.0.6 dev lo table local src 10.8.0.6 uid 0 "]],
+    );
+    assert.equal(none!.result, "unreachable");
+    assert.equal(none!.resultSource.line, 8);
+  });
+
   it("cites the command line and the deciding output line", () => {
     const text = read("linux-real.txt").split(/\r?\n/);
     for (const c of cmds) {

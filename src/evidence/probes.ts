@@ -6,6 +6,7 @@
 
 import type { Diagnostic, Parsed, SourceRef } from "../model/types.ts";
 import { type Ip, tryParseIp } from "../net/cidr.ts";
+import type { Route } from "./ip-route.ts";
 import { readDig, readNslookup } from "./probe-dns.ts";
 import { readResolve, readTcpConnect } from "./probe-native.ts";
 import { readPing } from "./probe-ping.ts";
@@ -58,9 +59,12 @@ export interface TraceHop {
 }
 
 export interface RouteLine {
+  /** As iproute2 prints it: `default`, `10.96.0.10`, `10.0.0.0/8`, `unreachable 10.20.0.0/16`. */
   readonly destination: string;
   readonly via?: Ip;
   readonly dev?: string;
+  /** The whole route as evidence/ip-route reads it (source address, table, metric, flags...). */
+  readonly route?: Route;
   readonly source: SourceRef;
 }
 
@@ -363,7 +367,15 @@ export function parseProbeJson(text: string, file: string): Parsed<ProbeTranscri
     ...c,
     source: shift(c.source),
     resultSource: shift(c.resultSource),
-    ...(c.routes ? { routes: c.routes.map((r) => ({ ...r, source: shift(r.source) })) } : {}),
+    ...(c.routes
+      ? {
+          routes: c.routes.map((r) => ({
+            ...r,
+            source: shift(r.source),
+            ...(r.route ? { route: { ...r.route, source: shift(r.route.source) } } : {}),
+          })),
+        }
+      : {}),
   }));
   const client = parsed.value.client && {
     ...parsed.value.client,
