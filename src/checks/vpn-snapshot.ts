@@ -19,7 +19,7 @@ import type { Route } from "../evidence/ip-route.ts";
 import { readYamlSource } from "../evidence/yaml-source.ts";
 import type { Diagnostic } from "../model/types.ts";
 import { classifyPath } from "../snapshot/layout.ts";
-import type { Snapshot } from "../snapshot/load.ts";
+import { readSnapshotText, type Snapshot } from "../snapshot/load.ts";
 import { readSites } from "../snapshot/sites.ts";
 import type { PodEvidence, RemoteSiteInput, VpnInput } from "./vpn-input.ts";
 
@@ -38,19 +38,7 @@ export function vpnInputFromSnapshot(
     diagnostics.push(...r.diagnostics);
     return r.value;
   };
-  const readText = (rel: string): string | undefined => {
-    try {
-      return snap.source.readText(rel);
-    } catch (e) {
-      diagnostics.push({
-        code: "FILE_UNREADABLE",
-        severity: "error",
-        message: `${rel} could not be read: ${(e as Error).message}`,
-        source: { file: rel, line: 0 },
-      });
-      return undefined;
-    }
-  };
+  const readText = (rel: string) => readSnapshotText(snap.source, rel, diagnostics);
 
   const pods: MutablePod[] = [];
   for (const p of snap.pods.values()) {

@@ -97,45 +97,67 @@ export function parseRuleText(
 }
 
 /**
- * Where the next quote, backslash and " -" are in a dump's text, at or after the last position
- * asked for. Lines are checked in order, so each search starts where the last one ended and the
- * whole text is searched once (a search bounded by the line would start again on every line).
+ * Where the next `needle` is in a text at or after a position, remembered: asked again for a
+ * position before the answer, it answers without searching.
+ */
+class NextOf {
+  readonly #text: string;
+  readonly #needle: string;
+  #at = -1;
+  #from = 0;
+
+  constructor(text: string, needle: string) {
+    this.#text = text;
+    this.#needle = needle;
+  }
+
+  /** The first occurrence at or after `p`, or the text's length when there is none. */
+  at(p: number): number {
+    if (this.#at < p || p < this.#from) {
+      const q = this.#text.indexOf(this.#needle, p);
+      this.#at = q < 0 ? this.#text.length : q;
+      this.#from = p;
+    }
+    return this.#at;
+  }
+}
+
+/**
+ * Where the next quote, backslash, " -", tab and carriage return are in a dump's text, at or
+ * after the last position asked for. Lines are checked in order, so each search starts where the
+ * last one ended and the whole text is searched once (a search bounded by the line would start
+ * again on every line, and one that is not would cross the rest of the text on every line).
  */
 export class TextCursor {
   readonly text: string;
-  #quote = -1;
-  #quoteFrom = 0;
-  #backslash = -1;
-  #backslashFrom = 0;
-  #dash = -1;
-  #dashFrom = 0;
-  #tab = -1;
-  #tabFrom = 0;
-  #cr = -1;
-  #crFrom = 0;
+  readonly #quote: NextOf;
+  readonly #backslash: NextOf;
+  readonly #spaceDash: NextOf;
+  readonly #tab: NextOf;
+  readonly #cr: NextOf;
 
   constructor(text: string) {
     this.text = text;
+    this.#quote = new NextOf(text, '"');
+    this.#backslash = new NextOf(text, "\\");
+    this.#spaceDash = new NextOf(text, " -");
+    this.#tab = new NextOf(text, "\t");
+    this.#cr = new NextOf(text, "\r");
   }
 
-  /** The first `"` at or after `p` (`text.length` when none); `p` never goes back. */
+  /** The first `"` at or after `p` (`text.length` when none). */
   quote(p: number): number {
-    if (this.#quote < p || p < this.#quoteFrom) {
-      const q = this.text.indexOf('"', p);
-      this.#quote = q < 0 ? this.text.length : q;
-      this.#quoteFrom = p;
-    }
-    return this.#quote;
+    return this.#quote.at(p);
   }
 
   /** The first backslash at or after `p` (`text.length` when none). */
   backslash(p: number): number {
-    if (this.#backslash < p || p < this.#backslashFrom) {
-      const q = this.text.indexOf("\\", p);
-      this.#backslash = q < 0 ? this.text.length : q;
-      this.#backslashFrom = p;
-    }
-    return this.#backslash;
+    return this.#backslash.at(p);
+  }
+
+  /** The first " -" at or after `p` (`text.length` when none). */
+  spaceDash(p: number): number {
+    return this.#spaceDash.at(p);
   }
 
   /**
@@ -143,27 +165,7 @@ export class TextCursor {
    * reader splits arguments on them too, the checker only on spaces.
    */
   otherSpace(p: number): number {
-    if (this.#tab < p || p < this.#tabFrom) {
-      const q = this.text.indexOf("\t", p);
-      this.#tab = q < 0 ? this.text.length : q;
-      this.#tabFrom = p;
-    }
-    if (this.#cr < p || p < this.#crFrom) {
-      const q = this.text.indexOf("\r", p);
-      this.#cr = q < 0 ? this.text.length : q;
-      this.#crFrom = p;
-    }
-    return Math.min(this.#tab, this.#cr);
-  }
-
-  /** The first " -" at or after `p` (`text.length` when none). */
-  spaceDash(p: number): number {
-    if (this.#dash < p || p < this.#dashFrom) {
-      const q = this.text.indexOf(" -", p);
-      this.#dash = q < 0 ? this.text.length : q;
-      this.#dashFrom = p;
-    }
-    return this.#dash;
+    return Math.min(this.#tab.at(p), this.#cr.at(p));
   }
 }
 
@@ -334,6 +336,19 @@ export function materializeBase(
 
 const NO_BASE: BaseParts = Object.freeze({});
 
+/** Puts the base options `base` has into `parts` (the same objects). */
+export function assignBase(
+  parts: { -readonly [K in keyof BaseParts]?: BaseParts[K] | undefined },
+  base: BaseParts,
+): void {
+  if (base.protocol) parts.protocol = base.protocol;
+  if (base.src) parts.src = base.src;
+  if (base.dst) parts.dst = base.dst;
+  if (base.inIface) parts.inIface = base.inIface;
+  if (base.outIface) parts.outIface = base.outIface;
+  if (base.fragment) parts.fragment = base.fragment;
+}
+
 /**
  * The target segment `text[a, b)` (`-j ...` or `-g ...`, the last of its line): where the name of
  * the chain it names starts, {@link NO_JUMP}, or {@link NOT_CHECKED}. `unquoted`: the segment
@@ -458,14 +473,7 @@ function buildRule(
   }
   // exactly sized: a dump holds hundreds of thousands of these arrays
   const out: RuleParts = { matches: matches.slice() };
-  if (base) {
-    if (base.protocol) out.protocol = base.protocol;
-    if (base.src) out.src = base.src;
-    if (base.dst) out.dst = base.dst;
-    if (base.inIface) out.inIface = base.inIface;
-    if (base.outIface) out.outIface = base.outIface;
-    if (base.fragment) out.fragment = base.fragment;
-  }
+  if (base) assignBase(out, base);
   if (target) out.target = target;
   return out;
 }

@@ -19,6 +19,7 @@ import type {
 } from "./dump.ts";
 import type { RuleParts } from "./rule-args.ts";
 import {
+  assignBase,
   type BaseParts,
   materializeBase,
   materializeRule,
@@ -120,14 +121,8 @@ export class SavedRule implements Rule {
       parts = materializeRule(text, at.from, o.family, o.cache);
       if (at.counters) parts.counters = at.counters;
       // what was handed out before stays the same object
-      const b = this.#base;
-      if (b !== undefined) {
-        if (b.protocol) parts.protocol = b.protocol;
-        if (b.src) parts.src = b.src;
-        if (b.dst) parts.dst = b.dst;
-        if (b.inIface) parts.inIface = b.inIface;
-        if (b.outIface) parts.outIface = b.outIface;
-        if (b.fragment) parts.fragment = b.fragment;
+      if (this.#base !== undefined) {
+        assignBase(parts, this.#base);
         this.#base = undefined;
       }
       this.#parts = parts;
@@ -202,12 +197,7 @@ export class SavedRule implements Rule {
       matches: p.matches,
     };
     if (p.counters) out.counters = p.counters;
-    if (p.protocol) out.protocol = p.protocol;
-    if (p.src) out.src = p.src;
-    if (p.dst) out.dst = p.dst;
-    if (p.inIface) out.inIface = p.inIface;
-    if (p.outIface) out.outIface = p.outIface;
-    if (p.fragment) out.fragment = p.fragment;
+    assignBase(out, p);
     if (p.target) out.target = p.target;
     return out;
   }

@@ -120,6 +120,42 @@ function readHostArtifact(
   }
 }
 
+/**
+ * One text file of a snapshot; undefined, with a diagnostic naming the file, when it cannot be read
+ * or is too large to be evidence.
+ */
+export function readSnapshotText(
+  source: SnapshotSource,
+  rel: string,
+  diagnostics: Diagnostic[],
+): string | undefined {
+  const tooLarge = (size: number): undefined => {
+    diagnostics.push({
+      code: "FILE_TOO_LARGE",
+      severity: "error",
+      message: `${rel} is ${size} bytes; text evidence over ${MAX_TEXT_BYTES} bytes is not read`,
+      source: { file: rel, line: 0 },
+    });
+    return undefined;
+  };
+  try {
+    if (source.sizeOf) {
+      const size = source.sizeOf(rel);
+      return size > MAX_TEXT_BYTES ? tooLarge(size) : source.readText(rel);
+    }
+    const bytes = source.readBytes(rel);
+    return bytes.length > MAX_TEXT_BYTES ? tooLarge(bytes.length) : decodeText(bytes);
+  } catch (e) {
+    diagnostics.push({
+      code: "FILE_UNREADABLE",
+      severity: "error",
+      message: `${rel} could not be read: ${(e as Error).message}`,
+      source: { file: rel, line: 0 },
+    });
+    return undefined;
+  }
+}
+
 /** Reads a snapshot. Never throws for bad content: every problem is a diagnostic. */
 export function loadSnapshot(source: SnapshotSource): Snapshot {
   const snap: Snapshot = {
@@ -137,33 +173,7 @@ export function loadSnapshot(source: SnapshotSource): Snapshot {
     unknownFiles: [],
   };
   const captureMeta = new Map<string, string>();
-  const tooLarge = (rel: string, size: number): undefined => {
-    snap.diagnostics.push({
-      code: "FILE_TOO_LARGE",
-      severity: "error",
-      message: `${rel} is ${size} bytes; text evidence over ${MAX_TEXT_BYTES} bytes is not read`,
-      source: { file: rel, line: 0 },
-    });
-    return undefined;
-  };
-  const readText = (rel: string): string | undefined => {
-    try {
-      if (source.sizeOf) {
-        const size = source.sizeOf(rel);
-        return size > MAX_TEXT_BYTES ? tooLarge(rel, size) : source.readText(rel);
-      }
-      const bytes = source.readBytes(rel);
-      return bytes.length > MAX_TEXT_BYTES ? tooLarge(rel, bytes.length) : decodeText(bytes);
-    } catch (e) {
-      snap.diagnostics.push({
-        code: "FILE_UNREADABLE",
-        severity: "error",
-        message: `${rel} could not be read: ${(e as Error).message}`,
-        source: { file: rel, line: 0 },
-      });
-      return undefined;
-    }
-  };
+  const readText = (rel: string) => readSnapshotText(source, rel, snap.diagnostics);
 
   for (const rel of source.paths) {
     const role = classifyPath(rel);

@@ -4,7 +4,7 @@
  */
 import { type RemoteSite, readRemoteSites } from "../evidence/remote-site.ts";
 import type { Diagnostic } from "../model/types.ts";
-import type { Snapshot } from "./load.ts";
+import { readSnapshotText, type Snapshot } from "./load.ts";
 
 interface Sites {
   readonly sites: RemoteSite[];
@@ -20,18 +20,8 @@ export function readSites(snap: Snapshot): Sites {
     const sites: RemoteSite[] = [];
     const diagnostics: Diagnostic[] = [];
     for (const f of snap.remoteFiles) {
-      let text: string;
-      try {
-        text = snap.source.readText(f);
-      } catch (e) {
-        diagnostics.push({
-          code: "FILE_UNREADABLE",
-          severity: "error",
-          message: `${f} could not be read: ${(e as Error).message}`,
-          source: { file: f, line: 0 },
-        });
-        continue;
-      }
+      const text = readSnapshotText(snap.source, f, diagnostics);
+      if (text === undefined) continue;
       const s = readRemoteSites(text, f);
       sites.push(...s.value);
       diagnostics.push(...s.diagnostics);
