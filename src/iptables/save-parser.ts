@@ -330,8 +330,9 @@ export function parseIptablesSave(
         continue;
       }
     }
-    // "-A CHAIN args" that the checked path did not take: read it whole now
-    if (line.startsWith("-A ", rest) && st.current) {
+    // "-A CHAIN args" that the checked path did not take: read it whole now (a line with tabs
+    // is left to the tokenizer below, which splits on them as iptables-restore does)
+    if (line.startsWith("-A ", rest) && st.current && !/[\t\r]/.test(line)) {
       const sp = line.indexOf(" ", rest + 3);
       const nameEnd = sp < 0 ? line.length : sp;
       const table = st.current;
@@ -554,6 +555,8 @@ function appendChecked(
 ): boolean {
   const table = st.current!;
   const nameStart = at + 3;
+  // a tab or carriage return would split the name or the arguments for iptables-restore
+  if (st.cursor.otherSpace(nameStart) < stop) return false;
   const sp = text.indexOf(" ", nameStart);
   const nameEnd = sp < 0 || sp > stop ? stop : sp;
   if (nameEnd === nameStart || text.charCodeAt(nameStart) === 34) return false;

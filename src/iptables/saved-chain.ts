@@ -3,8 +3,8 @@
  * rule is three numbers in its table's {@link RuleStore} (line, and where the line is in the
  * text); a chain makes its {@link SavedRule}s when its rules are first asked for. A kube-proxy
  * node's nat table has half a million rules in a hundred thousand chains, and a question reaches
- * a few of them: the others never become objects, so reading costs no garbage collection and
- * grows in step with the dump.
+ * a few of them: the others never become objects, so reading them leaves the garbage collector
+ * little to do and grows in step with the dump.
  */
 import type { SourceRef } from "../model/types.ts";
 import type { Chain, Counters, Rule } from "./dump.ts";
@@ -105,7 +105,6 @@ export class SavedChain implements Chain {
     this.name = name;
     this.builtin = builtin;
     this.#declared = declared;
-    this.#declStore = undefined;
     if (counters !== undefined) this.counters = counters;
   }
 

@@ -279,15 +279,18 @@ describe("a dump read lazily", () => {
         const lines = argsList.map((a) => `-A C ${a}`);
         const text = `*nat\n:C - [0:0]\n:KUBE-MARK-MASQ - [0:0]\n:KUBE-SEP-ABC - [0:0]\n:KUBE-X - [0:0]\n${lines.join("\n")}\nCOMMIT\n`;
         const { diagnostics } = parseIptablesSave(text, "t.txt", { family: 4 });
+        // a problem in the arguments (IPTABLES_SYNTAX when the line had to be tokenized whole)
         const flagged = new Set(
-          diagnostics.filter((d) => d.code === "IPTABLES_RULE").map((d) => d.source?.line),
+          diagnostics
+            .filter((d) => d.code === "IPTABLES_RULE" || d.code === "IPTABLES_SYNTAX")
+            .map((d) => d.source?.line),
         );
         lines.forEach((line, i) => {
           const ref = reference(line, 5, 4);
           assert.equal(flagged.has(i + 6), ref.problems.length > 0, JSON.stringify(line));
         });
       }),
-      { numRuns: 400 },
+      { numRuns: Number(process.env.PODPATH_FUZZ_RUNS ?? 3000) / 5 },
     );
   });
 });
@@ -454,6 +457,19 @@ describe("lines the checker once let through", () => {
       diagnostics.map((d) => [d.code, d.source?.line]),
       [["IPTABLES_RULE", 3]],
     );
+  });
+
+  it("a tab after the chain name separates it from the arguments, as iptables-restore reads it", () => {
+    const { value, diagnostics } = parseIptablesSave(
+      "*nat\n:POSTROUTING ACCEPT [0:0]\n:X - [0:0]\n-A X\t-j RETURN\n-A POSTROUTING\t-s 10.0.0.0/8 -j X\nCOMMIT\n",
+      "t.txt",
+    );
+    assert.deepEqual(diagnostics, []);
+    const nat = value.tables.get("nat")!;
+    assert.deepEqual(nat.chains.get("X")!.rules[0]!.target, { kind: "verdict", name: "RETURN" });
+    const r = nat.chains.get("POSTROUTING")!.rules[0]!;
+    assert.equal(r.src?.cidr.prefix, 8);
+    assert.deepEqual(r.target, { kind: "chain", name: "X", goto: false });
   });
 
   it('"!" twice in the base options is reported', () => {
