@@ -26,9 +26,9 @@ export type BaseParts = Omit<RuleParts, "matches" | "target" | "counters">;
 
 /**
  * Interpretations of segments already seen in this dump. Match and target objects are immutable
- * and carry no position, so identical ones (kube-proxy repeats the same comment, port and
- * probability thousands of times) are shared rather than rebuilt. One per parse: nothing is kept
- * between dumps.
+ * and carry no position, so identical ones (kube-proxy repeats the same port and probability
+ * thousands of times) are shared rather than rebuilt. One per dump, kept with it (its rules are
+ * built with it when asked for); nothing is shared between dumps.
  */
 export interface SegmentCache {
   readonly base: Map<string, BaseParts>;
