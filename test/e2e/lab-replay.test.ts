@@ -4,7 +4,7 @@
  */
 import assert from "node:assert/strict";
 import { spawnSync } from "node:child_process";
-import { mkdtempSync, writeFileSync } from "node:fs";
+import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { describe, it } from "node:test";
@@ -67,8 +67,9 @@ describe("lab replay (end to end)", { skip: kernelSkip() }, () => {
     assert.equal(j.agree, true);
   });
 
-  it("names the file and line the kernel refuses, with exit 2", () => {
+  it("names the file and line the kernel refuses, with exit 2", (t) => {
     const dir = mkdtempSync(join(tmpdir(), "podpath-replay-"));
+    t.after(() => rmSync(dir, { recursive: true, force: true }));
     const bad = join(dir, "bad.txt");
     writeFileSync(
       bad,

@@ -1,15 +1,26 @@
 import assert from "node:assert/strict";
 import { spawnSync } from "node:child_process";
-import { mkdtempSync, writeFileSync } from "node:fs";
+import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { describe, it } from "node:test";
+import { after, describe, it } from "node:test";
 import { memoryIo, UsageError } from "../io.ts";
 import { run } from "./admission-check.ts";
 
 const ROOT = join(import.meta.dirname, "..", "..", "..");
 const PS = join(ROOT, "src", "agents", "pod-security", "fixtures");
 const MANIFESTS = join(PS, "manifests");
+
+const made: string[] = [];
+/** A folder for one test's files, removed when the tests end. */
+const tempDir = (): string => {
+  const d = mkdtempSync(join(tmpdir(), "podpath-adm-"));
+  made.push(d);
+  return d;
+};
+after(() => {
+  for (const d of made) rmSync(d, { recursive: true, force: true });
+});
 
 describe("admission check", () => {
   it("uses the Namespace's labels and denies the VPN Deployment's pods (exit 1, JSON)", async () => {
@@ -39,7 +50,7 @@ describe("admission check", () => {
   });
 
   it("reads a directory of manifests, Namespace labels from one file applying to another", async () => {
-    const dir = mkdtempSync(join(tmpdir(), "podpath-adm-"));
+    const dir = tempDir();
     writeFileSync(
       join(dir, "ns.yaml"),
       "apiVersion: v1\nkind: Namespace\nmetadata:\n  name: vpn\n  labels:\n    pod-security.kubernetes.io/enforce: baseline\n",
@@ -65,7 +76,7 @@ describe("admission check", () => {
   });
 
   it("applies PSA's default (privileged) to a Namespace without labels, restricted to an unknown one", async () => {
-    const dir = mkdtempSync(join(tmpdir(), "podpath-adm-"));
+    const dir = tempDir();
     const f = join(dir, "m.yaml");
     const pod = (ns: string) =>
       `apiVersion: v1\nkind: Pod\nmetadata: {name: p, namespace: ${ns}}\nspec:\n  containers: [{name: c, securityContext: {privileged: true}}]\n`;
@@ -95,7 +106,7 @@ describe("admission check", () => {
   });
 
   it("predicts SysctlForbidden from a kubelet config and passes with an allowlist", async () => {
-    const dir = mkdtempSync(join(tmpdir(), "podpath-adm-"));
+    const dir = tempDir();
     const deny = join(dir, "deny.yaml");
     const allow = join(dir, "allow.yaml");
     writeFileSync(deny, "kind: KubeletConfiguration\nallowedUnsafeSysctls: []\n");
@@ -131,7 +142,7 @@ describe("admission check", () => {
       run([join(MANIFESTS, "broken.yaml")], { version: "1.29" }, memoryIo()),
       UsageError,
     );
-    const dir = mkdtempSync(join(tmpdir(), "podpath-adm-"));
+    const dir = tempDir();
     const cm = join(dir, "cm.yaml");
     writeFileSync(cm, "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: x}\n");
     await assert.rejects(run([cm], {}, memoryIo()), /no Pod or pod controller found/);
