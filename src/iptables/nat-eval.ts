@@ -678,7 +678,6 @@ class Engine {
   /** Applies a matched rule's target. Returns false when the walk has ended. */
   private act(w: Walk, out: HookEnd[], c: CChain, cr: CRule): boolean {
     const t = cr.target;
-    const r = cr;
     const s = w.st;
     if (t === undefined) return true;
     const hook = w.hookName;
@@ -714,8 +713,8 @@ class Engine {
           "jump",
           t.goto ? "goto" : "jump",
           c,
-          r.index,
-          r.source,
+          cr.index,
+          cr.source,
           () => `${t.goto ? "goto" : "jump to"} ${t.name}`,
         );
         return true;
@@ -724,7 +723,7 @@ class Engine {
         if (t.name === "RETURN") {
           w.frames.pop();
           const back = w.frames[w.frames.length - 1];
-          this.stepM(w, cr, back?.chain ?? c, "return", c, r.index, r.source, () =>
+          this.stepM(w, cr, back?.chain ?? c, "return", c, cr.index, cr.source, () =>
             back ? `RETURN to ${back.chain.name}` : `RETURN from ${c.name}`,
           );
           return true; // an empty stack ends in the hook's policy
@@ -736,16 +735,16 @@ class Engine {
             hook,
             "accept",
             c,
-            r.index,
-            r.source,
+            cr.index,
+            cr.source,
             () => `ACCEPT: no further nat rules in ${hook}`,
           );
-          out.push({ w, kind: "accept", ref: r.source });
+          out.push({ w, kind: "accept", ref: cr.source });
           return false;
         }
         if (t.name === "DROP") {
-          this.step(w, "drop", c, r.index, r.source, "DROP");
-          out.push({ w, kind: "drop", ref: r.source });
+          this.step(w, "drop", c, cr.index, cr.source, "DROP");
+          out.push({ w, kind: "drop", ref: cr.source });
           return false;
         }
         this.undecided(w, out, c, cr, `${t.name}: the packet goes to a userspace program`);
@@ -762,8 +761,8 @@ class Engine {
           "mark",
           "mark",
           c,
-          r.index,
-          r.source,
+          cr.index,
+          cr.source,
           () => `MARK --set-xmark ${hex(op.value)}/${hex(op.mask)}`,
         );
         return true;
@@ -784,7 +783,7 @@ class Engine {
           s.markKnown = ((s.markKnown | t.nfmask) & (s.ctmarkKnown | ~t.ctmask)) >>> 0;
           s.mark = v;
         }
-        this.step(w, "mark", c, r.index, r.source, `CONNMARK ${t.mode}`);
+        this.step(w, "mark", c, cr.index, cr.source, `CONNMARK ${t.mode}`);
         return true;
       }
       case "DNAT":
@@ -801,20 +800,20 @@ class Engine {
             "log",
             "log",
             c,
-            r.index,
-            r.source,
+            cr.index,
+            cr.source,
             () => `${t.name}: recorded, traversal continues`,
           );
           return true;
         }
         if (t.name === "HMARK") {
           s.markKnown = 0;
-          this.step(w, "mark", c, r.index, r.source, "HMARK: mark set from a hash of the packet");
+          this.step(w, "mark", c, cr.index, cr.source, "HMARK: mark set from a hash of the packet");
           return true;
         }
         if (t.name === "REJECT") {
-          this.step(w, "drop", c, r.index, r.source, "REJECT");
-          out.push({ w, kind: "drop", ref: r.source });
+          this.step(w, "drop", c, cr.index, cr.source, "REJECT");
+          out.push({ w, kind: "drop", ref: cr.source });
           return false;
         }
         this.undecided(w, out, c, cr, `target ${t.name} is not modelled`);
@@ -832,7 +831,6 @@ class Engine {
     hook: Hook,
     family: Family,
   ): boolean {
-    const r = cr;
     const s = w.st;
     const destHook = hook === "PREROUTING" || hook === "OUTPUT";
     if (t.kind === "DNAT" || t.kind === "REDIRECT") {
@@ -909,11 +907,11 @@ class Engine {
       const dport = s.dport;
       // DNAT's result is the same for every flow; REDIRECT's depends on the interface
       if (t.kind === "DNAT" && t.to?.from) {
-        this.stepM(w, cr, "dnat", kind, c, r.index, r.source, () =>
+        this.stepM(w, cr, "dnat", kind, c, cr.index, cr.source, () =>
           dnatNote(t.kind, family, dst, dport),
         );
-      } else this.step(w, kind, c, r.index, r.source, dnatNote(t.kind, family, dst, dport));
-      out.push({ w, kind: "nat", ref: r.source, target: t });
+      } else this.step(w, kind, c, cr.index, cr.source, dnatNote(t.kind, family, dst, dport));
+      out.push({ w, kind: "nat", ref: cr.source, target: t });
       return false;
     }
     if (t.kind === "NETMAP") {
@@ -925,8 +923,8 @@ class Engine {
           w,
           "netmap",
           c,
-          r.index,
-          r.source,
+          cr.index,
+          cr.source,
           `NETMAP: destination becomes ${fmt(family, s.dst)}`,
         );
       } else {
@@ -934,12 +932,12 @@ class Engine {
           w,
           "netmap",
           c,
-          r.index,
-          r.source,
+          cr.index,
+          cr.source,
           `NETMAP: source becomes ${fmt(family, (s.src & ~hostBits) | t.to.start)}`,
         );
       }
-      out.push({ w, kind: "nat", ref: r.source, target: t });
+      out.push({ w, kind: "nat", ref: cr.source, target: t });
       return false;
     }
     if (destHook) {
@@ -958,14 +956,14 @@ class Engine {
       "snat",
       t.kind === "SNAT" ? "snat" : "masquerade",
       c,
-      r.index,
-      r.source,
+      cr.index,
+      cr.source,
       () =>
         t.kind === "SNAT"
           ? "SNAT: source rewritten"
           : "MASQUERADE: source becomes the outgoing interface's address",
     );
-    out.push({ w, kind: "nat", ref: r.source, target: t });
+    out.push({ w, kind: "nat", ref: cr.source, target: t });
     return false;
   }
 

@@ -74,6 +74,16 @@ const BACKSLASH = 92;
 const DASH = 45;
 const BANG = 33;
 
+/** Does the " -" at `cand` start a segment, " -m ", " -j " or " -g " (or one ending at `end`)? */
+function isBoundaryAt(text: string, cand: number, end: number): boolean {
+  if (cand + 2 >= end) return false;
+  const k = text.charCodeAt(cand + 2);
+  return (
+    (k === BOUNDARY_M || k === BOUNDARY_J || k === BOUNDARY_G) &&
+    (cand + 3 === end || text.charCodeAt(cand + 3) === SPACE)
+  );
+}
+
 /**
  * Reads the arguments of a rule line from `from` (just after `-A CHAIN`). Same result as
  * `parseRuleArgs(tokenize(line).tokens, ..., from)`, faster on iptables-save's own output.
@@ -219,16 +229,9 @@ export function checkRuleAt(
         if (cand >= stop) cand = stop;
       }
     }
-    if (cand < stop) {
-      const k = text.charCodeAt(cand + 2);
-      const isBoundary =
-        cand + 2 < stop &&
-        (k === BOUNDARY_M || k === BOUNDARY_J || k === BOUNDARY_G) &&
-        (cand + 3 === stop || text.charCodeAt(cand + 3) === SPACE);
-      if (!isBoundary) {
-        search = cand + 2;
-        continue;
-      }
+    if (cand < stop && !isBoundaryAt(text, cand, stop)) {
+      search = cand + 2;
+      continue;
     }
     // a segment ends at cand
     if (segStart < 0) baseEnd = cand;
@@ -310,11 +313,7 @@ export function materializeBase(
   for (;;) {
     const cand = line.indexOf(" -", search);
     if (cand < 0) break;
-    const k = line.charCodeAt(cand + 2);
-    if (
-      (k === BOUNDARY_M || k === BOUNDARY_J || k === BOUNDARY_G) &&
-      (cand + 3 === line.length || line.charCodeAt(cand + 3) === SPACE)
-    ) {
+    if (isBoundaryAt(line, cand, line.length)) {
       end = cand;
       break;
     }
@@ -428,15 +427,9 @@ function buildRule(
       quote = line.indexOf('"', close + 1);
       if (cand >= 0 && close > cand) cand = line.indexOf(" -", close + 1);
     }
-    if (cand >= 0) {
-      const k = line.charCodeAt(cand + 2);
-      const isBoundary =
-        (k === BOUNDARY_M || k === BOUNDARY_J || k === BOUNDARY_G) &&
-        (cand + 3 === n || line.charCodeAt(cand + 3) === SPACE);
-      if (!isBoundary) {
-        search = cand + 2;
-        continue;
-      }
+    if (cand >= 0 && !isBoundaryAt(line, cand, n)) {
+      search = cand + 2;
+      continue;
     }
     const end = cand < 0 ? n : cand;
     if (segStart < 0) baseEnd = end;

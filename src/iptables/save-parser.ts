@@ -7,7 +7,7 @@
 
 import type { Diagnostic, Parsed, SourceRef } from "../model/types.ts";
 import type { Family } from "../net/cidr.ts";
-import { ChainIndex, sameText } from "./chain-index.ts";
+import { ChainIndex } from "./chain-index.ts";
 import {
   BUILTIN_CHAINS,
   type Chain,
@@ -32,7 +32,7 @@ import {
 import { RuleStore, SavedChain } from "./saved-chain.ts";
 import { SavedRule } from "./saved-rule.ts";
 import { tokenize } from "./tokenize.ts";
-import { parseCounters } from "./values.ts";
+import { NO_COUNTERS, parseCounters } from "./values.ts";
 
 export interface ParseIptablesOptions {
   /** Address family; detected from the header or the addresses when absent. */
@@ -106,21 +106,6 @@ interface State {
   /** The chain of the previous rule: rules of one chain come together. */
   lastChain: SavedChain | undefined;
   lastTable: Table | undefined;
-  /**
-   * The chains of `orderTable` in the order they were declared, and where the next rule's chain
-   * is looked for first: iptables-save prints the rules chain by chain in that order, so the
-   * name is compared with the next few rather than hashed (a table of 100,000 chains does not
-   * stay in the processor's cache).
-   */
-  orderTable: Table | undefined;
-  order: SavedChain[];
-  orderAt: number;
-  /**
-   * Where the text names the last jump target found declared in `lastTable` (KUBE-MARK-MASQ,
-   * over and over): compared in place before the index is asked. Length -1: none.
-   */
-  lastJumpAt: number;
-  lastJumpLen: number;
 }
 
 function newTable(name: TableName, source?: SourceRef): Table {
@@ -157,11 +142,6 @@ export function parseIptablesSave(
     pendingJumps: [],
     lastChain: undefined,
     lastTable: undefined,
-    orderTable: undefined,
-    order: [],
-    orderAt: 0,
-    lastJumpAt: 0,
-    lastJumpLen: -1,
   };
   let backend: "nf_tables" | "legacy" | undefined;
   let version: string | undefined;
@@ -300,7 +280,7 @@ export function parseIptablesSave(
       continue;
     }
     if (c0 === 58 /* : */) {
-      declareChainLine(st, line, lineNo, start);
+      declareChainLine(st, line, lineNo);
       continue;
     }
     // rule or command line, optionally prefixed by counters "[p:b] -A ..."
@@ -429,7 +409,7 @@ export function parseIptablesSave(
     if (cmd === "-N" || cmd === "--new-chain") {
       const name = tokens[first + 1];
       if (!name) diag("IPTABLES_SYNTAX", "error", lineNo, line, "-N needs a chain name");
-      else declareChain(st, table, name, "-", undefined, lineNo, line, -1);
+      else declareChain(st, table, name, "-", undefined, lineNo, line);
       continue;
     }
     if (cmd === "-P" || cmd === "--policy") {
@@ -449,7 +429,7 @@ export function parseIptablesSave(
       if (tokens[first + 3] === "-c" && tokens[first + 5] !== undefined) {
         pc = parseCounters(`[${tokens[first + 4]}:${tokens[first + 5]}]`);
       }
-      declareChain(st, table, name, policy, pc, lineNo, line, -1);
+      declareChain(st, table, name, policy, pc, lineNo, line);
       continue;
     }
     if (
@@ -563,50 +543,27 @@ function appendChecked(
   const from = nameEnd === stop ? stop : nameEnd + 1;
   const jump = checkRuleAt(st.cursor, from, stop, st.family, st.cache);
   if (jump === NOT_CHECKED) return false;
+  const ts = stateOf(st, table);
   let chain = st.lastChain;
-  const nameLen = nameEnd - nameStart;
   if (
     chain === undefined ||
     st.lastTable !== table ||
-    nameLen !== chain.name.length ||
+    nameEnd - nameStart !== chain.name.length ||
     !text.startsWith(chain.name, nameStart)
   ) {
-    chain = undefined;
-    if (st.orderTable === table) {
-      const order = st.order;
-      const last = Math.min(order.length, st.orderAt + ORDER_LOOKAHEAD);
-      for (let k = st.orderAt; k < last; k++) {
-        const c = order[k]!;
-        if (c.name.length === nameLen && text.startsWith(c.name, nameStart)) {
-          chain = c;
-          st.orderAt = k + 1;
-          break;
-        }
-      }
-    }
-    chain ??= stateOf(st, table).index.find(nameStart, nameEnd);
-    chain ??= getChain(st, table, text.slice(nameStart, nameEnd), lineNo, text, lineStart, stop);
-    if (st.lastTable !== table) st.lastJumpLen = -1;
+    chain =
+      ts.index.find(nameStart, nameEnd) ??
+      getChain(st, table, text.slice(nameStart, nameEnd), lineNo, text, lineStart, stop);
     st.lastChain = chain;
     st.lastTable = table;
   }
-  const ts = stateOf(st, table);
   const id = ts.store.addChecked(lineNo, lineStart, stop);
-  if (jump !== NO_JUMP) {
-    const len = stop - jump;
-    if (len !== st.lastJumpLen || !sameText(text, st.lastJumpAt, jump, len)) {
-      if (ts.index.has(jump, stop)) {
-        st.lastJumpAt = jump;
-        st.lastJumpLen = len;
-      } else st.pendingJumps.push(ts.store.rule(id, chain.name, chain.size + 1));
-    }
+  if (jump !== NO_JUMP && !ts.index.has(jump, stop)) {
+    st.pendingJumps.push(ts.store.rule(id, chain.name, chain.size + 1));
   }
   chain.add(ts.store, id);
   return true;
 }
-
-/** How many chains ahead in declaration order a rule's chain is looked for (empty ones are skipped). */
-const ORDER_LOOKAHEAD = 4;
 
 /** The chain a rule line names; one never declared is made, with a diagnostic on the line. */
 function getChain(
@@ -634,8 +591,7 @@ function getChain(
   return chain;
 }
 
-/** A `:NAME POLICY [p:b]` line; it stands in the dump's text at `lineStart`. */
-function declareChainLine(st: State, line: string, lineNo: number, lineStart: number): void {
+function declareChainLine(st: State, line: string, lineNo: number): void {
   const table = st.current;
   if (!table) {
     st.diagnostics.push({
@@ -646,17 +602,10 @@ function declareChainLine(st: State, line: string, lineNo: number, lineStart: nu
     });
     return;
   }
-  // a user chain as iptables-save prints it, without cutting the line into words
-  const n = line.length;
-  if (line.endsWith(USER_CHAIN_TAIL) && n > USER_CHAIN_TAIL.length + 1) {
-    const end = n - USER_CHAIN_TAIL.length;
-    const sp = line.indexOf(" ", 1);
-    if (sp === end && line.indexOf("\t") < 0) {
-      declareChain(st, table, line.slice(1, end), "-", NO_COUNTERS, lineNo, line, lineStart + 1);
-      return;
-    }
-  }
-  const parts = chainLineParts(line);
+  const parts = line
+    .slice(1)
+    .split(/\s+/)
+    .filter((s) => s.length > 0);
   const name = parts[0];
   const policy = parts[1];
   if (!name || !policy) {
@@ -680,24 +629,10 @@ function declareChainLine(st: State, line: string, lineNo: number, lineStart: nu
       });
     }
   }
-  declareChain(st, table, name, policy, counters, lineNo, line, -1);
+  declareChain(st, table, name, policy, counters, lineNo, line);
 }
 
 const USER_CHAIN_TAIL = " - [0:0]";
-const NO_COUNTERS = parseCounters("[0:0]");
-
-/** The words of a `:NAME POLICY [p:b]` line after the colon; one space apart without a regex. */
-function chainLineParts(line: string): string[] {
-  const a = line.indexOf(" ", 1);
-  const b = a < 0 ? -1 : line.indexOf(" ", a + 1);
-  if (a > 1 && b > a + 1 && line.indexOf(" ", b + 1) < 0 && b + 1 < line.length) {
-    if (line.indexOf("\t") < 0) return [line.slice(1, a), line.slice(a + 1, b), line.slice(b + 1)];
-  }
-  return line
-    .slice(1)
-    .split(/\s+/)
-    .filter((s) => s.length > 0);
-}
 
 function declareChain(
   st: State,
@@ -707,17 +642,10 @@ function declareChain(
   counters: Counters | undefined,
   lineNo: number,
   line: string,
-  /** Where `name` stands in the dump's text, or -1. */
-  at: number,
 ): void {
   const ref = { file: st.file, line: lineNo, text: line };
   const { index } = stateOf(st, table);
-  const existing = at >= 0 ? index.find(at, at + name.length) : index.get(name);
-  if (st.orderTable !== table) {
-    st.orderTable = table;
-    st.order = [];
-    st.orderAt = 0;
-  }
+  const existing = index.get(name);
   const builtin = BUILTIN_CHAINS[table.name].includes(name);
   if (builtin && policy !== "ACCEPT" && policy !== "DROP") {
     st.diagnostics.push({
@@ -748,11 +676,9 @@ function declareChain(
     const chain = new SavedChain(name, builtin, ref, counters);
     if (builtin) chain.policy = policy;
     table.chains.set(name, chain);
-    index.add(chain, at);
-    st.order.push(chain);
+    index.add(chain, -1);
     return;
   }
-  if (existing.declared === undefined) st.order.push(existing as SavedChain);
   if (builtin) existing.policy = policy;
   if (counters) existing.counters = counters;
   existing.declared ??= ref;
@@ -779,7 +705,7 @@ function declareInPlace(
   if (BUILTIN_CHAINS[table.name].includes(name)) return false;
   const ts = stateOf(st, table);
   const id = ts.declarations.addChecked(lineNo, start, stop);
-  const chain = SavedChain.declaredAt(name, ts.declarations, id, NO_COUNTERS!);
+  const chain = SavedChain.declaredAt(name, ts.declarations, id, NO_COUNTERS);
   // a name seen before is told by the map not growing (rather than by looking it up first)
   const chains = table.chains;
   const size = chains.size;
@@ -789,12 +715,6 @@ function declareInPlace(
     return false;
   }
   ts.index.add(chain, start + 1);
-  if (st.orderTable !== table) {
-    st.orderTable = table;
-    st.order = [];
-    st.orderAt = 0;
-  }
-  st.order.push(chain);
   return true;
 }
 

@@ -3,6 +3,7 @@ import { readdirSync, readFileSync } from "node:fs";
 import { describe, it } from "node:test";
 import { inspect } from "node:util";
 import fc from "fast-check";
+import type { Diagnostic } from "../model/types.ts";
 import type { Family } from "../net/cidr.ts";
 import type { IptablesDump, Rule } from "./dump.ts";
 import { parseRuleArgs, type RuleParts } from "./rule-args.ts";
@@ -31,6 +32,9 @@ function reference(line: string, from: number, family: Family) {
   const parts = parseRuleArgs(tk.tokens, tk.quoted, 0, family, problems);
   return { parts, problems };
 }
+
+/** What each diagnostic is and where: `[code, line]`. */
+const codesAndLines = (ds: readonly Diagnostic[]) => ds.map((d) => [d.code, d.source?.line]);
 
 const jumpOf = (p: RuleParts) => (p.target?.kind === "chain" ? p.target.name : "");
 
@@ -425,10 +429,7 @@ describe("chains declared twice or used before declared", () => {
       ],
     );
     assert.equal(a.declared?.line, 2);
-    assert.deepEqual(
-      diagnostics.map((d) => [d.code, d.source?.line]),
-      [["IPTABLES_DUPLICATE_CHAIN", 4]],
-    );
+    assert.deepEqual(codesAndLines(diagnostics), [["IPTABLES_DUPLICATE_CHAIN", 4]]);
   });
 
   it("a chain used before its declaration is one chain, declared where the declaration is", () => {
@@ -440,10 +441,7 @@ describe("chains declared twice or used before declared", () => {
     const b = value.tables.get("nat")!.chains.get("KUBE-B")!;
     assert.equal(b.rules.length, 1);
     assert.equal(b.declared?.line, 2);
-    assert.deepEqual(
-      diagnostics.map((d) => [d.code, d.source?.line]),
-      [["IPTABLES_UNDECLARED_CHAIN", 1]],
-    );
+    assert.deepEqual(codesAndLines(diagnostics), [["IPTABLES_UNDECLARED_CHAIN", 1]]);
   });
 });
 
@@ -453,10 +451,7 @@ describe("lines the checker once let through", () => {
       '*nat\n:POSTROUTING ACCEPT [0:0]\n-A POSTROUTING -m comment --comment "\nCOMMIT\n',
       "x",
     );
-    assert.deepEqual(
-      diagnostics.map((d) => [d.code, d.source?.line]),
-      [["IPTABLES_RULE", 3]],
-    );
+    assert.deepEqual(codesAndLines(diagnostics), [["IPTABLES_RULE", 3]]);
   });
 
   it("a tab after the chain name separates it from the arguments, as iptables-restore reads it", () => {
@@ -477,9 +472,6 @@ describe("lines the checker once let through", () => {
       "*nat\n:POSTROUTING ACCEPT [0:0]\n-A POSTROUTING ! ! -s 10.0.0.0/8 -j RETURN\nCOMMIT\n",
       "x",
     );
-    assert.deepEqual(
-      diagnostics.map((d) => [d.code, d.source?.line]),
-      [["IPTABLES_RULE", 3]],
-    );
+    assert.deepEqual(codesAndLines(diagnostics), [["IPTABLES_RULE", 3]]);
   });
 });

@@ -11,11 +11,11 @@ const ok = <T>(value: T): Result<T> => ({ ok: true, value });
 const fail = <T>(error: string): Result<T> => ({ ok: false, error });
 
 /** `[0:0]`, which every chain of a dump without counters shows: one shared object. */
-const NO_COUNTS: Counters = Object.freeze({ packets: 0n, bytes: 0n });
+export const NO_COUNTERS: Counters = Object.freeze({ packets: 0n, bytes: 0n });
 
 /** Packet and byte counters as iptables-save prints them, `[123:4567]`; undefined if not that. */
 export function parseCounters(s: string): Counters | undefined {
-  if (s === "[0:0]") return NO_COUNTS;
+  if (s === "[0:0]") return NO_COUNTERS;
   if (s.length < 5 || s.charCodeAt(0) !== 91 || s.charCodeAt(s.length - 1) !== 93) return undefined;
   const colon = s.indexOf(":");
   if (colon < 0) return undefined;
@@ -26,9 +26,8 @@ export function parseCounters(s: string): Counters | undefined {
 }
 
 function parsePort(text: string): number | undefined {
-  if (!/^[0-9]{1,5}$/.test(text)) return undefined;
-  const n = Number(text);
-  return n <= 65535 ? n : undefined;
+  const n = portIn(text, 0, text.length);
+  return n < 0 ? undefined : n;
 }
 
 /** `80`, `1024:65535`, `:1023`, `1024:` (and `a-b` where iptables takes it, e.g. `--to-ports`). */
@@ -149,16 +148,16 @@ function indexIn(text: string, code: number, start: number, end: number): number
   return -1;
 }
 
-/** Is `text[start, end)` a port as {@link parsePortRange} takes one alone (1-5 digits, <= 65535)? */
-function isPort(text: string, start: number, end: number): boolean {
-  if (end <= start || end - start > 5) return false;
+/** `text[start, end)` as a port (1-5 digits, at most 65535), or -1. */
+function portIn(text: string, start: number, end: number): number {
+  if (end <= start || end - start > 5) return -1;
   let n = 0;
   for (let i = start; i < end; i++) {
     const c = text.charCodeAt(i);
-    if (c < 48 || c > 57) return false;
+    if (c < 48 || c > 57) return -1;
     n = n * 10 + (c - 48);
   }
-  return n <= 65535;
+  return n <= 65535 ? n : -1;
 }
 
 /**
@@ -169,16 +168,7 @@ function isPort(text: string, start: number, end: number): boolean {
 export function isPlainCidrV4(text: string, start: number, end: number): boolean {
   const slash = indexIn(text, 47 /* / */, start, end);
   if (slash < 0) return dottedQuad(text, start, end) >= 0;
-  // the prefix as parseAddr's /^(?:[0-9]|[12][0-9]|3[0-2])$/, and not 0
-  const len = end - slash - 1;
-  const a = text.charCodeAt(slash + 1);
-  if (len === 1) {
-    if (a < 49 || a > 57) return false;
-  } else if (len === 2) {
-    const b = text.charCodeAt(slash + 2);
-    if (b < 48 || b > 57 || a < 49 || a > 51 || (a === 51 && b > 50)) return false;
-  } else return false;
-  return dottedQuad(text, start, slash) >= 0;
+  return prefixLength(text, slash + 1, end) > 0 && dottedQuad(text, start, slash) >= 0;
 }
 
 /**
@@ -189,12 +179,12 @@ export function isPlainCidrV4(text: string, start: number, end: number): boolean
 export function isPlainHostPortV4(text: string, start: number, end: number): boolean {
   const colon = indexIn(text, 58 /* : */, start, end);
   if (colon < 0) return dottedQuad(text, start, end) >= 0;
-  return isPort(text, colon + 1, end) && dottedQuad(text, start, colon) >= 0;
+  return portIn(text, colon + 1, end) >= 0 && dottedQuad(text, start, colon) >= 0;
 }
 
-/** `text[from..]` as an IPv4 prefix length `0`-`32` (no leading zero), or -1. */
-function prefixLength(text: string, from: number): number {
-  const n = text.length - from;
+/** `text[from, end)` as an IPv4 prefix length `0`-`32` (no leading zero), or -1. */
+function prefixLength(text: string, from: number, end: number): number {
+  const n = end - from;
   const a = text.charCodeAt(from) - 48;
   if (n === 1) return a >= 0 && a <= 9 ? a : -1;
   if (n !== 2 || a < 1 || a > 3) return -1;
@@ -214,7 +204,7 @@ function parseAddrUncached(text: string, family: Family): Result<Cidr> {
   if (family === 4) {
     const slash = text.indexOf("/");
     const v = dottedQuad(text, 0, slash < 0 ? text.length : slash);
-    const prefix = slash < 0 ? 32 : prefixLength(text, slash + 1);
+    const prefix = slash < 0 ? 32 : prefixLength(text, slash + 1, text.length);
     if (v >= 0 && prefix >= 0) {
       // in doubles (exact below 2^53), then one bigint per end: dumps hold hundreds of thousands
       if (prefix === 32) {
