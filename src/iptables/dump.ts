@@ -194,6 +194,25 @@ export type Target =
     };
 
 /**
+ * A part of a rule that the listing it was read from does not show: `iptables -L` without `-v`
+ * hides the interfaces, without `-n` it prints names instead of addresses and ports, and it prints
+ * some matches in a form that cannot be read back. What is hidden is unknown, never absent: the
+ * evaluator treats a rule with hidden parts as undecidable on them.
+ */
+export interface HiddenPart {
+  readonly part:
+    | "in-interface"
+    | "out-interface"
+    | "source"
+    | "destination"
+    | "protocol"
+    | "match"
+    | "target";
+  /** Plain English: what is hidden and which command shows it. */
+  readonly why: string;
+}
+
+/**
  * One rule. The optional parts may also be present as undefined: the rules of a parsed dump
  * (iptables/saved-rule) read their parts on first use.
  */
@@ -214,6 +233,8 @@ export interface Rule {
   readonly matches: readonly Match[];
   /** Absent for a rule without `-j`/`-g` (it only counts packets). */
   readonly target?: Target | undefined;
+  /** Parts the listing did not show (`iptables -L` forms); absent for iptables-save and -S. */
+  readonly hidden?: readonly HiddenPart[] | undefined;
 }
 
 /** A chain. Those of a parsed dump (iptables/saved-chain) build their rules when first asked. */
@@ -226,6 +247,11 @@ export interface Chain {
   /** Where the chain was declared (`:NAME ...` or `-N`/`-P`); undefined when only used. */
   declared?: SourceRef | undefined;
   readonly rules: Rule[];
+  /**
+   * True when the file may not show every rule of this chain (a `grep` of a dump, a paste cut
+   * short): rules may be missing before, between or after the ones shown.
+   */
+  partial?: boolean;
 }
 
 export interface Table {
@@ -237,7 +263,8 @@ export interface Table {
   committed: boolean;
 }
 
-export type DumpFormat = "save" | "spec";
+/** "save": iptables-save; "spec": `iptables -S`; "list": `iptables -L` in any of its forms. */
+export type DumpFormat = "save" | "spec" | "list";
 
 export interface IptablesDump {
   readonly file: string;
@@ -250,4 +277,10 @@ export interface IptablesDump {
   /** A `# Warning: iptables-legacy tables present` line was seen: more rules live in legacy. */
   readonly legacyTablesPresent: boolean;
   readonly tables: Map<TableName, Table>;
+  /**
+   * Set when the file shows only part of the rules (no table header and no declarations, no
+   * COMMIT, one chain listed, a grep): what it shows is evidence, what it does not show is
+   * unknown. Chains that may be missing rules carry `partial`.
+   */
+  readonly excerpt?: { readonly reasons: readonly string[] } | undefined;
 }

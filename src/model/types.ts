@@ -43,6 +43,7 @@ export const FINDING_IDS = [
   "masq/wire-node-source",
   "masq/reply-missing",
   "masq/ebpf-dataplane",
+  "masq/source-undecided",
   "vpn/forwarding-disabled",
   "vpn/forwarding-not-durable",
   "vpn/client-pool-unroutable",
@@ -51,6 +52,7 @@ export const FINDING_IDS = [
   "vpn/dns-layer",
   "vpn/first-silent-hop",
   "vpn/service-vip-suffices",
+  "evidence/unplaced",
 ] as const;
 export type FindingId = (typeof FINDING_IDS)[number];
 
