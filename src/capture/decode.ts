@@ -237,6 +237,7 @@ function parseIpHeader(b: Uint8Array, o: number, end: number): IpParsed | undefi
       dst: BigInt(be32(b, o + 16)),
       protocol: b[o + 9]!,
       ttl: b[o + 8]!,
+      id: be16(b, o + 4),
       length: total,
       ...(frag !== 0 ? { isLaterFragment: true } : {}),
     };

@@ -19,6 +19,11 @@ export interface IpHeader {
   /** IP protocol number (IPv6: the upper-layer protocol after the extension headers). */
   readonly protocol: number;
   readonly ttl?: number;
+  /**
+   * IPv4 identification (tcpdump prints it with -v as `id N`): the same number on every copy of
+   * one packet, so copies seen on several interfaces can be paired.
+   */
+  readonly id?: number;
   /** IPv4 total length, or IPv6 payload length + 40: the length the sender put on the wire. */
   readonly length?: number;
   /** Not the first fragment: there is no transport header. */
