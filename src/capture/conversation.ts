@@ -5,6 +5,7 @@
  */
 import type { SourceRef } from "../model/types.ts";
 import { type Family, formatIp, type Ip } from "../net/cidr.ts";
+import { type CopyBasis, describeRewrite, type Rewrite } from "./packet-copies.ts";
 export type ConversationProtocol = "tcp" | "udp" | "icmp" | "esp" | "other";
 
 /** How far a TCP conversation got, in order. */
@@ -27,6 +28,8 @@ export interface Endpoint {
 export interface PacketRef {
   readonly ref: SourceRef;
   readonly index: number;
+  /** The text line where the packet starts (tcpdump text only). */
+  readonly line?: number;
   readonly timeNs: bigint;
   readonly timeOfDayOnly: boolean;
   readonly iface?: string;
@@ -40,6 +43,56 @@ export interface IcmpErrorSeen {
   readonly code?: number;
   readonly what: string;
   readonly at: PacketRef;
+}
+
+/** The first copy of a packet and a later copy of it (the same packet on another interface). */
+export interface CopyRefs {
+  readonly first: PacketRef;
+  readonly again: PacketRef;
+}
+
+/**
+ * The same packets seen more than once in this conversation, not rewritten (a capture on every
+ * interface sees a forwarded packet on each one it crosses): counted once.
+ */
+export interface CopiesSeen {
+  /** The first pair: the packet as it arrived and as it was seen again. */
+  readonly pair: CopyRefs;
+  /** How many later copies were paired. */
+  readonly count: number;
+  readonly basis: CopyBasis;
+}
+
+/** The other conversation of a translated pair, as the node handed it on (or received it). */
+export interface TranslatedPeer {
+  readonly initiator: Endpoint;
+  readonly responder: Endpoint;
+  readonly replied: boolean;
+  readonly firstReply?: PacketRef;
+  readonly packetsFromResponder: number;
+}
+
+/**
+ * This conversation and another one are the same packets on both sides of a node's NAT: the
+ * copies pair (same IP identification, sequence, lengths, microseconds apart) and an address
+ * differs. `before` is the side where the request arrived (the pod's veth), `after` the side it
+ * left on (eth0) — where the replies come back first.
+ */
+export interface Translation {
+  readonly side: "before" | "after";
+  readonly peer: TranslatedPeer;
+  /** Source rewritten (SNAT, MASQUERADE): request orientation, from the before side to the after side. */
+  readonly source?: Rewrite;
+  /** Destination rewritten (DNAT: Service VIP to endpoint, NodePort to pod). */
+  readonly destination?: Rewrite;
+  readonly echoId?: { readonly from: number; readonly to: number };
+  /** The first request seen on both sides: `first` as it arrived, `again` as it left. */
+  readonly request?: CopyRefs;
+  /** The first reply seen on both sides: `first` as it came back (after side), `again` delivered. */
+  readonly reply?: CopyRefs;
+  /** How many packets were paired across the translation. */
+  readonly pairs: number;
+  readonly basis: CopyBasis;
 }
 
 export interface TcpSummary {
@@ -72,6 +125,10 @@ export interface Conversation {
   /** Interfaces and directions the initiator's packets were seen with (`eth0 out`). */
   readonly seenOn: readonly string[];
   readonly tunnel?: { readonly kind: string; readonly vni: number };
+  /** Copies of this conversation's packets seen again unchanged (another interface). */
+  readonly copies?: CopiesSeen;
+  /** The same packets on the other side of a NAT, as another conversation. */
+  readonly translation?: Translation;
   /** One line: what happened. */
   readonly verdict: string;
 }
@@ -160,5 +217,30 @@ export function verdictOf(c: Omit<Conversation, "verdict">): string {
   }
   if (c.tcp !== undefined && !c.replied) parts.push("no reply");
   for (const e of c.icmpErrors) parts.push(`ICMP ${e.what} from ${formatIp(e.from)}`);
+  if (c.translation !== undefined) parts.push(describeTranslation(c.translation));
   return parts.join("; ");
+}
+
+/** `packets 3 and 4` for a capture file, `lines 7 and 9` for tcpdump text. */
+export function packetPair(a: PacketRef, b: PacketRef): string {
+  if (a.line !== undefined && b.line !== undefined) return `lines ${a.line} and ${b.line}`;
+  return `packets ${a.index} and ${b.index}`;
+}
+
+/**
+ * What the node did, as one phrase: `source 10.4.0.5 → 10.128.0.2 by the node (packets 3 and 4)`,
+ * `destination 10.96.0.10:80 → 10.4.2.7:8080 …`; from the after side, `translated from …`.
+ */
+export function describeTranslation(t: Translation): string {
+  const parts: string[] = [];
+  if (t.source) parts.push(`source ${describeRewrite(t.source)}`);
+  if (t.destination) parts.push(`destination ${describeRewrite(t.destination)}`);
+  if (t.echoId) parts.push(`echo id ${t.echoId.from} → ${t.echoId.to}`);
+  const pair = t.request ?? t.reply;
+  const where = pair === undefined ? "" : ` (${packetPair(pair.first, pair.again)})`;
+  const by = t.basis === "id" ? ", paired by IP id, sequence and time" : "";
+  const what = parts.join(", ");
+  return t.side === "before"
+    ? `translated by the node: ${what}${where}${by}`
+    : `the node's translation of another conversation: ${what}${where}${by}`;
 }

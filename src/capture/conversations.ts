@@ -4,7 +4,9 @@
  * far TCP got (SYN only … data both ways, FIN/RST), retransmissions, and ICMP errors that quote it.
  *
  * Tunnelled packets count for their innermost frame (the endpoints' own conversation); the
- * tunnel is noted. Evidence is a SourceRef whose `line` is the packet number for pcap/pcapng and
+ * tunnel is noted. A packet seen again on another interface (capture/packet-copies.ts) counts once;
+ * when the node rewrote it in between, the conversations on both sides of the NAT are linked
+ * (`translation`), so a reply arriving for the node address answers the pod's request. Evidence is a SourceRef whose `line` is the packet number for pcap/pcapng and
  * the text line for tcpdump text (the `text` says which). The summary types and verdicts are in
  * capture/conversation.ts (re-exported here).
  */
@@ -14,6 +16,8 @@ import {
   type ConversationOptions,
   type ConversationProtocol,
   type ConversationSummary,
+  type CopiesSeen,
+  type CopyRefs,
   describeIcmpError,
   type Endpoint,
   formatTime,
@@ -21,15 +25,19 @@ import {
   type PacketRef,
   type TcpProgress,
   type TcpSummary,
+  type Translation,
   verdictOf,
 } from "./conversation.ts";
 import { type Frame, innermost, type Packet, TCP } from "./packet.ts";
+import { type CopyBasis, type CopyEnd, type CopyMatch, CopyPairer } from "./packet-copies.ts";
 
 export {
   type Conversation,
   type ConversationOptions,
   type ConversationProtocol,
   type ConversationSummary,
+  type CopiesSeen,
+  type CopyRefs,
   type Endpoint,
   formatTime,
   type IcmpErrorSeen,
@@ -37,6 +45,8 @@ export {
   TCP_PROGRESS,
   type TcpProgress,
   type TcpSummary,
+  type TranslatedPeer,
+  type Translation,
 } from "./conversation.ts";
 
 interface Mutable {
@@ -66,6 +76,31 @@ interface Mutable {
   seenA: string[];
   seenB: string[];
   tunnel?: { kind: string; vni: number };
+  copies?: { first: Seen; again: Seen; count: number; basis: CopyBasis };
+}
+
+/** What a packet is for its conversation; the copy pairer keeps it with the packet. */
+interface FlowTag {
+  readonly key: string;
+  /** The packet's source is the flow's `a` side. */
+  readonly xFirst: boolean;
+  readonly protocol: ConversationProtocol;
+  readonly s: Endpoint;
+  readonly d: Endpoint;
+  /** Counted in a conversation (false: filtered out by `host`, so far). */
+  tracked: boolean;
+}
+
+/** A packet's first copy in one conversation and a later copy in another: NAT in between. */
+interface CopyLink {
+  readonly earlier: FlowTag;
+  readonly later: FlowTag;
+  readonly first: Seen;
+  readonly again: Seen;
+  readonly firstEnds: { readonly src: CopyEnd; readonly dst: CopyEnd };
+  readonly againEnds: { readonly src: CopyEnd; readonly dst: CopyEnd };
+  readonly echoId?: { readonly from: number; readonly to: number };
+  readonly basis: CopyBasis;
 }
 
 const WELL_KNOWN = 1024;
@@ -124,6 +159,7 @@ function refOf(p: Seen, file: string): PacketRef {
   return {
     ref: { file, line: p.line ?? p.index, text: `${where} at ${when}` },
     index: p.index,
+    ...(p.line === undefined ? {} : { line: p.line }),
     timeNs: p.timeNs,
     timeOfDayOnly: p.timeOfDayOnly,
     ...(p.iface === undefined ? {} : { iface: p.iface }),
@@ -138,6 +174,10 @@ function refOf(p: Seen, file: string): PacketRef {
 export class ConversationTracker {
   private readonly flows = new Map<string, Mutable>();
   private readonly pendingErrors: PendingError[] = [];
+  private readonly copies = new CopyPairer<FlowTag>();
+  private readonly links: CopyLink[] = [];
+  /** Conversations not involving `host` kept because they are another side of one that does. */
+  private readonly admitted = new Set<string>();
   private count = 0;
   private sawDirection = false;
   private sawDateless = false;
@@ -203,16 +243,49 @@ export class ConversationTracker {
     } else protocol = "other";
     const s: Endpoint = sp === undefined ? { ip: src } : { ip: src, port: sp };
     const d: Endpoint = dp === undefined ? { ip: dst } : { ip: dst, port: dp };
-    if (this.opts.host !== undefined && !this.involves(s, d)) return;
     const { key, xFirst } = flowKey(protocol, ip.family, s, d, extra);
+    const tag: FlowTag = { key, xFirst, protocol, s, d, tracked: false };
+    const tracked = this.opts.host === undefined || this.involves(s, d) || this.admitted.has(key);
+    const m = this.copies.add(p, tag);
+    if (m !== undefined) {
+      const e = m.first.tag;
+      if (e.tracked || tracked) {
+        // Either copy involving the host brings the other side of the node in: with DNAT the
+        // request to a Service VIP leaves toward an endpoint, and its replies come from there.
+        if (!e.tracked) {
+          this.admitted.add(e.key);
+          e.tracked = true;
+          this.record(m.first.packet, e);
+        }
+        if (!tracked) this.admitted.add(key);
+        tag.tracked = true;
+        if (e.key === key) this.recordCopy(p, tag, m);
+        else {
+          this.record(p, tag);
+          this.link(m, tag, p);
+        }
+        return;
+      }
+    }
+    tag.tracked = tracked;
+    if (tracked) this.record(p, tag);
+  }
+
+  /** Counts a packet for its conversation. */
+  private record(p: Packet, tag: FlowTag): void {
+    const f = innermost(p);
+    const t = f.transport;
+    const { key, xFirst, s, d } = tag;
+    const sp = s.port;
+    const dp = d.port;
     let c = this.flows.get(key);
     const ref = seenOf(p);
     if (c === undefined) {
       const a = xFirst ? s : d;
       const b = xFirst ? d : s;
       c = {
-        protocol,
-        family: ip.family,
+        protocol: tag.protocol,
+        family: s.ip.family,
         a,
         b,
         aInitiates: xFirst,
@@ -244,30 +317,65 @@ export class ConversationTracker {
       }
       this.flows.set(key, c);
     }
-    c.last = ref;
+    if (p.index >= c.last.index) c.last = ref;
     const fromA = xFirst;
     const ifKey = p.iface ?? "";
     const counts = countsFor(c, ifKey);
     if (fromA) {
       counts.fromA++;
       c.firstFromA ??= ref;
-      if (p.direction === "out") c.firstOutA ??= ref;
     } else {
       counts.fromB++;
       c.firstFromB ??= ref;
-      if (p.direction === "out") c.firstOutB ??= ref;
     }
-    const seen = p.iface !== undefined || p.direction !== undefined;
-    if (seen) {
-      const label = [p.iface, p.direction].filter(Boolean).join(" ");
-      const list = fromA ? c.seenA : c.seenB;
-      if (!list.includes(label)) list.push(label);
-    }
+    this.noteSeen(c, p, ref, fromA);
     if (t?.kind === "icmp" && (t.type === 8 || t.type === 128) && c.basis !== "echo") {
       c.aInitiates = fromA;
       c.basis = "echo";
     }
     if (t?.kind === "tcp") this.tcp(c, counts, fromA, t.flags, t.seq, t.payloadLength);
+  }
+
+  /** Where a packet was seen (interface, direction), and the first one leaving per side. */
+  private noteSeen(c: Mutable, p: Packet, ref: Seen, fromA: boolean): void {
+    if (p.direction === "out") {
+      if (fromA) c.firstOutA ??= ref;
+      else c.firstOutB ??= ref;
+    }
+    if (p.iface !== undefined || p.direction !== undefined) {
+      const label = [p.iface, p.direction].filter(Boolean).join(" ");
+      const list = fromA ? c.seenA : c.seenB;
+      if (!list.includes(label)) list.push(label);
+    }
+  }
+
+  /** A later copy of a packet already counted in the same conversation: seen, not counted. */
+  private recordCopy(p: Packet, tag: FlowTag, m: CopyMatch<FlowTag>): void {
+    const c = this.flows.get(tag.key)!;
+    const ref = seenOf(p);
+    if (p.index >= c.last.index) c.last = ref;
+    this.noteSeen(c, p, ref, tag.xFirst);
+    if (c.copies === undefined)
+      c.copies = { first: seenOf(m.first.packet), again: ref, count: 1, basis: m.basis };
+    else {
+      c.copies.count++;
+      if (m.basis === "direction") c.copies.basis = "direction";
+    }
+  }
+
+  private link(m: CopyMatch<FlowTag>, later: FlowTag, p: Packet): void {
+    const first = m.first.packet;
+    const earlier = m.first.tag;
+    this.links.push({
+      earlier,
+      later,
+      first: seenOf(first),
+      again: seenOf(p),
+      firstEnds: { src: earlier.s, dst: earlier.d },
+      againEnds: { src: later.s, dst: later.d },
+      ...(m.echoId === undefined ? {} : { echoId: m.echoId }),
+      basis: m.basis,
+    });
   }
 
   private involves(s: Endpoint, d: Endpoint): boolean {
@@ -332,7 +440,10 @@ export class ConversationTracker {
       const c = this.flows.get(e.key);
       if (c !== undefined) c.errors.push(e.error);
     }
-    const conversations = [...this.flows.values()].map((c) => this.summarize(c));
+    const translations = this.translations();
+    const conversations = [...this.flows.entries()].map(([k, c]) =>
+      this.summarize(c, translations.get(k)),
+    );
     conversations.sort((x, y) => x.first.index - y.first.index);
     const assumptions: string[] = [];
     if (!this.sawDirection)
@@ -343,10 +454,117 @@ export class ConversationTracker {
       assumptions.push("the text has times without a date: times are compared within one day");
     if (this.sawTunnel)
       assumptions.push("tunnelled packets (VXLAN, Geneve) are counted for their inner addresses");
+    const byIdOnly =
+      this.links.some((l) => l.basis === "id") ||
+      [...this.flows.values()].some((c) => c.copies?.basis === "id");
+    if (byIdOnly)
+      assumptions.push(
+        "copies of one packet on several interfaces were paired by IP identification, sequence numbers, lengths and time alone: the capture does not say on which interface, or in which direction, each was seen",
+      );
     return { conversations, packets: this.count, assumptions };
   }
 
-  private summarize(c: Mutable): Conversation {
+  /** Each linked conversation's translation: the pair of conversations most copies link. */
+  private translations(): Map<string, Translation> {
+    interface Pair {
+      readonly before: string;
+      readonly after: string;
+      readonly srcBefore: CopyEnd;
+      readonly srcAfter: CopyEnd;
+      readonly dstBefore: CopyEnd;
+      readonly dstAfter: CopyEnd;
+      echoId?: { readonly from: number; readonly to: number };
+      request?: CopyRefs;
+      reply?: CopyRefs;
+      pairs: number;
+      basis: CopyBasis;
+    }
+    const file = this.opts.file;
+    const pairs = new Map<string, Pair>();
+    for (const l of this.links) {
+      const ce = this.flows.get(l.earlier.key);
+      if (ce === undefined || !this.flows.has(l.later.key)) continue;
+      // The first copy of a request is the one handed to the node; the first copy of a reply is
+      // the one that came back to the node's side of the NAT (the after side).
+      const request = l.earlier.xFirst === ce.aInitiates;
+      const before = request ? l.earlier.key : l.later.key;
+      const after = request ? l.later.key : l.earlier.key;
+      const k = `${before}\n${after}`;
+      let x = pairs.get(k);
+      if (x === undefined) {
+        x = request
+          ? {
+              before,
+              after,
+              srcBefore: l.firstEnds.src,
+              dstBefore: l.firstEnds.dst,
+              srcAfter: l.againEnds.src,
+              dstAfter: l.againEnds.dst,
+              pairs: 0,
+              basis: l.basis,
+            }
+          : {
+              before,
+              after,
+              srcBefore: l.againEnds.dst,
+              dstBefore: l.againEnds.src,
+              srcAfter: l.firstEnds.dst,
+              dstAfter: l.firstEnds.src,
+              pairs: 0,
+              basis: l.basis,
+            };
+        pairs.set(k, x);
+      }
+      x.pairs++;
+      if (l.basis === "direction") x.basis = "direction";
+      if (l.echoId !== undefined)
+        x.echoId ??= request ? l.echoId : { from: l.echoId.to, to: l.echoId.from };
+      const refs: CopyRefs = { first: refOf(l.first, file), again: refOf(l.again, file) };
+      if (request) x.request ??= refs;
+      else x.reply ??= refs;
+    }
+    const best = new Map<string, Pair>();
+    for (const x of pairs.values())
+      for (const k of [x.before, x.after]) {
+        const prev = best.get(k);
+        if (prev === undefined || x.pairs > prev.pairs) best.set(k, x);
+      }
+    const out = new Map<string, Translation>();
+    for (const [k, x] of best) {
+      const side = k === x.before ? "before" : "after";
+      const peer = this.flows.get(side === "before" ? x.after : x.before)!;
+      out.set(k, {
+        side,
+        peer: this.peerOf(peer),
+        ...(sameEnd(x.srcBefore, x.srcAfter)
+          ? {}
+          : { source: { from: x.srcBefore, to: x.srcAfter } }),
+        ...(sameEnd(x.dstBefore, x.dstAfter)
+          ? {}
+          : { destination: { from: x.dstBefore, to: x.dstAfter } }),
+        ...(x.echoId === undefined ? {} : { echoId: x.echoId }),
+        ...(x.request === undefined ? {} : { request: x.request }),
+        ...(x.reply === undefined ? {} : { reply: x.reply }),
+        pairs: x.pairs,
+        basis: x.basis,
+      });
+    }
+    return out;
+  }
+
+  private peerOf(c: Mutable): Translation["peer"] {
+    const firstReply = c.aInitiates ? c.firstFromB : c.firstFromA;
+    const back = maxOf(c, (x) => (c.aInitiates ? x.fromB : x.fromA));
+    return {
+      initiator: c.aInitiates ? c.a : c.b,
+      responder: c.aInitiates ? c.b : c.a,
+      replied: back > 0,
+      packetsFromResponder: back,
+      ...(firstReply === undefined ? {} : { firstReply: refOf(firstReply, this.opts.file) }),
+    };
+  }
+
+  private summarize(c: Mutable, translation: Translation | undefined): Conversation {
     const ini = c.aInitiates ? c.a : c.b;
     const res = c.aInitiates ? c.b : c.a;
     const fromIni = maxOf(c, (x) => (c.aInitiates ? x.fromA : x.fromB));
@@ -408,8 +626,19 @@ export class ConversationTracker {
       ...(firstReply === undefined ? {} : { firstReply: refOf(firstReply, file) }),
       ...(firstLeaving === undefined ? {} : { firstLeaving: refOf(firstLeaving, file) }),
       ...(c.tunnel === undefined ? {} : { tunnel: c.tunnel }),
+      ...(c.copies === undefined ? {} : { copies: this.copiesOf(c.copies) }),
+      ...(translation === undefined ? {} : { translation }),
     };
     return { ...base, verdict: verdictOf(base) };
+  }
+
+  private copiesOf(x: NonNullable<Mutable["copies"]>): CopiesSeen {
+    const file = this.opts.file;
+    return {
+      pair: { first: refOf(x.first, file), again: refOf(x.again, file) },
+      count: x.count,
+      basis: x.basis,
+    };
   }
 }
 
@@ -447,6 +676,10 @@ function maxOf(c: Mutable, pick: (x: IfaceCounts) => number): number {
   let best = 0;
   for (const x of c.ifaces) best = Math.max(best, pick(x));
   return best;
+}
+
+function sameEnd(a: CopyEnd, b: CopyEnd): boolean {
+  return a.ip.family === b.ip.family && a.ip.value === b.ip.value && a.port === b.port;
 }
 
 function seqLeq(a: number, b: number): boolean {

@@ -11,9 +11,20 @@
  *
  * Every observation of the source address (e.g. on the node and on the far side) is listed side
  * by side in each finding's explanation.
+ *
+ * A node capture on every interface shows a pod's packet twice: arriving on its veth and leaving on
+ * eth0 (capture/packet-copies.ts pairs them). The copy before the node's NAT is never read as the
+ * pod address leaving: the pair is reported as the translation it shows, with both packets; a pair
+ * with the pod address on both sides is the proof that the node did not masquerade.
  */
 
-import type { Conversation, PacketRef } from "../capture/conversations.ts";
+import {
+  type Conversation,
+  type CopyRefs,
+  type PacketRef,
+  packetPair,
+  type Translation,
+} from "../capture/conversation.ts";
 import type { Evidence, Finding } from "../model/types.ts";
 import { type Cidr, contains, formatIp, type Ip } from "../net/cidr.ts";
 
@@ -49,6 +60,12 @@ interface Observation {
   readonly firstReply?: PacketRef;
   /** The packets were seen leaving (direction out, or a far-side capture), or direction unknown. */
   readonly leaving: "seen-leaving" | "far-side" | "unknown-direction" | "arriving-only";
+  /**
+   * What the copies of its packets say: `before-nat` — the pod side of a translated pair (the
+   * packet left with another address); `translated-pod` — the node address on the wire as the
+   * translation of a pod's packet; `unpaired` — nothing paired, or copies not rewritten.
+   */
+  readonly origin: "before-nat" | "translated-pod" | "unpaired";
 }
 
 const same = (a: Ip, b: Ip) => a.family === b.family && a.value === b.value;
@@ -83,19 +100,30 @@ function earliest(refs: readonly PacketRef[]): PacketRef | undefined {
   return [...refs].sort((a, b) => a.index - b.index)[0];
 }
 
+/** What the copies say about a conversation (see {@link Observation.origin}). */
+function originOf(c: Conversation, input: WireInput): Observation["origin"] {
+  const t = c.translation;
+  if (t === undefined) return "unpaired";
+  if (t.side === "before") return "before-nat";
+  if (t.source !== undefined && classify(t.source.from.ip, input) === "pod")
+    return "translated-pod";
+  return "unpaired";
+}
+
 function observe(input: WireInput): Observation[] {
   const out: Observation[] = [];
   for (const cap of input.captures) {
-    const groups = new Map<string, Conversation[]>();
+    const groups = new Map<string, { origin: Observation["origin"]; convs: Conversation[] }>();
     for (const c of cap.conversations) {
       if (!isDestination(c, input)) continue;
       if (classify(c.initiator.ip, input) === undefined) continue;
-      const k = `${c.initiator.ip.value}|${c.responder.ip.value}`;
+      const origin = originOf(c, input);
+      const k = `${c.initiator.ip.value}|${c.responder.ip.value}|${origin}`;
       const g = groups.get(k);
-      if (g) g.push(c);
-      else groups.set(k, [c]);
+      if (g) g.convs.push(c);
+      else groups.set(k, { origin, convs: [c] });
     }
-    for (const convs of groups.values()) {
+    for (const { origin, convs } of groups.values()) {
       const c0 = convs[0]!;
       const replied = convs.some((c) => c.replied);
       const firstReply = convs
@@ -113,6 +141,7 @@ function observe(input: WireInput): Observation[] {
         first: earliest(convs.map((c) => c.firstLeaving ?? c.first))!,
         ...(firstReply === undefined ? {} : { firstReply }),
         leaving: leavingOf(cap, convs),
+        origin,
       });
     }
   }
@@ -130,10 +159,109 @@ function describe(o: Observation): string {
   const port = c.responder.port === undefined ? "" : `:${c.responder.port}`;
   const verdicts = [...new Set(o.conversations.map((x) => x.verdict))].join(" | ");
   const n = o.conversations.length;
+  const what =
+    o.origin === "before-nat"
+      ? `${o.cls} address as it reached the node, before its NAT`
+      : o.origin === "translated-pod"
+        ? `${o.cls} address, the node's translation of a pod's packets`
+        : `${o.cls} address`;
   return (
     `${where(o)}, ${o.first.ref.text}: source ${formatIp(o.src)} → ${formatIp(o.dst)}${port} ` +
-    `(${o.cls} address; ${n} conversation${n === 1 ? "" : "s"}: ${verdicts})`
+    `(${what}; ${n} conversation${n === 1 ? "" : "s"}: ${verdicts})`
   );
+}
+
+/** `ifindex 2 in`, or `packet` when the capture does not say where. */
+function placeOf(r: PacketRef): string {
+  const where = [r.iface, r.direction].filter(Boolean).join(" ");
+  return where === "" ? "" : ` (${where})`;
+}
+
+function pairEvidence(file: string, pair: CopyRefs, first: string, again: string): Evidence[] {
+  return [
+    { file, line: pair.first.ref.line, text: `${pair.first.ref.text}: ${first}` },
+    { file, line: pair.again.ref.line, text: `${pair.again.ref.text}: ${again}` },
+  ];
+}
+
+/** Evidence without repeating a line already cited. */
+function addEvidence(list: Evidence[], more: readonly Evidence[]): Evidence[] {
+  const seen = new Set(list.map((e) => `${e.file}:${e.line}`));
+  for (const e of more) {
+    const k = `${e.file}:${e.line}`;
+    if (seen.has(k)) continue;
+    seen.add(k);
+    list.push(e);
+  }
+  return list;
+}
+
+/** The unchanged copies of a pod's packet: the node forwarded it with the pod address. */
+function untranslatedCopies(o: Observation): { text: string; evidence: Evidence[] } | undefined {
+  const c = o.conversations.find((x) => x.copies !== undefined);
+  if (c?.copies === undefined) return undefined;
+  const { pair, basis } = c.copies;
+  const src = formatIp(o.src);
+  const by =
+    basis === "id"
+      ? " (paired by IP identification, sequence and time: the capture does not say on which interface each copy was seen)"
+      : "";
+  return {
+    text:
+      ` The same packet is on this capture twice, as it reached the node${placeOf(pair.first)} and again${placeOf(pair.again)} ` +
+      `(${packetPair(pair.first, pair.again)})${by}, with the pod address ${src} both times: the node did not masquerade it.`,
+    evidence: pairEvidence(
+      o.capture.file,
+      pair,
+      `${src} → ${formatIp(o.dst)} as it reached the node`,
+      `the same packet again, source still ${src}`,
+    ),
+  };
+}
+
+/** The translation a node-address observation shows, as people read it, with its packets. */
+function translationNote(
+  o: Observation,
+  input: WireInput,
+): { text: string; evidence: Evidence[]; t: Translation } | undefined {
+  const t = o.conversations.find((x) => x.translation?.source !== undefined)?.translation;
+  if (t?.source === undefined) return undefined;
+  const point = o.capture.meta?.point;
+  const at =
+    point === undefined ? "on the capturing host (its point is not stated)" : `on ${point}`;
+  const from = formatIp(t.source.from.ip);
+  const to = formatIp(t.source.to.ip);
+  const kind = (ip: typeof t.source.to.ip) => classify(ip, input) ?? "other";
+  const pair = t.request ?? t.reply;
+  const packets = pair === undefined ? "" : ` (${packetPair(pair.first, pair.again)})`;
+  const by =
+    t.basis === "id"
+      ? " The copies were paired by IP identification, sequence and time: the capture does not say on which interface each was seen."
+      : "";
+  const evidence: Evidence[] = [];
+  if (t.request !== undefined)
+    evidence.push(
+      ...pairEvidence(
+        o.capture.file,
+        t.request,
+        `${from} → ${formatIp(o.dst)} as it reached the node`,
+        `the same packet leaving as ${to} → ${formatIp(o.dst)}`,
+      ),
+    );
+  if (t.reply !== undefined)
+    evidence.push(
+      ...pairEvidence(
+        o.capture.file,
+        t.reply,
+        `reply from ${formatIp(o.dst)} to ${to}`,
+        `the same reply handed back to ${from}`,
+      ),
+    );
+  return {
+    text: `${kind(t.source.from.ip)} address ${from} → ${kind(t.source.to.ip)} address ${to} ${at}${packets}.${by}`,
+    evidence,
+    t,
+  };
 }
 
 function sideBySide(all: readonly Observation[], dst: Ip): string {
@@ -177,10 +305,12 @@ export function wireFindings(input: WireInput): Finding[] {
     const table = sideBySide(all, o.dst);
     const phase = o.capture.meta?.phase;
     if (o.cls === "pod") {
-      // A pod address only arriving from the pod's veth is the packet before masquerade.
-      if (o.leaving === "arriving-only") continue;
+      // A pod address only arriving from the pod's veth is the packet before masquerade; so is
+      // the pod's copy of a pair whose other copy left with another address.
+      if (o.leaving === "arriving-only" || o.origin === "before-nat") continue;
+      const copies = o.leaving === "far-side" ? undefined : untranslatedCopies(o);
       const assumed =
-        o.leaving === "unknown-direction"
+        o.leaving === "unknown-direction" && copies === undefined
           ? " The capture does not record directions; the packet is taken to be leaving toward the destination (a node capture with -i any also shows the pod's packet on its veth before masquerade: check for the same request with the node address)."
           : "";
       const seenAt =
@@ -203,10 +333,11 @@ export function wireFindings(input: WireInput): Finding[] {
             : "and nothing came back. The far side (or the VPN's traffic selectors) has no route back to the pod range: " +
               "this closes the case — neither the tunnel nor the CNI is at fault. Either masquerade this destination " +
               "(narrow the ip-masq-agent exception list) or teach the far side a route back to the pod range.") +
+          (copies?.text ?? "") +
           assumed +
           afterNote +
           table,
-        evidence: evidenceOf(o),
+        evidence: addEvidence(evidenceOf(o), copies?.evidence ?? []),
         next: o.replied
           ? []
           : [
@@ -217,6 +348,10 @@ export function wireFindings(input: WireInput): Finding[] {
       });
       continue;
     }
+    if (o.origin === "translated-pod") {
+      findings.push(translatedFinding(o, input, subject, table));
+      continue;
+    }
     // Node address: a pod's packet after masquerade, or the node's own traffic. On a node capture
     // that records directions, the pod's copy arriving from its veth tells the two apart.
     const podCopy = all.some(
@@ -224,7 +359,8 @@ export function wireFindings(input: WireInput): Finding[] {
         x.capture === o.capture &&
         x.cls === "pod" &&
         same(x.dst, o.dst) &&
-        x.leaving === "arriving-only",
+        x.leaving === "arriving-only" &&
+        x.origin === "unpaired",
     );
     const directional = o.leaving === "seen-leaving" || o.leaving === "arriving-only";
     const origin = podCopy
@@ -266,4 +402,57 @@ export function wireFindings(input: WireInput): Finding[] {
     }
   }
   return findings;
+}
+
+/**
+ * A pod's packets seen on both sides of the node, the source rewritten to the node address: the
+ * masquerade itself, with both packets. Replies are the translated conversation's (they come back
+ * to the node address first); whether they reached the pod is its peer's.
+ */
+function translatedFinding(
+  o: Observation,
+  input: WireInput,
+  subject: string,
+  table: string,
+): Finding {
+  const note = translationNote(o, input)!;
+  const pod = formatIp(note.t.source!.from.ip);
+  const node = formatIp(o.src);
+  const dst = formatIp(o.dst);
+  const toPod = note.t.peer;
+  const evidence = addEvidence(evidenceOf(o), note.evidence);
+  const head = `The same packets are on this capture on both sides of the node's NAT: ${note.text}`;
+  if (o.replied) {
+    const delivered = toPod.replied
+      ? ` The replies went back to the pod as ${dst} → ${pod} (${toPod.firstReply?.ref.text ?? "reply seen"}).`
+      : ` None of the replies is seen going back to the pod (${pod}): they reached the node and stopped there (conntrack, a policy, or a capture filter).`;
+    return {
+      id: "masq/wire-node-source",
+      severity: "info",
+      title: `The pod address ${pod} leaves toward ${dst} as the node address ${node}, and replies come back`,
+      subject,
+      explanation:
+        `${head} Masquerade is applied; the far side answered the node address (${o.firstReply?.ref.text ?? "reply seen"}).` +
+        delivered +
+        " After a masquerade fix this is the healthy sign; record this line in the change record." +
+        table,
+      evidence,
+      next: [],
+    };
+  }
+  return {
+    id: "masq/reply-missing",
+    severity: "error",
+    title: `The pod address ${pod} leaves toward ${dst} as the node address ${node}, and no reply returns`,
+    subject,
+    explanation:
+      `${head} Masquerade did its job; no reply came back to the node address. ` +
+      `That is a routing or firewall problem on the far side (a route back to the node range, an allowlist), not masquerade.` +
+      table,
+    evidence,
+    next: [
+      `tcpdump -ni any host ${dst}   # on the far side: does ${node} arrive, does a reply leave?`,
+      "check remote/*.yaml: routesBack and allowlists must include the node range",
+    ],
+  };
 }
