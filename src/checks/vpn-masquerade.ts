@@ -34,6 +34,8 @@ export function masqueradeOf(dump: IptablesDump | undefined, p: PacketOut): Masq
     origin: "forwarded",
     inIface: p.inIface ?? "tun0",
     outIface: p.outIface,
+    // the question is about a packet the pod forwards: it is not addressed to the pod
+    dstLocal: false,
   });
   switch (trace.decision) {
     case "masquerade":

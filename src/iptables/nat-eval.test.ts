@@ -5,7 +5,7 @@ import fc from "fast-check";
 import { formatIp, type Ip, parseCidr, parseIp } from "../net/cidr.ts";
 import type { IptablesDump } from "./dump.ts";
 import { compileNat } from "./nat-eval.ts";
-import type { Flow, NatContext, NatTrace } from "./nat-trace.ts";
+import type { AddressFact, Flow, NatContext, NatTrace } from "./nat-trace.ts";
 import { parseIptablesSave } from "./save-parser.ts";
 
 const fixture = (name: string) =>
@@ -23,6 +23,14 @@ const flow = (src: string, dst: string, more: Partial<Flow> = {}): Flow => ({
   origin: "pod",
   ...more,
 });
+/** Each branch: what it takes, its decision, its source, and where it ends. */
+const forks = (t: NatTrace) =>
+  (t.branches ?? []).map((b) => [
+    (b.trace.assumptions ?? []).map((a) => `${a.holds ? "" : "not: "}${a.fact}`).join(" & "),
+    b.trace.decision,
+    ipText(b.trace.sourceOut?.ip),
+    b.trace.delivery,
+  ]);
 const kinds = (t: NatTrace) =>
   t.steps.map((s) => `${s.kind} ${s.chain}${s.ruleIndex ? `#${s.ruleIndex}` : ""}`);
 
@@ -30,6 +38,9 @@ const DPV2 = "gke-dpv2-1.29_iptables-S-nat_IP-MASQ-default-snat_cilium.txt";
 const KUBENET = "gke-legacy-kubenet_iptables-S-nat_kube-proxy_kubenet-snat.txt";
 const ISSUE = "k8s-issue-64212_gke-1.10_IP-MASQ-plus-IP-MASQ-AGENT_grep.txt";
 const KUBEADM = "kubeadm-docker_k8s-pr-75893_iptables-save-nat-header.txt";
+
+/** A node whose address list is known (the semantics tests are not about unknown addresses). */
+const NODE: NatContext = { localAddresses: [ip("10.128.0.2")] };
 
 const gkeNode: NatContext = {
   localAddresses: [ip("10.128.0.20"), ip("169.254.123.1"), ip("169.254.4.6")],
@@ -90,15 +101,35 @@ describe("compileNat on GKE Dataplane V2 (node-startup IP-MASQ)", () => {
     assert.ok(kinds(t).includes("enter INPUT"));
   });
 
-  it("cannot decide addrtype LOCAL without the node's addresses, and cites the jump rule", () => {
+  it("follows both outcomes of addrtype LOCAL without the node's addresses, citing the jump rule", () => {
     const bare = compileNat(load(DPV2));
     const t = bare.evaluate(flow("10.28.0.7", "142.250.1.1"));
-    assert.equal(t.decision, "cannot-decide");
-    assert.equal(t.undecided?.chain, "POSTROUTING");
-    assert.equal(t.undecided?.ruleIndex, 2);
-    assert.equal(t.undecided?.rule.line, 21);
-    assert.match(t.undecided?.reason ?? "", /local addresses are not known/);
+    assert.equal(t.decision, "branches");
     assert.equal(t.sourceOut, undefined);
+    assert.deepEqual(forks(t), [
+      ["142.250.1.1 is one of the node's own addresses", "keep", "10.28.0.7", "local"],
+      ["not: 142.250.1.1 is one of the node's own addresses", "masquerade", undefined, "forward"],
+    ]);
+    // the routing decision and POSTROUTING rule 2 ask the same fact: one fork, not two
+    const asked = t.branches!.flatMap((b) => b.trace.assumptions ?? []);
+    assert.equal(asked.length, 2);
+    const masq = t.branches![1]!.trace;
+    assert.ok(masq.steps.some((x) => x.chain === "POSTROUTING" && x.source.line === 21));
+  });
+
+  it("decides addrtype LOCAL from a fact of other evidence, and says which", () => {
+    const site: AddressFact = {
+      cidr: parseCidr("142.250.0.0/16"),
+      local: false,
+      source: { file: "remote/web.yaml", line: 3 },
+      what: "the site web's prefix",
+    };
+    const t = compileNat(load(DPV2), { addressFacts: [site] }).evaluate(
+      flow("10.28.0.7", "142.250.1.1"),
+    );
+    assert.equal(t.decision, "masquerade");
+    assert.equal(t.branches, undefined);
+    assert.deepEqual(t.factsUsed, [site]);
   });
 
   it("treats the node's own traffic like pod traffic in POSTROUTING (no source match on the jump)", () => {
@@ -220,22 +251,28 @@ describe("compileNat on a kube-proxy node (legacy kubenet dump)", () => {
     assert.match(t.decidingRule?.text ?? "", /kubenet: SNAT/);
   });
 
-  it("cannot decide session affinity (`recent --rcheck`), citing that rule", () => {
+  it("answers through session affinity (`recent --rcheck`): both outcomes reach the one endpoint", () => {
     const t = nat.evaluate(flow("10.48.0.6", "10.51.240.1", { dport: 443 }));
-    assert.equal(t.decision, "cannot-decide");
-    assert.equal(t.undecided?.chain, "KUBE-SVC-NPX46M4PTMTKRN6Y");
-    assert.match(t.undecided?.reason ?? "", /match "recent"/);
+    assert.equal(t.decision, "masquerade");
+    assert.equal(t.dstOut?.how, "dnat");
+    const settled = t.unknownButSettled ?? [];
+    assert.equal(settled.length, 1);
+    assert.match(settled[0]!.reason, /match "recent"/);
+    assert.equal(settled[0]!.rule.line, 97);
+    assert.match(settled[0]!.decide.command, /xt_recent\/KUBE-SEP-CXUJ2M5ZPG4H3H7X/);
   });
 
-  it("cannot decide a destination port rule when the flow has no port", () => {
+  it("follows both outcomes of a destination port rule when the flow has no port", () => {
     const t = nat.evaluate({
       src: ip("10.48.0.6"),
       dst: ip("10.51.247.208"),
       proto: "tcp",
       origin: "pod",
     });
-    assert.equal(t.decision, "cannot-decide");
-    assert.match(t.undecided?.reason ?? "", /destination port is not known/);
+    assert.equal(t.decision, "branches");
+    const asked = t.branches!.flatMap((b) => b.trace.assumptions ?? []);
+    assert.ok(asked.some((a) => /destination port is not known/.test(a.reason)));
+    assert.match(asked[0]!.decide.command, /--dest IP:PORT/);
   });
 });
 
@@ -259,13 +296,18 @@ describe("compileNat on the kubeadm/docker header", () => {
     );
     assert.equal(t.decision, "keep");
   });
-  it("cannot decide `! -o docker0` without the outgoing interface", () => {
+  it("follows both outcomes of `! -o docker0` without the outgoing interface", () => {
     const t = nat.evaluate(
       flow("172.17.0.2", "1.1.1.1", { origin: "forwarded", inIface: "docker0" }),
     );
-    assert.equal(t.decision, "cannot-decide");
-    assert.equal(t.undecided?.rule.line, 38);
-    assert.match(t.undecided?.reason ?? "", /outgoing interface is not known/);
+    assert.equal(t.decision, "branches");
+    assert.deepEqual(forks(t), [
+      ["the packet leaves by docker0", "keep", "172.17.0.2", "forward"],
+      ["not: the packet leaves by docker0", "masquerade", undefined, "forward"],
+    ]);
+    const masq = t.branches![1]!.trace;
+    assert.equal(masq.decidingRule?.line, 38);
+    assert.match(masq.assumptions![0]!.reason, /outgoing interface is not known/);
   });
 });
 
@@ -280,7 +322,7 @@ describe("compileNat semantics", () => {
       "-A A -j SNAT --to-source 9.9.9.9",
       "-A B -j RETURN",
     ]);
-    const t = compileNat(d).evaluate(flow("10.0.0.1", "1.1.1.1"));
+    const t = compileNat(d, NODE).evaluate(flow("10.0.0.1", "1.1.1.1"));
     assert.equal(t.decision, "masquerade");
     assert.deepEqual(kinds(t).slice(2), [
       "enter POSTROUTING",
@@ -295,7 +337,7 @@ describe("compileNat semantics", () => {
     const d = spec([
       "-A POSTROUTING -s 10.0.0.0/8 -j SNAT --to-source 100.64.0.1-100.64.0.4:1024-2048",
     ]);
-    const t = compileNat(d).evaluate(flow("10.0.0.1", "1.1.1.1"));
+    const t = compileNat(d, NODE).evaluate(flow("10.0.0.1", "1.1.1.1"));
     assert.equal(t.decision, "snat");
     assert.equal(ipText(t.sourceOut?.ip), "100.64.0.1");
     assert.equal(ipText(t.sourceOut?.rangeEnd), "100.64.0.4");
@@ -310,7 +352,7 @@ describe("compileNat semantics", () => {
       "-A POSTROUTING ! -p tcp -j RETURN",
       "-A POSTROUTING -j MASQUERADE",
     ]);
-    const nat = compileNat(d);
+    const nat = compileNat(d, NODE);
     assert.equal(nat.evaluate(flow("192.168.0.1", "1.1.1.1")).decision, "keep");
     assert.equal(nat.evaluate(flow("10.0.0.1", "1.1.1.1", { dport: 80 })).decision, "keep");
     assert.equal(nat.evaluate(flow("10.0.0.1", "1.1.1.1")).decision, "keep");
@@ -333,14 +375,14 @@ describe("compileNat semantics", () => {
       "-A KUBE-POSTROUTING -m mark --mark 0x4000/0x4000 -j SNAT --to-source 1.1.1.1",
       "-A KUBE-POSTROUTING -j MASQUERADE --random-fully",
     ]);
-    const nat = compileNat(d);
+    const nat = compileNat(d, NODE);
     const marked = nat.evaluate(flow("10.0.0.1", "10.96.0.1"));
     assert.equal(marked.decision, "masquerade");
     assert.ok(kinds(marked).includes("mark KUBE-POSTROUTING#2"));
     assert.equal(nat.evaluate(flow("10.0.0.1", "10.96.0.2")).decision, "keep");
   });
 
-  it("cannot decide a mark match when mangle rules may have marked the packet, unless the mark is given", () => {
+  it("follows both outcomes of a mark match when mangle rules may have marked the packet, unless the mark is given", () => {
     const text = [
       "*mangle",
       ":PREROUTING ACCEPT [0:0]",
@@ -352,10 +394,24 @@ describe("compileNat semantics", () => {
       "COMMIT",
       "",
     ].join("\n");
-    const nat = compileNat(parseIptablesSave(text, "m.txt").value);
+    const nat = compileNat(parseIptablesSave(text, "m.txt").value, NODE);
     const t = nat.evaluate(flow("10.0.0.1", "1.1.1.1"));
-    assert.equal(t.decision, "cannot-decide");
-    assert.equal(t.undecided?.rule.line, 7);
+    assert.equal(t.decision, "branches");
+    assert.deepEqual(forks(t), [
+      [
+        "the packet's mark has bits 0xffffffff set to 0x1 before nat",
+        "masquerade",
+        undefined,
+        "forward",
+      ],
+      [
+        "not: the packet's mark has bits 0xffffffff set to 0x1 before nat",
+        "keep",
+        "10.0.0.1",
+        "forward",
+      ],
+    ]);
+    assert.equal(t.branches![0]!.trace.assumptions![0]!.rule.line, 7);
     assert.equal(nat.evaluate(flow("10.0.0.1", "1.1.1.1", { mark: 1 })).decision, "masquerade");
     assert.equal(nat.evaluate(flow("10.0.0.1", "1.1.1.1", { mark: 0 })).decision, "keep");
   });
@@ -365,23 +421,40 @@ describe("compileNat semantics", () => {
       "-A POSTROUTING -d 8.8.8.8/32 -m set --match-set X dst -j RETURN",
       "-A POSTROUTING -j MASQUERADE",
     ]);
-    const nat = compileNat(d);
-    assert.equal(nat.evaluate(flow("10.0.0.1", "1.1.1.1")).decision, "masquerade");
+    const nat = compileNat(d, NODE);
+    const sure = nat.evaluate(flow("10.0.0.1", "1.1.1.1"));
+    assert.equal(sure.decision, "masquerade");
+    assert.equal(sure.branches, undefined);
     const t = nat.evaluate(flow("10.0.0.1", "8.8.8.8"));
-    assert.equal(t.decision, "cannot-decide");
-    assert.match(t.undecided?.reason ?? "", /match "set"/);
-    assert.equal(t.undecided?.rule.line, 1);
+    assert.equal(t.decision, "branches");
+    const asked = t.branches![0]!.trace.assumptions![0]!;
+    assert.match(asked.reason, /match "set"/);
+    assert.equal(asked.rule.line, 1);
+    assert.equal(asked.decide.command, "ipset list X   # on the node");
   });
 
-  it("cannot decide an -i rule without the incoming interface, or a jump to a chain not in the dump", () => {
-    const a = compileNat(spec(["-A PREROUTING -i eth1 -j ACCEPT"])).evaluate(
+  it("answers when every outcome of an unknown -i agrees, and says it did not matter", () => {
+    const a = compileNat(spec(["-A PREROUTING -i eth1 -j ACCEPT"]), NODE).evaluate(
       flow("10.0.0.1", "1.1.1.1"),
     );
-    assert.equal(a.decision, "cannot-decide");
-    assert.match(a.undecided?.reason ?? "", /-i eth1/);
-    const b = compileNat(spec(["-A POSTROUTING -j MISSING"])).evaluate(flow("10.0.0.1", "1.1.1.1"));
-    assert.equal(b.decision, "cannot-decide");
-    assert.match(b.undecided?.reason ?? "", /MISSING, which is not in the dump/);
+    assert.equal(a.decision, "keep");
+    assert.equal(a.unknownButSettled?.length, 1);
+    assert.match(a.unknownButSettled![0]!.reason, /-i eth1/);
+    assert.equal(a.unknownButSettled![0]!.fact, "the packet arrives on eth1");
+  });
+
+  it("a jump to a chain not in the dump: the answer if it decides nothing, and the fork where it does", () => {
+    const b = compileNat(
+      spec(["-A POSTROUTING -j MISSING", "-A POSTROUTING -j MASQUERADE"]),
+      NODE,
+    ).evaluate(flow("10.0.0.1", "1.1.1.1"));
+    assert.equal(b.decision, "branches");
+    const passes = b.branches!.find((x) => x.trace.decision !== "cannot-decide")?.trace;
+    const decides = b.branches!.find((x) => x.trace.decision === "cannot-decide")?.trace;
+    assert.equal(passes?.decision, "masquerade");
+    assert.equal(decides?.decision, "cannot-decide");
+    assert.match(decides?.undecided?.reason ?? "", /MISSING, which is not in the dump/);
+    assert.match(passes!.assumptions![0]!.fact, /chain MISSING .* lets this packet through/);
   });
 
   it("matches interface wildcards and knows -i is empty in POSTROUTING", () => {
@@ -392,7 +465,7 @@ describe("compileNat semantics", () => {
       "-A X -o veth+ -j RETURN",
       "-A X -j MASQUERADE",
     ]);
-    const nat = compileNat(d);
+    const nat = compileNat(d, NODE);
     assert.equal(
       nat.evaluate(flow("10.0.0.1", "1.1.1.1", { outIface: "veth1234" })).decision,
       "keep",
@@ -408,7 +481,7 @@ describe("compileNat semantics", () => {
       "-A POSTROUTING -m statistic --mode random --probability 0.25 -j SNAT --to-source 1.1.1.1",
       "-A POSTROUTING -m statistic --mode nth --every 3 --packet 0 -j SNAT --to-source 2.2.2.2",
     ]);
-    const t = compileNat(d).evaluate(flow("10.0.0.1", "8.8.8.8"));
+    const t = compileNat(d, NODE).evaluate(flow("10.0.0.1", "8.8.8.8"));
     assert.equal(t.decision, "branches");
     const got = t.branches!.map((b) => [
       Math.round(b.probability * 1000) / 1000,
@@ -427,11 +500,12 @@ describe("compileNat semantics", () => {
 
   it("DROP in nat ends as dropped; ACCEPT ends the hook without NAT", () => {
     assert.equal(
-      compileNat(spec(["-A PREROUTING -j DROP"])).evaluate(flow("10.0.0.1", "1.1.1.1")).decision,
+      compileNat(spec(["-A PREROUTING -j DROP"]), NODE).evaluate(flow("10.0.0.1", "1.1.1.1"))
+        .decision,
       "dropped",
     );
     assert.equal(
-      compileNat(spec(["-A POSTROUTING -j ACCEPT", "-A POSTROUTING -j MASQUERADE"])).evaluate(
+      compileNat(spec(["-A POSTROUTING -j ACCEPT", "-A POSTROUTING -j MASQUERADE"]), NODE).evaluate(
         flow("10.0.0.1", "1.1.1.1"),
       ).decision,
       "keep",
@@ -439,7 +513,7 @@ describe("compileNat semantics", () => {
   });
 
   it("REDIRECT in OUTPUT goes to loopback; DNAT to a range cannot be decided", () => {
-    const t = compileNat(spec(["-A OUTPUT -p tcp -j REDIRECT --to-ports 15001"])).evaluate(
+    const t = compileNat(spec(["-A OUTPUT -p tcp -j REDIRECT --to-ports 15001"]), NODE).evaluate(
       flow("10.0.0.1", "1.1.1.1", { origin: "host" }),
     );
     assert.equal(ipText(t.dstOut?.ip), "127.0.0.1");
@@ -452,7 +526,7 @@ describe("compileNat semantics", () => {
   });
 
   it("rejects a flow of the other address family with a reason", () => {
-    const t = compileNat(spec(["-A POSTROUTING -j MASQUERADE"])).evaluate(
+    const t = compileNat(spec(["-A POSTROUTING -j MASQUERADE"]), NODE).evaluate(
       flow("fd00::1", "fd00::2"),
     );
     assert.equal(t.decision, "cannot-decide");

@@ -12,12 +12,18 @@ import type { Chain, IptablesDump, Rule, Target } from "./dump.ts";
 import {
   type AddressKnowledge,
   addressKnowledge,
+  assumed,
   compileRulePreds,
+  isLocalAddress,
+  localFactText,
+  localKey,
   normalizeProto,
   type PacketState,
   type Pred,
+  type Taken,
 } from "./nat-match.ts";
 import type {
+  Decider,
   DstOut,
   Flow,
   NatBranch,
@@ -29,6 +35,7 @@ import type {
   NatTrace,
   SourceOut,
   Undecided,
+  UnknownFact,
 } from "./nat-trace.ts";
 import { ruleCount } from "./saved-chain.ts";
 
@@ -61,6 +68,8 @@ interface CChain {
   readonly src: readonly Rule[];
   /** Compiled on first visit (most of a kube-proxy table is never reached by a given flow). */
   readonly rules: (CRule | undefined)[];
+  /** The file may not show every rule of this chain (an excerpt). */
+  readonly partial: boolean;
   /** For indexed chains: for each rule position, the run it belongs to (-1: none). */
   runOf?: Int32Array;
   runs?: Run[];
@@ -142,13 +151,15 @@ export function compileNat(dump: IptablesDump, ctx: NatContext = {}): NatEvaluat
   const family = dump.family;
   const table = dump.tables.get("nat");
   const ifaceAddrs = (ctx.interfaces ?? []).flatMap((i) => i.addresses ?? []);
-  const knowledge = addressKnowledge(ctx.localAddresses, ifaceAddrs);
+  const knowledge = addressKnowledge(ctx.localAddresses, ifaceAddrs, ctx.addressFacts);
   const chains = new Map<string, CChain>();
   const tableRef: SourceRef = table?.source ?? {
     file: dump.file,
     line: 0,
     text: "(nat table not in the dump)",
   };
+  // in an excerpt, a hook chain it does not show is unknown, not empty
+  const excerpt = dump.excerpt !== undefined;
   for (const name of ["PREROUTING", "INPUT", "OUTPUT", "POSTROUTING"]) {
     if (!table?.chains.has(name)) {
       chains.set(name, {
@@ -158,6 +169,7 @@ export function compileNat(dump: IptablesDump, ctx: NatContext = {}): NatEvaluat
         ref: tableRef,
         src: [],
         rules: [],
+        partial: excerpt,
       });
     }
   }
@@ -168,6 +180,7 @@ export function compileNat(dump: IptablesDump, ctx: NatContext = {}): NatEvaluat
     ref: c.declared ?? tableRef,
     src: c.rules,
     rules: new Array<CRule | undefined>(c.rules.length),
+    partial: c.partial === true,
   });
   // the big chains are indexed now; the rest are compiled when a flow first reaches them (a
   // kube-proxy table has tens of thousands of chains of one or two rules)
@@ -211,7 +224,7 @@ export function compileNat(dump: IptablesDump, ctx: NatContext = {}): NatEvaluat
     chainNamed,
     knowledge,
     marksMayBePreset,
-    table === undefined,
+    table === undefined && !excerpt,
   );
   return { evaluate: (flow) => engine.evaluate(flow) };
 }
@@ -285,6 +298,9 @@ function evalPreds(preds: readonly Pred[], s: PacketState): number {
   let undecided = false;
   let branch = false;
   let reason = "";
+  let key: unknown;
+  let fact = "";
+  let decide: Decider | undefined;
   let p = 1;
   let note = "";
   for (let i = 0; i < preds.length; i++) {
@@ -293,6 +309,9 @@ function evalPreds(preds: readonly Pred[], s: PacketState): number {
     if (v === UNDECIDED && !undecided) {
       undecided = true;
       reason = s.reason;
+      key = s.unknownKey;
+      fact = s.unknownFact;
+      decide = s.unknownDecide;
     } else if (v === BRANCH) {
       branch = true;
       p *= s.branchP;
@@ -301,6 +320,9 @@ function evalPreds(preds: readonly Pred[], s: PacketState): number {
   }
   if (undecided) {
     s.reason = reason;
+    s.unknownKey = key;
+    s.unknownFact = fact;
+    s.unknownDecide = decide;
     return UNDECIDED;
   }
   if (branch) {
@@ -332,6 +354,13 @@ function cloneState(s: PacketState): PacketState {
     reason: s.reason,
     branchP: s.branchP,
     branchNote: s.branchNote,
+    // both are replaced, never changed in place: sharing them is safe
+    premise: s.premise,
+    taken: s.taken,
+    factsUsed: s.factsUsed,
+    unknownKey: undefined,
+    unknownFact: "",
+    unknownDecide: undefined,
   };
 }
 
@@ -428,6 +457,13 @@ class Engine {
       reason: "",
       branchP: 1,
       branchNote: "",
+      premise:
+        flow.dstLocal === undefined ? undefined : { addr: flow.dst.value, local: flow.dstLocal },
+      taken: undefined,
+      factsUsed: undefined,
+      unknownKey: undefined,
+      unknownFact: "",
+      unknownDecide: undefined,
     };
     this.walks = 1;
     const first: Hook = host ? "OUTPUT" : "PREROUTING";
@@ -441,18 +477,35 @@ class Engine {
     };
     const ends1 = this.runHook(w0, first);
     const finals: HookEnd[] = [];
+    const between: HookEnd[] = [];
     for (const e of ends1) {
-      if (e.kind === "drop" || e.kind === "undecided") {
-        finals.push(e);
-        continue;
-      }
-      const w = e.w;
+      if (e.kind === "drop" || e.kind === "undecided") finals.push(e);
+      else between.push(e);
+    }
+    while (between.length > 0) {
+      const w = between.shift()!.w;
       let second: Hook = "POSTROUTING";
       if (!host) {
-        const local = this.isLocal(w.st.dst);
-        if (local === true) second = "INPUT";
-        else if (local === undefined && !notes.includes(ASSUMED_NOT_LOCAL))
-          notes.push(ASSUMED_NOT_LOCAL);
+        // the routing decision: a destination that is the node's own is delivered (nat INPUT)
+        const st = w.st;
+        let local = this.isLocal(st);
+        if (local === undefined) {
+          if (this.walks >= this.maxBranches) {
+            finals.push(this.tooMany(w));
+            continue;
+          }
+          const other = this.forkWalk(w, {
+            key: localKey(family, st.dst),
+            fact: localFactText(family, st.dst),
+            reason:
+              "routing: whether the destination is the node's own address decides between local delivery and forwarding",
+            rule: w.hook.ref,
+            decide: { command: "ip -o addr   # on the node" },
+          });
+          between.push({ w: other, kind: "accept", ref: w.hook.ref });
+          local = true;
+        }
+        if (local) second = "INPUT";
         w.st.inIface = second === "INPUT" ? flow.inIface : "";
         w.st.outIface = second === "INPUT" ? "" : flow.outIface;
       }
@@ -489,15 +542,45 @@ class Engine {
     return cr;
   }
 
-  private isLocal(dst: bigint): boolean | undefined {
+  /** Is the destination the node's own: from its addresses, a fact, or what the walk took. */
+  private isLocal(st: PacketState): boolean | undefined {
     const family = this.dump.family;
-    if (family === 4 && dst >= 0x7f000000n && dst <= 0x7fffffffn) return true;
-    if (family === 6 && dst === 1n) return true;
-    if (!this.knowledge.localKnown) return undefined;
-    for (const r of this.knowledge.local) {
-      if (r.family === family && dst >= r.start && dst <= r.end) return true;
-    }
-    return false;
+    return (
+      isLocalAddress(st.dst, family, this.knowledge, st) ?? assumed(st, localKey(family, st.dst))
+    );
+  }
+
+  /**
+   * Follows both outcomes of an unknown fact: `w` goes on taking it as true, the returned copy
+   * (not yet scheduled) as false.
+   */
+  private forkWalk(w: Walk, u: UnknownFact & { readonly key: unknown }): Walk {
+    this.walks++;
+    const base: UnknownFact = { fact: u.fact, rule: u.rule, reason: u.reason, decide: u.decide };
+    const other: Walk = {
+      st: cloneState(w.st),
+      frames: cloneFrames(w.frames),
+      hook: w.hook,
+      hookName: w.hookName,
+      steps: w.steps,
+      prob: w.prob,
+    };
+    const take = (x: Walk, holds: boolean) => {
+      const t: Taken = { key: u.key, assumption: { ...base, holds } };
+      x.st.taken = x.st.taken === undefined ? [t] : [...x.st.taken, t];
+    };
+    take(w, true);
+    take(other, false);
+    const chain = w.frames[w.frames.length - 1]?.chain ?? w.hook;
+    const index = u.rule.line === chain.ref.line ? 0 : this.ruleIndexAt(chain, u.rule);
+    this.step(w, "branch", chain, index, u.rule, `if ${u.fact} (not known: ${u.reason})`);
+    this.step(other, "branch", chain, index, u.rule, `if not: ${u.fact} (not known: ${u.reason})`);
+    return other;
+  }
+
+  private ruleIndexAt(c: CChain, ref: SourceRef): number {
+    for (const r of c.rules) if (r && r.source === ref) return r.index;
+    return 0;
   }
 
   private tooMany(w: Walk): HookEnd {
@@ -584,6 +667,30 @@ class Engine {
         return;
       }
       const c = f.chain;
+      if (c.partial && f.pos === 0 && !this.partialSeen(w, c)) {
+        // an excerpt: rules it does not show may come before, between or after those it shows
+        if (this.walks >= this.maxBranches) {
+          out.push(this.tooMany(w));
+          return;
+        }
+        const other = this.forkWalk(w, {
+          key: `complete:${c.name}`,
+          fact: `${this.dump.file} shows every rule of ${c.name}`,
+          reason: `${this.dump.file} is an excerpt${this.excerptWhy()}: rules of ${c.name} it does not show may decide first`,
+          rule: c.ref,
+          decide: {
+            file: this.dump.file,
+            command: `iptables-save -t nat   # on the node: the whole table, not an excerpt`,
+          },
+        });
+        this.undecided(
+          other,
+          out,
+          c,
+          undefined,
+          `the rules of ${c.name} that ${this.dump.file} does not show`,
+        );
+      }
       const idx = nextCandidate(c, f.pos, s.dst);
       if (idx >= c.src.length) {
         w.frames.pop();
@@ -609,8 +716,22 @@ class Engine {
       const v = evalPreds(cr.preds, s);
       if (v === NO) continue;
       if (v === UNDECIDED) {
-        this.undecided(w, out, c, cr, s.reason);
-        return;
+        const key = s.unknownKey;
+        if (key === undefined || assumed(s, key) !== undefined || this.walks >= this.maxBranches) {
+          this.undecided(w, out, c, cr, s.reason);
+          return;
+        }
+        // follow both outcomes of the fact; each walk then reads this rule again under it
+        f.pos = idx;
+        const other = this.forkWalk(w, {
+          key,
+          fact: s.unknownFact,
+          reason: s.reason,
+          rule: cr.source,
+          decide: s.unknownDecide ?? { command: "iptables-save   # on the node" },
+        });
+        pending.push(other);
+        continue;
       }
       if (v === BRANCH) {
         const p = s.branchP;
@@ -665,14 +786,32 @@ class Engine {
     out.push({ w, kind: policy === "DROP" ? "drop" : "accept", ref: h.ref });
   }
 
-  private undecided(w: Walk, out: HookEnd[], c: CChain, cr: CRule, reason: string): void {
-    this.step(w, "cannot-decide", c, cr.index, cr.source, reason);
+  private undecided(
+    w: Walk,
+    out: HookEnd[],
+    c: CChain,
+    cr: CRule | undefined,
+    reason: string,
+  ): void {
+    const index = cr?.index ?? 0;
+    const ref = cr?.source ?? c.ref;
+    this.step(w, "cannot-decide", c, index, ref, reason);
     out.push({
       w,
       kind: "undecided",
-      ref: cr.source,
-      undecided: { chain: c.name, ruleIndex: cr.index, rule: cr.source, reason },
+      ref,
+      undecided: { chain: c.name, ruleIndex: index, rule: ref, reason },
     });
+  }
+
+  /** Has this walk already taken a side on the completeness of partial chain `c`? */
+  private partialSeen(w: Walk, c: CChain): boolean {
+    return assumed(w.st, `complete:${c.name}`) !== undefined;
+  }
+
+  private excerptWhy(): string {
+    const r = this.dump.excerpt?.reasons;
+    return r && r.length > 0 ? ` (${r.join("; ")})` : "";
   }
 
   /** Applies a matched rule's target. Returns false when the walk has ended. */
@@ -686,13 +825,31 @@ class Engine {
       case "chain": {
         const to = cr.jump;
         if (!to) {
-          this.undecided(
-            w,
-            out,
-            c,
-            cr,
-            `${t.goto ? "goto" : "jump"} to chain ${t.name}, which is not in the dump`,
-          );
+          const key = `chain:${t.name}`;
+          const taken = assumed(s, key);
+          if (taken === true) {
+            // taken as deciding nothing: the packet comes back as from a RETURN (a goto ends the
+            // calling chain too)
+            if (t.goto) w.frames.pop();
+            return true;
+          }
+          const reason = `${t.goto ? "goto" : "jump"} to chain ${t.name}, which is not in the dump`;
+          if (taken === undefined && this.walks < this.maxBranches) {
+            const other = this.forkWalk(w, {
+              key,
+              fact: `chain ${t.name} (not in ${this.dump.file}) lets this packet through without deciding`,
+              reason,
+              rule: cr.source,
+              decide: {
+                file: this.dump.file,
+                command: `iptables-save -t nat   # on the node: chain ${t.name}`,
+              },
+            });
+            this.undecided(other, out, c, cr, reason);
+            if (t.goto) w.frames.pop();
+            return true;
+          }
+          this.undecided(w, out, c, cr, reason);
           return false;
         }
         if (w.frames.length >= MAX_DEPTH) {
@@ -1061,6 +1218,10 @@ class Engine {
               ? "redirect"
               : "dnat",
     };
+    const extra = {
+      ...(s.taken ? { assumptions: s.taken.map((t) => t.assumption) } : {}),
+      ...(s.factsUsed ? { factsUsed: s.factsUsed } : {}),
+    };
     if (e.kind === "undecided") {
       return {
         flow,
@@ -1069,10 +1230,11 @@ class Engine {
         dstOut,
         undecided: e.undecided!,
         notes,
+        ...extra,
       };
     }
     if (e.kind === "drop") {
-      return { flow, steps, decision: "dropped", dstOut, decidingRule: e.ref, notes };
+      return { flow, steps, decision: "dropped", dstOut, decidingRule: e.ref, notes, ...extra };
     }
     const { decision, out } = this.sourceOut(flow, e);
     return {
@@ -1083,6 +1245,8 @@ class Engine {
       dstOut,
       decidingRule: e.ref,
       notes,
+      delivery: e.w.hookName === "INPUT" ? "local" : "forward",
+      ...extra,
     };
   }
 
@@ -1091,6 +1255,30 @@ class Engine {
       probability: finals[i]!.w.prob,
       trace,
     }));
+    const forked = traces.some((t) => t.assumptions !== undefined);
+    if (forked) {
+      const key0 = outcomeKey(traces[0]!);
+      if (key0 !== undefined && traces.every((t) => outcomeKey(t) === key0)) {
+        // every outcome of the unknown facts leads to the same answer: it holds without them
+        const settled = new Map<string, UnknownFact>();
+        for (const t of traces) {
+          for (const a of t.assumptions ?? []) {
+            const k = `${a.fact}|${a.rule.file}:${a.rule.line}`;
+            if (!settled.has(k))
+              settled.set(k, { fact: a.fact, rule: a.rule, reason: a.reason, decide: a.decide });
+          }
+        }
+        const first = traces[0]!;
+        const factsUsed = [...new Set(traces.flatMap((t) => t.factsUsed ?? []))];
+        const { assumptions: _a, ...rest } = first;
+        return {
+          ...rest,
+          unknownButSettled: [...settled.values()],
+          ...(factsUsed.length > 0 ? { factsUsed } : {}),
+          branches,
+        };
+      }
+    }
     let prefix = traces[0]!.steps.length;
     for (const t of traces) {
       let k = 0;
@@ -1115,8 +1303,35 @@ class Engine {
   }
 }
 
-const ASSUMED_NOT_LOCAL =
-  "the node's local addresses were not given: the destination was taken as not local (POSTROUTING, not INPUT)";
+/**
+ * What an answer is, for comparing the outcomes of unknown facts: the decision, the source and
+ * destination it leaves with, where it ends, and the rule that decided (for a kept source, the
+ * RETURN that skipped the translation). Undefined for an undecided trace (never the same answer).
+ */
+function outcomeKey(t: NatTrace): string | undefined {
+  if (t.decision === "cannot-decide" || t.decision === "branches") return undefined;
+  let rule = t.decidingRule;
+  if (t.decision === "keep") {
+    for (let i = t.steps.length - 1; i >= 0; i--) {
+      const st = t.steps[i]!;
+      if (st.kind === "return" && st.ruleIndex > 0) {
+        rule = st.source;
+        break;
+      }
+    }
+  }
+  const src = t.sourceOut;
+  return [
+    t.decision,
+    t.delivery ?? "",
+    src?.how ?? "",
+    src?.ip?.value ?? "",
+    src?.rangeEnd?.value ?? "",
+    t.dstOut?.ip.value ?? "",
+    t.dstOut?.port ?? "",
+    rule ? `${rule.file}:${rule.line}` : "",
+  ].join("|");
+}
 
 function dnatNote(kind: string, family: Family, dst: bigint, dport: number | undefined): string {
   return `${kind}: destination becomes ${fmt(family, dst)}${dport !== undefined ? ` port ${dport}` : ""}`;

@@ -4,8 +4,15 @@
  * reason). Address blocks become bigint bounds once, at compile time.
  */
 import type { Cidr, Family, Ip } from "../net/cidr.ts";
-import type { AddrMatch, IfaceMatch, Match, PortsSpec, Rule, TypeSet } from "./dump.ts";
-import type { CtState } from "./nat-trace.ts";
+import { formatIp } from "../net/cidr.ts";
+import type { AddrMatch, HiddenPart, IfaceMatch, Match, PortsSpec, Rule, TypeSet } from "./dump.ts";
+import type { AddressFact, Assumption, CtState, Decider } from "./nat-trace.ts";
+
+/** An unknown fact taken one way on a walk, under the key its predicates ask for it by. */
+export interface Taken {
+  readonly key: unknown;
+  readonly assumption: Assumption;
+}
 
 /** The packet as the evaluator tracks it through the hooks. */
 export interface PacketState {
@@ -32,7 +39,47 @@ export interface PacketState {
   /** Set by a statistic predicate that answers BRANCH. */
   branchP: number;
   branchNote: string;
+  /** The flow's own word on its destination: that address, and whether it is the node's. */
+  premise: { readonly addr: bigint; readonly local: boolean } | undefined;
+  /** Unknown facts taken one way on this walk; undefined while none is. */
+  taken: Taken[] | undefined;
+  /** Facts from other evidence that decided a match on this walk; undefined while none did. */
+  factsUsed: AddressFact[] | undefined;
+  /** Set with `reason` by a predicate that answers UNDECIDED: the fact to follow both ways. */
+  unknownKey: unknown;
+  unknownFact: string;
+  unknownDecide: Decider | undefined;
 }
+
+/** The value this walk took for an unknown fact, or undefined when it has not taken one. */
+export function assumed(s: PacketState, key: unknown): boolean | undefined {
+  const t = s.taken;
+  if (t === undefined) return undefined;
+  for (let i = 0; i < t.length; i++) if (t[i]!.key === key) return t[i]!.assumption.holds;
+  return undefined;
+}
+
+/** Answers UNDECIDED, naming the fact that would decide it (the evaluator follows both ways). */
+function unknown(
+  s: PacketState,
+  key: unknown,
+  fact: string,
+  reason: string,
+  decide: Decider,
+): Verdict {
+  s.reason = reason;
+  s.unknownKey = key;
+  s.unknownFact = fact;
+  s.unknownDecide = decide;
+  return UNDECIDED;
+}
+
+const DECIDE_LOCAL: Decider = { command: "ip -o addr   # on the node" };
+const DECIDE_MARK: Decider = {
+  command:
+    "iptables-save -t mangle; iptables-save -t raw   # on the node: the rules that set the mark",
+};
+const DECIDE_RULES: Decider = { command: "iptables-save   # on the node" };
 
 export const NO = 0;
 export const YES = 1;
@@ -44,9 +91,52 @@ export type Pred = (s: PacketState) => Verdict;
 
 /** How the compiler learns address types: the node's own addresses and subnet broadcasts. */
 export interface AddressKnowledge {
+  /** True when the node's whole address list is known (`ip addr`). */
   readonly localKnown: boolean;
   readonly local: readonly { start: bigint; end: bigint; family: Family }[];
   readonly broadcast: readonly Ip[];
+  /** Facts from other evidence, consulted when the whole list is not known. */
+  readonly facts: readonly AddressFact[];
+}
+
+/**
+ * Is the address the node's own? true/false when the address list or a fact says (the fact is
+ * recorded on the walk), undefined when nothing does.
+ */
+export function isLocalAddress(
+  addr: bigint,
+  family: Family,
+  k: AddressKnowledge,
+  s: PacketState | undefined,
+): boolean | undefined {
+  if (family === 4 && addr >= V4_LOOPBACK.start && addr <= V4_LOOPBACK.end) return true;
+  if (family === 6 && addr === 1n) return true;
+  if (s?.premise !== undefined && s.premise.addr === addr) return s.premise.local;
+  if (k.localKnown) {
+    for (const r of k.local)
+      if (r.family === family && addr >= r.start && addr <= r.end) return true;
+    return false;
+  }
+  for (const f of k.facts) {
+    if (f.cidr.family === family && addr >= f.cidr.start && addr <= f.cidr.end) {
+      if (s !== undefined) {
+        if (s.factsUsed === undefined) s.factsUsed = [f];
+        else if (!s.factsUsed.includes(f)) s.factsUsed = [...s.factsUsed, f];
+      }
+      return f.local;
+    }
+  }
+  return undefined;
+}
+
+/** The key under which "ADDR is one of the node's own addresses" is taken on a walk. */
+export function localKey(family: Family, addr: bigint): string {
+  return `local:${family}:${addr}`;
+}
+
+/** "10.20.30.40 is one of the node's own addresses", for an unknown fact. */
+export function localFactText(family: Family, addr: bigint): string {
+  return `${formatIp({ family, value: addr })} is one of the node's own addresses`;
 }
 
 const V4_LOOPBACK = { start: 0x7f000000n, end: 0x7fffffffn };
@@ -65,7 +155,16 @@ const ROUTE_TYPES = new Set([
   "XRESOLVE",
 ]);
 
-function classify(addr: bigint, family: Family, k: AddressKnowledge): string | undefined {
+/**
+ * The address type, as addrtype reads it. Without the node's address list: LOCAL or UNICAST from
+ * a fact or from what the walk has taken for it; undefined when neither says.
+ */
+function classify(
+  addr: bigint,
+  family: Family,
+  k: AddressKnowledge,
+  s: PacketState,
+): string | undefined {
   if (family === 4) {
     if (addr >= V4_LOOPBACK.start && addr <= V4_LOOPBACK.end) return "LOCAL";
     if (addr >= V4_MULTICAST.start && addr <= V4_MULTICAST.end) return "MULTICAST";
@@ -74,7 +173,12 @@ function classify(addr: bigint, family: Family, k: AddressKnowledge): string | u
     if (addr === 1n) return "LOCAL";
     if (addr >= V6_MULTICAST_START) return "MULTICAST";
   }
-  if (!k.localKnown) return undefined;
+  if (!k.localKnown) {
+    const local = isLocalAddress(addr, family, k, s) ?? assumed(s, localKey(family, addr));
+    if (local === undefined) return undefined;
+    // a subnet broadcast address is never a pod's or a far site's: not local means unicast
+    return local ? "LOCAL" : "UNICAST";
+  }
   for (const r of k.local)
     if (r.family === family && addr >= r.start && addr <= r.end) return "LOCAL";
   for (const b of k.broadcast) if (b.family === family && b.value === addr) return "BROADCAST";
@@ -114,11 +218,25 @@ function ifacePred(m: IfaceMatch, which: "inIface" | "outIface"): Pred {
   const flag = which === "inIface" ? "-i" : "-o";
   const shown = name + (wildcard ? "+" : "");
   const isIn = which === "inIface";
+  const key = `${which}:${shown}`;
+  const fact = `the packet ${isIn ? "arrives on" : "leaves by"} ${wildcard ? `an interface named ${name}*` : name}`;
+  const decide: Decider = {
+    command: isIn
+      ? "ip route get <pod address>   # on the node: the pod's interface"
+      : "ip route get <destination>   # on the node: the interface it leaves by",
+  };
   return (s) => {
     const v = isIn ? s.inIface : s.outIface;
     if (v === undefined) {
-      s.reason = `${negated ? "! " : ""}${flag} ${shown}: the flow's ${which === "inIface" ? "incoming" : "outgoing"} interface is not known`;
-      return UNDECIDED;
+      const a = assumed(s, key);
+      if (a !== undefined) return a !== negated ? YES : NO;
+      return unknown(
+        s,
+        key,
+        fact,
+        `${negated ? "! " : ""}${flag} ${shown}: the flow's ${isIn ? "incoming" : "outgoing"} interface is not known`,
+        decide,
+      );
     }
     const hit = wildcard ? v.startsWith(name) : v === name;
     return hit !== negated ? YES : NO;
@@ -150,21 +268,38 @@ function inRanges(v: number, spec: PortsSpec): boolean {
 }
 
 function portPred(spec: PortsSpec, which: "sport" | "dport" | "either", label: string): Pred {
-  return (s) => {
+  const decide: Decider = { command: "give the flow's port: --dest IP:PORT" };
+  const pred: Pred = (s) => {
     if (which === "either") {
       if (s.sport === undefined || s.dport === undefined) {
-        s.reason = `${label}: the flow's ports are not known`;
-        return UNDECIDED;
+        const a = assumed(s, pred);
+        if (a !== undefined) return a ? YES : NO;
+        return unknown(
+          s,
+          pred,
+          `the flow's ports match ${label}`,
+          `${label}: the flow's ports are not known`,
+          decide,
+        );
       }
       return (inRanges(s.sport, spec) || inRanges(s.dport, spec)) !== spec.negated ? YES : NO;
     }
     const v = which === "sport" ? s.sport : s.dport;
     if (v === undefined) {
-      s.reason = `${label}: the flow's ${which === "sport" ? "source" : "destination"} port is not known`;
-      return UNDECIDED;
+      const a = assumed(s, pred);
+      if (a !== undefined) return a ? YES : NO;
+      const what = which === "sport" ? "source" : "destination";
+      return unknown(
+        s,
+        pred,
+        `the flow's ${what} port matches ${label}`,
+        `${label}: the flow's ${what} port is not known`,
+        decide,
+      );
     }
     return inRanges(v, spec) !== spec.negated ? YES : NO;
   };
+  return pred;
 }
 
 function markPred(value: number, mask: number, negated: boolean, ct: boolean, label: string): Pred {
@@ -173,9 +308,21 @@ function markPred(value: number, mask: number, negated: boolean, ct: boolean, la
     const cur = ct ? s.ctmark : s.mark;
     // a known bit that differs decides; otherwise every masked bit must be known
     if (((cur ^ value) & mask & known) !== 0) return negated ? YES : NO;
-    if ((mask & ~known) !== 0) {
-      s.reason = `${label}: the packet's ${ct ? "connection mark" : "mark"} is not known here (mangle or raw rules may set it; give the flow's mark)`;
-      return UNDECIDED;
+    const unknownBits = (mask & ~known) >>> 0;
+    if (unknownBits !== 0) {
+      // the known bits agree: the match turns on the unknown ones
+      const want = (value & unknownBits) >>> 0;
+      const key = `${ct ? "ctmark" : "mark"}:${unknownBits}:${want}`;
+      const a = assumed(s, key);
+      if (a !== undefined) return a !== negated ? YES : NO;
+      const what = ct ? "connection mark" : "mark";
+      return unknown(
+        s,
+        key,
+        `the packet's ${what} has bits 0x${unknownBits.toString(16)} set to 0x${want.toString(16)} before nat`,
+        `${label}: the packet's ${what} is not known here (mangle or raw rules may set it; give the flow's mark)`,
+        DECIDE_MARK,
+      );
     }
     return ((cur & mask) >>> 0 === (value & mask) >>> 0) !== negated ? YES : NO;
   };
@@ -184,18 +331,32 @@ function markPred(value: number, mask: number, negated: boolean, ct: boolean, la
 function typePred(set: TypeSet, which: "src" | "dst", k: AddressKnowledge, label: string): Pred {
   const types = set.types;
   const routeDependent = types.some((t) => ROUTE_TYPES.has(t));
-  return (s) => {
-    const t = classify(which === "src" ? s.src : s.dst, s.family, k);
+  const pred: Pred = (s) => {
+    const addr = which === "src" ? s.src : s.dst;
+    const t = classify(addr, s.family, k, s);
     if (t === undefined) {
-      s.reason = `${label}: the node's local addresses are not known`;
-      return UNDECIDED;
+      return unknown(
+        s,
+        localKey(s.family, addr),
+        localFactText(s.family, addr),
+        `${label}: the node's local addresses are not known`,
+        DECIDE_LOCAL,
+      );
     }
     if (t === "UNICAST" && routeDependent) {
-      s.reason = `${label}: whether the address is ${types.join("/")} depends on routes podpath does not see`;
-      return UNDECIDED;
+      const a = assumed(s, pred);
+      if (a !== undefined) return a !== set.negated ? YES : NO;
+      return unknown(
+        s,
+        pred,
+        `${formatIp({ family: s.family, value: addr })} is of type ${types.join("/")}`,
+        `${label}: whether the address is ${types.join("/")} depends on routes podpath does not see`,
+        { command: "ip route show table all   # on the node" },
+      );
     }
     return types.includes(t) !== set.negated ? YES : NO;
   };
+  return pred;
 }
 
 function ctstatePred(set: TypeSet): Pred {
@@ -210,23 +371,57 @@ function ctstatePred(set: TypeSet): Pred {
 }
 
 function ctstatusPred(set: TypeSet, label: string): Pred {
-  return (s) => {
+  const pred: Pred = (s) => {
     if (s.ctstate !== "NEW") {
-      s.reason = `${label}: the status bits of an existing connection are not known`;
-      return UNDECIDED;
+      const a = assumed(s, pred);
+      if (a !== undefined) return a ? YES : NO;
+      return unknown(
+        s,
+        pred,
+        `the connection's status matches ${label}`,
+        `${label}: the status bits of an existing connection are not known`,
+        { command: "conntrack -L   # on the node" },
+      );
     }
     // a new, unconfirmed connection has none of EXPECTED, SEEN_REPLY, ASSURED, CONFIRMED
     const hit = set.types.includes("NONE");
     return hit !== set.negated ? YES : NO;
   };
+  return pred;
 }
 
-const undecidable =
-  (reason: string): Pred =>
-  (s) => {
-    s.reason = reason;
-    return UNDECIDED;
+/** A match that state outside the snapshot decides: both outcomes are followed. */
+function undecidable(reason: string, fact: string, decide: Decider = DECIDE_RULES): Pred {
+  const pred: Pred = (s) => {
+    const a = assumed(s, pred);
+    if (a !== undefined) return a ? YES : NO;
+    return unknown(s, pred, fact, reason, decide);
   };
+  return pred;
+}
+
+/** What decides a module's state, by module. */
+function moduleDecider(module: string, m: Match): Decider {
+  const name = m.options.find((o) => o.name === "--match-set" || o.name === "--name")?.values[0];
+  if (module === "set") return { command: `ipset list ${name ?? "<set>"}   # on the node` };
+  if (module === "recent")
+    return { command: `cat /proc/net/xt_recent/${name ?? "DEFAULT"}   # on the node` };
+  if (module === "conntrack" || module === "state" || module === "connlimit")
+    return { command: "conntrack -L   # on the node" };
+  return DECIDE_RULES;
+}
+
+/** A part the listing did not show: both outcomes are followed. */
+function hiddenPred(h: HiddenPart, rule: Rule): Pred {
+  return undecidable(
+    `${h.part} of ${rule.chain} rule ${rule.index} not shown: ${h.why}`,
+    `${rule.chain} rule ${rule.index} (${rule.source.file}:${rule.source.line}) matches on its ${h.part}, which the listing does not show`,
+    {
+      ...(rule.source.file ? { file: rule.source.file } : {}),
+      command: "iptables-save   # on the node",
+    },
+  );
+}
 
 function statisticPred(m: Extract<Match, { kind: "statistic" }>): Pred {
   const p = m.negated ? 1 - m.probability : m.probability;
@@ -262,17 +457,18 @@ function compileMatch(m: Match, k: AddressKnowledge, preds: Pred[]): void {
         ) {
           // --syn: the packet that creates a TCP connection is a SYN
           const neg = o.negated;
-          preds.push((s) => {
-            if (s.ctstate !== "NEW") {
-              s.reason = `${label}: the TCP flags of a packet of an existing connection are not known`;
-              return UNDECIDED;
-            }
-            return neg ? NO : YES;
-          });
+          const unknownFlags = undecidable(
+            `${label}: the TCP flags of a packet of an existing connection are not known`,
+            `the packet's TCP flags match ${label}`,
+          );
+          preds.push((s) => (s.ctstate !== "NEW" ? unknownFlags(s) : neg ? NO : YES));
           continue;
         }
         preds.push(
-          undecidable(`${label}: ${o.name} depends on packet contents podpath does not model`),
+          undecidable(
+            `${label}: ${o.name} depends on packet contents podpath does not model`,
+            `the packet matches ${label}`,
+          ),
         );
       }
       return;
@@ -285,7 +481,11 @@ function compileMatch(m: Match, k: AddressKnowledge, preds: Pred[]): void {
     case "addrtype":
       if (m.limitIfaceIn || m.limitIfaceOut) {
         preds.push(
-          undecidable(`${label}: --limit-iface-in/out needs the per-interface address table`),
+          undecidable(
+            `${label}: --limit-iface-in/out needs the per-interface address table`,
+            `the packet matches ${label}`,
+            { command: "ip -o addr   # on the node" },
+          ),
         );
         return;
       }
@@ -324,7 +524,11 @@ function compileMatch(m: Match, k: AddressKnowledge, preds: Pred[]): void {
         ) {
           continue;
         }
-        preds.push(undecidable(`${label}: ${o.name} is not modelled`));
+        preds.push(
+          undecidable(`${label}: ${o.name} is not modelled`, `the packet matches ${label}`, {
+            command: "conntrack -L   # on the node",
+          }),
+        );
       }
       return;
     case "statistic":
@@ -340,7 +544,11 @@ function compileMatch(m: Match, k: AddressKnowledge, preds: Pred[]): void {
         return; // `recent --set` records the address and always matches
       }
       preds.push(
-        undecidable(`${label}: match "${m.module}" depends on state podpath does not have`),
+        undecidable(
+          `${label}: match "${m.module}" depends on state podpath does not have`,
+          `the packet matches ${label}`,
+          moduleDecider(m.module, m),
+        ),
       );
       return;
     }
@@ -365,6 +573,7 @@ export function compileRulePreds(rule: Rule, family: Family, k: AddressKnowledge
     preds.push(() => (neg ? YES : NO));
   }
   for (const m of rule.matches) compileMatch(m, k, preds);
+  for (const h of rule.hidden ?? []) preds.push(hiddenPred(h, rule));
   void family;
   return preds;
 }
@@ -373,6 +582,7 @@ export function compileRulePreds(rule: Rule, family: Family, k: AddressKnowledge
 export function addressKnowledge(
   local: readonly (Ip | Cidr)[] | undefined,
   interfaceAddrs: readonly { readonly ip: Ip; readonly prefix: number }[],
+  facts: readonly AddressFact[] = [],
 ): AddressKnowledge {
   const ranges = (local ?? []).map((a) =>
     "value" in a
@@ -387,5 +597,10 @@ export function addressKnowledge(
       broadcast.push({ family: 4, value: a.ip.value | host });
     }
   }
-  return { localKnown: local !== undefined || interfaceAddrs.length > 0, local: ranges, broadcast };
+  return {
+    localKnown: local !== undefined || interfaceAddrs.length > 0,
+    local: ranges,
+    broadcast,
+    facts,
+  };
 }

@@ -32,6 +32,12 @@ export interface Flow {
   readonly mark?: number;
   /** Default NEW (the nat table is consulted only for the first packet of a connection). */
   readonly ctstate?: CtState;
+  /**
+   * Whether the destination is the node's own, when the question itself says so (a packet the
+   * node forwards out of an interface is not addressed to it). Absent: from the node's addresses
+   * and the context's facts, else both outcomes are followed.
+   */
+  readonly dstLocal?: boolean;
 }
 
 export interface NodeInterface {
@@ -42,16 +48,58 @@ export interface NodeInterface {
   readonly addresses?: readonly { readonly ip: Ip; readonly prefix: number }[];
 }
 
+/**
+ * A fact about addresses that another piece of evidence states, for matches the rules alone
+ * cannot decide when the node's full address list (`ip addr`) is not in the snapshot: the Node's
+ * InternalIP and the `src` of its routes are its own, a far site's prefixes and pod addresses are
+ * not.
+ */
+export interface AddressFact {
+  readonly cidr: Cidr;
+  /** True: the node owns these addresses (addrtype LOCAL). False: they are not the node's. */
+  readonly local: boolean;
+  readonly source: SourceRef;
+  /** Where the fact comes from, in words: "the Node's InternalIP", "onprem-dc1's prefix". */
+  readonly what: string;
+}
+
+/** What would decide an unknown fact: the snapshot file that holds it and the command. */
+export interface Decider {
+  readonly file?: string;
+  readonly command: string;
+}
+
+/** A fact the evidence does not state; the evaluation follows both of its outcomes. */
+export interface UnknownFact {
+  /** The fact as a statement: "10.20.30.40 is one of the node's own addresses". */
+  readonly fact: string;
+  /** The rule (or chain) whose outcome depends on it. */
+  readonly rule: SourceRef;
+  /** Why it is unknown, as the match reads. */
+  readonly reason: string;
+  readonly decide: Decider;
+}
+
+/** An unknown fact taken one way on one branch of the evaluation. */
+export interface Assumption extends UnknownFact {
+  readonly holds: boolean;
+}
+
 /** What the evaluator knows about the node beyond its rules. */
 export interface NatContext {
-  /** The node's own addresses (addrtype LOCAL). Absent: addrtype LOCAL cannot be decided. */
+  /**
+   * The node's own addresses, complete (addrtype LOCAL), as `ip addr` shows them. Absent: the
+   * evaluator uses {@link addressFacts} and follows both outcomes of what they do not settle.
+   */
   readonly localAddresses?: readonly (Ip | Cidr)[];
+  /** Facts about single addresses or blocks from other evidence, each cited where it is used. */
+  readonly addressFacts?: readonly AddressFact[];
   readonly interfaces?: readonly NodeInterface[];
   /** The Node's InternalIP: MASQUERADE's source when the outgoing interface is not known. */
   readonly nodeInternalIp?: Ip;
   /** Chains with at least this many rules get an index on the destination. Default 16. */
   readonly indexThreshold?: number;
-  /** Give up (cannot-decide) beyond this many statistic branches. Default 512. */
+  /** Give up (cannot-decide) beyond this many branches (statistic or unknown facts). Default 512. */
   readonly maxBranches?: number;
 }
 
@@ -114,6 +162,7 @@ export interface Undecided {
 }
 
 export interface NatBranch {
+  /** The chance of the statistic matches on this branch (1 without any), given its assumptions. */
   readonly probability: number;
   readonly trace: NatTrace;
 }
@@ -128,8 +177,23 @@ export interface NatTrace {
   /** The rule that decided the source (MASQUERADE/SNAT/ACCEPT), or the policy's chain line. */
   readonly decidingRule?: SourceRef;
   readonly undecided?: Undecided;
-  /** `statistic` forks: each branch with its probability and its own complete trace. */
+  /**
+   * Forks: `statistic` branches with their probabilities, and both outcomes of every fact the
+   * evidence does not state (each branch's trace lists its `assumptions`), each with its own
+   * complete trace.
+   */
   readonly branches?: readonly NatBranch[];
+  /** On a branch's trace: the unknown facts this branch takes one way. */
+  readonly assumptions?: readonly Assumption[];
+  /**
+   * Unknown facts whose outcomes all lead to this same answer (same decision, source, deciding
+   * rule and end): the answer holds without them.
+   */
+  readonly unknownButSettled?: readonly UnknownFact[];
+  /** Facts from other evidence ({@link NatContext.addressFacts}) that decided a match. */
+  readonly factsUsed?: readonly AddressFact[];
+  /** "local": the destination is the node's own, the packet is delivered (nat INPUT). */
+  readonly delivery?: "local" | "forward";
   /** Assumptions and facts the answer rests on, in plain English. */
   readonly notes: readonly string[];
 }

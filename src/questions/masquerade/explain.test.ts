@@ -26,7 +26,7 @@ function snapshotWith(files: Record<string, string>): string {
 }
 
 describe("diagnose: masquerade on a real GKE Dataplane V2 node dump", () => {
-  it("cannot decide addrtype without the node's addresses, and names the file that decides it", async () => {
+  it("follows both outcomes of addrtype without the node's addresses, and names the file that decides it", async () => {
     const root = snapshotWith({ "nodes/gke-1/iptables-save.txt": readFileSync(DUMP, "utf8") });
     const a = await diagnose(loadSnapshot(openSnapshot(root)), {
       dest: { ip: parseIp("10.20.30.40"), text: "10.20.30.40" },
@@ -34,6 +34,19 @@ describe("diagnose: masquerade on a real GKE Dataplane V2 node dump", () => {
     });
     assert.ok(!a.findings.some((f) => f.id === "masq/exempt-destination"), "no guess");
     assert.ok(a.missing.some((m) => m.file === "nodes/gke-1/ip-addr.txt"));
+    const u = a.findings.find((f) => f.id === "masq/source-undecided");
+    assert.ok(u, "the fork is the answer");
+    assert.equal(u.severity, "info");
+    assert.match(u.title, /turns on 10\.20\.30\.40 is one of the node's own addresses/);
+    assert.match(
+      u.explanation,
+      /If 10\.20\.30\.40 is one of the node's own addresses: the packet is delivered on the node/,
+    );
+    assert.match(
+      u.explanation,
+      /If not \(10\.20\.30\.40 is one of the node's own addresses\): it leaves with the pod's own address 10\.4\.0\.5/,
+    );
+    assert.ok(u.next.some((n) => n.startsWith("ip -o addr")));
     assert.ok(a.findings.some((f) => f.id === "masq/ebpf-dataplane"));
   });
 

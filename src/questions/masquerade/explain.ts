@@ -11,6 +11,7 @@ import { contains, formatCidr, formatIp, type Ip } from "../../net/cidr.ts";
 import type { NodeEvidence, Snapshot } from "../../snapshot/load.ts";
 import { readSites } from "../../snapshot/sites.ts";
 import type { DiagnoseOptions, QuestionResult } from "../diagnose.ts";
+import { nodeAddressFacts } from "./address-facts.ts";
 import { configInvalidFindings, driftFindings, ebpfFindings } from "./agent-findings.ts";
 import { agentCoverage, agentMissingFindings } from "./coverage.ts";
 import { chooseDestinations, type Target } from "./destinations.ts";
@@ -19,6 +20,7 @@ import { evaluateNodeFlow, type FlowOutcome } from "./flow.ts";
 import { type AgentIntent, readAgentIntent } from "./intent.ts";
 import { returnPath, siteFor } from "./remote.ts";
 import { chooseSources, type Source } from "./sources.ts";
+import { factsSentence, undecidedFinding } from "./undecided.ts";
 import { wireQuestion } from "./wire.ts";
 
 const IPTABLES_CMD = (node: string) =>
@@ -135,6 +137,12 @@ function describeDecision(o: FlowOutcome): string {
       return `SNAT → ${o.sourceOut ? formatIp(o.sourceOut) : "?"}`;
     case "cannot-decide":
       return `cannot decide: ${o.undecided ?? "a rule podpath cannot evaluate"}`;
+    case "forks": {
+      const facts = [
+        ...new Set((o.alternatives ?? []).flatMap((a) => a.assumptions.map((x) => x.fact))),
+      ];
+      return `not decided: turns on ${facts.join("; ")}`;
+    }
   }
 }
 
@@ -168,13 +176,18 @@ function traceOne(
   // The decision: the installed rules when the node's dump is there, else the agent's intent.
   let outcome: FlowOutcome | undefined;
   if (nodeEv?.iptables) {
-    outcome = evaluateNodeFlow(nodeEv, nodeView, {
-      src: src.ip,
-      dst: target.ip,
-      protocol: target.protocol,
-      ...(target.port ? { dport: target.port } : {}),
-      origin: src.kind === "pod" ? "pod" : "host",
-    });
+    outcome = evaluateNodeFlow(
+      nodeEv,
+      nodeView,
+      {
+        src: src.ip,
+        dst: target.ip,
+        protocol: target.protocol,
+        ...(target.port ? { dport: target.port } : {}),
+        origin: src.kind === "pod" ? "pod" : "host",
+      },
+      nodeEv.interfaces ? [] : nodeAddressFacts(src.node, nodeEv, facts, sites),
+    );
   }
   let wireSource: Ip | undefined;
   let decidedBy: SourceRef | undefined;
@@ -188,7 +201,7 @@ function traceOne(
       label: `nat POSTROUTING: ${describeDecision(outcome)}`,
       ...(wireSource ? { source: formatIp(wireSource) } : {}),
       state:
-        outcome.decision === "cannot-decide"
+        outcome.decision === "cannot-decide" || outcome.decision === "forks"
           ? "unknown"
           : wireSource && wireSource.value !== src.ip.value
             ? "changes"
@@ -271,7 +284,19 @@ function traceOne(
     verdict,
   });
 
-  if (outcome?.decision === "cannot-decide" && nodeEv) {
+  if (outcome?.decision === "forks") {
+    result.findings.push(undecidedFinding(src, target, outcome, snap.name));
+    for (const a of outcome.alternatives ?? []) {
+      for (const x of a.assumptions) {
+        result.missing.push({
+          file: x.decide.file ?? nodeFileFor(x.decide.command, src.node),
+          would_decide: `whether ${x.fact}`,
+          command: x.decide.command,
+        });
+      }
+    }
+  }
+  if ((outcome?.decision === "cannot-decide" || outcome?.decision === "forks") && nodeEv) {
     // what would decide it: the node's addresses and routes, when they are the missing piece
     if (!nodeEv.interfaces) {
       result.missing.push({
@@ -304,6 +329,14 @@ function traceOne(
       ),
     );
   }
+}
+
+/** The node file a deciding command's output belongs in (DESIGN.md snapshot layout). */
+function nodeFileFor(command: string, node: string): string {
+  if (command.startsWith("ip -o addr")) return `nodes/${node}/ip-addr.txt`;
+  if (command.startsWith("ip route")) return `nodes/${node}/ip-route.txt`;
+  if (command.startsWith("conntrack")) return `nodes/${node}/conntrack.txt`;
+  return `nodes/${node}/iptables-save.txt`;
 }
 
 function isInCluster(facts: ClusterFacts, ip: Ip): boolean {
@@ -345,6 +378,7 @@ function exemptFinding(
     (basis === "rules"
       ? `the installed rule ${ruleText} returns before the MASQUERADE rule, so the source is never rewritten. `
       : "the agent's config exempts it (the node's installed rules are not in the snapshot; this is the intent). ") +
+    (outcome ? factsSentence(outcome, src.node) : "") +
     `The exemption comes from ${entryText}. ` +
     `The node's own traffic is not rewritten either, but it already carries the node's address${hostSource ? ` (${formatIp(hostSource)})` : ""}, which the far side knows: that is why a ping from the node works and one from the pod does not. ` +
     (stops

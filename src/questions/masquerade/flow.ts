@@ -7,10 +7,13 @@ import { primaryAddress } from "../../evidence/ip-addr.ts";
 import { lookupRoute } from "../../evidence/ip-route.ts";
 import { compileNat } from "../../iptables/nat-eval.ts";
 import type {
+  AddressFact,
+  Assumption,
   NatContext,
   NatEvaluator,
   NatTrace,
   NodeInterface,
+  UnknownFact,
 } from "../../iptables/nat-trace.ts";
 import type { NodeView } from "../../k8s/objects.ts";
 import type { SourceRef } from "../../model/types.ts";
@@ -25,8 +28,21 @@ export interface FlowQuestion {
   readonly origin: "pod" | "host";
 }
 
+/** One outcome of the facts the evidence does not state. */
+export interface Alternative {
+  /** What this outcome takes as true or false. */
+  readonly assumptions: readonly Assumption[];
+  readonly decision: "masquerade" | "snat" | "keep" | "cannot-decide" | "dropped";
+  readonly sourceOut?: Ip;
+  readonly decidingRule?: SourceRef;
+  readonly undecided?: string;
+  /** "local": the destination is the node's own; the packet never leaves the node. */
+  readonly delivery?: "local" | "forward";
+}
+
 export interface FlowOutcome {
-  readonly decision: "masquerade" | "snat" | "keep" | "cannot-decide";
+  /** "forks": the answer turns on facts the evidence does not state (see `alternatives`). */
+  readonly decision: "masquerade" | "snat" | "keep" | "cannot-decide" | "forks";
   /** The source address on the wire; undefined when it cannot be decided. */
   readonly sourceOut?: Ip;
   /** How it was chosen, in words (interface primary address, --to-source, fallback...). */
@@ -39,11 +55,21 @@ export interface FlowOutcome {
   readonly hostSource?: Ip;
   readonly outIface?: string;
   readonly trace: NatTrace;
+  /** For "forks": each outcome with what it takes for true. */
+  readonly alternatives?: readonly Alternative[];
+  /** Facts from other evidence that decided a match (the node's addresses, a far site's). */
+  readonly factsUsed?: readonly AddressFact[];
+  /** Facts not stated anywhere whose every outcome leads to this same answer. */
+  readonly unknownButSettled?: readonly UnknownFact[];
 }
 
 const evaluators = new WeakMap<NodeEvidence, NatEvaluator>();
 
-function contextOf(node: NodeEvidence, view: NodeView | undefined): NatContext {
+function contextOf(
+  node: NodeEvidence,
+  view: NodeView | undefined,
+  addressFacts: readonly AddressFact[],
+): NatContext {
   const interfaces: NodeInterface[] = (node.interfaces ?? []).map((i) => {
     const primary = primaryAddress(i, 4) ?? primaryAddress(i, 6);
     return {
@@ -57,17 +83,42 @@ function contextOf(node: NodeEvidence, view: NodeView | undefined): NatContext {
   return {
     ...(node.interfaces ? { localAddresses, interfaces } : {}),
     ...(internal ? { nodeInternalIp: internal } : {}),
+    ...(addressFacts.length > 0 ? { addressFacts } : {}),
   };
 }
 
-function evaluatorOf(node: NodeEvidence, view: NodeView | undefined): NatEvaluator | undefined {
+function evaluatorOf(
+  node: NodeEvidence,
+  view: NodeView | undefined,
+  addressFacts: readonly AddressFact[],
+): NatEvaluator | undefined {
   if (!node.iptables) return undefined;
   let e = evaluators.get(node);
   if (!e) {
-    e = compileNat(node.iptables, contextOf(node, view));
+    e = compileNat(node.iptables, contextOf(node, view, addressFacts));
     evaluators.set(node, e);
   }
   return e;
+}
+
+/** The rule that decided a trace: for a kept source, the RETURN that skipped the translation. */
+function decidingRuleOf(trace: NatTrace): SourceRef | undefined {
+  const lastReturn = [...trace.steps].reverse().find((s) => s.kind === "return" && s.ruleIndex > 0);
+  return trace.decision === "keep" && lastReturn ? lastReturn.source : trace.decidingRule;
+}
+
+function alternativeOf(trace: NatTrace): Alternative {
+  const rule = decidingRuleOf(trace);
+  const u = trace.undecided;
+  const decision = trace.decision === "branches" ? "cannot-decide" : trace.decision;
+  return {
+    assumptions: trace.assumptions ?? [],
+    decision,
+    ...(trace.sourceOut?.ip ? { sourceOut: trace.sourceOut.ip } : {}),
+    ...(rule ? { decidingRule: rule } : u ? { decidingRule: u.rule } : {}),
+    ...(u ? { undecided: `${u.chain} rule ${u.ruleIndex}: ${u.reason}` } : {}),
+    ...(trace.delivery ? { delivery: trace.delivery } : {}),
+  };
 }
 
 /** The interface a route sends `ip` out of, from the node's `ip route`. */
@@ -77,12 +128,18 @@ function routeDev(node: NodeEvidence, ip: Ip): { dev?: string; src?: Ip } {
   return { ...(r?.dev ? { dev: r.dev } : {}), ...(r?.src ? { src: r.src } : {}) };
 }
 
+/**
+ * The flow through the node's installed rules. `addressFacts` (from the cluster objects, routes and
+ * far sites) settle which addresses are the node's own when its `ip addr` is not in the snapshot;
+ * they are read on the node's first flow.
+ */
 export function evaluateNodeFlow(
   node: NodeEvidence,
   view: NodeView | undefined,
   q: FlowQuestion,
+  addressFacts: readonly AddressFact[] = [],
 ): FlowOutcome | undefined {
-  const ev = evaluatorOf(node, view);
+  const ev = evaluatorOf(node, view, addressFacts);
   if (!ev) return undefined;
   const out = routeDev(node, q.dst);
   const inIface = q.origin === "pod" ? routeDev(node, q.src).dev : undefined;
@@ -105,6 +162,8 @@ export function evaluateNodeFlow(
     ...(deciding ? { decidingRule: deciding } : {}),
     ...(hostSource ? { hostSource } : {}),
     ...(out.dev ? { outIface: out.dev } : {}),
+    ...(trace.factsUsed ? { factsUsed: trace.factsUsed } : {}),
+    ...(trace.unknownButSettled ? { unknownButSettled: trace.unknownButSettled } : {}),
   };
   const src = trace.sourceOut?.ip;
   const note = trace.sourceOut?.note;
@@ -135,6 +194,20 @@ export function evaluateNodeFlow(
         ...(src ? {} : { undecided: note ?? "the translated address is not known" }),
       };
     case "branches": {
+      const forked = (trace.branches ?? []).some((b) => b.trace.assumptions !== undefined);
+      if (forked) {
+        // the answer turns on facts the evidence does not state: each outcome, with what it takes
+        const factsUsed = [
+          ...new Set((trace.branches ?? []).flatMap((b) => b.trace.factsUsed ?? [])),
+        ];
+        return {
+          ...base,
+          decision: "forks",
+          alternatives: (trace.branches ?? []).map((b) => alternativeOf(b.trace)),
+          ...(factsUsed.length > 0 ? { factsUsed } : {}),
+          undecided: "the source turns on facts the snapshot does not state",
+        };
+      }
       if (src) {
         return {
           ...base,
