@@ -29,6 +29,7 @@ import {
   type SegmentCache,
   TextCursor,
 } from "./rule-fast.ts";
+import { findExcerpt } from "./save-excerpt.ts";
 import { RuleStore, SavedChain } from "./saved-chain.ts";
 import { SavedRule } from "./saved-rule.ts";
 import { tokenize } from "./tokenize.ts";
@@ -42,6 +43,12 @@ export interface ParseIptablesOptions {
    * does not print its table). Inferred from the chains and targets when absent.
    */
   readonly table?: TableName;
+  /**
+   * The text is a file as a person handed it over (a snapshot's): rule lines without `-P` lines
+   * are an excerpt even when `table` is given (from a pasted `-t` option). Otherwise a caller that
+   * names the table of such lines gives whole chains (rules it wrote).
+   */
+  readonly asHandedOver?: boolean;
 }
 
 const isTableName = (s: string): s is TableName => (TABLE_NAMES as readonly string[]).includes(s);
@@ -468,6 +475,13 @@ export function parseIptablesSave(
     finishTable(st, st.current);
   }
   if (format === "spec" && st.current) finishTable(st, st.current);
+  const excerpt = findExcerpt(
+    text,
+    format,
+    st.tables,
+    st.diagnostics,
+    options.table !== undefined && options.asHandedOver !== true,
+  );
 
   const value: IptablesDump = {
     file,
@@ -477,6 +491,7 @@ export function parseIptablesSave(
     ...(version ? { version } : {}),
     legacyTablesPresent,
     tables: st.tables,
+    ...(excerpt ? { excerpt } : {}),
   };
   return { value, diagnostics: st.diagnostics };
 }
