@@ -5,7 +5,7 @@
  */
 import type { SourceRef } from "../model/types.ts";
 import { type Family, formatIp, type Ip } from "../net/cidr.ts";
-import { type CopyBasis, describeRewrite, type Rewrite } from "./packet-copies.ts";
+import { type CopyBasis, describeBasis, describeRewrite, type Rewrite } from "./packet-copies.ts";
 export type ConversationProtocol = "tcp" | "udp" | "icmp" | "esp" | "other";
 
 /** How far a TCP conversation got, in order. */
@@ -61,6 +61,8 @@ export interface CopiesSeen {
   /** How many later copies were paired. */
   readonly count: number;
   readonly basis: CopyBasis;
+  /** The IPv4 identification of the first pair, when the capture shows it. */
+  readonly ipId?: number;
 }
 
 /** The other conversation of a translated pair, as the node handed it on (or received it). */
@@ -93,6 +95,8 @@ export interface Translation {
   /** How many packets were paired across the translation. */
   readonly pairs: number;
   readonly basis: CopyBasis;
+  /** The IPv4 identification of the first pair, when the capture shows it. */
+  readonly ipId?: number;
 }
 
 export interface TcpSummary {
@@ -228,8 +232,8 @@ export function packetPair(a: PacketRef, b: PacketRef): string {
 }
 
 /**
- * What the node did, as one phrase: `source 10.4.0.5 → 10.128.0.2 by the node (packets 3 and 4)`,
- * `destination 10.96.0.10:80 → 10.4.2.7:8080 …`; from the after side, `translated from …`.
+ * What the node did, as one phrase: `leaves the node rewritten: source 10.4.0.5 → 10.128.0.2
+ * (packets 3 and 4)` on the side it arrived, `rewritten by the node: …` on the side it left.
  */
 export function describeTranslation(t: Translation): string {
   const parts: string[] = [];
@@ -238,9 +242,7 @@ export function describeTranslation(t: Translation): string {
   if (t.echoId) parts.push(`echo id ${t.echoId.from} → ${t.echoId.to}`);
   const pair = t.request ?? t.reply;
   const where = pair === undefined ? "" : ` (${packetPair(pair.first, pair.again)})`;
-  const by = t.basis === "id" ? ", paired by IP id, sequence and time" : "";
+  const by = t.basis === "id" ? `, ${describeBasis(t.basis, t.ipId)}` : "";
   const what = parts.join(", ");
-  return t.side === "before"
-    ? `translated by the node: ${what}${where}${by}`
-    : `the node's translation of another conversation: ${what}${where}${by}`;
+  return `${t.side === "before" ? "leaves the node rewritten" : "rewritten by the node"}: ${what}${where}${by}`;
 }

@@ -76,7 +76,7 @@ interface Mutable {
   seenA: string[];
   seenB: string[];
   tunnel?: { kind: string; vni: number };
-  copies?: { first: Seen; again: Seen; count: number; basis: CopyBasis };
+  copies?: { first: Seen; again: Seen; count: number; basis: CopyBasis; ipId?: number };
 }
 
 /** What a packet is for its conversation; the copy pairer keeps it with the packet. */
@@ -101,6 +101,7 @@ interface CopyLink {
   readonly againEnds: { readonly src: CopyEnd; readonly dst: CopyEnd };
   readonly echoId?: { readonly from: number; readonly to: number };
   readonly basis: CopyBasis;
+  readonly ipId?: number;
 }
 
 const WELL_KNOWN = 1024;
@@ -356,7 +357,13 @@ export class ConversationTracker {
     if (p.index >= c.last.index) c.last = ref;
     this.noteSeen(c, p, ref, tag.xFirst);
     if (c.copies === undefined)
-      c.copies = { first: seenOf(m.first.packet), again: ref, count: 1, basis: m.basis };
+      c.copies = {
+        first: seenOf(m.first.packet),
+        again: ref,
+        count: 1,
+        basis: m.basis,
+        ...(m.ipId === undefined ? {} : { ipId: m.ipId }),
+      };
     else {
       c.copies.count++;
       if (m.basis === "direction") c.copies.basis = "direction";
@@ -375,6 +382,7 @@ export class ConversationTracker {
       againEnds: { src: later.s, dst: later.d },
       ...(m.echoId === undefined ? {} : { echoId: m.echoId }),
       basis: m.basis,
+      ...(m.ipId === undefined ? {} : { ipId: m.ipId }),
     });
   }
 
@@ -459,7 +467,7 @@ export class ConversationTracker {
       [...this.flows.values()].some((c) => c.copies?.basis === "id");
     if (byIdOnly)
       assumptions.push(
-        "copies of one packet on several interfaces were paired by IP identification, sequence numbers, lengths and time alone: the capture does not say on which interface, or in which direction, each was seen",
+        "copies of one packet on several interfaces were paired by what NAT leaves alone (IP identification where printed, sequence numbers, lengths) and time: the capture does not say on which interface, or in which direction, each was seen",
       );
     return { conversations, packets: this.count, assumptions };
   }
@@ -478,6 +486,7 @@ export class ConversationTracker {
       reply?: CopyRefs;
       pairs: number;
       basis: CopyBasis;
+      ipId?: number | undefined;
     }
     const file = this.opts.file;
     const pairs = new Map<string, Pair>();
@@ -520,8 +529,14 @@ export class ConversationTracker {
       if (l.echoId !== undefined)
         x.echoId ??= request ? l.echoId : { from: l.echoId.to, to: l.echoId.from };
       const refs: CopyRefs = { first: refOf(l.first, file), again: refOf(l.again, file) };
-      if (request) x.request ??= refs;
-      else x.reply ??= refs;
+      // the IP identification of the pair cited: the first request, else the first reply
+      if (request && x.request === undefined) {
+        x.request = refs;
+        x.ipId = l.ipId;
+      } else if (!request && x.reply === undefined) {
+        x.reply = refs;
+        if (x.request === undefined) x.ipId = l.ipId;
+      }
     }
     const best = new Map<string, Pair>();
     for (const x of pairs.values())
@@ -547,6 +562,7 @@ export class ConversationTracker {
         ...(x.reply === undefined ? {} : { reply: x.reply }),
         pairs: x.pairs,
         basis: x.basis,
+        ...(x.ipId === undefined ? {} : { ipId: x.ipId }),
       });
     }
     return out;
@@ -638,6 +654,7 @@ export class ConversationTracker {
       pair: { first: refOf(x.first, file), again: refOf(x.again, file) },
       count: x.count,
       basis: x.basis,
+      ...(x.ipId === undefined ? {} : { ipId: x.ipId }),
     };
   }
 }

@@ -48,6 +48,8 @@ export interface CopyMatch<T> {
   /** ICMP echo identifier rewritten (NAT treats it as the port of an echo). */
   readonly echoId?: { readonly from: number; readonly to: number };
   readonly basis: CopyBasis;
+  /** The IPv4 identification both copies carry, when the capture shows it. */
+  readonly ipId?: number;
   /** Time from the first copy to this one. */
   readonly gapNs: bigint;
 }
@@ -221,8 +223,9 @@ export class CopyPairer<T> {
       // from the next packet of the same flow.
       if (!crossing && !byIpId) return undefined;
     } else if (!sameSrc && !sameDst) {
-      // both ends rewritten (hairpin NAT): only with the identification or a sequence number
-      if (!byIpId && !strongTransport) return undefined;
+      // Both ends rewritten (hairpin NAT) only with the identification: without it, a packet and
+      // one going the other way can share sequence-derived fields (tcpdump's relative numbers).
+      if (!byIpId) return undefined;
     } else if (!byIpId && !strongTransport && !crossing) return undefined;
     return {
       first: { packet: g.first, tag: g.tag },
@@ -231,6 +234,7 @@ export class CopyPairer<T> {
       ...(sameDst ? {} : { destination: { from: x.dst, to: y.dst } }),
       ...(echoId === undefined ? {} : { echoId }),
       basis: crossing ? "direction" : "id",
+      ...(byIpId ? { ipId: ipB.id } : {}),
       gapNs: gap,
     };
   }
@@ -244,6 +248,7 @@ export interface PacketCopy {
   readonly destination?: Rewrite;
   readonly echoId?: { readonly from: number; readonly to: number };
   readonly basis: CopyBasis;
+  readonly ipId?: number;
   readonly gapNs: bigint;
 }
 
@@ -270,6 +275,7 @@ export async function findCopies(
       ...(m.destination === undefined ? {} : { destination: m.destination }),
       ...(m.echoId === undefined ? {} : { echoId: m.echoId }),
       basis: m.basis,
+      ...(m.ipId === undefined ? {} : { ipId: m.ipId }),
       gapNs: m.gapNs,
     });
   }
@@ -290,6 +296,17 @@ export function describeRewrite(r: Rewrite): string {
   return `${show(r.from)} → ${show(r.to)}`;
 }
 
+/**
+ * What a pairing without interfaces or directions rests on, as a phrase (empty for `direction`):
+ * `paired by IP identification (id 4177), sequence and time`.
+ */
+export function describeBasis(basis: CopyBasis, ipId: number | undefined): string {
+  if (basis === "direction") return "";
+  return ipId === undefined
+    ? "paired by sequence numbers, lengths and time"
+    : `paired by IP identification (id ${ipId}), sequence and time`;
+}
+
 /** `packets 3 and 4: source 10.4.0.5 → 10.128.0.2` (or `not rewritten`). */
 export function describeCopy(c: PacketCopy): string {
   const parts: string[] = [];
@@ -297,6 +314,6 @@ export function describeCopy(c: PacketCopy): string {
   if (c.destination) parts.push(`destination ${describeRewrite(c.destination)}`);
   if (c.echoId) parts.push(`echo id ${c.echoId.from} → ${c.echoId.to}`);
   const what = parts.length === 0 ? "not rewritten" : parts.join(", ");
-  const by = c.basis === "id" ? " (paired by IP id, sequence and time)" : "";
+  const by = c.basis === "id" ? ` (${describeBasis(c.basis, c.ipId)})` : "";
   return `packets ${c.first} and ${c.again}: ${what}${by}`;
 }

@@ -25,6 +25,7 @@ import {
   packetPair,
   type Translation,
 } from "../capture/conversation.ts";
+import { describeBasis } from "../capture/packet-copies.ts";
 import type { Evidence, Finding } from "../model/types.ts";
 import { type Cidr, contains, formatIp, type Ip } from "../net/cidr.ts";
 
@@ -200,11 +201,11 @@ function addEvidence(list: Evidence[], more: readonly Evidence[]): Evidence[] {
 function untranslatedCopies(o: Observation): { text: string; evidence: Evidence[] } | undefined {
   const c = o.conversations.find((x) => x.copies !== undefined);
   if (c?.copies === undefined) return undefined;
-  const { pair, basis } = c.copies;
+  const { pair, basis, ipId } = c.copies;
   const src = formatIp(o.src);
   const by =
     basis === "id"
-      ? " (paired by IP identification, sequence and time: the capture does not say on which interface each copy was seen)"
+      ? ` (${describeBasis(basis, ipId)}: the capture does not say on which interface each copy was seen)`
       : "";
   return {
     text:
@@ -236,7 +237,7 @@ function translationNote(
   const packets = pair === undefined ? "" : ` (${packetPair(pair.first, pair.again)})`;
   const by =
     t.basis === "id"
-      ? " The copies were paired by IP identification, sequence and time: the capture does not say on which interface each was seen."
+      ? ` The copies were ${describeBasis(t.basis, t.ipId)}: the capture does not say on which interface each was seen.`
       : "";
   const evidence: Evidence[] = [];
   if (t.request !== undefined)
@@ -420,7 +421,8 @@ function translatedFinding(
   const node = formatIp(o.src);
   const dst = formatIp(o.dst);
   const toPod = note.t.peer;
-  const evidence = addEvidence(evidenceOf(o), note.evidence);
+  // the pair first (as it reached the node, as it left), then the first reply and its copy
+  const evidence = addEvidence([...note.evidence], evidenceOf(o));
   const head = `The same packets are on this capture on both sides of the node's NAT: ${note.text}`;
   if (o.replied) {
     const delivered = toPod.replied

@@ -103,6 +103,10 @@ export async function observe(
     }
     return undefined;
   };
+  // The pod's copy of a request whose other copy left the node with another source address
+  // (capture/packet-copies.ts paired them): the leg before NAT, even where directions are unknown.
+  const beforeNat = (c: Conversation) =>
+    c.translation?.side === "before" && c.translation.source !== undefined;
   const isRequest = (c: Conversation) =>
     c.responder.ip.value === dest.ip.value &&
     // the known request: the same port when one is given (a ping is not the request)
@@ -118,7 +122,7 @@ export async function observe(
     const legs = podLegs.get(node) ?? [];
     for (const c of cap.conversations) {
       if (!isRequest(c) || classify(c.initiator.ip, facts, nodeIps) !== "pod") continue;
-      if (c.seenOn.some((x) => / out$/.test(x))) continue;
+      if (!beforeNat(c) && c.seenOn.some((x) => / out$/.test(x))) continue;
       legs.push({ pod: formatIp(c.initiator.ip), conversation: c });
     }
     podLegs.set(node, legs);
@@ -136,6 +140,7 @@ export async function observe(
       if (kind === "other") continue;
       // On a node capture (-i any) the pod's packet is also seen arriving from its veth before
       // NAT; only a pod address seen leaving the node says the rules did not rewrite it.
+      if (kind === "pod" && beforeNat(c)) continue;
       if (kind === "pod" && capNode && c.seenOn.length > 0) {
         if (!c.seenOn.some((x) => / out$/.test(x))) continue;
       }
