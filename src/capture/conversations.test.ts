@@ -151,3 +151,154 @@ describe("conversations", () => {
     assert.equal(formatTime(62169924505000n, true), "17:16:09.924505000");
   });
 });
+
+describe("conversations across a node's NAT (copies of one packet)", () => {
+  const POD = "10.4.0.5";
+  const NODE = "10.128.0.2";
+  const FAR = "10.20.30.40";
+  const T0 = 1_700_000_000_000_000_000n;
+  function pkt(
+    index: number,
+    us: number,
+    src: string,
+    sp: number,
+    dst: string,
+    dp: number,
+    flags: number,
+    where: Partial<Packet>,
+    id: number,
+  ): Packet {
+    return {
+      index,
+      timeNs: T0 + BigInt(us) * 1000n,
+      ...where,
+      ip: { family: 4, src: parseIp(src).value, dst: parseIp(dst).value, protocol: 6, id },
+      transport: {
+        kind: "tcp",
+        srcPort: sp,
+        dstPort: dp,
+        flags,
+        seq: flags & TCP.ACK ? 9000 : 1000,
+        ...(flags & TCP.ACK ? { ack: 1001 } : {}),
+        payloadLength: 0,
+      },
+    };
+  }
+  const vethIn = { iface: "veth1", direction: "in" } as const;
+  const vethOut = { iface: "veth1", direction: "out" } as const;
+  const ethIn = { iface: "eth0", direction: "in" } as const;
+  const ethOut = { iface: "eth0", direction: "out" } as const;
+
+  it("links the pod's conversation and its masqueraded copy, with both packet numbers", async () => {
+    const s = await conversations(
+      [
+        pkt(1, 0, POD, 40000, FAR, 5432, TCP.SYN, vethIn, 21),
+        pkt(2, 30, NODE, 40000, FAR, 5432, TCP.SYN, ethOut, 21),
+        pkt(3, 400, FAR, 5432, NODE, 40000, TCP.SYN | TCP.ACK, ethIn, 0),
+        pkt(4, 410, FAR, 5432, POD, 40000, TCP.SYN | TCP.ACK, vethOut, 0),
+      ],
+      { file: "node.pcap" },
+    );
+    assert.equal(s.conversations.length, 2);
+    const [pod, node] = s.conversations;
+    assert.equal(formatIp(pod!.initiator.ip), POD);
+    assert.equal(formatIp(node!.initiator.ip), NODE);
+    const t = pod!.translation!;
+    assert.equal(t.side, "before");
+    assert.equal(t.basis, "direction");
+    assert.equal(formatIp(t.source!.from.ip), POD);
+    assert.equal(formatIp(t.source!.to.ip), NODE);
+    assert.equal(t.destination, undefined);
+    assert.deepEqual([t.request!.first.index, t.request!.again.index], [1, 2]);
+    // the reply: first as it came back to the node address, then handed to the pod
+    assert.deepEqual([t.reply!.first.index, t.reply!.again.index], [3, 4]);
+    assert.equal(t.pairs, 2);
+    assert.equal(formatIp(t.peer.initiator.ip), NODE);
+    assert.equal(t.peer.replied, true);
+    assert.equal(node!.translation?.side, "after");
+    assert.equal(formatIp(node!.translation!.peer.initiator.ip), POD);
+    assert.match(
+      pod!.verdict,
+      /leaves the node rewritten: source 10\.4\.0\.5 → 10\.128\.0\.2 \(packets 1 and 2\)$/,
+    );
+    assert.match(node!.verdict, /rewritten by the node: source 10\.4\.0\.5 → 10\.128\.0\.2/);
+  });
+
+  it("credits a reply seen only on eth0 (to the node address) to the pod's request", async () => {
+    const s = await conversations(
+      [
+        pkt(1, 0, POD, 40000, FAR, 5432, TCP.SYN, vethIn, 21),
+        pkt(2, 30, NODE, 40000, FAR, 5432, TCP.SYN, ethOut, 21),
+        pkt(3, 400, FAR, 5432, NODE, 40000, TCP.SYN | TCP.ACK, ethIn, 0),
+      ],
+      { file: "node.pcap" },
+    );
+    const pod = s.conversations.find((c) => formatIp(c.initiator.ip) === POD)!;
+    assert.equal(pod.replied, false, "no reply was seen going back to the pod");
+    assert.equal(pod.translation?.peer.replied, true);
+    assert.equal(pod.translation?.peer.firstReply?.index, 3);
+  });
+
+  it("counts a copy once where the capture names no interface (LINUX_SLL, tcpdump text)", async () => {
+    const s = await conversations(
+      [
+        pkt(1, 0, POD, 40000, FAR, 5432, TCP.SYN, { direction: "in" }, 5),
+        pkt(2, 30, POD, 40000, FAR, 5432, TCP.SYN, { direction: "out" }, 5),
+        pkt(3, 1_000_000, POD, 40000, FAR, 5432, TCP.SYN, { direction: "in" }, 6),
+        pkt(4, 1_000_030, POD, 40000, FAR, 5432, TCP.SYN, { direction: "out" }, 6),
+      ],
+      { file: "sll.pcap" },
+    );
+    const [c] = s.conversations;
+    assert.equal(s.conversations.length, 1);
+    assert.equal(c!.packetsFromInitiator, 2);
+    assert.equal(c!.tcp?.synCount, 2);
+    assert.equal(c!.tcp?.retransmissions, 1);
+    assert.equal(c!.copies?.count, 2);
+    assert.deepEqual([c!.copies!.pair.first.index, c!.copies!.pair.again.index], [1, 2]);
+    assert.deepEqual(c!.seenOn, ["in", "out"]);
+    assert.equal(c!.translation, undefined);
+  });
+
+  it("keeps the endpoint's side of a Service VIP conversation when filtering by the VIP", async () => {
+    const VIP = "10.96.0.10";
+    const EP = "10.4.2.7";
+    const s = await conversations(
+      [
+        pkt(1, 0, POD, 41000, VIP, 80, TCP.SYN, vethIn, 31),
+        pkt(2, 20, POD, 41000, EP, 8080, TCP.SYN, { iface: "veth2", direction: "out" }, 31),
+        pkt(
+          3,
+          300,
+          EP,
+          8080,
+          POD,
+          41000,
+          TCP.SYN | TCP.ACK,
+          { iface: "veth2", direction: "in" },
+          0,
+        ),
+        pkt(4, 310, VIP, 80, POD, 41000, TCP.SYN | TCP.ACK, vethOut, 0),
+      ],
+      { file: "node.pcap", host: parseIp(VIP) },
+    );
+    assert.equal(s.conversations.length, 2);
+    const vip = s.conversations.find((c) => formatIp(c.responder.ip) === VIP)!;
+    const ep = s.conversations.find((c) => formatIp(c.responder.ip) === EP)!;
+    assert.equal(vip.translation?.side, "before");
+    assert.equal(ep.translation?.side, "after");
+    assert.equal(vip.translation?.source, undefined);
+    assert.equal(
+      `${formatIp(vip.translation!.destination!.from.ip)}:${vip.translation!.destination!.from.port}`,
+      `${VIP}:80`,
+    );
+    assert.equal(vip.translation!.destination!.to.port, 8080);
+    // the endpoint's SYN-ACK (not involving the VIP) was taken in once its copy to the pod paired
+    assert.equal(ep.replied, true);
+    assert.equal(ep.packetsFromResponder, 1);
+    assert.deepEqual(
+      [vip.translation!.reply!.first.index, vip.translation!.reply!.again.index],
+      [3, 4],
+    );
+  });
+});

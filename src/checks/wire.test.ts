@@ -251,3 +251,158 @@ describe("wireFindings: whose traffic carries the node address", () => {
     assert.doesNotMatch(o!.explanation, /healthy sign/);
   });
 });
+
+describe("wireFindings: one packet seen on both sides of the node", () => {
+  // A pod's SYN on its veth and on eth0, microseconds apart, the same IP id (tcpdump -i any).
+  function copy(
+    i: number,
+    us: number,
+    src: string,
+    dst: string,
+    flags: number,
+    where: Partial<Packet>,
+  ) {
+    const fromPod = dst === DEST;
+    return {
+      index: i,
+      timeNs: 1_700_000_000_000_000_000n + BigInt(us) * 1000n,
+      ...where,
+      ip: {
+        family: 4 as const,
+        src: parseIp(src).value,
+        dst: parseIp(dst).value,
+        protocol: 6,
+        id: fromPod ? 4177 : 0,
+      },
+      transport: {
+        kind: "tcp" as const,
+        srcPort: fromPod ? 40000 : 5432,
+        dstPort: fromPod ? 5432 : 40000,
+        flags,
+        seq: fromPod ? 100 : 900,
+        ...(fromPod ? {} : { ack: 101 }),
+        payloadLength: 0,
+      },
+    } satisfies Packet;
+  }
+  const point = { point: "node/gke-a-1" };
+  const dirs = {
+    vethIn: { iface: "veth1", direction: "in" },
+    vethOut: { iface: "veth1", direction: "out" },
+    ethIn: { iface: "eth0", direction: "in" },
+    ethOut: { iface: "eth0", direction: "out" },
+  } as const;
+
+  it("reports the masquerade with both packets and never the pod's copy as untranslated", async () => {
+    const c = await conv(
+      [
+        copy(1, 0, POD, DEST, TCP.SYN, dirs.vethIn),
+        copy(2, 40, NODE, DEST, TCP.SYN, dirs.ethOut),
+        copy(3, 500, DEST, NODE, TCP.SYN | TCP.ACK, dirs.ethIn),
+        copy(4, 510, DEST, POD, TCP.SYN | TCP.ACK, dirs.vethOut),
+      ],
+      "captures/node.pcap",
+    );
+    const f = wireFindings({
+      ...base,
+      captures: [{ file: "captures/node.pcap", meta: point, conversations: c }],
+    });
+    assert.deepEqual(
+      f.map((x) => [x.id, x.severity]),
+      [["masq/wire-node-source", "info"]],
+    );
+    assert.match(
+      f[0]!.explanation,
+      /pod address 10\.4\.1\.5 → node address 10\.128\.0\.20 on node\/gke-a-1 \(packets 1 and 2\)/,
+    );
+    assert.match(
+      f[0]!.title,
+      /pod address 10\.4\.1\.5 leaves toward 10\.20\.30\.40 as the node address/,
+    );
+    assert.match(f[0]!.explanation, /replies went back to the pod/);
+    assert.deepEqual(
+      f[0]!.evidence.map((e) => e.line),
+      [1, 2, 3, 4],
+    );
+  });
+
+  it("pairs by IP id where the capture has no directions, and still reports no pod source", async () => {
+    const c = await conv(
+      [
+        copy(1, 0, POD, DEST, TCP.SYN, {}),
+        copy(2, 40, NODE, DEST, TCP.SYN, {}),
+        copy(3, 500, DEST, NODE, TCP.SYN | TCP.ACK, {}),
+        copy(4, 510, DEST, POD, TCP.SYN | TCP.ACK, {}),
+      ],
+      "captures/node.txt",
+    );
+    const f = wireFindings({
+      ...base,
+      captures: [{ file: "captures/node.txt", meta: point, conversations: c }],
+    });
+    assert.deepEqual(
+      f.map((x) => x.id),
+      ["masq/wire-node-source"],
+    );
+    assert.match(f[0]!.explanation, /paired by IP identification \(id 4177\), sequence and time/);
+  });
+
+  it("says when the replies reached the node but not the pod", async () => {
+    const c = await conv(
+      [
+        copy(1, 0, POD, DEST, TCP.SYN, dirs.vethIn),
+        copy(2, 40, NODE, DEST, TCP.SYN, dirs.ethOut),
+        copy(3, 500, DEST, NODE, TCP.SYN | TCP.ACK, dirs.ethIn),
+      ],
+      "captures/node.pcap",
+    );
+    const [f] = wireFindings({
+      ...base,
+      captures: [{ file: "captures/node.pcap", meta: point, conversations: c }],
+    });
+    assert.equal(f!.id, "masq/wire-node-source");
+    assert.match(f!.explanation, /None of the replies is seen going back to the pod/);
+  });
+
+  it("reports a translated request without a reply as the far side's problem", async () => {
+    const c = await conv(
+      [copy(1, 0, POD, DEST, TCP.SYN, dirs.vethIn), copy(2, 40, NODE, DEST, TCP.SYN, dirs.ethOut)],
+      "captures/node.pcap",
+    );
+    const f = wireFindings({
+      ...base,
+      captures: [{ file: "captures/node.pcap", meta: point, conversations: c }],
+    });
+    assert.deepEqual(
+      f.map((x) => [x.id, x.severity]),
+      [["masq/reply-missing", "error"]],
+    );
+    assert.match(f[0]!.explanation, /on node\/gke-a-1 \(packets 1 and 2\)/);
+  });
+
+  it("takes the pod address on both copies as proof the node did not masquerade", async () => {
+    for (const where of [
+      [dirs.vethIn, dirs.ethOut],
+      [{}, {}],
+    ] as const) {
+      const c = await conv(
+        [copy(1, 0, POD, DEST, TCP.SYN, where[0]), copy(2, 40, POD, DEST, TCP.SYN, where[1])],
+        "captures/node.pcap",
+      );
+      const f = wireFindings({
+        ...base,
+        captures: [{ file: "captures/node.pcap", meta: point, conversations: c }],
+      });
+      assert.deepEqual(
+        f.map((x) => [x.id, x.severity]),
+        [["masq/wire-pod-source", "error"]],
+      );
+      assert.match(
+        f[0]!.explanation,
+        /\(packets 1 and 2\).*with the pod address 10\.4\.1\.5 both times: the node did not masquerade it/,
+      );
+      assert.deepEqual(f[0]!.evidence.map((e) => e.line).sort(), [1, 2]);
+      assert.doesNotMatch(f[0]!.explanation, /does not record directions; the packet is taken/);
+    }
+  });
+});
