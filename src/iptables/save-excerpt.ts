@@ -70,8 +70,8 @@ export function findExcerpt(
   }
   for (const t of tables.values()) {
     const chains = [...t.chains.values()];
-    if (!chains.some((c) => ruleCount(c) > 0)) continue;
     const hasSpecDeclarations = /^-[PN] /m.test(text);
+    if (!hasSpecDeclarations && !chains.some((c) => ruleCount(c) > 0)) continue;
     // rule lines without -P lines, their table named by the caller, are taken as the caller's
     // whole chains (rules written by hand or by a program)
     if (wholeChainsGiven && !/^-P /m.test(text) && !/^:/m.test(text)) continue;
@@ -103,4 +103,20 @@ export function findExcerpt(
     }
   }
   return reasons.length > 0 ? { reasons } : undefined;
+}
+
+/**
+ * In an excerpt a chain that is jumped to but not shown, or that gets rules without its
+ * declaration, is expected: its diagnostics become information, not warnings.
+ */
+export function relaxForExcerpt(diagnostics: Diagnostic[]): void {
+  for (let i = 0; i < diagnostics.length; i++) {
+    const d = diagnostics[i]!;
+    if (d.code !== "IPTABLES_UNDECLARED_CHAIN" || d.severity === "info") continue;
+    diagnostics[i] = {
+      ...d,
+      severity: "info",
+      message: `${d.message} (the file shows only part of the rules: chains it does not show are unknown, not missing)`,
+    };
+  }
 }

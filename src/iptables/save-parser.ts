@@ -29,7 +29,7 @@ import {
   type SegmentCache,
   TextCursor,
 } from "./rule-fast.ts";
-import { findExcerpt } from "./save-excerpt.ts";
+import { findExcerpt, relaxForExcerpt } from "./save-excerpt.ts";
 import { RuleStore, SavedChain } from "./saved-chain.ts";
 import { SavedRule } from "./saved-rule.ts";
 import { tokenize } from "./tokenize.ts";
@@ -482,6 +482,7 @@ export function parseIptablesSave(
     st.diagnostics,
     options.table !== undefined && options.asHandedOver !== true,
   );
+  if (excerpt) relaxForExcerpt(st.diagnostics);
 
   const value: IptablesDump = {
     file,

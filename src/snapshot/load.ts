@@ -12,7 +12,7 @@ import { type KubeObject, readKubeObjects } from "../evidence/kube-objects.ts";
 import { type ProbeTranscript, parseProbeFile } from "../evidence/probes.ts";
 import { readSysctl, type SysctlValues } from "../evidence/sysctl.ts";
 import type { IptablesDump } from "../iptables/dump.ts";
-import { parseIptablesSave } from "../iptables/save-parser.ts";
+import { readIptablesText } from "../iptables/read-iptables-text.ts";
 import type { Diagnostic } from "../model/types.ts";
 import { type Artifact, classifyPath } from "./layout.ts";
 import { decodeText, type SnapshotSource } from "./source.ts";
@@ -82,14 +82,15 @@ function readHostArtifact(
   (host.files as Partial<Record<Artifact, string>>)[artifact] = rel;
   switch (artifact) {
     case "iptables-save": {
-      const r = parseIptablesSave(text, rel, { family: 4 });
-      host.iptables = r.value;
+      // any form a person pastes: iptables-save, -S, -L (with prompts and warnings)
+      const r = readIptablesText(text, rel, { family: 4 });
+      if (r.value) host.iptables = r.value;
       diagnostics.push(...r.diagnostics);
       return;
     }
     case "ip6tables-save": {
-      const r = parseIptablesSave(text, rel, { family: 6 });
-      host.ip6tables = r.value;
+      const r = readIptablesText(text, rel, { family: 6 });
+      if (r.value) host.ip6tables = r.value;
       diagnostics.push(...r.diagnostics);
       return;
     }
