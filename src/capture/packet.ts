@@ -5,6 +5,8 @@
  *
  * Addresses are bigint (as in net/cidr.ts); MAC addresses stay strings (they are only shown).
  * A field absent means "not known from this input" (tcpdump text omits what its flags hide).
+ * tcpdump text printed without `-n` names hosts (and sometimes ports) instead of numbering them:
+ * such a packet carries `named` instead of `ip` (see {@link NamedIpHeader}).
  */
 import type { Family } from "../net/cidr.ts";
 
@@ -30,6 +32,24 @@ export interface IpHeader {
   readonly isLaterFragment?: boolean;
 }
 
+/**
+ * The IP header of a packet tcpdump printed with names (text printed without `-n`): an IP packet
+ * whose protocol, ports, flags and lengths are read, but where a host name stands for an address
+ * podpath cannot know (the printing machine's resolver chose the name), or a service name podpath's
+ * table does not know stands for a port. Each end has either its address or its name.
+ *
+ * A frame carries this instead of `ip`, so code keyed on addresses (conversations, host matching,
+ * pairing copies of a packet) leaves such packets aside rather than mistaking them for others.
+ */
+export interface NamedIpHeader extends Omit<IpHeader, "src" | "dst"> {
+  /** The source address, when it was printed as one. */
+  readonly src?: bigint;
+  readonly dst?: bigint;
+  /** The host name printed instead of the source address. */
+  readonly srcName?: string;
+  readonly dstName?: string;
+}
+
 /** TCP flag bits as in the header's 13th byte (plus NS in bit 8). */
 export const TCP = {
   FIN: 0x01,
@@ -42,7 +62,17 @@ export const TCP = {
   CWR: 0x80,
 } as const;
 
-export interface TcpHeader {
+/**
+ * tcpdump text without `-n` prints a port as its service name (`/etc/services`). A name podpath's
+ * table maps is read as its number; a name it does not know is kept here, its port is unknown and
+ * the port field is 0 (only ever in a frame that carries `named`, never `ip`).
+ */
+export interface PortNames {
+  readonly srcService?: string;
+  readonly dstService?: string;
+}
+
+export interface TcpHeader extends PortNames {
   readonly kind: "tcp";
   readonly srcPort: number;
   readonly dstPort: number;
@@ -54,7 +84,7 @@ export interface TcpHeader {
   readonly payloadLength?: number;
 }
 
-export interface UdpHeader {
+export interface UdpHeader extends PortNames {
   readonly kind: "udp";
   readonly srcPort: number;
   readonly dstPort: number;
@@ -64,6 +94,13 @@ export interface UdpHeader {
 /** The header an ICMP error quotes: the packet it is about (RFC 792, RFC 4443). */
 export interface QuotedHeader {
   readonly ip: IpHeader;
+  readonly srcPort?: number;
+  readonly dstPort?: number;
+}
+
+/** A quoted header as tcpdump printed it with names (see NamedIpHeader, PortNames). */
+export interface NamedQuotedHeader extends PortNames {
+  readonly ip: NamedIpHeader;
   readonly srcPort?: number;
   readonly dstPort?: number;
 }
@@ -78,6 +115,8 @@ export interface IcmpHeader {
   readonly seq?: number;
   /** For errors (unreachable, time exceeded, ...): the original packet's header. */
   readonly quoted?: QuotedHeader;
+  /** Instead of `quoted`, when tcpdump text named a host or unknown service in it (no `-n`). */
+  readonly quotedNamed?: NamedQuotedHeader;
 }
 
 /** ESP is counted, never decrypted. */
@@ -99,6 +138,9 @@ export interface ArpMessage {
   readonly op: number;
   readonly senderIp?: bigint;
   readonly targetIp?: bigint;
+  /** Host names tcpdump printed (no `-n`) instead of the sender's or target's address. */
+  readonly senderName?: string;
+  readonly targetName?: string;
 }
 
 export interface EthernetHeader {
@@ -115,6 +157,8 @@ export interface Frame {
   readonly ether?: EthernetHeader;
   readonly arp?: ArpMessage;
   readonly ip?: IpHeader;
+  /** Instead of `ip`, when tcpdump text named a host or an unknown service (see NamedIpHeader). */
+  readonly named?: NamedIpHeader;
   readonly transport?: Transport;
   readonly tunnel?: Tunnel;
 }
@@ -142,6 +186,11 @@ export interface Packet extends Frame, PacketOrigin {
    */
   readonly timeNs: bigint;
   readonly timeOfDayOnly?: boolean;
+  /**
+   * tcpdump text whose times are not a clock (`timeOfDayOnly` is set too): `none` for `-t` (no
+   * time, timeNs 0), `since-first` for `-ttttt` and for `-ttt` (its deltas summed).
+   */
+  readonly timeBasis?: "none" | "since-first";
   /** Interface name (pcapng if_name, tcpdump text `-i any`) or `ifindex N` (LINUX_SLL2). */
   readonly iface?: string;
   readonly direction?: Direction;

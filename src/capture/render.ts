@@ -5,7 +5,13 @@
 import { formatIp, type Ip } from "../net/cidr.ts";
 import type { Conversation, Endpoint, PacketRef } from "./conversations.ts";
 import { formatTime } from "./conversations.ts";
-import { type Frame, formatTcpFlags, IP_PROTOCOL_NAMES, type Packet } from "./packet.ts";
+import {
+  type Frame,
+  formatTcpFlags,
+  IP_PROTOCOL_NAMES,
+  type NamedIpHeader,
+  type Packet,
+} from "./packet.ts";
 
 function ip(family: 4 | 6, value: bigint): string {
   return formatIp({ family, value });
@@ -15,6 +21,25 @@ function hostPort(family: 4 | 6, value: bigint, port: number | undefined): strin
   const a = ip(family, value);
   if (port === undefined) return a;
   return family === 6 ? `[${a}]:${port}` : `${a}:${port}`;
+}
+
+/** One end of a packet tcpdump printed with names: the name (or address) and port or service. */
+function namedEnd(
+  h: NamedIpHeader,
+  side: "src" | "dst",
+  port: number | undefined,
+  service: string | undefined,
+): string {
+  const name = side === "src" ? h.srcName : h.dstName;
+  const value = side === "src" ? h.src : h.dst;
+  const p = service ?? port;
+  if (name === undefined) {
+    if (value === undefined) return "?";
+    return typeof p === "string"
+      ? `${hostPort(h.family, value, undefined)}:${p}`
+      : hostPort(h.family, value, p);
+  }
+  return p === undefined ? name : `${name}:${p}`;
 }
 
 const ICMP4_NAMES: Readonly<Record<number, string>> = {
@@ -42,16 +67,20 @@ const ICMP6_NAMES: Readonly<Record<number, string>> = {
 /** One frame as `src > dst proto details`. */
 export function describeFrame(f: Frame): string {
   if (f.arp !== undefined) {
-    const sender = f.arp.senderIp === undefined ? "?" : ip(4, f.arp.senderIp);
+    const sender = f.arp.senderIp === undefined ? (f.arp.senderName ?? "?") : ip(4, f.arp.senderIp);
     if (f.arp.op === 2) return `arp reply ${sender} is-at`;
-    const target = f.arp.targetIp === undefined ? "?" : ip(4, f.arp.targetIp);
+    const target = f.arp.targetIp === undefined ? (f.arp.targetName ?? "?") : ip(4, f.arp.targetIp);
     return f.arp.op === 1 ? `arp who-has ${target} tell ${sender}` : `arp op ${f.arp.op}`;
   }
-  const h = f.ip;
+  const h = f.ip ?? f.named;
   if (h === undefined) return "(not IP)";
   const t = f.transport;
   const ports = t?.kind === "tcp" || t?.kind === "udp" ? [t.srcPort, t.dstPort] : [];
-  let s = `${hostPort(h.family, h.src, ports[0])} > ${hostPort(h.family, h.dst, ports[1])} `;
+  const services = t?.kind === "tcp" || t?.kind === "udp" ? [t.srcService, t.dstService] : [];
+  let s =
+    f.ip !== undefined
+      ? `${hostPort(f.ip.family, f.ip.src, ports[0])} > ${hostPort(f.ip.family, f.ip.dst, ports[1])} `
+      : `${namedEnd(f.named!, "src", ports[0], services[0])} > ${namedEnd(f.named!, "dst", ports[1], services[1])} `;
   if (t === undefined) s += IP_PROTOCOL_NAMES[h.protocol] ?? `proto-${h.protocol}`;
   else if (t.kind === "tcp")
     s += `tcp [${t.flags === undefined ? "?" : formatTcpFlags(t.flags)}]${t.payloadLength === undefined ? "" : ` len ${t.payloadLength}`}`;
@@ -65,6 +94,9 @@ export function describeFrame(f: Frame): string {
     if (t.quoted !== undefined) {
       const q = t.quoted;
       s += ` about ${hostPort(q.ip.family, q.ip.src, q.srcPort)} > ${hostPort(q.ip.family, q.ip.dst, q.dstPort)}`;
+    } else if (t.quotedNamed !== undefined) {
+      const q = t.quotedNamed;
+      s += ` about ${namedEnd(q.ip, "src", q.srcPort, q.srcService)} > ${namedEnd(q.ip, "dst", q.dstPort, q.dstService)}`;
     }
   } else if (t.kind === "esp") s += `esp spi 0x${t.spi.toString(16)} seq ${t.seq}`;
   else s += IP_PROTOCOL_NAMES[t.protocol] ?? `proto-${t.protocol}`;
@@ -94,20 +126,31 @@ function frameJson(f: Frame): Record<string, unknown> {
     o["arp"] = {
       op: f.arp.op,
       ...(f.arp.senderIp === undefined ? {} : { senderIp: ip(4, f.arp.senderIp) }),
+      ...(f.arp.senderName === undefined ? {} : { senderName: f.arp.senderName }),
       ...(f.arp.targetIp === undefined ? {} : { targetIp: ip(4, f.arp.targetIp) }),
+      ...(f.arp.targetName === undefined ? {} : { targetName: f.arp.targetName }),
     };
   }
-  const h = f.ip;
+  const h = f.ip ?? f.named;
   if (h !== undefined) {
-    o["src"] = ip(h.family, h.src);
-    o["dst"] = ip(h.family, h.dst);
+    // A named packet (tcpdump text without -n) has srcName/dstName where it has no address.
+    const src = f.ip?.src ?? f.named?.src;
+    const dst = f.ip?.dst ?? f.named?.dst;
+    if (src !== undefined) o["src"] = ip(h.family, src);
+    if (f.named?.srcName !== undefined) o["srcName"] = f.named.srcName;
+    if (dst !== undefined) o["dst"] = ip(h.family, dst);
+    if (f.named?.dstName !== undefined) o["dstName"] = f.named.dstName;
     o["protocol"] = IP_PROTOCOL_NAMES[h.protocol] ?? h.protocol;
     if (h.ttl !== undefined) o["ttl"] = h.ttl;
+    if (h.id !== undefined) o["ipId"] = h.id;
   }
   const t = f.transport;
   if (t?.kind === "tcp" || t?.kind === "udp") {
-    o["srcPort"] = t.srcPort;
-    o["dstPort"] = t.dstPort;
+    // A service name podpath does not know leaves the port unknown: the name is given instead.
+    if (t.srcService === undefined) o["srcPort"] = t.srcPort;
+    else o["srcService"] = t.srcService;
+    if (t.dstService === undefined) o["dstPort"] = t.dstPort;
+    else o["dstService"] = t.dstService;
   }
   if (t?.kind === "tcp") {
     if (t.flags !== undefined) o["tcpFlags"] = formatTcpFlags(t.flags);

@@ -1,35 +1,30 @@
 /**
  * @module capture/tcpdump-frame — one packet as tcpdump prints it, from the link header on:
- * `-e` headers (Ethernet with VLAN tags, SLL, NFLOG), `IP`/`IP6` with the `-v` header group,
- * addresses and ports, and the protocol text (TCP flags and numbers, UDP, ICMP/ICMPv6 with the
- * packet an error quotes, ESP, ARP), with tunnels' inner frames on the following lines.
+ * `-e` headers (Ethernet with VLAN tags, LINUX_SLL and SLL2, NFLOG; MACs as numbers or, without
+ * `-n`, with their `(oui …)` or as `Broadcast`), `IP`/`IP6` with the `-v` header group (TTL, ID,
+ * length), the two ends (addresses and ports, or host and service names without `-n`), and the
+ * protocol text (TCP flags and numbers, UDP, ICMP/ICMPv6 with the packet an error quotes, ESP,
+ * ARP), with tunnels' inner frames on the following lines.
  * Used by capture/tcpdump-text.ts, which groups lines into packets.
  */
-import { type Family, tryParseIp } from "../net/cidr.ts";
-import type {
-  ArpMessage,
-  Frame,
-  IcmpHeader,
-  IpHeader,
-  QuotedHeader,
-  Transport,
-  Tunnel,
-} from "./packet.ts";
+import type { Family } from "../net/cidr.ts";
+import type { ArpMessage, Frame, IpHeader, NamedIpHeader, Transport, Tunnel } from "./packet.ts";
 import { parseTcpFlags } from "./packet.ts";
+import { isNamed, type PrintedEnd, readEnd } from "./tcpdump-endpoint.ts";
+import { type Cursor, parseIcmp } from "./tcpdump-icmp.ts";
+
+export type { Cursor } from "./tcpdump-icmp.ts";
 
 export const MAC = "[0-9a-f]{2}(?::[0-9a-f]{2}){5}";
+/** A printed MAC: the number (with `(oui …)` without -n), `Broadcast`, or an /etc/ethers name. */
+const LINK_ADDR = "\\S+(?: \\(oui [^)]*\\))?";
 const ETHER_HEADER = new RegExp(
-  `^(?:(?:In|Out|B|M|P) +)?(?:(${MAC}) > (${MAC})|(?:ifindex \\d+ )?(?:${MAC}|\\S*)) ?,? ?(?:ethertype (\\S+) \\(0x([0-9a-f]{4})\\)|802\\.3), length (\\d+): `,
+  `^(?:(?:In|Out|B|M|P) +)?(?:${LINK_ADDR} > ${LINK_ADDR},? |(?:ifindex \\d+ )?(?:${LINK_ADDR} )?)(?:ethertype (\\S+) \\(0x([0-9a-f]{4})\\)|802\\.3), length (\\d+): `,
 );
 const VLAN = /^vlan (\d+), p \d+,(?: (?:ethertype (\S+) \(0x([0-9a-f]{4})\),)?)? ?/;
 const NFLOG_HEADER = /^version \d+, resource ID \d+, family (\S+) \(\d+\), length (\d+): /;
 export const ENCAP_MARKERS =
   /(?:VXLAN, flags \[[^\]]*\] \(0x[0-9a-f]+\), vni (\d+)|OTV, flags \[[^\]]*\] \(0x[0-9a-f]+\), overlay \d+, instance (\d+)|Geneve, Flags \[[^\]]*\], vni 0x([0-9a-f]+))/;
-
-export interface Cursor {
-  readonly lines: readonly string[];
-  at: number;
-}
 
 const ETHERTYPE_FAMILY: Readonly<Record<string, Family>> = { IPv4: 4, IPv6: 6 };
 
@@ -43,13 +38,13 @@ export function parseFrame(
   let family: Family | undefined;
   let length: number | undefined;
   let isArp = false;
-  // -e link headers
-  const eh = ETHER_HEADER.exec(rest);
+  // -e link headers (the cheap test first: most lines have none)
+  const eh = rest.includes("ethertype ") || rest.includes("802.3") ? ETHER_HEADER.exec(rest) : null;
   if (eh) {
-    length = Number(eh[5]);
+    length = Number(eh[3]);
     rest = rest.slice(eh[0].length);
-    if (eh[3] !== undefined) family = ETHERTYPE_FAMILY[eh[3]];
-    isArp = eh[3] === "ARP";
+    if (eh[1] !== undefined) family = ETHERTYPE_FAMILY[eh[1]];
+    isArp = eh[1] === "ARP";
     for (let i = 0; i < 8; i++) {
       const v = VLAN.exec(rest);
       if (!v) break;
@@ -102,9 +97,12 @@ function matchParen(s: string): number {
 }
 
 const IPV6_EXTENSION_HEADERS = new Set([0, 43, 44, 51, 60, 135]);
+/** IP protocols whose tcpdump text puts a port after each address. */
+const PORTED_PROTOCOLS = new Set([6, 17, 33, 132, 136]);
 
 interface HeaderInfo {
   ttl?: number;
+  id?: number;
   protocol?: number;
   length?: number;
   fragmentOffset?: number;
@@ -115,6 +113,8 @@ function parseHeaderInfo(s: string): HeaderInfo {
   const h: HeaderInfo = {};
   const ttl = /\b(?:ttl|hlim) (\d+)/.exec(s);
   if (ttl) h.ttl = Number(ttl[1]);
+  const id = /\bid (\d+)/.exec(s);
+  if (id) h.id = Number(id[1]);
   const proto = /\b(?:proto|next-header) \S+ \((\d+)\)/.exec(s);
   // IPv6's next-header may name an extension header; the transport text decides then.
   if (proto && !IPV6_EXTENSION_HEADERS.has(Number(proto[1]))) h.protocol = Number(proto[1]);
@@ -129,16 +129,31 @@ function parseHeaderInfo(s: string): HeaderInfo {
   return h;
 }
 
-/** `a.b.c.d[.port]` or `x::y[.port]` → address (and port). Names (no -n) do not parse. */
-function parseEndpoint(s: string): { ip: ReturnType<typeof tryParseIp>; port?: number } {
-  const whole = tryParseIp(s);
-  if (whole) return { ip: whole };
-  const dot = s.lastIndexOf(".");
-  if (dot < 0) return { ip: undefined };
-  const ip = tryParseIp(s.slice(0, dot));
-  const portText = s.slice(dot + 1);
-  if (ip === undefined || !/^\d{1,5}$/.test(portText)) return { ip: undefined };
-  return { ip, port: Number(portText) };
+/**
+ * Drops what may stand before the protocol text: IPv6 extension headers (`HBH (rtalert: 0x0000)
+ * (padn) `, `frag (0|1448) `) and checksum notes (`[icmp6 sum ok] `, 5.x `[no cksum] `).
+ */
+function protocolText(rest: string): string {
+  let r = rest;
+  for (let i = 0; i < 8; i++) {
+    const next = r
+      .replace(/^(?:HBH|DSTOPT|mobility|srcrt)(?: \([^)]*\))* /, "")
+      .replace(/^frag \([^)]*\) /, "")
+      .replace(/^\[(?:bad )?(?:udp |tcp |icmp6? )?(?:sum|cksum) [^\]]*\] /, "")
+      .replace(/^\[no cksum\] /, "");
+    if (next === r) break;
+    r = next;
+  }
+  return r;
+}
+
+/** Whether the ends carry ports: from the `-v` protocol, else the protocol text; undefined: unsaid. */
+function portsExpected(r: string, h: HeaderInfo): boolean | undefined {
+  if (h.protocol !== undefined) return PORTED_PROTOCOLS.has(h.protocol);
+  if (/^(?:Flags \[|tcp \d|UDP, |udp \d)/.test(r)) return true;
+  if (/^(?:ICMP6?[ ,]|ESP\(|AH\(|ip-proto-\d|GREv\d|VRRPv\d|igmp |OSPFv\d|PIMv\d|carp )/.test(r))
+    return false;
+  return undefined;
 }
 
 const ADDRESSES = /^(\S+) > (\S+?):(?: (.*)|$)/;
@@ -152,101 +167,66 @@ function parseAddressed(
 ): Frame {
   const m = ADDRESSES.exec(text);
   if (!m) return {};
-  const a = parseEndpoint(m[1]!);
-  const b = parseEndpoint(m[2]!);
-  if (a.ip === undefined || b.ip === undefined || a.ip.family !== b.ip.family) return {};
-  if (family !== undefined && a.ip.family !== family) return {};
-  const rest = m[3] ?? "";
-  const fam = a.ip.family;
+  const r = protocolText(m[3] ?? "");
+  const hasPorts = portsExpected(r, h);
+  let a = readEnd(m[1]!, hasPorts);
+  let b = readEnd(m[2]!, hasPorts);
+  if (a === undefined || b === undefined) return {};
+  if (hasPorts === undefined && (a.port === undefined) !== (b.port === undefined)) {
+    // Only one end reads as host.port: the protocol has none, the last labels are names.
+    a = readEnd(m[1]!, false);
+    b = readEnd(m[2]!, false);
+    if (a === undefined || b === undefined) return {};
+  }
+  const fam = a.ip?.family ?? b.ip?.family ?? family;
+  if (fam === undefined) return {};
+  if ((a.ip !== undefined && a.ip.family !== fam) || (b.ip !== undefined && b.ip.family !== fam))
+    return {};
+  if (family !== undefined && fam !== family) return {};
   const later = h.fragmentOffset !== undefined && h.fragmentOffset > 0;
-  const parsed = parseTransport(rest, fam, a.port, b.port, h, ctx, depth);
-  const { tunnel, protocol } = parsed;
-  let transport = parsed.transport;
-  // An error's one-line form omits the original source: it is the error's own destination.
-  if (
-    transport?.kind === "icmp" &&
-    transport.quoted !== undefined &&
-    transport.quoted.ip.src === 0n
-  )
-    transport = {
-      ...transport,
-      quoted: { ...transport.quoted, ip: { ...transport.quoted.ip, src: b.ip.value } },
-    };
-  const ip: IpHeader = {
+  const { transport, tunnel, protocol } = parseTransport(r, fam, a, b, h, ctx, depth);
+  const common = {
     family: fam,
-    src: a.ip.value,
-    dst: b.ip.value,
     protocol: h.protocol ?? protocol ?? 0,
     ...(h.ttl === undefined ? {} : { ttl: h.ttl }),
+    ...(h.id === undefined ? {} : { id: h.id }),
     ...(h.length === undefined ? {} : { length: h.length }),
     ...(later ? { isLaterFragment: true } : {}),
   };
-  if (transport === undefined) return { ip };
-  return tunnel === undefined ? { ip, transport } : { ip, transport, tunnel };
+  const named =
+    isNamed(a) || isNamed(b) || (transport?.kind === "icmp" && transport.quotedNamed !== undefined);
+  let header: { ip: IpHeader } | { named: NamedIpHeader };
+  if (!named) header = { ip: { ...common, src: a.ip!.value, dst: b.ip!.value } };
+  else
+    header = {
+      named: {
+        ...common,
+        ...(a.ip === undefined ? {} : { src: a.ip.value }),
+        ...(b.ip === undefined ? {} : { dst: b.ip.value }),
+        ...(a.name === undefined ? {} : { srcName: a.name }),
+        ...(b.name === undefined ? {} : { dstName: b.name }),
+      },
+    };
+  if (transport === undefined) return header;
+  return tunnel === undefined ? { ...header, transport } : { ...header, transport, tunnel };
 }
 
-const ICMP4_TYPES: ReadonlyArray<[RegExp, number]> = [
-  [/^echo request\b/, 8],
-  [/^echo reply\b/, 0],
-  [/\bunreachable\b/, 3],
-  [/^time exceeded\b/, 11],
-  [/^redirect\b/, 5],
-  [/^source quench\b/, 4],
-  [/^parameter problem\b/, 12],
-  [/^time stamp request\b/, 13],
-  [/^time stamp reply\b/, 14],
-  [/^router advertisement\b/, 9],
-  [/^router solicitation\b/, 10],
-];
-const ICMP4_UNREACH_CODES: ReadonlyArray<[RegExp, number]> = [
-  [/^net \S+ unreachable/, 0],
-  [/^host \S+ unreachable/, 1],
-  [/protocol \d+ unreachable/, 2],
-  [/ port \d+ unreachable/, 3],
-  [/unreachable - need to frag/, 4],
-  [/unreachable - admin prohibited|unreachable - prohibited/, 13],
-];
-const ICMP6_TYPES: ReadonlyArray<[RegExp, number]> = [
-  [/^echo request\b/, 128],
-  [/^echo reply\b/, 129],
-  [/^destination unreachable\b/, 1],
-  [/^packet too big\b/, 2],
-  [/^time exceeded\b/, 3],
-  [/^parameter problem\b/, 4],
-  [/^router solicitation\b/, 133],
-  [/^router advertisement\b/, 134],
-  [/^neighbor solicitation\b/, 135],
-  [/^neighbor advertisement\b/, 136],
-  [/^redirect\b/, 137],
-  [/^multicast listener query\b/, 130],
-  [/^multicast listener report v2\b/, 143],
-  [/^multicast listener report\b/, 131],
-  [/^multicast listener done\b/, 132],
-];
-
 function parseTransport(
-  rest: string,
+  r: string,
   family: Family,
-  srcPort: number | undefined,
-  dstPort: number | undefined,
+  a: PrintedEnd,
+  b: PrintedEnd,
   h: HeaderInfo,
   ctx: Cursor,
   depth: number,
 ): { transport?: Transport; tunnel?: Tunnel; protocol?: number } {
-  // 5.x `-v` may open with a checksum note; the protocol text follows it.
-  // Before the protocol text: IPv6 extension headers (`HBH (rtalert: 0x0000) (padn) `,
-  // `frag (0|1448) `) and checksum notes (`[icmp6 sum ok] `, 5.x `[no cksum] `).
-  let r = rest;
-  for (let i = 0; i < 8; i++) {
-    const next = r
-      .replace(/^(?:HBH|DSTOPT|mobility|srcrt)(?: \([^)]*\))* /, "")
-      .replace(/^frag \([^)]*\) /, "")
-      .replace(/^\[(?:bad )?(?:udp |tcp |icmp6? )?(?:sum|cksum) [^\]]*\] /, "")
-      .replace(/^\[no cksum\] /, "");
-    if (next === r) break;
-    r = next;
-  }
-  if (srcPort !== undefined && dstPort !== undefined) {
+  if (a.port !== undefined && b.port !== undefined) {
+    const ports = {
+      srcPort: a.port,
+      dstPort: b.port,
+      ...(a.service === undefined ? {} : { srcService: a.service }),
+      ...(b.service === undefined ? {} : { dstService: b.service }),
+    };
     const flags = /^Flags \[([^\]]*)\]/.exec(r);
     if (flags || h.protocol === 6 || /^tcp \d+/.test(r)) {
       const bits = flags ? parseTcpFlags(flags[1]!) : undefined;
@@ -257,8 +237,7 @@ function parseTransport(
         protocol: 6,
         transport: {
           kind: "tcp",
-          srcPort,
-          dstPort,
+          ...ports,
           ...(bits === undefined ? {} : { flags: bits }),
           ...(seq ? { seq: Number(seq[1]) } : {}),
           ...(ack && bits !== undefined && bits & 0x10 ? { ack: Number(ack[1]) } : {}),
@@ -272,8 +251,7 @@ function parseTransport(
     const len = /^(?:UDP, length|udp) (\d+)/.exec(r);
     const transport: Transport = {
       kind: "udp",
-      srcPort,
-      dstPort,
+      ...ports,
       ...(len ? { payloadLength: Number(len[1]) } : {}),
     };
     const enc = ENCAP_MARKERS.exec(r);
@@ -301,8 +279,10 @@ function parseTransport(
       },
     };
   }
-  if (r.startsWith("ICMP ") && family === 4) return parseIcmp(r.slice(5), 4, ctx, depth);
-  if (r.startsWith("ICMP6, ") && family === 6) return parseIcmp(r.slice(7), 6, ctx, depth);
+  const nested = (t: string, c: Cursor, d: number) => parseFrame(t, c, d).frame;
+  if (r.startsWith("ICMP ") && family === 4) return parseIcmp(r.slice(5), 4, b, ctx, depth, nested);
+  if (r.startsWith("ICMP6, ") && family === 6)
+    return parseIcmp(r.slice(7), 6, b, ctx, depth, nested);
   if (h.protocol !== undefined)
     return { protocol: h.protocol, transport: { kind: "other", protocol: h.protocol } };
   const other = /^ip-proto-(\d+)/.exec(r);
@@ -311,99 +291,21 @@ function parseTransport(
   return {};
 }
 
-function parseIcmp(
-  r: string,
-  version: 4 | 6,
-  ctx: Cursor,
-  depth: number,
-): { transport?: Transport; protocol: number } {
-  const protocol = version === 4 ? 1 : 58;
-  const table = version === 4 ? ICMP4_TYPES : ICMP6_TYPES;
-  let type: number | undefined;
-  for (const [re, t] of table) {
-    if (re.test(r)) {
-      type = t;
-      break;
-    }
-  }
-  if (type === undefined) return { protocol, transport: { kind: "other", protocol } };
-  const icmp: { -readonly [K in keyof IcmpHeader]: IcmpHeader[K] } = {
-    kind: "icmp",
-    version,
-    type,
-  };
-  const echo = /^echo (?:request|reply), id (\d+), seq (\d+)/.exec(r);
-  if (echo) {
-    icmp.id = Number(echo[1]);
-    icmp.seq = Number(echo[2]);
-  }
-  if (version === 4 && type === 3) {
-    for (const [re, c] of ICMP4_UNREACH_CODES) {
-      if (re.test(r)) {
-        icmp.code = c;
-        break;
-      }
-    }
-  }
-  const isError = version === 4 ? [3, 4, 5, 11, 12].includes(type) : type >= 1 && type <= 4;
-  if (isError) {
-    const quoted = quotedFromLines(ctx, depth) ?? quotedFromText(r, version);
-    if (quoted) icmp.quoted = quoted;
-  }
-  return { protocol, transport: icmp };
-}
-
-/** `-v` prints the quoted packet as a nested `IP (...)` block on the following lines. */
-function quotedFromLines(ctx: Cursor, depth: number): QuotedHeader | undefined {
-  for (let i = ctx.at; i < ctx.lines.length && i < ctx.at + 4; i++) {
-    const t = ctx.lines[i]!.trimStart();
-    if (/^IP6? /.test(t)) {
-      const sub: Cursor = { lines: ctx.lines, at: i + 1 };
-      const { frame } = parseFrame(t, sub, depth + 1);
-      if (frame.ip === undefined) return undefined;
-      ctx.at = sub.at;
-      const tr = frame.transport;
-      if (tr !== undefined && (tr.kind === "tcp" || tr.kind === "udp"))
-        return { ip: frame.ip, srcPort: tr.srcPort, dstPort: tr.dstPort };
-      return { ip: frame.ip };
-    }
-  }
-  return undefined;
-}
-
-/**
- * The one-line form names only the original destination (and port): `10.0.0.9 udp port 53
- * unreachable`, `host 10.0.0.9 unreachable`. The original source is the error's destination,
- * which the caller knows; here only what the text says is kept.
- */
-function quotedFromText(r: string, version: 4 | 6): QuotedHeader | undefined {
-  const port = /^(\S+) (tcp|udp) port (\d+) unreachable/.exec(r);
-  const host = /^(?:host|net) (\S+) unreachable/.exec(r);
-  const proto = /^(\S+) protocol (\d+) unreachable/.exec(r);
-  const text = port?.[1] ?? host?.[1] ?? proto?.[1];
-  const ip = text === undefined ? undefined : tryParseIp(text);
-  if (ip === undefined || ip.family !== version) return undefined;
-  const protocol = port ? (port[2] === "tcp" ? 6 : 17) : proto ? Number(proto[2]) : 0;
-  // The original source is not printed; 0 marks it unknown (the caller fills it in).
-  return {
-    ip: { family: ip.family, src: 0n, dst: ip.value, protocol },
-    ...(port ? { dstPort: Number(port[3]) } : {}),
-  };
-}
-
 function parseArp(text: string): ArpMessage {
   // -v names the hardware and protocol address formats first.
   const r = text.replace(/^\S+ \(len \d+\), \S+ \(len \d+\), /, "");
-  const req = /^Request who-has (\S+?)(?: \(\S+\))? tell (\S+?),/.exec(r);
-  if (req) {
-    const t = tryParseIp(req[1]!);
-    const s = tryParseIp(req[2]!);
-    return { op: 1, ...(s ? { senderIp: s.value } : {}), ...(t ? { targetIp: t.value } : {}) };
-  }
+  const req = /^Request who-has (\S+?)(?: \([^)]*(?:\([^)]*\))?\))? tell (\S+?),/.exec(r);
+  if (req) return { op: 1, ...arpEnd("sender", req[2]!), ...arpEnd("target", req[1]!) };
   const rep = /^Reply (\S+) is-at/.exec(r);
-  if (rep) {
-    const s = tryParseIp(rep[1]!);
-    return { op: 2, ...(s ? { senderIp: s.value } : {}) };
-  }
+  if (rep) return { op: 2, ...arpEnd("sender", rep[1]!) };
   return { op: 0 };
+}
+
+function arpEnd(role: "sender" | "target", text: string): Partial<ArpMessage> {
+  const e = readEnd(text, false);
+  if (e?.ip !== undefined)
+    return role === "sender" ? { senderIp: e.ip.value } : { targetIp: e.ip.value };
+  if (e?.name !== undefined)
+    return role === "sender" ? { senderName: e.name } : { targetName: e.name };
+  return {};
 }

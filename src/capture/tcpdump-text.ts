@@ -1,28 +1,37 @@
 /**
- * @module capture/tcpdump-text — tcpdump's printed output (what people paste) back into packets:
- * the default one-line form, `-n`, `-v`/`-vv` (header line + indented address line), `-e`
- * (MAC/SLL/NFLOG header, VLAN tags), `-q`, `-t`/`-tt`/`-tttt` (µs or ns), `-#`, the interface
- * and `In`/`Out` columns of `-i any`, ICMP echo and error lines (with the quoted packet of `-v`),
- * VXLAN/OTV/Geneve inner frames on the following lines; tcpdump 4.99 and 5.x printers.
+ * @module capture/tcpdump-text — tcpdump's printed output, as people paste it, back into packets:
+ * with or without `-n` (host and service names are kept as names, see NamedIpHeader), every time
+ * column (`-t` none, clock, `-tt` epoch, `-ttt` delta, `-tttt` date, `-ttttt` since the first),
+ * `-#`, `-e` (Ethernet with VLAN tags, LINUX_SLL's direction, LINUX_SLL2's `ifindex`, NFLOG),
+ * the interface and direction columns of `-i any`, `-v`…`-vvv` (header line + indented address
+ * line; the IP ID is read), `-q`, `-A`/`-X`/`-XX` payload lines (skipped), ICMP errors with the
+ * packet they quote, VXLAN/OTV/Geneve inner frames; tcpdump 4.99 and 5.x printers. tcpdump's own
+ * messages and pasted shell prompts are skipped; a prompt holding the tcpdump command is read
+ * for its flags (capture/tcpdump-command.ts).
  *
- * A packet's `line` is the text line where it starts. Times without a date are nanoseconds since
- * midnight (`timeOfDayOnly`); dated times are read as UTC (tcpdump prints local time: capture with
+ * A packet's `line` is the text line where it starts. Clock times are nanoseconds since midnight
+ * (`timeOfDayOnly`); dated times are read as UTC (tcpdump prints local time: capture with
  * `TZ=UTC` to make them exact). Lines that are not tcpdump output produce a diagnostic naming the
  * line and reading continues.
  */
 import type { Diagnostic } from "../model/types.ts";
-import type { Direction, Packet } from "./packet.ts";
+import type { Direction, Frame, Packet } from "./packet.ts";
 import type { DiagnosticSink } from "./raw-record.ts";
-import { type Cursor, ENCAP_MARKERS, MAC, parseFrame } from "./tcpdump-frame.ts";
+import { readPrompt, type TcpdumpCommand } from "./tcpdump-command.ts";
+import { type Cursor, ENCAP_MARKERS, parseFrame } from "./tcpdump-frame.ts";
+import {
+  type Head,
+  isUntimedHead,
+  looksLikePacket,
+  NOISE,
+  parseHead,
+  type TimeKind,
+} from "./tcpdump-line.ts";
 
-const NUMBERED = /^ *(\d+) {2}(?=\S)/;
-const DATE_TIME = /^(\d{4})-(\d{2})-(\d{2}) (\d{2}):(\d{2}):(\d{2})(?:\.(\d{1,9}))? /;
-const TIME_OF_DAY = /^(\d{2}):(\d{2}):(\d{2})(?:\.(\d{1,9}))? /;
-const EPOCH = /^(\d{1,12})\.(\d{6}|\d{9}) /;
-const NOISE =
-  /^(reading from file |listening on |tcpdump: |Warning: interface names |\d+ packets? (captured|received by filter|dropped by kernel)|dropped privs|\$ |# |\s*$)/;
-/** `-i any` columns: interface name, then the packet type (print-sll.c sll_pkttype_values). */
+/** `-i any` columns (LINUX_SLL2): interface name, then the packet type (print-sll.c). */
 const IFACE_DIR = /^(\S+) +(In|Out|B|M|P) +(?=\S)/;
+/** LINUX_SLL `-e`: the packet type alone, before the link address and ethertype. */
+const SLL_DIR = /^(In|Out|B|M|P) +(?=(?:\S+(?: \(oui [^)]*\))? )?ethertype )/;
 const DIRECTIONS: Readonly<Record<string, Direction>> = {
   In: "in",
   Out: "out",
@@ -32,78 +41,35 @@ const DIRECTIONS: Readonly<Record<string, Direction>> = {
 };
 const MAX_CONTINUATION = 10_000;
 const MAX_UNPARSED_REPORTS = 20;
+/** Relative times not yet known to be deltas (-ttt) or offsets (-ttttt) are held this long. */
+const MAX_RELATIVE_PENDING = 64;
 
 interface Block {
   line: number;
   head: string;
   number?: number;
   timeNs: bigint;
-  timeOfDayOnly: boolean;
+  kind: TimeKind;
   cont: string[];
 }
 
-/** Parses one head line's prefix: packet number and timestamp. */
-function parseHead(
-  text: string,
-): { number?: number; timeNs?: bigint; timeOfDayOnly: boolean; rest: string } | undefined {
-  let rest = text;
-  let number: number | undefined;
-  const n = NUMBERED.exec(rest);
-  if (n) {
-    number = Number(n[1]);
-    rest = rest.slice(n[0].length);
-  }
-  let m = DATE_TIME.exec(rest);
-  if (m) {
-    const ms = Date.UTC(
-      Number(m[1]),
-      Number(m[2]) - 1,
-      Number(m[3]),
-      Number(m[4]),
-      Number(m[5]),
-      Number(m[6]),
-    );
-    if (Number.isNaN(ms)) return undefined;
-    const t = BigInt(ms) * 1_000_000n + fracNs(m[7]);
-    return {
-      ...(number === undefined ? {} : { number }),
-      timeNs: t,
-      timeOfDayOnly: false,
-      rest: rest.slice(m[0].length),
-    };
-  }
-  m = TIME_OF_DAY.exec(rest);
-  if (m) {
-    const s = Number(m[1]) * 3600 + Number(m[2]) * 60 + Number(m[3]);
-    const t = BigInt(s) * 1_000_000_000n + fracNs(m[4]);
-    return {
-      ...(number === undefined ? {} : { number }),
-      timeNs: t,
-      timeOfDayOnly: true,
-      rest: rest.slice(m[0].length),
-    };
-  }
-  m = EPOCH.exec(rest);
-  if (m) {
-    const t = BigInt(m[1]!) * 1_000_000_000n + fracNs(m[2]);
-    return {
-      ...(number === undefined ? {} : { number }),
-      timeNs: t,
-      timeOfDayOnly: false,
-      rest: rest.slice(m[0].length),
-    };
-  }
-  if (number !== undefined) return { number, timeOfDayOnly: false, rest };
-  return undefined;
+/** What the text so far (or the pasted command) says about how tcpdump printed it. */
+interface Mode {
+  /** Packets start without a time (-t). */
+  untimed: boolean;
+  /** Packets are followed by their bytes as text (-A). */
+  ascii: boolean;
+  /** How relative times read: -ttt deltas or -ttttt offsets; undefined until known. */
+  relative: "delta" | "since-first" | undefined;
 }
 
-function fracNs(digits: string | undefined): bigint {
-  if (digits === undefined) return 0n;
-  return BigInt(digits.padEnd(9, "0"));
+function modeOf(cmd: TcpdumpCommand | undefined): Mode {
+  return {
+    untimed: cmd?.timeFlags === 1,
+    ascii: cmd?.ascii === true,
+    relative: cmd?.timeFlags === 3 ? "delta" : cmd?.timeFlags === 5 ? "since-first" : undefined,
+  };
 }
-
-/** A line with no timestamp that still starts a packet (`-t`): a protocol keyword or MAC. */
-const UNTIMED_HEAD = new RegExp(`^(?:IP6? |ARP, |${MAC} > )`);
 
 /**
  * Parses tcpdump text, line by line, into packets. `lines` may be any (async) iterable of lines
@@ -118,7 +84,7 @@ export async function* parseTcpdumpLines(
   let cur: Block | undefined;
   let index = 0;
   let unparsed = 0;
-  let untimed = false;
+  let mode = modeOf(undefined);
   const report = (line: number, text: string) => {
     unparsed++;
     if (unparsed <= MAX_UNPARSED_REPORTS) {
@@ -131,53 +97,124 @@ export async function* parseTcpdumpLines(
     }
   };
   const bases = new Map<string, number>();
-  const finish = (b: Block): Packet | undefined => {
+  let named = 0;
+  let firstNamedLine = 0;
+  const finish = (b: Block): Packet => {
     index++;
     const p = blockToPacket(b, b.number ?? index, file, diag);
-    return p === undefined ? undefined : absoluteSequence(p, bases);
+    if (isNamedPacket(p)) {
+      named++;
+      if (firstNamedLine === 0) firstNamedLine = b.line;
+    }
+    return absoluteSequence(p, bases);
   };
+  // Relative times: held until a decrease shows deltas (-ttt) or enough show offsets (-ttttt).
+  let pending: Packet[] = [];
+  let lastRelative = -1n;
+  let deltaSum = 0n;
+  let assumedOffsets = false;
+  const settle = (p: Packet): Packet => {
+    if (p.timeBasis !== "since-first" || mode.relative !== "delta") return p;
+    deltaSum += p.timeNs;
+    return { ...p, timeNs: deltaSum };
+  };
+  function* release(p: Packet | undefined): Generator<Packet> {
+    if (p !== undefined && p.timeBasis === "since-first" && mode.relative === undefined) {
+      if (lastRelative >= 0n && p.timeNs < lastRelative) mode.relative = "delta";
+      lastRelative = p.timeNs;
+      pending.push(p);
+      if (mode.relative === undefined && pending.length < MAX_RELATIVE_PENDING) return;
+    }
+    if (pending.length > 0) {
+      if (mode.relative === undefined) {
+        mode.relative = "since-first";
+        assumedOffsets = pending.length < MAX_RELATIVE_PENDING;
+      }
+      const held = pending;
+      pending = [];
+      for (const q of held) yield settle(q);
+      if (p !== undefined && held[held.length - 1] === p) return;
+    }
+    if (p !== undefined) yield settle(p);
+  }
+  const startBlock = (head: Head | undefined, text: string): Block => ({
+    line: lineNo,
+    head: head === undefined ? text : head.rest,
+    ...(head?.number === undefined ? {} : { number: head.number }),
+    timeNs: head?.timeNs ?? 0n,
+    kind: head?.kind ?? "none",
+    cont: [],
+  });
   for await (const raw of lines) {
     lineNo++;
-    const text = raw;
-    const head = /^\s/.test(text) && !NUMBERED.test(text) ? undefined : parseHead(text);
-    const startsPacket =
-      head !== undefined ||
-      (untimed && UNTIMED_HEAD.test(text) && !(cur !== undefined && expectsInner(cur)));
-    if (startsPacket) {
-      if (cur !== undefined) {
-        const p = finish(cur);
-        if (p !== undefined) yield p;
-      }
-      if (head === undefined) {
-        cur = { line: lineNo, head: text, timeNs: 0n, timeOfDayOnly: true, cont: [] };
-      } else {
-        if (head.timeNs === undefined && index === 0) untimed = true;
-        cur = {
-          line: lineNo,
-          head: head.rest,
-          ...(head.number === undefined ? {} : { number: head.number }),
-          timeNs: head.timeNs ?? 0n,
-          timeOfDayOnly: head.timeNs === undefined ? true : head.timeOfDayOnly,
-          cont: [],
-        };
-      }
-      continue;
-    }
-    if (index === 0 && cur === undefined && UNTIMED_HEAD.test(text)) {
-      untimed = true;
-      cur = { line: lineNo, head: text, timeNs: 0n, timeOfDayOnly: true, cont: [] };
+    // A paste often keeps the ^C that stopped tcpdump in front of its summary line.
+    const text = raw.startsWith("^C") ? raw.slice(2) : raw;
+    const indented = text.startsWith(" ") || text.startsWith("\t");
+    const head = parseHead(text);
+    const mayStartUntimed =
+      head === undefined &&
+      (mode.untimed || (index === 0 && cur === undefined)) &&
+      !(cur !== undefined && expectsInner(cur));
+    const untimedHead =
+      mayStartUntimed &&
+      (isUntimedHead(text) ||
+        (mode.untimed &&
+          !mode.ascii &&
+          !indented &&
+          looksLikePacket(text) &&
+          !NOISE.test(text) &&
+          readPrompt(text) === undefined));
+    if (head !== undefined || untimedHead) {
+      if (cur !== undefined) yield* release(finish(cur));
+      if (head === undefined || (head.kind === "none" && index === 0)) mode.untimed = true;
+      cur = startBlock(head, text);
       continue;
     }
     if (NOISE.test(text)) continue;
-    if (cur !== undefined && (/^\s/.test(text) || expectsInner(cur))) {
+    if (!indented) {
+      // A -A payload line may look like a prompt; only one that runs tcpdump ends the packet.
+      const prompt = readPrompt(text);
+      if (prompt !== undefined && !(mode.ascii && cur !== undefined && !prompt.command)) {
+        if (cur !== undefined) yield* release(finish(cur));
+        yield* release(undefined);
+        cur = undefined;
+        if (prompt.command !== undefined) {
+          mode = modeOf(prompt.command);
+          lastRelative = -1n;
+          deltaSum = 0n;
+          diag(commandNote(prompt.command, file, lineNo, text));
+        }
+        continue;
+      }
+    }
+    if (cur !== undefined && (indented || expectsInner(cur) || mode.ascii)) {
+      if (cur.cont.length < MAX_CONTINUATION) cur.cont.push(text);
+      continue;
+    }
+    if (cur !== undefined && startsAsciiPayload(cur, text)) {
+      mode.ascii = true;
       if (cur.cont.length < MAX_CONTINUATION) cur.cont.push(text);
       continue;
     }
     report(lineNo, text);
   }
-  if (cur !== undefined) {
-    const p = finish(cur);
-    if (p !== undefined) yield p;
+  if (cur !== undefined) yield* release(finish(cur));
+  yield* release(undefined);
+  if (assumedOffsets) {
+    diag({
+      code: "TCPDUMP_RELATIVE_TIMES",
+      severity: "info",
+      message: `${file}: times are relative (tcpdump -ttt or -ttttt) and never decrease, so they are read as time since the first packet (-ttttt); paste the tcpdump command line with the output to make it certain`,
+      source: { file, line: 1 },
+    });
+  }
+  if (named > 0) {
+    diag({
+      code: "TCPDUMP_NAMES",
+      severity: "info",
+      message: `${file}:${firstNamedLine}: ${named} packet${named === 1 ? "" : "s"} name hosts or services instead of numbering them (tcpdump printed without -n): read as IP packets with those names, but conversations and host matching need addresses; print with tcpdump -nn to include them`,
+      source: { file, line: firstNamedLine },
+    });
   }
   if (unparsed > MAX_UNPARSED_REPORTS) {
     diag({
@@ -192,10 +229,44 @@ export async function* parseTcpdumpLines(
     diag({
       code: "TCPDUMP_NOT_TEXT",
       severity: "error",
-      message: `${file}: none of its ${lineNo} lines is tcpdump output; expected a pcap or pcapng file (tcpdump -w) or tcpdump -n text`,
+      message: `${file}: none of its ${lineNo} lines is tcpdump output; expected a pcap or pcapng file (tcpdump -w) or tcpdump text`,
       source: { file, line: 1 },
     });
   }
+}
+
+function commandNote(cmd: TcpdumpCommand, file: string, line: number, text: string): Diagnostic {
+  const notes = [
+    cmd.numeric === 0 ? "without -n: hosts and ports may be printed as names" : undefined,
+    cmd.iface === undefined ? undefined : `interface ${cmd.iface}`,
+    cmd.file === undefined ? undefined : `reading ${cmd.file}`,
+    cmd.filter === undefined ? undefined : `filter "${cmd.filter}"`,
+  ].filter((x) => x !== undefined);
+  return {
+    code: "TCPDUMP_COMMAND",
+    severity: "info",
+    message: `${file}:${line}: the output below was printed by \`${cmd.text}\`${notes.length === 0 ? "" : ` (${notes.join("; ")})`}`,
+    source: { file, line, text: text.slice(0, 200) },
+  };
+}
+
+function isNamedPacket(p: Packet): boolean {
+  return (
+    p.named !== undefined || p.arp?.senderName !== undefined || p.arp?.targetName !== undefined
+  );
+}
+
+/**
+ * Whether `text`, the first unindented line after a packet's lines, is `-A` output: the packet's
+ * bytes as text, which start with its network header (IPv4 0x45… `E`…`O`, IPv6 0x6… `` ` ``…`o`,
+ * ARP 0x0001 `..`).
+ */
+function startsAsciiPayload(b: Block, text: string): boolean {
+  if (b.cont.some((l) => !/^\s/.test(l))) return false;
+  if (/\bIP6 |ethertype IPv6 /.test(b.head)) return /^[`a-o]/.test(text);
+  if (/\bIP |ethertype IPv4 /.test(b.head)) return /^[E-O]/.test(text);
+  if (/\bARP\b/.test(b.head)) return text.startsWith("..");
+  return false;
 }
 
 /**
@@ -206,8 +277,12 @@ export async function* parseTcpdumpLines(
  */
 function absoluteSequence(p: Packet, bases: Map<string, number>): Packet {
   const t = p.transport;
-  if (p.ip === undefined || t?.kind !== "tcp" || t.seq === undefined) return p;
-  const dir = `${p.ip.src}.${t.srcPort}>${p.ip.dst}.${t.dstPort}`;
+  if (t?.kind !== "tcp" || t.seq === undefined) return p;
+  const h = p.ip ?? p.named;
+  if (h === undefined) return p;
+  const src = p.ip?.src ?? p.named?.src ?? p.named?.srcName;
+  const dst = p.ip?.dst ?? p.named?.dst ?? p.named?.dstName;
+  const dir = `${src}.${t.srcService ?? t.srcPort}>${dst}.${t.dstService ?? t.dstPort}`;
   const base = bases.get(dir);
   if (base === undefined || ((t.flags ?? 0) & 0x02) !== 0) {
     if (bases.size > 100_000) bases.clear();
@@ -228,13 +303,8 @@ function expectsInner(b: Block): boolean {
   );
 }
 
-function blockToPacket(
-  b: Block,
-  index: number,
-  file: string,
-  diag: DiagnosticSink,
-): Packet | undefined {
-  let rest = b.head;
+function blockToPacket(b: Block, index: number, file: string, diag: DiagnosticSink): Packet {
+  let rest = b.head.trimStart();
   let iface: string | undefined;
   let direction: Direction | undefined;
   const id = IFACE_DIR.exec(rest);
@@ -242,26 +312,45 @@ function blockToPacket(
     iface = id[1]!;
     direction = DIRECTIONS[id[2]!];
     rest = rest.slice(id[0].length);
+  } else {
+    const sll = SLL_DIR.exec(rest);
+    if (sll) {
+      direction = DIRECTIONS[sll[1]!];
+      rest = rest.slice(sll[0].length);
+    }
   }
   const ctx: Cursor = { lines: b.cont, at: 0 };
   const { frame, length } = parseFrame(rest, ctx, 0);
-  if (frame.ip === undefined && frame.arp === undefined) {
-    const d: Diagnostic = {
+  if (frame.ip === undefined && frame.named === undefined && frame.arp === undefined) {
+    diag({
       code: "TCPDUMP_UNDECODED",
       severity: "info",
       message: `${file}:${b.line}: packet ${index} has no IP or ARP header podpath can read; it is counted without addresses`,
       source: { file, line: b.line, text: b.head.slice(0, 200) },
-    };
-    diag(d);
+    });
   }
   return {
     index,
     line: b.line,
     timeNs: b.timeNs,
-    ...(b.timeOfDayOnly ? { timeOfDayOnly: true } : {}),
+    ...timeFields(b.kind),
     ...(iface === undefined ? {} : { iface }),
     ...(direction === undefined ? {} : { direction }),
     ...(length === undefined ? {} : { length }),
-    ...frame,
+    ...(frame satisfies Frame),
   };
+}
+
+function timeFields(kind: TimeKind): Pick<Packet, "timeOfDayOnly" | "timeBasis"> {
+  switch (kind) {
+    case "clock":
+      return { timeOfDayOnly: true };
+    case "relative":
+      return { timeOfDayOnly: true, timeBasis: "since-first" };
+    case "none":
+      return { timeOfDayOnly: true, timeBasis: "none" };
+    case "date":
+    case "epoch":
+      return {};
+  }
 }
