@@ -76,7 +76,7 @@ const PRIVATE: readonly Cidr[] = [
   { family: 4, start: 0x64400000n, end: 0x647fffffn, prefix: 10 },
 ];
 
-const DNS_TOOLS = new Set(["dig", "nslookup", "resolve"]);
+const DNS_TOOLS = new Set(["dig", "nslookup", "host", "resolve"]);
 
 /**
  * The hop a probe tests: the transcript's own `# role` comment, else from its target. DNS lookups

@@ -1,12 +1,13 @@
 /**
- * @module evidence/probe-dns — reads dig (full and `+short`) and nslookup (BIND and Windows) output:
- * the server asked, the rcode, the addresses answered, and "no servers could be reached".
+ * @module evidence/probe-dns — reads dig (full and `+short`), nslookup (BIND, BusyBox, Windows) and
+ * BIND host output: the server asked, the rcode, the addresses answered, and "no servers could be
+ * reached".
  */
 
 import type { Diagnostic, SourceRef } from "../model/types.ts";
 import { type Ip, tryParseIp } from "../net/cidr.ts";
 import type { CommandLine, OutputLine, ProbeResult, ToolReading } from "./probes.ts";
-import { lineMatch, refOf } from "./probes.ts";
+import { lineMatch, positional, refOf } from "./probes.ts";
 
 const RR_TYPES = new Set([
   "A",
@@ -183,6 +184,91 @@ export function readNslookup(
     ...(target === undefined ? {} : { target }),
     result,
     timingsMs: [],
+    ...(server ? { dnsServer: server } : {}),
+    answers,
+    ...(status === undefined ? {} : { status }),
+    resultSource: decided ? refOf(cmd.file, decided) : commandRef,
+  };
+}
+
+const HOST_WITH_VALUE = new Set(["-c", "-N", "-R", "-t", "-W", "-m", "-p"]);
+
+/**
+ * BIND `host`: `NAME has address IP`, `… domain name pointer …`, `Host NAME not found:
+ * 3(NXDOMAIN)`, `;; no servers could be reached`; with `-v`, dig-like sections. The target is the
+ * name looked up: a lookup tests the DNS server, not a hop to the address.
+ */
+export function readHost(
+  cmd: CommandLine,
+  output: readonly OutputLine[],
+  diagnostics: Diagnostic[],
+): ToolReading {
+  const commandRef: SourceRef = { file: cmd.file, line: cmd.line, text: cmd.text };
+  const [target, serverArg] = positional(cmd.args, HOST_WITH_VALUE);
+  let server = serverArg === undefined ? undefined : tryParseIp(serverArg);
+  const answers: Ip[] = [];
+  let firstAnswer: OutputLine | undefined;
+  let status: string | undefined;
+  let failure: { result: ProbeResult; line: OutputLine } | undefined;
+  let empty: OutputLine | undefined;
+  let usingServer = false;
+  const timingsMs: number[] = [];
+  for (const l of output) {
+    const t = l.text.trim();
+    const on = lineMatch(t);
+    if (t === "Using domain server:") usingServer = true;
+    else if (usingServer && on.test(/^Address:\s*([0-9a-fA-F:.]+)#\d+$/)) {
+      server = tryParseIp(on.g(1)) ?? server;
+      usingServer = false;
+    } else if (
+      on.test(/ has (?:IPv6 )?address (\S+)$/) ||
+      on.test(/\sIN\s+(?:A|AAAA)\s+(\S+)$/) ||
+      on.test(/ domain name pointer (\S+)$/)
+    ) {
+      const ip = tryParseIp(on.g(1));
+      if (ip) answers.push(ip);
+      firstAnswer ??= l;
+    } else if (on.test(/^Host \S+ not found: \d+\(([A-Z]+)\)/)) {
+      status ??= on.g(1);
+      failure ??= { result: fromRcode(on.g(1), 0), line: l };
+    } else if (/no servers could be reached/.test(t)) {
+      failure ??= { result: "no-server", line: l };
+    } else if (/ has no \S+ record$/.test(t)) {
+      empty ??= l;
+    } else if (on.test(/^Received \d+ bytes from ([0-9a-fA-F:.]+)#\d+ in (\d+) ms/)) {
+      server = tryParseIp(on.g(1)) ?? server;
+      timingsMs.push(Number(on.g(2)));
+    } else if (on.test(/status: ([A-Z]+)/)) {
+      status ??= on.g(1);
+    }
+  }
+  let result: ProbeResult;
+  let decided: OutputLine | undefined;
+  if (answers.length > 0) {
+    result = "ok";
+    decided = firstAnswer;
+  } else if (failure) {
+    result = failure.result;
+    decided = failure.line;
+  } else if (empty) {
+    // NOERROR without the asked type: the server answered, the name has no such record
+    result = "nxdomain";
+    status ??= "NOERROR";
+    decided = empty;
+  } else {
+    result = "error";
+    diagnostics.push({
+      code: "PROBE_NO_RESULT",
+      severity: "warning",
+      message:
+        'host output shows no "has address" answer, "Host … not found" or "no servers could be reached"',
+      source: commandRef,
+    });
+  }
+  return {
+    ...(target === undefined ? {} : { target }),
+    result,
+    timingsMs,
     ...(server ? { dnsServer: server } : {}),
     answers,
     ...(status === undefined ? {} : { status }),

@@ -56,13 +56,14 @@ const NUM = String.raw`(\d+(?:\.\d+)?)`;
 // iputils/BusyBox/macOS: "64 bytes from 10.8.0.1: icmp_seq=1 ttl=64 time=0.353 ms",
 // "64 bytes from host.example (10.8.0.1): icmp_seq=1 ...", BusyBox "seq=0".
 const UNIX_REPLY = new RegExp(
-  String.raw`^\d+ bytes from (?:\S+ \()?([0-9a-fA-F:.]+)\)?:? (?:icmp_seq|seq)=\d+.*?time[=<]${NUM}\s*ms`,
+  String.raw`^\d+ bytes from (?:\S+ \()?([0-9a-fA-F:.]*[0-9a-fA-F])\)?:? (?:icmp_seq|seq)=\d+.*?time[=<]${NUM}\s*ms`,
 );
 // Windows: "Reply from 10.8.0.1: bytes=32 time=24ms TTL=64", "time<1ms".
 const WIN_REPLY = new RegExp(String.raw`^Reply from ([0-9a-fA-F:.]+): bytes=\d+ time[=<]${NUM}ms`);
-// iputils: "From 10.8.0.1 icmp_seq=1 Destination Host Unreachable" (also "From host (ip) ...").
+// iputils: "From 10.8.0.1 icmp_seq=1 Destination Host Unreachable" (also "From host (ip) ...");
+// IPv6: "From fd00::1 icmp_seq=1 Destination unreachable: Address unreachable".
 const UNIX_ICMP_ERROR =
-  /^From (?:\S+ \()?([0-9a-fA-F:.]+)\)?:? (?:icmp_seq|seq)=\d+ (Destination .*Unreachable|Time to live exceeded|Packet filtered|.*[Pp]rohibited.*)/;
+  /^From (?:\S+ \()?([0-9a-fA-F:.]*[0-9a-fA-F])\)?:? (?:icmp_seq|seq)=\d+ (Destination .*[Uu]nreachable|Time to live exceeded|Packet filtered|.*[Pp]rohibited.*)/;
 // macOS: "92 bytes from 10.8.0.1: Destination Host Unreachable".
 const MAC_ICMP_ERROR =
   /^\d+ bytes from ([0-9a-fA-F:.]+): (Destination .*Unreachable|Time to live exceeded)/;

@@ -206,13 +206,14 @@ export function readNc(
       result = "ok";
     } else if (on.test(/^(?:nc|Ncat|ncat|netcat): (.*)$/)) {
       const detail = on.g(1);
-      if (
+      // ncat: 'Could not resolve hostname "x": Temporary failure in name resolution. QUITTING.'
+      if (/Temporary failure in name resolution/.test(detail)) result = "no-server";
+      else if (
         /Name or service not known|No address associated|bad address|Could not resolve/i.test(
           detail,
         )
       )
         result = "nxdomain";
-      else if (/Temporary failure in name resolution/.test(detail)) result = "no-server";
       else result = connectFailure(detail) ?? (/TIMEOUT/.test(detail) ? "timeout" : undefined);
     } else if (/Connection refused|timed out|No route to host/.test(t)) {
       result = connectFailure(t);

@@ -3,13 +3,17 @@ import { readFileSync } from "node:fs";
 import { describe, it } from "node:test";
 import fc from "fast-check";
 import { formatIp } from "../net/cidr.ts";
+import { classifyLine } from "./probe-prompt.ts";
 import {
   PROBE_RESULTS,
   type ProbeCommand,
   parseProbeJson,
   parseProbeTranscript,
   splitWords,
+  toolOf,
 } from "./probes.ts";
+import { fits, PROMPT_STYLES, projectAll, restyle } from "./testdata/probes/prompt-styles.ts";
+import { assertExpected, TOOL_PROBES } from "./testdata/probes/tool-lab.ts";
 
 const dir = new URL("./testdata/probes/", import.meta.url);
 const read = (name: string) => readFileSync(new URL(name, dir), "utf8");
@@ -217,7 +221,7 @@ describe("transcript conventions", () => {
     const a = parseProbeTranscript("hello\nworld\n", "p.txt");
     assert.equal(a.diagnostics[0]?.code, "PROBE_NO_COMMANDS");
     assert.equal(a.diagnostics[0]?.severity, "error");
-    const b = parseProbeTranscript("$ mtr 10.0.0.1\nsomething\n", "p.txt");
+    const b = parseProbeTranscript("$ arping 10.0.0.1\nsomething\n", "p.txt");
     assert.equal(b.value.commands[0]?.result, "error");
     assert.equal(b.diagnostics[0]?.code, "PROBE_UNKNOWN_TOOL");
   });
@@ -253,6 +257,211 @@ describe("transcript conventions", () => {
     assert.match(lines[c.resultSource.line - 1]!, /64 bytes from/);
     assert.equal(parseProbeJson("{", "x.json").diagnostics[0]?.code, "PROBE_JSON");
     assert.equal(parseProbeJson("{}", "x.json").diagnostics[0]?.code, "PROBE_JSON");
+  });
+});
+
+describe("parseProbeTranscript on real tracepath, mtr, host, wget, telnet, ncat and BusyBox output", () => {
+  const text = read("tools-real.txt");
+  const { value, diagnostics } = parseProbeTranscript(text, "probes/tools.txt");
+
+  it("reads every command the lab ran, as the lab expects", () => {
+    const byCommand = new Map(value.commands.map((c) => [c.command, c]));
+    let checked = 0;
+    for (const p of TOOL_PROBES) {
+      const c = byCommand.get(p.command);
+      if (!c && p.needs === "ipv6") continue;
+      assert.ok(c, `not in tools-real.txt: ${p.command}`);
+      assertExpected(c, p.expect);
+      checked++;
+    }
+    assert.equal(checked, value.commands.length);
+  });
+
+  it("reads them without warnings", () => {
+    assert.deepEqual(
+      diagnostics.filter((d) => d.severity !== "info"),
+      [],
+    );
+  });
+
+  it("keeps tracepath's and mtr's hops, silent ones marked", () => {
+    const silent = value.commands.find((c) => c.command === "tracepath -n -m 2 10.76.0.5")!;
+    assert.deepEqual(
+      silent.hops!.map((h) => [h.hop, h.address && formatIp(h.address), h.silent]),
+      [
+        [1, "10.71.0.2", false],
+        [2, undefined, true],
+      ],
+    );
+    const mtr = value.commands.find((c) => c.tool === "mtr" && c.result === "replies")!;
+    assert.deepEqual(
+      mtr.hops!.map((h) => h.address && formatIp(h.address)),
+      ["10.71.0.2", "10.72.0.2"],
+    );
+    assert.equal(formatIp(mtr.replyFrom!), "10.72.0.2");
+  });
+
+  it("says why an mtr list that ends at a router is read as unreachable", () => {
+    const c = value.commands.find((x) => x.tool === "mtr" && x.result === "unreachable")!;
+    assert.ok(
+      diagnostics.some(
+        (d) => d.code === "PROBE_AMBIGUOUS" && d.source?.line === c.resultSource.line,
+      ),
+    );
+  });
+});
+
+describe("transcripts as pasted: every prompt gives the same probes as the canonical $ form", () => {
+  for (const fixture of ["linux-real.txt", "tools-real.txt"]) {
+    const canonical = read(fixture);
+    const base = parseProbeTranscript(canonical, "probes/t.txt");
+    for (const style of PROMPT_STYLES) {
+      if (!fits(canonical, style)) continue;
+      it(`${fixture} behind ${style.name}`, () => {
+        const styled = parseProbeTranscript(restyle(canonical, style), "probes/t.txt");
+        assert.deepEqual(
+          projectAll(styled.value, style.wrapsCommand === true),
+          projectAll(base.value, style.wrapsCommand === true),
+        );
+        assert.deepEqual(styled.value.client, base.value.client);
+        for (const c of styled.value.commands) assert.deepEqual(c.ranIn, style.ranIn);
+        const codes = (d: typeof base.diagnostics) =>
+          d
+            .filter((x) => x.code !== "PROBE_SKIPPED_LINE")
+            .map((x) => `${x.code}:${x.source?.line}`);
+        assert.deepEqual(codes(styled.diagnostics), codes(base.diagnostics));
+      });
+    }
+  }
+});
+
+describe("classifyLine", () => {
+  const kind = (l: string) => {
+    const k = classifyLine(l);
+    return k.kind === "command" ? `command: ${k.command}` : k.kind;
+  };
+
+  it("reads a root prompt as a prompt only before a command it knows", () => {
+    assert.equal(kind("# ping -c 1 10.8.0.1"), "command: ping -c 1 10.8.0.1");
+    assert.equal(kind("# sysctl net.ipv4.ip_forward"), "command: sysctl net.ipv4.ip_forward");
+    assert.equal(kind("# the laptop, on the VPN"), "skipped");
+    assert.equal(kind("# Generated by iptables-save v1.8.9 on Tue"), "skipped");
+    assert.equal(kind("# peer"), "skipped");
+  });
+
+  it("leaves tools' own output alone", () => {
+    for (const l of [
+      ";; ->>HEADER<<- opcode: QUERY, status: NOERROR, id: 1",
+      "; <<>> DiG 9.18.49 <<>> @10.72.0.2 web.probe.test",
+      "PING 10.72.0.2 (10.72.0.2) 56(84) bytes of data.",
+      "64 bytes from 10.72.0.2: icmp_seq=1 ttl=63 time=0.050 ms",
+      "traceroute to 10.72.0.2 (10.72.0.2), 30 hops max, 60 byte packets",
+      " 1  10.71.0.2  0.026 ms",
+      "Address: 10.72.0.2#53",
+      "Server:		10.72.0.2",
+      "HOST: vm                          Loss%   Snt   Last   Avg  Best  Wrst StDev",
+      "nc: connect to 10.98.0.5 port 80 (tcp) timed out: Operation now in progress",
+      "curl: (7) Failed to connect to 10.99.0.2 port 9999 after 0 ms: Couldn't connect to server",
+      "telnet: Unable to connect to remote host: Connection refused",
+      "null                 100% |********************************|     3  0:00:00 ETA",
+      "host is down, ping works",
+      "Connecting to 10.72.0.2:8080... connected.",
+      "$ ",
+    ]) {
+      assert.notEqual(kind(l).slice(0, 7), "command", l);
+    }
+  });
+
+  it("takes a probe at the start of a line as a command when it names something to probe", () => {
+    assert.equal(kind("ping -c 3 10.8.0.1"), "command: ping -c 3 10.8.0.1");
+    assert.equal(
+      kind("dig @10.96.0.10 web.demo.svc.cluster.local"),
+      "command: dig @10.96.0.10 web.demo.svc.cluster.local",
+    );
+    assert.equal(kind("ip route get 10.96.0.10"), "command: ip route get 10.96.0.10");
+    assert.equal(kind("curl http://web/"), "command: curl http://web/");
+    assert.equal(kind("curl web"), "text"); // a bare word could be prose; behind a prompt it is read
+    assert.equal(kind("$ curl web"), "command: curl web");
+  });
+});
+
+describe("toolOf", () => {
+  it("looks through sudo, timeout, kubectl exec and sh -c, and records the pod", () => {
+    const t = (line: string) => {
+      const r = toolOf(splitWords(line));
+      return [r.tool, r.args.join(" "), r.ranIn];
+    };
+    assert.deepEqual(t("sudo -u root timeout 5 ping -c 1 10.8.0.1"), [
+      "ping",
+      "-c 1 10.8.0.1",
+      undefined,
+    ]);
+    assert.deepEqual(t("kubectl exec -it openvpn-0 -n vpn -- ping -c 1 10.8.0.1"), [
+      "ping",
+      "-c 1 10.8.0.1",
+      { pod: "openvpn-0", namespace: "vpn" },
+    ]);
+    assert.deepEqual(
+      t("kubectl --context prod -n=vpn exec deploy/openvpn -c ovpn -- wget -qO- http://x/"),
+      ["wget", "-qO- http://x/", { pod: "deploy/openvpn", namespace: "vpn", container: "ovpn" }],
+    );
+    assert.deepEqual(t(`kubectl exec pod/web-1 -- sh -c "nc -vz 10.0.0.1 80 && echo ok"`), [
+      "nc",
+      "-vz 10.0.0.1 80",
+      { pod: "web-1" },
+    ]);
+    assert.deepEqual(t("kubectl exec web-1 curl -sS http://10.0.0.1/"), [
+      "curl",
+      "-sS http://10.0.0.1/",
+      { pod: "web-1" },
+    ]);
+    assert.deepEqual(t("kubectl get pods -A"), ["unknown", "get pods -A", undefined]);
+  });
+
+  it("reads the probe up to a pipe, without redirections", () => {
+    const c = parseProbeTranscript(
+      "$ ping -c 1 10.8.0.1 2>&1 | tee out.txt\n64 bytes from 10.8.0.1: icmp_seq=1 ttl=64 time=1 ms\n$ nc -vz 10.0.0.1 80 </dev/null > log # check\nConnection to 10.0.0.1 80 port [tcp/http] succeeded!\n",
+      "p.txt",
+    ).value.commands;
+    assert.deepEqual(
+      c.map((x) => [x.tool, x.target, x.port, x.result]),
+      [
+        ["ping", "10.8.0.1", undefined, "replies"],
+        ["nc", "10.0.0.1", 80, "ok"],
+      ],
+    );
+  });
+
+  it("names the lines that look like a prompt but hold no command", () => {
+    const { value, diagnostics } = parseProbeTranscript(
+      [
+        "# client: laptop vpn-address: 10.8.0.6",
+        "# taken on the laptop, VPN up",
+        "root@laptop:~# ping -c 1 -W 1 10.8.0.1",
+        "PING 10.8.0.1 (10.8.0.1) 56(84) bytes of data.",
+        "64 bytes from 10.8.0.1: icmp_seq=1 ttl=64 time=2.0 ms",
+        "# now the pod",
+        "kubectl exec -n vpn openvpn-0 -- ping -c 1 -W 1 10.244.2.20",
+        "PING 10.244.2.20 (10.244.2.20) 56(84) bytes of data.",
+        "",
+        "--- 10.244.2.20 ping statistics ---",
+        "1 packets transmitted, 0 received, 100% packet loss, time 0ms",
+      ].join("\n"),
+      "probes/mixed.txt",
+    );
+    assert.equal(value.client?.name, "laptop");
+    assert.deepEqual(
+      value.commands.map((c) => [c.source.line, c.target, c.result, c.ranIn?.pod]),
+      [
+        [3, "10.8.0.1", "replies", undefined],
+        [7, "10.244.2.20", "timeout", "openvpn-0"],
+      ],
+    );
+    assert.deepEqual(
+      diagnostics.filter((d) => d.code === "PROBE_SKIPPED_LINE").map((d) => d.source?.line),
+      [2, 6],
+    );
+    assert.ok(diagnostics.every((d) => d.severity === "info"));
   });
 });
 

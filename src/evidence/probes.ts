@@ -7,19 +7,31 @@
 import type { Diagnostic, Parsed, SourceRef } from "../model/types.ts";
 import { type Ip, tryParseIp } from "../net/cidr.ts";
 import type { Route } from "./ip-route.ts";
-import { readDig, readNslookup } from "./probe-dns.ts";
+import { readDig, readHost, readNslookup } from "./probe-dns.ts";
 import { readResolve, readTcpConnect } from "./probe-native.ts";
 import { readPing } from "./probe-ping.ts";
+import { classifyLine, type PodExec, splitWords, stripComment, toolOf } from "./probe-prompt.ts";
 import { readIpRouteTranscript, readTraceroute } from "./probe-route.ts";
 import { readCurl, readNc } from "./probe-tcp.ts";
+import { readTelnet } from "./probe-telnet.ts";
+import { readMtr, readTracepath } from "./probe-trace.ts";
+import { readWget } from "./probe-wget.ts";
+
+export type { PodExec };
+export { splitWords, toolOf };
 
 export const PROBE_TOOLS = [
   "ping",
   "dig",
   "nslookup",
+  "host",
   "curl",
+  "wget",
   "nc",
+  "telnet",
   "traceroute",
+  "tracepath",
+  "mtr",
   "ip-route",
   "tcp-connect",
   "resolve",
@@ -70,8 +82,10 @@ export interface RouteLine {
 
 export interface ProbeCommand {
   readonly tool: ProbeTool;
-  /** The command line as typed, without the prompt. */
+  /** The command line as typed, without the prompt (and without a trailing `# comment`). */
   readonly command: string;
+  /** The pod the command ran in, when it was typed behind `kubectl exec POD --`. */
+  readonly ranIn?: PodExec;
   /** The target as typed (address or name); absent for `ip route`. */
   readonly target?: string;
   /** The target as an address, when it is one (or the tool printed the address it resolved). */
@@ -112,7 +126,7 @@ export interface OutputLine {
 }
 
 /** What a per-tool reader learns from a command's output. */
-export type ToolReading = Omit<ProbeCommand, "tool" | "command" | "source" | "role">;
+export type ToolReading = Omit<ProbeCommand, "tool" | "command" | "source" | "role" | "ranIn">;
 
 /** The reader's view of a command line. */
 export interface CommandLine {
@@ -133,91 +147,32 @@ const READERS: { [K in ProbeTool]?: ToolReader } = {
   ping: readPing,
   dig: readDig,
   nslookup: readNslookup,
+  host: readHost,
   curl: readCurl,
+  wget: readWget,
   nc: readNc,
+  telnet: readTelnet,
   traceroute: readTraceroute,
+  tracepath: readTracepath,
+  mtr: readMtr,
   "ip-route": readIpRouteTranscript,
   "tcp-connect": readTcpConnect,
   resolve: readResolve,
 };
 
-/** Lines that start a command: `$ cmd`, and Windows prompts `C:\Users\x> cmd`, `PS C:\> cmd`. */
-const PROMPT = /^(?:\$ |(?:PS )?[A-Za-z]:\\[^>]*> ?|[\w.@-]+(?::[^$#]*)?\$ )/;
 const HEADER = /^#\s*client:\s*(\S+)(?:\s+vpn-address:\s*(\S+))?/;
 const ROLE_COMMENT = /\s#\s*(?:role:\s*)?(peer|pod-ip|service-ip|public|name)\b.*$/;
 
-/** Splits a command line into words: single and double quotes, backslash escapes; no expansion. */
-export function splitWords(text: string): string[] {
-  const words: string[] = [];
-  let cur = "";
-  let has = false;
-  let quote: '"' | "'" | undefined;
-  for (let i = 0; i < text.length; i++) {
-    const c = text[i]!;
-    if (quote !== undefined) {
-      if (c === quote) quote = undefined;
-      else if (c === "\\" && quote === '"' && i + 1 < text.length) cur += text[++i];
-      else cur += c;
-      continue;
-    }
-    if (c === "'" || c === '"') {
-      quote = c;
-      has = true;
-    } else if (c === "\\" && i + 1 < text.length) {
-      cur += text[++i];
-      has = true;
-    } else if (c === " " || c === "\t") {
-      if (has) words.push(cur);
-      cur = "";
-      has = false;
-    } else {
-      cur += c;
-      has = true;
-    }
-  }
-  if (has) words.push(cur);
-  return words;
-}
-
-/** The program a command line runs: skips `sudo`, `ip netns exec NAME`, `timeout N`, paths. */
-export function toolOf(words: readonly string[]): { tool: ProbeTool; args: string[] } {
-  let i = 0;
-  for (;;) {
-    const w = words[i];
-    if (w === "sudo") i++;
-    else if (w === "timeout") i += 2;
-    else if (w === "ip" && words[i + 1] === "netns" && words[i + 2] === "exec") i += 4;
-    else break;
-  }
-  const prog = (words[i] ?? "").replace(/^.*[\\/]/, "").replace(/\.exe$/i, "");
-  const args = words.slice(i + 1);
-  if (prog === "ip" && /^r(o(u(te?)?)?)?$/.test(args[0] ?? "")) {
-    return { tool: "ip-route", args: args.slice(1) };
-  }
-  if (prog === "ip" && (args[0] === "-4" || args[0] === "-6") && /^r/.test(args[1] ?? "")) {
-    return { tool: "ip-route", args: args.slice(2) };
-  }
-  const names: Record<string, ProbeTool> = {
-    ping: "ping",
-    ping6: "ping",
-    dig: "dig",
-    nslookup: "nslookup",
-    curl: "curl",
-    nc: "nc",
-    ncat: "nc",
-    netcat: "nc",
-    traceroute: "traceroute",
-    tracert: "traceroute",
-    tracepath: "traceroute",
-    "tcp-connect": "tcp-connect",
-    resolve: "resolve",
-  };
-  return { tool: names[prog.toLowerCase()] ?? "unknown", args };
-}
+/** At most this many skipped-line diagnostics per transcript; then one that counts the rest. */
+const MAX_SKIPPED_NOTES = 10;
 
 /**
- * Reads a transcript. Never throws: unknown commands and outputs that show no result become
- * `result: "error"` with a diagnostic naming the line.
+ * Reads a transcript. A command starts after a shell prompt (`$ `, `# `, `/ # `, `~ $ `,
+ * `user@host:~$ `, `[user@host dir]$ `, `bash-5.1# `, `host% `, `➜  dir `, `PS C:\> `,
+ * `C:\Users\x>`) or is a probe typed at the start of a line (`ping 10.8.0.1`); `sudo`,
+ * `kubectl exec POD -- …` and `sh -c '…'` around it are looked through. Never throws: unknown
+ * commands and outputs that show no result become `result: "error"` with a diagnostic naming the
+ * line, and lines that look like a prompt but hold no command are named in an info diagnostic.
  * @example parseProbeTranscript("$ ping -c 1 10.8.0.1\n64 bytes from 10.8.0.1: icmp_seq=1 ttl=64 time=1 ms\n", "probes/laptop.txt")
  */
 export function parseProbeTranscript(text: string, file: string): Parsed<ProbeTranscript> {
@@ -225,21 +180,12 @@ export function parseProbeTranscript(text: string, file: string): Parsed<ProbeTr
   const lines = text.split(/\r?\n/);
   let client: ProbeTranscript["client"];
   const blocks: { cmd: OutputLine & { raw: string }; output: OutputLine[] }[] = [];
+  const skipped: SourceRef[] = [];
   let preamble = 0;
   lines.forEach((raw, idx) => {
     const line = idx + 1;
-    const m = PROMPT.exec(raw);
-    if (m) {
-      blocks.push({ cmd: { text: raw.slice(m[0].length), line, raw }, output: [] });
-      return;
-    }
-    const last = blocks.at(-1);
-    if (last) {
-      last.output.push({ text: raw, line });
-      return;
-    }
-    const h = HEADER.exec(raw);
-    if (h && client === undefined) {
+    const h = blocks.length === 0 && client === undefined ? HEADER.exec(raw) : null;
+    if (h) {
       const vpn = h[2] === undefined ? undefined : tryParseIp(h[2]);
       if (h[2] !== undefined && vpn === undefined) {
         diagnostics.push({
@@ -254,14 +200,42 @@ export function parseProbeTranscript(text: string, file: string): Parsed<ProbeTr
         ...(vpn === undefined ? {} : { vpnAddress: vpn }),
         source: { file, line, text: raw },
       };
-    } else if (raw.trim() !== "" && !raw.startsWith("#")) preamble++;
+      return;
+    }
+    const kind = classifyLine(raw);
+    if (kind.kind === "command") {
+      blocks.push({ cmd: { text: kind.command, line, raw }, output: [] });
+      return;
+    }
+    if (kind.kind === "skipped") skipped.push({ file, line, text: raw });
+    const last = blocks.at(-1);
+    if (last) last.output.push({ text: raw, line });
+    else if (raw.trim() !== "" && !raw.startsWith("#")) preamble++;
   });
+  for (const s of skipped.slice(0, MAX_SKIPPED_NOTES)) {
+    diagnostics.push({
+      code: "PROBE_SKIPPED_LINE",
+      severity: "info",
+      message: `starts like a prompt, but what follows is not a command podpath knows; read as ${
+        s.text?.startsWith("#") ? "a comment" : "output"
+      }, not as a command`,
+      source: s,
+    });
+  }
+  if (skipped.length > MAX_SKIPPED_NOTES) {
+    diagnostics.push({
+      code: "PROBE_SKIPPED_LINE",
+      severity: "info",
+      message: `${skipped.length - MAX_SKIPPED_NOTES} more lines that start like a prompt were read as comments or output`,
+      source: skipped[MAX_SKIPPED_NOTES]!,
+    });
+  }
   if (blocks.length === 0) {
     diagnostics.push({
       code: "PROBE_NO_COMMANDS",
       severity: preamble > 0 ? "error" : "warning",
       message:
-        'no command found: a transcript has lines starting with "$ " (the command) followed by its output',
+        'no command found: a transcript has command lines (after a prompt such as "$ ", "# " or "user@host:~$ ", or a probe such as "ping 10.8.0.1" at the start of a line), each followed by its output',
       source: { file, line: 1 },
     });
   }
@@ -277,17 +251,25 @@ function readBlock(
 ): ProbeCommand {
   const roleMatch = ROLE_COMMENT.exec(cmd.text);
   const role = roleMatch?.[1] as ProbeRole | undefined;
-  const commandText = (roleMatch ? cmd.text.slice(0, roleMatch.index) : cmd.text).trim();
-  const { tool, args } = toolOf(splitWords(commandText));
+  const commandText = stripComment(
+    roleMatch ? cmd.text.slice(0, roleMatch.index) : cmd.text,
+  ).trim();
+  const { tool, args, ranIn } = toolOf(splitWords(commandText));
   const source: SourceRef = { file, line: cmd.line, text: cmd.raw };
   const reader = READERS[tool];
-  const base = { tool, command: commandText, source, ...(role ? { role } : {}) };
+  const base = {
+    tool,
+    command: commandText,
+    ...(ranIn ? { ranIn } : {}),
+    source,
+    ...(role ? { role } : {}),
+  };
   if (reader === undefined) {
     if (commandText !== "") {
       diagnostics.push({
         code: "PROBE_UNKNOWN_TOOL",
         severity: "info",
-        message: `"${commandText}" is not a probe podpath reads (ping, dig, nslookup, curl, nc, traceroute, ip route); its output is kept but not judged`,
+        message: `"${commandText}" is not a probe podpath reads (ping, traceroute, tracepath, mtr, dig, nslookup, host, curl, wget, nc, telnet, ip route); its output is kept but not judged`,
         source,
       });
     }
