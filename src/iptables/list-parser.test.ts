@@ -130,7 +130,7 @@ describe("readIptablesText on real iptables -L listings (fixtures)", () => {
     );
     // a listing with a rule taken out: the numbers no longer follow the places
     const lines = text.split("\n");
-    const at = lines.indexOf(rule.source.text);
+    const at = lines.indexOf(rule.source.text ?? "");
     lines.splice(at, 1);
     const cut = readIptablesText(lines.join("\n"), FILE, { family: 4 });
     const warn = cut.diagnostics.find((x) => x.code === "IPTABLES_LIST_NUMBER");

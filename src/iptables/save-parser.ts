@@ -71,6 +71,8 @@ function inferTable(text: string): { table: TableName; why: string } {
       return { table: "mangle", why: "its built-in chains are mangle's" };
     if (has("PREROUTING") && has("POSTROUTING"))
       return { table: "nat", why: "its built-in chains are nat's" };
+    // `iptables -t nat -S POSTROUTING` declares POSTROUTING alone
+    if (has("POSTROUTING")) return { table: "nat", why: "POSTROUTING is nat's (or mangle's)" };
     if (has("PREROUTING")) return { table: "raw", why: "its built-in chains are raw's" };
     return { table: "filter", why: "its built-in chains are filter's (or security's)" };
   }
