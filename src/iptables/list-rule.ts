@@ -282,10 +282,15 @@ function readItems(
       for (let j = k + 1; j < w.length && ends.length < MAX_COMMENT_ENDS; j++)
         if (w[j]!.text === "*/") ends.push(j);
       if (ends.length === 0) break;
+      if (ends.length === 1 || depth > 2) {
+        matches.push(commentMatch(line.slice(w[k]!.end + 1, w[ends[0]!]!.start - 1)));
+        k = ends[0]! + 1;
+        continue;
+      }
       let chosen: Rest | undefined;
       let chosenHidden: HiddenPart[] = [];
       let chosenComment = "";
-      for (const end of depth > 2 ? ends.slice(0, 1) : ends) {
+      for (const end of ends) {
         const comment = line.slice(w[k]!.end + 1, w[end]!.start - 1);
         const h: HiddenPart[] = [];
         const after = readItems(
