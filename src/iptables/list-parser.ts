@@ -6,7 +6,7 @@
  * without `-n` and match text podpath cannot read back become `rule.hidden`; chains a listing does
  * not show, or may show only in part, make the dump an `excerpt` and the chain `partial`.
  */
-import type { Diagnostic, Parsed, SourceRef } from "../model/types.ts";
+import type { Diagnostic, Parsed } from "../model/types.ts";
 import type { Family } from "../net/cidr.ts";
 import {
   BUILTIN_CHAINS,
@@ -19,6 +19,7 @@ import {
 } from "./dump.ts";
 import { iptablesNoise, type PastedCommand, readCommandLine } from "./list-command.ts";
 import { type ListedRule, type ListLayout, readHeaderLine, readRuleLine } from "./list-rule.ts";
+import { completeness, inferTable, type ListedChain, type Section } from "./list-section.ts";
 
 export interface ParseIptablesListOptions {
   /** Address family; from the command line or the addresses when absent. */
@@ -27,27 +28,6 @@ export interface ParseIptablesListOptions {
   readonly table?: TableName;
   /** The command pasted above the listing (`iptables -t nat -L -n -v`), when there was one. */
   readonly command?: PastedCommand;
-}
-
-/** A chain as listed, before its table is known. */
-interface ListedChain {
-  readonly name: string;
-  readonly policy?: string;
-  readonly counters?: Counters;
-  /** `N references` of a user chain. */
-  readonly references?: number;
-  readonly declared: SourceRef;
-  readonly rules: { readonly line: number; readonly text: string; readonly rule: ListedRule }[];
-  partial: boolean;
-}
-
-/** One listing: the chains printed by one command. */
-interface Section {
-  readonly command?: PastedCommand;
-  readonly commandLine?: number;
-  readonly chains: ListedChain[];
-  /** The last line of this listing that was not read (cut mid-line?). */
-  lastLineBroken: boolean;
 }
 
 const CHAIN_LINE =
@@ -67,27 +47,6 @@ function hooks(chain: string): { inIface: boolean; outIface: boolean } {
   if (chain === "OUTPUT" || chain === "POSTROUTING") return { inIface: false, outIface: true };
   if (chain === "PREROUTING" || chain === "INPUT") return { inIface: true, outIface: false };
   return { inIface: true, outIface: true };
-}
-
-const NAT_TARGETS = /^(?:MASQUERADE|SNAT|DNAT|REDIRECT|NETMAP)$/;
-
-/** The table of a listing that does not name it, from its built-in chains and targets. */
-function inferTable(s: Section): { table: TableName; why: string } {
-  const builtins = new Set(s.chains.filter((c) => c.policy !== undefined).map((c) => c.name));
-  const has = (n: string) => builtins.has(n);
-  const targets = s.chains.flatMap((c) => c.rules.map((r) => r.rule.target?.name ?? ""));
-  const natTargets = targets.some((t) => NAT_TARGETS.test(t));
-  if ((has("PREROUTING") || has("POSTROUTING")) && has("FORWARD"))
-    return { table: "mangle", why: "its built-in chains are mangle's" };
-  if (has("POSTROUTING") || (has("PREROUTING") && has("INPUT")))
-    return { table: "nat", why: "its built-in chains are nat's" };
-  if (has("PREROUTING") && !natTargets && targets.some((t) => t === "CT" || t === "NOTRACK"))
-    return { table: "raw", why: "its built-in chains are raw's" };
-  if (has("PREROUTING")) return { table: "nat", why: "it has PREROUTING and no raw-table targets" };
-  if (natTargets) return { table: "nat", why: "it uses NAT targets" };
-  if (builtins.size > 0)
-    return { table: "filter", why: "its built-in chains are filter's (or security's)" };
-  return { table: "filter", why: "nothing in it names another table (iptables' default table)" };
 }
 
 /**
@@ -376,70 +335,6 @@ function build(
     ...(reasons.length > 0 ? { excerpt: { reasons } } : {}),
   };
   return { value, diagnostics };
-}
-
-/**
- * Why this listing does not show its table whole (empty when it does), marking chains that may be
- * missing rules `partial`. A listing of the whole table starts with the table's first built-in
- * chain and shows every built-in chain, every chain jumped to, and as many jumps to each user chain
- * as its `N references` says; anything less is a listing of some chains, or a paste cut short.
- */
-function completeness(s: Section, table: TableName): string[] {
-  const reasons: string[] = [];
-  const last = s.chains[s.chains.length - 1]!;
-  const filter = s.command?.filter;
-  if (filter !== undefined) {
-    for (const c of s.chains) c.partial = true;
-    return [`the listing went through "| ${filter}", so any chain may be missing rules`];
-  }
-  if (s.lastLineBroken) {
-    last.partial = true;
-    reasons.push(
-      `its last line is not a whole rule (a paste cut short): chain ${last.name} may be missing rules`,
-    );
-  }
-  const names = new Set(s.chains.map((c) => c.name));
-  const only = s.command?.chain;
-  const startsWhole = s.chains[0]!.name === BUILTIN_CHAINS[table][0];
-  if (only !== undefined || !startsWhole) {
-    const shown = [...names].join(", ");
-    reasons.push(
-      only !== undefined
-        ? `only chain ${only} is listed (iptables -L ${only}); the other chains are not shown`
-        : `only chains ${shown} are listed; the other chains are not shown`,
-    );
-    return reasons;
-  }
-  const missing: string[] = [];
-  for (const b of BUILTIN_CHAINS[table]) if (!names.has(b)) missing.push(b);
-  const jumps = new Map<string, number>();
-  for (const c of s.chains) {
-    for (const r of c.rules) {
-      const t = r.rule.target;
-      if (t?.kind !== "chain") continue;
-      jumps.set(t.name, (jumps.get(t.name) ?? 0) + 1);
-      if (!names.has(t.name) && !missing.includes(t.name)) missing.push(t.name);
-    }
-  }
-  const short: string[] = [];
-  for (const c of s.chains) {
-    if (c.references !== undefined && (jumps.get(c.name) ?? 0) < c.references) short.push(c.name);
-  }
-  if (missing.length > 0 || short.length > 0) {
-    if (!last.partial) {
-      last.partial = true;
-      const parts = [
-        missing.length > 0 ? `chains ${missing.slice(0, 5).join(", ")} are not shown` : "",
-        short.length > 0
-          ? `fewer rules jump to ${short.slice(0, 5).join(", ")} than iptables counted references`
-          : "",
-      ].filter((x) => x !== "");
-      reasons.push(
-        `the listing looks cut short (${parts.join("; ")}): chain ${last.name} may be missing rules`,
-      );
-    }
-  }
-  return reasons;
 }
 
 function makeRule(
