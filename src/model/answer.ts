@@ -7,6 +7,7 @@ import {
   type Diagnostic,
   FINDING_IDS,
   type Finding,
+  type FindingId,
   type Missing,
   type SourceRef,
 } from "./types.ts";
@@ -36,11 +37,30 @@ export interface PathView {
   readonly verdict: string;
 }
 
+export const VERDICT_STATES = ["broken", "healthy", "undecided"] as const;
+export type VerdictState = (typeof VERDICT_STATES)[number];
+
+/**
+ * The answer in one line: broken (an error-severity finding), undecided (podpath read evidence
+ * but could not place it, or a traced path forks on a fact it does not have), or healthy.
+ */
+export interface Verdict {
+  readonly state: VerdictState;
+  /** One sentence. */
+  readonly summary: string;
+  /** The finding that decides it. */
+  readonly finding?: FindingId;
+  /** What it is about: a traced path (`pod/default/app → 10.20.30.40:5432`) or a finding's subject. */
+  readonly subject?: string;
+}
+
 export interface Answer {
   readonly schemaVersion: 1;
   readonly tool: "podpath";
   readonly question: string;
   readonly snapshot?: string;
+  /** One verdict over the findings and paths (model/verdict). */
+  readonly verdict: Verdict;
   readonly findings: readonly Finding[];
   readonly paths: readonly PathView[];
   readonly missing: readonly Missing[];

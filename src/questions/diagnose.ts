@@ -1,14 +1,17 @@
 /**
  * @module questions/diagnose — `diagnose`: asks every question the snapshot has evidence for (the
- * masquerade path, the wire, the VPN pod) and gathers one answer: findings most important first,
- * the paths traced, and the evidence that would decide more.
+ * masquerade path, the wire, the VPN pod) and gathers one answer: a verdict, findings most
+ * important first (with the evidence read but not placed), the paths traced, and the evidence
+ * that would decide more.
  */
 import type { Answer, PathView } from "../model/answer.ts";
 import { sortFindings } from "../model/answer.ts";
 import type { Diagnostic, Finding, Missing } from "../model/types.ts";
+import { decideVerdict } from "../model/verdict.ts";
 import type { Snapshot } from "../snapshot/load.ts";
 import type { Destination, FromEndpoint } from "./endpoints.ts";
 import { explainMasquerade } from "./masquerade/explain.ts";
+import { unplacedFindings } from "./unplaced.ts";
 import { explainVpn } from "./vpn/explain.ts";
 
 export interface DiagnoseOptions {
@@ -61,7 +64,13 @@ export async function diagnose(snap: Snapshot, opts: DiagnoseOptions = {}): Prom
   const masq = await explainMasquerade(snap, opts);
   const vpn = await explainVpn(snap, opts);
   // checks that do not know the snapshot's name write SNAPSHOT in their next steps
-  const named = [...masq.findings, ...vpn.findings].map((f) => ({
+  const paths = [...masq.paths, ...vpn.paths];
+  // what was read but answers no question: said, with what would place it
+  const unplaced = unplacedFindings(snap, opts, {
+    findings: [...masq.findings, ...vpn.findings],
+    paths,
+  });
+  const named = [...masq.findings, ...vpn.findings, ...unplaced.findings].map((f) => ({
     ...f,
     next: f.next.map((n) => n.replace(/\bSNAPSHOT\b|<snapshot>/g, snap.name)),
   }));
@@ -71,9 +80,15 @@ export async function diagnose(snap: Snapshot, opts: DiagnoseOptions = {}): Prom
     tool: "podpath",
     question: "diagnose",
     snapshot: snap.name,
+    verdict: decideVerdict(findings, paths),
     findings,
-    paths: [...masq.paths, ...vpn.paths],
+    paths,
     missing: dedupeMissing([...masq.missing, ...vpn.missing]),
-    diagnostics: [...snap.diagnostics, ...masq.diagnostics, ...vpn.diagnostics],
+    diagnostics: [
+      ...snap.diagnostics,
+      ...masq.diagnostics,
+      ...vpn.diagnostics,
+      ...unplaced.diagnostics,
+    ],
   };
 }

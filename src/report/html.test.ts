@@ -10,6 +10,12 @@ const answer: Answer = {
   tool: "podpath",
   question: "diagnose",
   snapshot: "snap/<x>",
+  verdict: {
+    state: "broken",
+    summary: hostile,
+    finding: "masq/exempt-destination",
+    subject: "pod/default/app → 10.20.30.40:5432",
+  },
   findings: [
     {
       id: "masq/exempt-destination",

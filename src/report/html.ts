@@ -1,12 +1,13 @@
 /**
  * @module report/html — one self-contained HTML page (inline CSS, no script, no network): the
- * findings with their evidence in `<details>`, and every traced path as an SVG diagram showing where
- * the source address changes and where the path stops. Every interpolation goes through the `html`
- * tag, which escapes it; only this module's own SVG is marked raw.
+ * verdict first, the findings with their evidence in `<details>`, and every traced path as an SVG
+ * diagram showing where the source address changes and where the path stops. Every interpolation
+ * goes through the `html` tag, which escapes it; only this module's own SVG is marked raw.
  */
-import type { Answer, PathHop, PathView } from "../model/answer.ts";
+import type { Answer, PathHop, PathView, Verdict } from "../model/answer.ts";
 import { sortFindings } from "../model/answer.ts";
 import type { Finding } from "../model/types.ts";
+import { VERDICT_LABEL } from "../model/verdict.ts";
 
 /** Text that is already safe HTML (built by {@link html} or {@link raw}). */
 export class SafeHtml {
@@ -132,7 +133,16 @@ h1{font-size:1.4rem}h2{font-size:1.15rem;margin-top:2rem}h3{font-size:1rem;margi
 .finding.error{border-color:#c62828}.finding.warning{border-color:#b26a00}.finding.info{border-color:#1565c0}
 .expl{white-space:pre-line}.sev{font-size:.75rem;font-weight:700;letter-spacing:.05em}.meta{color:#555;margin:.1rem 0}
 code{font-family:ui-monospace,monospace;font-size:.85em}code.line{color:#444;background:#eee;padding:0 .3em}
+.verdict{font-size:1.05rem;padding:.5rem .8rem;border-left:6px solid #999;background:#fafafa}
+.verdict.broken{border-color:#c62828}.verdict.undecided{border-color:#b26a00}.verdict.healthy{border-color:#2f7d32}
 .path{overflow-x:auto;margin:1rem 0}table{border-collapse:collapse}td,th{border:1px solid #ddd;padding:.2rem .5rem;text-align:left}`;
+
+/** The verdict as the page's first line. */
+function verdictHtml(v: Verdict): SafeHtml {
+  return html`<p class="verdict ${v.state}"><strong>${VERDICT_LABEL[v.state]}</strong> ${
+    v.subject ? `${v.subject}: ` : ""
+  }${v.summary}${v.finding ? html` (<code>${v.finding}</code>)` : ""}</p>`;
+}
 
 export function renderHtml(answer: Answer): string {
   const findings = sortFindings(answer.findings);
@@ -140,6 +150,7 @@ export function renderHtml(answer: Answer): string {
 <html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width,initial-scale=1">
 <title>podpath ${answer.question}${answer.snapshot ? `: ${answer.snapshot}` : ""}</title>
 <style>${raw(CSS)}</style></head><body>
+${verdictHtml(answer.verdict)}
 <h1>podpath ${answer.question}${answer.snapshot ? html` <code>${answer.snapshot}</code>` : ""}</h1>
 <p>${findings.length} finding${findings.length === 1 ? "" : "s"}: ${["error", "warning", "info"]
     .map((s) => [s, findings.filter((f) => f.severity === s).length] as const)

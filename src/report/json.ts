@@ -1,6 +1,7 @@
 /**
  * @module report/json — the `-o json` form (DESIGN.md "JSON output"): schemaVersion first, keys in
- * a stable order, no undefined, bigint written as a string.
+ * a stable order (the verdict after the snapshot's name, before the findings), no undefined,
+ * bigint written as a string.
  */
 import type { Answer } from "../model/answer.ts";
 
@@ -21,6 +22,12 @@ export function renderJson(answer: Answer): string {
     tool: answer.tool,
     question: answer.question,
     snapshot: answer.snapshot,
+    verdict: {
+      state: answer.verdict.state,
+      summary: answer.verdict.summary,
+      finding: answer.verdict.finding,
+      subject: answer.verdict.subject,
+    },
     findings: answer.findings.map((f) => ({
       id: f.id,
       severity: f.severity,

@@ -1,8 +1,10 @@
 /**
- * @module report/markdown — findings and paths as Markdown, ready to paste into a ticket.
+ * @module report/markdown — the verdict, findings and paths as Markdown, ready to paste into a
+ * ticket; the first line is the verdict.
  */
-import type { Answer, PathView } from "../model/answer.ts";
+import type { Answer, PathView, Verdict } from "../model/answer.ts";
 import { sortFindings } from "../model/answer.ts";
+import { VERDICT_LABEL } from "../model/verdict.ts";
 
 /** Escapes text for a Markdown table cell or inline position. */
 export function mdEscape(s: string): string {
@@ -27,8 +29,17 @@ function pathTable(path: PathView): string {
   ].join("\n");
 }
 
+/** The verdict as one Markdown line: `**BROKEN** subject: summary (\`finding\`)`. */
+export function verdictMarkdown(v: Verdict): string {
+  return `**${VERDICT_LABEL[v.state]}** ${v.subject ? `${mdEscape(v.subject)}: ` : ""}${mdEscape(v.summary)}${
+    v.finding ? ` (\`${v.finding}\`)` : ""
+  }`;
+}
+
 export function renderMarkdown(answer: Answer): string {
   const out = [
+    verdictMarkdown(answer.verdict),
+    "",
     `# podpath ${answer.question}${answer.snapshot ? `: \`${answer.snapshot}\`` : ""}`,
     "",
   ];

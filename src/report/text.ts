@@ -1,11 +1,13 @@
 /**
- * @module report/text — the form a person reads top to bottom: the most important finding first,
- * each with its evidence (file:line and the line itself) and what to do next, then the traced
- * paths as small ASCII diagrams showing where the source address changes and where the path stops.
+ * @module report/text — the form a person reads top to bottom: the verdict in one line, then the
+ * most important finding first, each with its evidence (file:line and the line itself) and what to
+ * do next, then the traced paths as small ASCII diagrams showing where the source address changes
+ * and where the path stops.
  */
-import type { Answer, PathView } from "../model/answer.ts";
+import type { Answer, PathView, Verdict } from "../model/answer.ts";
 import { sortFindings } from "../model/answer.ts";
 import type { Finding } from "../model/types.ts";
+import { VERDICT_LABEL } from "../model/verdict.ts";
 
 /** Colour functions; pass identity functions for plain text. */
 export interface Paint {
@@ -97,8 +99,24 @@ export function renderPath(path: PathView, p: Paint): string {
   return lines.join("\n");
 }
 
+/**
+ * The verdict as one line: `BROKEN  pod/default/app → 10.20.30.40:5432: <summary>
+ * (masq/exempt-destination)`.
+ */
+export function verdictLine(v: Verdict): string {
+  const subject = v.subject ? `${v.subject}: ` : "";
+  return `${VERDICT_LABEL[v.state]}  ${subject}${v.summary}${v.finding ? ` (${v.finding})` : ""}`;
+}
+
+function paintVerdict(v: Verdict, p: Paint): string {
+  const line = verdictLine(v);
+  const label = VERDICT_LABEL[v.state];
+  const color = v.state === "broken" ? p.red : v.state === "undecided" ? p.yellow : p.green;
+  return `${color(p.bold(label))}${line.slice(label.length)}`;
+}
+
 export function renderText(answer: Answer, p: Paint = PLAIN): string {
-  const out: string[] = [];
+  const out: string[] = [paintVerdict(answer.verdict, p)];
   const findings = sortFindings(answer.findings);
   const counts = ["error", "warning", "info"]
     .map((s) => [s, findings.filter((f) => f.severity === s).length] as const)
