@@ -259,6 +259,35 @@ describe("readIptablesText on real iptables -L listings (fixtures)", () => {
     assert.equal(b?.target?.name, "RETURN");
   });
 
+  it("reads older ip6tables listings, which print no opt column", () => {
+    const text = [
+      "Chain POSTROUTING (policy ACCEPT)",
+      "target     prot opt source               destination         ",
+      "IP-MASQ-AGENT  all      anywhere             anywhere             ADDRTYPE match dst-type !LOCAL",
+      "           all      anywhere             anywhere             /* x */",
+      "",
+      "Chain IP-MASQ-AGENT (1 references)",
+      "target     prot opt source               destination         ",
+      "RETURN     udp     !fd00:10::/64         2001:db8::/32        udp dpt:53",
+      "MASQUERADE  all      anywhere             anywhere             random-fully",
+      "",
+    ].join("\n");
+    const r = parseIptablesList(text, "f", { family: 6 });
+    assert.deepEqual(
+      r.diagnostics.filter((d) => d.severity !== "info"),
+      [],
+    );
+    const nat = r.value.tables.get("nat")!;
+    const [jump, bare] = nat.chains.get("POSTROUTING")!.rules;
+    assert.equal(jump?.target?.name, "IP-MASQ-AGENT");
+    assert.equal(bare?.target, undefined);
+    const [ret, masq] = nat.chains.get("IP-MASQ-AGENT")!.rules;
+    assert.equal(ret?.src?.negated, true);
+    assert.equal(ret?.src?.cidr.prefix, 64);
+    assert.equal(ret?.protocol?.name, "udp");
+    assert.ok(masq?.target?.kind === "MASQUERADE" && masq.target.randomFully);
+  });
+
   it("says what is wrong with a line it cannot read, with file and line", () => {
     const text = "Chain OUTPUT (policy ACCEPT)\ntarget prot opt source destination\nRETURN bogus\n";
     const r = parseIptablesList(text, "f", { table: "nat" });
