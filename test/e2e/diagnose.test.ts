@@ -138,3 +138,180 @@ describe("podpath diagnose on bad input", () => {
     assert.ok(json.findings.some((f) => f.id === "masq/exempt-destination"));
   });
 });
+
+interface VerdictJson {
+  verdict: { state: string; summary: string; finding?: string; subject?: string };
+  findings: {
+    id: string;
+    severity: string;
+    subject: string;
+    explanation: string;
+    evidence: { file: string; line: number; text?: string }[];
+    next: string[];
+  }[];
+  paths: { from: string; to: string }[];
+}
+
+describe("podpath diagnose opens with one verdict", () => {
+  const FIXED = join(import.meta.dirname, "../../examples/snat-exception-list-fixed");
+
+  it("text: BROKEN, the path and the finding that decide it, on the first line", () => {
+    const r = podpath("diagnose", EXAMPLE, "--no-color");
+    assert.equal(r.code, 1, r.stderr);
+    assert.match(
+      r.stdout.split("\n")[0] ?? "",
+      /^BROKEN {2}pod\/default\/billing-default → 10\.20\.30\.40:5432: .+ \(masq\/exempt-destination\)$/,
+    );
+  });
+
+  it("json: the verdict as a field after the snapshot's name", () => {
+    const r = podpath("diagnose", EXAMPLE, "-o", "json");
+    const json = JSON.parse(r.stdout) as VerdictJson & Record<string, unknown>;
+    assert.deepEqual(Object.keys(json).slice(3, 6), ["snapshot", "verdict", "findings"]);
+    assert.equal(json.verdict.state, "broken");
+    assert.equal(json.verdict.finding, "masq/exempt-destination");
+    assert.equal(json.verdict.subject, "pod/default/billing-default → 10.20.30.40:5432");
+    const decider = json.findings.find((f) => f.id === json.verdict.finding);
+    assert.equal(decider?.severity, "error");
+  });
+
+  it("md: the first line is the verdict", () => {
+    const r = podpath("diagnose", EXAMPLE, "-o", "md");
+    assert.equal(r.code, 1);
+    assert.match(
+      r.stdout.split("\n")[0] ?? "",
+      /^\*\*BROKEN\*\* pod\/default\/billing-default → 10\.20\.30\.40:5432: .+ \(`masq\/exempt-destination`\)$/,
+    );
+  });
+
+  it("HEALTHY after the fix, exit 0", () => {
+    const r = podpath("diagnose", FIXED, "--no-color");
+    assert.equal(r.code, 0, r.stderr);
+    assert.match(r.stdout.split("\n")[0] ?? "", /^HEALTHY {2}pod\/default\/billing-default → /);
+    const json = JSON.parse(podpath("diagnose", FIXED, "-o", "json").stdout) as VerdictJson;
+    assert.equal(json.verdict.state, "healthy");
+  });
+});
+
+describe("podpath diagnose says what it read but could not place", () => {
+  const snapshot = (name: string, files: Record<string, string>): string => {
+    const d = join(tmp, name);
+    for (const [rel, text] of Object.entries(files)) {
+      mkdirSync(join(d, rel, ".."), { recursive: true });
+      writeFileSync(join(d, rel), text);
+    }
+    return d;
+  };
+  const RULES = readFileSync(join(EXAMPLE, "nodes/gke-lab-default-0/iptables-save.txt"), "utf8");
+  const unplaced = (json: VerdictJson) => json.findings.filter((f) => f.id === "evidence/unplaced");
+
+  it("a node's rules without cluster objects or --from: undecided, naming --from and pods.yaml", () => {
+    const d = snapshot("rules-only", { "nodes/n1/iptables-save.txt": RULES });
+    const r = podpath("diagnose", d, "-o", "json");
+    assert.equal(r.code, 0, r.stderr);
+    const json = JSON.parse(r.stdout) as VerdictJson;
+    assert.equal(json.verdict.state, "undecided");
+    assert.equal(json.verdict.finding, "evidence/unplaced");
+    const [f, ...rest] = unplaced(json);
+    assert.ok(f, JSON.stringify(json.findings));
+    assert.equal(rest.length, 0);
+    assert.equal(f.severity, "info");
+    assert.equal(f.subject, "node/n1");
+    assert.match(f.explanation, /nodes\/n1\/iptables-save\.txt was read/);
+    assert.match(f.explanation, /no pod address|names no pod/);
+    for (const e of f.evidence) assert.equal(lineOf(d, e.file, e.line), e.text);
+    assert.ok(
+      f.next.some(
+        (n) => n.includes("kubectl get pods -A -o yaml > ") && n.includes("cluster/pods.yaml"),
+      ),
+    );
+    assert.ok(f.next.some((n) => /--from POD_IP/.test(n)));
+    const text = podpath("diagnose", d, "--no-color");
+    assert.match(
+      text.stdout.split("\n")[0] ?? "",
+      /^UNDECIDED {2}node\/n1: .+ \(evidence\/unplaced\)$/,
+    );
+    // named as it asks, the pod's address is traced through the same rules
+    const placed = JSON.parse(
+      podpath("diagnose", d, "--from", "10.4.0.5", "--dest", "10.20.30.40", "-o", "json").stdout,
+    ) as VerdictJson;
+    assert.ok(placed.paths.some((p) => p.to === "10.20.30.40"));
+    assert.deepEqual(unplaced(placed), []);
+  });
+
+  it("probes without the VPN pod's evidence: undecided, citing each command line as pasted", () => {
+    const transcript = [
+      "# client: laptop vpn-address: 10.8.0.6",
+      "root@laptop:~# ping -c 2 -W 1 10.8.0.1",
+      "PING 10.8.0.1 (10.8.0.1) 56(84) bytes of data.",
+      "64 bytes from 10.8.0.1: icmp_seq=1 ttl=64 time=0.250 ms",
+      "64 bytes from 10.8.0.1: icmp_seq=2 ttl=64 time=0.279 ms",
+      "",
+      "--- 10.8.0.1 ping statistics ---",
+      "2 packets transmitted, 2 received, 0% packet loss, time 1015ms",
+      "ping -c 2 -W 1 10.244.2.20",
+      "PING 10.244.2.20 (10.244.2.20) 56(84) bytes of data.",
+      "",
+      "--- 10.244.2.20 ping statistics ---",
+      "2 packets transmitted, 0 received, 100% packet loss, time 1056ms",
+    ].join("\n");
+    const d = snapshot("probes-only", { "probes/laptop.txt": `${transcript}\n` });
+    const r = podpath("diagnose", d, "-o", "json");
+    assert.equal(r.code, 0, r.stderr);
+    const json = JSON.parse(r.stdout) as VerdictJson;
+    assert.equal(json.verdict.state, "undecided");
+    const [f] = unplaced(json);
+    assert.ok(f, JSON.stringify(json.findings));
+    assert.equal(f.subject, "client/laptop");
+    assert.deepEqual(
+      f.evidence.map((e) => [e.file, e.line]),
+      [
+        ["probes/laptop.txt", 2],
+        ["probes/laptop.txt", 9],
+      ],
+    );
+    for (const e of f.evidence) assert.equal(lineOf(d, e.file, e.line), e.text);
+    assert.match(f.explanation, /ping -c 2 -W 1 10\.8\.0\.1 → replies/);
+    assert.match(f.explanation, /ping -c 2 -W 1 10\.244\.2\.20 → timeout/);
+    assert.ok(f.next.some((n) => n.startsWith(`podpath collect --out ${d} --pod `)));
+    assert.ok(f.next.some((n) => /sysctl net\.ipv4\.ip_forward > .*\/sysctl\.txt$/.test(n)));
+    // a probe typed behind kubectl exec names the pod in the commands that would place it
+    const inPod = snapshot("probes-in-pod", {
+      "probes/pod.txt":
+        "$ kubectl exec -n vpn openvpn-0 -- ping -c 1 -W 1 10.244.2.20\nPING 10.244.2.20 (10.244.2.20) 56(84) bytes of data.\n\n--- 10.244.2.20 ping statistics ---\n1 packets transmitted, 0 received, 100% packet loss, time 0ms\n",
+    });
+    const p = unplaced(JSON.parse(podpath("diagnose", inPod, "-o", "json").stdout) as VerdictJson);
+    assert.ok(
+      p[0]?.next.includes(
+        `kubectl -n vpn exec openvpn-0 -- sysctl net.ipv4.ip_forward > ${inPod}/pods/vpn/openvpn-0/sysctl.txt`,
+      ),
+      JSON.stringify(p),
+    );
+  });
+
+  it("--dest of another family than the rules: undecided, naming ip6tables-save", () => {
+    const r = podpath("diagnose", EXAMPLE, "--dest", "fd00::1", "-o", "json");
+    assert.equal(r.code, 0, r.stderr);
+    const json = JSON.parse(r.stdout) as VerdictJson;
+    assert.equal(json.verdict.state, "undecided");
+    assert.equal(json.verdict.finding, "evidence/unplaced");
+    const [f] = unplaced(json);
+    assert.ok(f);
+    assert.match(f.explanation, /IPv6/);
+    assert.deepEqual(
+      f.evidence.map((e) => e.file),
+      ["nodes/gke-lab-default-0/iptables-save.txt"],
+    );
+    for (const e of f.evidence) assert.equal(lineOf(EXAMPLE, e.file, e.line), e.text);
+    assert.ok(
+      f.next.some((n) =>
+        /ip6tables-save > .*nodes\/gke-lab-default-0\/ip6tables-save\.txt/.test(n),
+      ),
+    );
+    // the same destination's IPv4 twin is decided by the rules the snapshot has
+    const v4 = JSON.parse(
+      podpath("diagnose", EXAMPLE, "--dest", "10.20.30.40", "-o", "json").stdout,
+    ) as VerdictJson;
+    assert.deepEqual(unplaced(v4), []);
+  });
+});
