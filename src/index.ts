@@ -199,7 +199,7 @@ export { collectSnapshot } from "./live/collect.ts";
 export type { CollectOptions, CollectReport } from "./live/collect-types.ts";
 export { folderWriter } from "./live/collect-writer.ts";
 export { type ProbeRun, type ProbeTargets, probeOutward, realSystem } from "./live/probe.ts";
-export type { Answer, PathHop, PathView } from "./model/answer.ts";
+export type { Answer, PathHop, PathView, Verdict } from "./model/answer.ts";
 export type {
   Diagnostic,
   Evidence,
