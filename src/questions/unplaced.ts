@@ -6,6 +6,8 @@
  * the snapshot's rules.
  */
 import { recognizeChart } from "../agents/openvpn/chart.ts";
+import { walkHops } from "../checks/vpn-hops.ts";
+import { clusterPodRanges, serviceIps } from "../checks/vpn-input.ts";
 import { primaryAddress } from "../evidence/ip-addr.ts";
 import type { ProbeCommand, ProbeTranscript } from "../evidence/probes.ts";
 import type { IptablesDump } from "../iptables/dump.ts";
@@ -140,14 +142,26 @@ function describeProbe(c: ProbeCommand): string {
   return `${c.command} → ${c.result} (line ${c.source.line})`;
 }
 
-/** (b) Client probes were read, but no VPN pod's evidence places them on the outward walk. */
+/**
+ * (b) Client probes were read, but neither the outward walk (without the VPN pod's evidence it
+ * knows no peer) nor a traced path nor a finding places them.
+ */
 function probesWithoutVpnPod(snap: Snapshot, placed: Placed): Finding[] {
   if (snap.probes.length === 0 || hasVpnPodEvidence(snap)) return [];
   const cited = new Set(
     placed.findings.flatMap((f) => f.evidence.map((e) => `${e.file}:${e.line}`)),
   );
   const destinations = new Set(placed.paths.map((p) => p.to));
+  // what the outward walk places without the VPN pod: role comments, Service and pod addresses
+  // from cluster objects, public addresses, and name lookups
+  const walk = walkHops(snap.probes, {
+    podRanges: clusterPodRanges(snap.objects),
+    serviceIps: serviceIps(snap.objects).map((x) => x.ip),
+    pushed: [],
+  });
+  const onWalk = new Set<ProbeCommand>([...walk.hops.flatMap((h) => h.commands), ...walk.names]);
   const isPlaced = (c: ProbeCommand) =>
+    onWalk.has(c) ||
     cited.has(`${c.source.file}:${c.source.line}`) ||
     cited.has(`${c.resultSource.file}:${c.resultSource.line}`) ||
     (c.targetIp !== undefined && destinations.has(formatIp(c.targetIp)));
@@ -177,7 +191,7 @@ function probeFinding(t: ProbeTranscript, loose: readonly ProbeCommand[]): Findi
     explanation:
       `${t.file} shows ${listed}${more}. ` +
       "The snapshot has no pods/<namespace>/<pod>/ files and no cluster object naming a VPN pod, so podpath cannot tell which hop of the walk from the client each probe tests " +
-      "(the VPN server's tunnel address, a pod address, a Service address, a public address) or whether forwarding in the VPN pod is on; and no traced pod path leads to these targets." +
+      "(the VPN server's tunnel address, a pod address, a Service address: these are private addresses it cannot place) or whether forwarding in the VPN pod is on; and no traced pod path leads to these targets." +
       (exec
         ? ` The commands ran in pod ${exec.namespace ? `${exec.namespace}/` : ""}${exec.pod} (kubectl exec).`
         : ""),

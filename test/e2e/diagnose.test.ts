@@ -255,7 +255,15 @@ describe("podpath diagnose says what it read but could not place", () => {
       "--- 10.244.2.20 ping statistics ---",
       "2 packets transmitted, 0 received, 100% packet loss, time 1056ms",
     ].join("\n");
-    const d = snapshot("probes-only", { "probes/laptop.txt": `${transcript}\n` });
+    // a name lookup tests the DNS layer wherever the VPN pod is: the walk places it
+    const real = readFileSync(
+      join(import.meta.dirname, "../../src/evidence/testdata/probes/linux-real.txt"),
+      "utf8",
+    ).split("\n");
+    const at = real.findIndex((l) => l.startsWith("$ dig @10.99.0.2 web.vpn.test"));
+    const end = real.findIndex((l, i) => i > at && l.startsWith("$ "));
+    const dig = real.slice(at, end).join("\n");
+    const d = snapshot("probes-only", { "probes/laptop.txt": `${transcript}\n${dig}\n` });
     const r = podpath("diagnose", d, "-o", "json");
     assert.equal(r.code, 0, r.stderr);
     const json = JSON.parse(r.stdout) as VerdictJson;
