@@ -293,7 +293,7 @@ describe("conversations across a node's NAT (copies of one packet)", () => {
       `${VIP}:80`,
     );
     assert.equal(vip.translation!.destination!.to.port, 8080);
-    // the endpoint's SYN-ACK (not involving the VIP) was taken in once its copy to the pod paired
+    // the endpoint's side (not involving the VIP) was taken in once the request paired: its SYN-ACK
     assert.equal(ep.replied, true);
     assert.equal(ep.packetsFromResponder, 1);
     assert.deepEqual(

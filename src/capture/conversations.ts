@@ -87,11 +87,37 @@ interface FlowTag {
   readonly protocol: ConversationProtocol;
   readonly s: Endpoint;
   readonly d: Endpoint;
-  /** Counted in a conversation (false: filtered out by `host`, so far). */
-  tracked: boolean;
 }
 
-/** A packet's first copy in one conversation and a later copy in another: NAT in between. */
+/** A packet's conversation: protocol, the two ends, and the key that groups it. */
+function flowTagOf(f: Frame, src: Ip, dst: Ip): FlowTag {
+  const family = src.family;
+  const t = f.transport;
+  let protocol: ConversationProtocol;
+  let sp: number | undefined;
+  let dp: number | undefined;
+  let extra = "";
+  if (t?.kind === "tcp" || t?.kind === "udp") {
+    protocol = t.kind;
+    sp = t.srcPort;
+    dp = t.dstPort;
+  } else if (t?.kind === "icmp") {
+    protocol = "icmp";
+    if (t.id !== undefined) extra = `id${t.id}`;
+  } else if (t?.kind === "esp") {
+    protocol = "esp";
+    extra = `spi${t.spi}`;
+  } else protocol = "other";
+  const s: Endpoint = sp === undefined ? { ip: src } : { ip: src, port: sp };
+  const d: Endpoint = dp === undefined ? { ip: dst } : { ip: dst, port: dp };
+  const { key, xFirst } = flowKey(protocol, family, s, d, extra);
+  return { key, xFirst, protocol, s, d };
+}
+
+/**
+ * A packet's first copy in one conversation and a later copy in another (NAT in between): the
+ * first such pair for each two conversations and each way, with how many pairs followed it.
+ */
 interface CopyLink {
   readonly earlier: FlowTag;
   readonly later: FlowTag;
@@ -100,8 +126,9 @@ interface CopyLink {
   readonly firstEnds: { readonly src: CopyEnd; readonly dst: CopyEnd };
   readonly againEnds: { readonly src: CopyEnd; readonly dst: CopyEnd };
   readonly echoId?: { readonly from: number; readonly to: number };
-  readonly basis: CopyBasis;
+  basis: CopyBasis;
   readonly ipId?: number;
+  count: number;
 }
 
 const WELL_KNOWN = 1024;
@@ -176,7 +203,11 @@ export class ConversationTracker {
   private readonly flows = new Map<string, Mutable>();
   private readonly pendingErrors: PendingError[] = [];
   private readonly copies = new CopyPairer<FlowTag>();
-  private readonly links: CopyLink[] = [];
+  /**
+   * By the first copy's conversation, then the later copy's, then the way the first copy went
+   * (its source is the conversation's `a` side or not): memory per conversation, not per packet.
+   */
+  private readonly links = new Map<string, Map<string, (CopyLink | undefined)[]>>();
   /** Conversations not involving `host` kept because they are another side of one that does. */
   private readonly admitted = new Set<string>();
   private count = 0;
@@ -227,49 +258,31 @@ export class ConversationTracker {
         return;
       }
     }
-    let protocol: ConversationProtocol;
-    let sp: number | undefined;
-    let dp: number | undefined;
-    let extra = "";
-    if (t?.kind === "tcp" || t?.kind === "udp") {
-      protocol = t.kind;
-      sp = t.srcPort;
-      dp = t.dstPort;
-    } else if (t?.kind === "icmp") {
-      protocol = "icmp";
-      if (t.id !== undefined) extra = `id${t.id}`;
-    } else if (t?.kind === "esp") {
-      protocol = "esp";
-      extra = `spi${t.spi}`;
-    } else protocol = "other";
-    const s: Endpoint = sp === undefined ? { ip: src } : { ip: src, port: sp };
-    const d: Endpoint = dp === undefined ? { ip: dst } : { ip: dst, port: dp };
-    const { key, xFirst } = flowKey(protocol, ip.family, s, d, extra);
-    const tag: FlowTag = { key, xFirst, protocol, s, d, tracked: false };
-    const tracked = this.opts.host === undefined || this.involves(s, d) || this.admitted.has(key);
-    const m = this.copies.add(p, tag);
+    const host = this.opts.host;
+    // With a host filter, most packets are no one's: their key is made only when a conversation
+    // of the host's may continue on the other side of the node (a Service VIP's endpoint side).
+    let tracked = host === undefined || same(host, src) || same(host, dst);
+    let tag: FlowTag | undefined;
+    if (tracked || this.admitted.size > 0) {
+      tag = flowTagOf(f, src, dst);
+      if (!tracked && this.admitted.has(tag.key)) tracked = true;
+    }
+    // Only counted packets are remembered as first copies; any packet may be a later copy of one.
+    const m = this.copies.add(p, tag!, tracked);
     if (m !== undefined) {
       const e = m.first.tag;
-      if (e.tracked || tracked) {
-        // Either copy involving the host brings the other side of the node in: with DNAT the
-        // request to a Service VIP leaves toward an endpoint, and its replies come from there.
-        if (!e.tracked) {
-          this.admitted.add(e.key);
-          e.tracked = true;
-          this.record(m.first.packet, e);
-        }
-        if (!tracked) this.admitted.add(key);
-        tag.tracked = true;
-        if (e.key === key) this.recordCopy(p, tag, m);
-        else {
-          this.record(p, tag);
-          this.link(m, tag, p);
-        }
-        return;
+      tag ??= flowTagOf(f, src, dst);
+      // A copy of the host's packet on the other side of the node brings its conversation in:
+      // with DNAT the request to a Service VIP leaves toward an endpoint, and replies come from it.
+      if (!tracked) this.admitted.add(tag.key);
+      if (e.key === tag.key) this.recordCopy(p, tag, m);
+      else {
+        this.record(p, tag);
+        this.link(m, tag, p);
       }
+      return;
     }
-    tag.tracked = tracked;
-    if (tracked) this.record(p, tag);
+    if (tracked) this.record(p, tag!);
   }
 
   /** Counts a packet for its conversation. */
@@ -373,7 +386,24 @@ export class ConversationTracker {
   private link(m: CopyMatch<FlowTag>, later: FlowTag, p: Packet): void {
     const first = m.first.packet;
     const earlier = m.first.tag;
-    this.links.push({
+    let byLater = this.links.get(earlier.key);
+    if (byLater === undefined) {
+      byLater = new Map();
+      this.links.set(earlier.key, byLater);
+    }
+    let ways = byLater.get(later.key);
+    if (ways === undefined) {
+      ways = [undefined, undefined];
+      byLater.set(later.key, ways);
+    }
+    const way = earlier.xFirst ? 0 : 1;
+    const known = ways[way];
+    if (known !== undefined) {
+      known.count++;
+      if (m.basis === "direction") known.basis = "direction";
+      return;
+    }
+    ways[way] = {
       earlier,
       later,
       first: seenOf(first),
@@ -383,7 +413,8 @@ export class ConversationTracker {
       ...(m.echoId === undefined ? {} : { echoId: m.echoId }),
       basis: m.basis,
       ...(m.ipId === undefined ? {} : { ipId: m.ipId }),
-    });
+      count: 1,
+    };
   }
 
   private involves(s: Endpoint, d: Endpoint): boolean {
@@ -463,13 +494,21 @@ export class ConversationTracker {
     if (this.sawTunnel)
       assumptions.push("tunnelled packets (VXLAN, Geneve) are counted for their inner addresses");
     const byIdOnly =
-      this.links.some((l) => l.basis === "id") ||
+      this.allLinks().some((l) => l.basis === "id") ||
       [...this.flows.values()].some((c) => c.copies?.basis === "id");
     if (byIdOnly)
       assumptions.push(
         "copies of one packet on several interfaces were paired by what NAT leaves alone (IP identification where printed, sequence numbers, lengths) and time: the capture does not say on which interface, or in which direction, each was seen",
       );
     return { conversations, packets: this.count, assumptions };
+  }
+
+  private allLinks(): CopyLink[] {
+    const out: CopyLink[] = [];
+    for (const byLater of this.links.values())
+      for (const ways of byLater.values()) for (const l of ways) if (l !== undefined) out.push(l);
+    // the order the pairs were first seen, so "the first request" is the first in the capture
+    return out.sort((x, y) => x.again.index - y.again.index);
   }
 
   /** Each linked conversation's translation: the pair of conversations most copies link. */
@@ -490,7 +529,7 @@ export class ConversationTracker {
     }
     const file = this.opts.file;
     const pairs = new Map<string, Pair>();
-    for (const l of this.links) {
+    for (const l of this.allLinks()) {
       const ce = this.flows.get(l.earlier.key);
       if (ce === undefined || !this.flows.has(l.later.key)) continue;
       // The first copy of a request is the one handed to the node; the first copy of a reply is
@@ -524,7 +563,7 @@ export class ConversationTracker {
             };
         pairs.set(k, x);
       }
-      x.pairs++;
+      x.pairs += l.count;
       if (l.basis === "direction") x.basis = "direction";
       if (l.echoId !== undefined)
         x.echoId ??= request ? l.echoId : { from: l.echoId.to, to: l.echoId.from };
@@ -693,6 +732,10 @@ function maxOf(c: Mutable, pick: (x: IfaceCounts) => number): number {
   let best = 0;
   for (const x of c.ifaces) best = Math.max(best, pick(x));
   return best;
+}
+
+function same(a: Ip, b: Ip): boolean {
+  return a.family === b.family && a.value === b.value;
 }
 
 function sameEnd(a: CopyEnd, b: CopyEnd): boolean {

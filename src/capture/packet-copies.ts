@@ -37,7 +37,7 @@ export type CopyBasis =
 
 /** A packet's later copy matched to its first copy. `T` is what the caller attached to each. */
 export interface CopyMatch<T> {
-  /** The packet's first copy in the capture (the one that entered the node). */
+  /** The packet's first copy in the capture (the one that entered the node), with its tag. */
   readonly first: { readonly packet: Packet; readonly tag: T };
   /** How many copies came before this one (1: this is the second). */
   readonly seenBefore: number;
@@ -54,35 +54,86 @@ export interface CopyMatch<T> {
   readonly gapNs: bigint;
 }
 
+/** A first copy and what its later copies added; one per packet offered, kept for the window. */
 interface Group<T> {
-  readonly first: Packet;
+  readonly packet: Packet;
   readonly frame: Frame;
   readonly tag: T;
-  readonly key: string;
+  readonly key: number;
   /** Direction of the latest copy. */
   lastDirection: Direction | undefined;
-  /** Interfaces the copies were seen on. */
-  readonly ifaces: (string | undefined)[];
+  /** Interfaces of the later copies (the first copy's is `packet.iface`). */
+  later?: (string | undefined)[];
   copies: number;
+  /** The next older first copy with the same key. */
+  older: Group<T> | undefined;
 }
 
-/** The fields forwarding and NAT leave alone, as one string (the lookup key). */
-function invariantKey(f: Frame): string | undefined {
+function sawOn<T>(g: Group<T>, iface: string | undefined): boolean {
+  return g.packet.iface === iface || (g.later?.includes(iface) ?? false);
+}
+
+function namesEvery<T>(g: Group<T>): boolean {
+  return g.packet.iface !== undefined && (g.later?.every((x) => x !== undefined) ?? true);
+}
+
+const mix = (h: number, v: number): number => Math.imul(h ^ v, 0x01000193);
+
+/**
+ * A hash of the fields forwarding and NAT leave alone (the lookup key; {@link sameInvariants}
+ * decides): IP protocol, length and identification; TCP sequence, acknowledgement, flags and
+ * payload length; UDP length; ICMP type, code and echo sequence; ESP SPI and sequence.
+ */
+function invariantHash(f: Frame): number | undefined {
   const ip = f.ip;
   if (ip === undefined) return undefined;
   const t = f.transport;
-  let tail: string;
-  if (t === undefined) {
-    // a later fragment: nothing but the IP header, so only the identification pairs it
-    if (ip.id === undefined) return undefined;
-    tail = "-";
-  } else if (t.kind === "tcp")
-    tail = `${t.seq ?? "-"}|${t.ack ?? "-"}|${t.flags ?? "-"}|${t.payloadLength ?? "-"}`;
-  else if (t.kind === "udp") tail = `${t.payloadLength ?? "-"}`;
-  else if (t.kind === "icmp") tail = `${t.version}|${t.type}|${t.code ?? "-"}|${t.seq ?? "-"}`;
-  else if (t.kind === "esp") tail = `${t.spi}|${t.seq}`;
-  else tail = "";
-  return `${ip.family}|${ip.protocol}|${ip.length ?? "-"}|${ip.id ?? "-"}|${t?.kind ?? "frag"}|${tail}`;
+  // a later fragment is nothing but its IP header: only the identification pairs it
+  if (t === undefined && ip.id === undefined) return undefined;
+  let h = mix(mix(mix(0x811c9dc5, ip.protocol), ip.length ?? -1), ip.id ?? -1);
+  if (t === undefined) return h >>> 0;
+  if (t.kind === "tcp") {
+    h = mix(mix(h, t.seq ?? -1), t.ack ?? -1);
+    h = mix(mix(h, t.flags ?? -1), t.payloadLength ?? -1);
+  } else if (t.kind === "udp") h = mix(h, t.payloadLength ?? -1);
+  else if (t.kind === "icmp") h = mix(mix(mix(h, t.type), t.code ?? -1), t.seq ?? -1);
+  else if (t.kind === "esp") h = mix(mix(h, t.spi), t.seq);
+  return h >>> 0;
+}
+
+/** The fields {@link invariantHash} covers, compared exactly. */
+function sameInvariants(a: Frame, b: Frame): boolean {
+  const x = a.ip!;
+  const y = b.ip!;
+  if (x.family !== y.family || x.protocol !== y.protocol) return false;
+  if (x.length !== y.length || x.id !== y.id) return false;
+  const s = a.transport;
+  const t = b.transport;
+  if (s === undefined || t === undefined) return s === t;
+  switch (s.kind) {
+    case "tcp":
+      return (
+        t.kind === "tcp" &&
+        s.seq === t.seq &&
+        s.ack === t.ack &&
+        s.flags === t.flags &&
+        s.payloadLength === t.payloadLength
+      );
+    case "udp":
+      return t.kind === "udp" && s.payloadLength === t.payloadLength;
+    case "icmp":
+      return (
+        t.kind === "icmp" &&
+        s.version === t.version &&
+        s.type === t.type &&
+        s.code === t.code &&
+        s.seq === t.seq
+      );
+    case "esp":
+      return t.kind === "esp" && s.spi === t.spi && s.seq === t.seq;
+    default:
+      return t.kind === s.kind;
+  }
 }
 
 function ends(f: Frame): { src: CopyEnd; dst: CopyEnd } {
@@ -117,7 +168,8 @@ function isPairable(d: Direction | undefined): boolean {
  */
 export class CopyPairer<T> {
   private readonly windowNs: bigint;
-  private readonly byKey = new Map<string, Group<T>[]>();
+  /** The newest first copy per key; older ones with the same key are chained behind it. */
+  private readonly byKey = new Map<number, Group<T>>();
   private readonly queue: Group<T>[] = [];
   private head = 0;
   private latestNs: bigint | undefined;
@@ -128,51 +180,58 @@ export class CopyPairer<T> {
 
   /**
    * Offers the next packet of the capture. Returns the match when it is a later copy of a packet
-   * already offered; otherwise remembers it as a first copy (with its tag) and returns undefined.
+   * already remembered; otherwise remembers it as a first copy with its tag (unless `remember` is
+   * false: a packet only looked up, e.g. one the caller keeps only if it pairs) and returns
+   * undefined.
    */
-  add(p: Packet, tag: T): CopyMatch<T> | undefined {
+  add(p: Packet, tag: T, remember = true): CopyMatch<T> | undefined {
     if (this.latestNs === undefined || p.timeNs > this.latestNs) this.latestNs = p.timeNs;
     this.evict();
+    if (!isPairable(p.direction)) return undefined;
     const f = innermost(p);
-    const key = invariantKey(f);
-    if (key === undefined || !isPairable(p.direction)) return undefined;
-    const bucket = this.byKey.get(key);
-    if (bucket !== undefined) {
-      // the latest first copy that this packet can repeat
-      for (let i = bucket.length - 1; i >= 0; i--) {
-        const g = bucket[i]!;
-        const m = this.match(g, p, f);
-        if (m === undefined) continue;
-        g.copies++;
-        g.lastDirection = p.direction;
-        g.ifaces.push(p.iface);
-        return m;
-      }
+    const key = invariantHash(f);
+    if (key === undefined) return undefined;
+    const newest = this.byKey.get(key);
+    // the latest first copy that this packet can repeat
+    for (let g = newest; g !== undefined; g = g.older) {
+      const m = this.match(g, p, f);
+      if (m === undefined) continue;
+      g.copies++;
+      g.lastDirection = p.direction;
+      if (g.later === undefined) g.later = [p.iface];
+      else g.later.push(p.iface);
+      return m;
     }
+    if (!remember) return undefined;
     const g: Group<T> = {
-      first: p,
+      packet: p,
       frame: f,
       tag,
       key,
       lastDirection: p.direction,
-      ifaces: [p.iface],
       copies: 1,
+      older: newest,
     };
-    if (bucket === undefined) this.byKey.set(key, [g]);
-    else bucket.push(g);
+    this.byKey.set(key, g);
     this.queue.push(g);
     return undefined;
   }
 
+  /** How many first copies are remembered now (those within the window of the latest packet). */
+  get remembered(): number {
+    return this.queue.length - this.head;
+  }
+
   private evict(): void {
     const oldest = this.latestNs! - this.windowNs;
-    while (this.head < this.queue.length && this.queue[this.head]!.first.timeNs < oldest) {
+    while (this.head < this.queue.length && this.queue[this.head]!.packet.timeNs < oldest) {
       const g = this.queue[this.head++]!;
-      const bucket = this.byKey.get(g.key);
-      if (bucket !== undefined) {
-        const i = bucket.indexOf(g);
-        if (i >= 0) bucket.splice(i, 1);
-        if (bucket.length === 0) this.byKey.delete(g.key);
+      // the queue is in offering order, so g is the oldest of its chain: cut it off the end
+      let x = this.byKey.get(g.key);
+      if (x === g) this.byKey.delete(g.key);
+      else {
+        while (x !== undefined && x.older !== g) x = x.older;
+        if (x !== undefined) x.older = undefined;
       }
     }
     if (this.head > 1024 && this.head * 2 > this.queue.length) {
@@ -182,9 +241,10 @@ export class CopyPairer<T> {
   }
 
   private match(g: Group<T>, p: Packet, f: Frame): CopyMatch<T> | undefined {
-    const gap = p.timeNs - g.first.timeNs;
+    const gap = p.timeNs - g.packet.timeNs;
     if (gap > this.windowNs || gap < -this.windowNs) return undefined;
     const a = g.frame;
+    if (!sameInvariants(a, f)) return undefined;
     const ipA = a.ip!;
     const ipB = f.ip!;
     const byIpId = ipA.id !== undefined && ipB.id !== undefined;
@@ -192,16 +252,15 @@ export class CopyPairer<T> {
     // (an out followed by an in is the loopback device, or two separate packets).
     const dirKnown = g.lastDirection !== undefined && p.direction !== undefined;
     if (g.lastDirection === "out" && p.direction === "in") return undefined;
-    const ifKnown = p.iface !== undefined && g.ifaces.every((x) => x !== undefined);
-    const sameIfaceSameWay =
-      ifKnown && g.ifaces.includes(p.iface) && g.lastDirection === p.direction;
+    const ifKnown = p.iface !== undefined && namesEvery(g);
+    const sameIfaceSameWay = ifKnown && sawOn(g, p.iface) && g.lastDirection === p.direction;
     if (sameIfaceSameWay) return undefined;
     // in then in (a bridge port, then the bridge) or out then out (a tunnel device, then the
     // encapsulated packet) only on two interfaces the capture names
     if (dirKnown && g.lastDirection === p.direction && !ifKnown) return undefined;
     const crossing =
       (dirKnown && g.lastDirection === "in" && p.direction === "out") ||
-      (ifKnown && !g.ifaces.includes(p.iface));
+      (ifKnown && !sawOn(g, p.iface));
     const x = ends(a);
     const y = ends(f);
     const sameSrc = sameEnd(x.src, y.src);
@@ -228,7 +287,7 @@ export class CopyPairer<T> {
       if (!byIpId) return undefined;
     } else if (!byIpId && !strongTransport && !crossing) return undefined;
     return {
-      first: { packet: g.first, tag: g.tag },
+      first: g,
       seenBefore: g.copies,
       ...(sameSrc ? {} : { source: { from: x.src, to: y.src } }),
       ...(sameDst ? {} : { destination: { from: x.dst, to: y.dst } }),
