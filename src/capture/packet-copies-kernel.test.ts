@@ -396,7 +396,7 @@ except OSError: pass`,
         const word = flags === undefined ? "packets" : "lines";
         assert.ok(
           pod[0]!.explanation.includes(
-            `(${word} ${citedAs(firstPair[0]!)} and ${citedAs(firstPair[1]!)})`,
+            `${word} ${citedAs(firstPair[0]!)} and ${citedAs(firstPair[1]!)}`,
           ),
           pod[0]!.explanation,
         );

@@ -399,7 +399,7 @@ describe("wireFindings: one packet seen on both sides of the node", () => {
       );
       assert.match(
         f[0]!.explanation,
-        /\(packets 1 and 2\).*with the pod address 10\.4\.1\.5 both times: the node did not masquerade it/,
+        /as it went on, packets 1 and 2.*with the pod address 10\.4\.1\.5 both times: the node did not masquerade it/,
       );
       assert.deepEqual(f[0]!.evidence.map((e) => e.line).sort(), [1, 2]);
       assert.doesNotMatch(f[0]!.explanation, /does not record directions; the packet is taken/);

@@ -172,10 +172,13 @@ function describe(o: Observation): string {
   );
 }
 
-/** `ifindex 2 in`, or `packet` when the capture does not say where. */
-function placeOf(r: PacketRef): string {
-  const where = [r.iface, r.direction].filter(Boolean).join(" ");
-  return where === "" ? "" : ` (${where})`;
+/** `packets 7 and 8 (ifindex 3 in, then ifindex 2 out)`; the places only where the capture says. */
+function pairWithPlaces(pair: CopyRefs): string {
+  const place = (r: PacketRef) => [r.iface, r.direction].filter(Boolean).join(" ");
+  const a = place(pair.first);
+  const b = place(pair.again);
+  const where = a === "" || b === "" ? "" : ` (${a}, then ${b})`;
+  return `${packetPair(pair.first, pair.again)}${where}`;
 }
 
 function pairEvidence(file: string, pair: CopyRefs, first: string, again: string): Evidence[] {
@@ -209,8 +212,8 @@ function untranslatedCopies(o: Observation): { text: string; evidence: Evidence[
       : "";
   return {
     text:
-      ` The same packet is on this capture twice, as it reached the node${placeOf(pair.first)} and again${placeOf(pair.again)} ` +
-      `(${packetPair(pair.first, pair.again)})${by}, with the pod address ${src} both times: the node did not masquerade it.`,
+      ` The same packet is on this capture as it reached the node and again as it went on, ${pairWithPlaces(pair)}${by}, ` +
+      `with the pod address ${src} both times: the node did not masquerade it.`,
     evidence: pairEvidence(
       o.capture.file,
       pair,
