@@ -31,6 +31,23 @@ const forks = (t: NatTrace) =>
     ipText(b.trace.sourceOut?.ip),
     b.trace.delivery,
   ]);
+/**
+ * On an excerpt: the branch that takes the file as showing every rule of the chains it walks
+ * (the answer "as shown"), and whether every other branch is the excerpt's unknown.
+ */
+function asShown(t: NatTrace): { shown: NatTrace; othersUnknown: boolean } {
+  const complete = (b: NatTrace) =>
+    (b.assumptions ?? []).every((a) => a.holds || !/shows every rule/.test(a.fact));
+  const all = (t.branches ?? []).map((b) => b.trace);
+  const shown = all.filter(complete);
+  assert.equal(shown.length, 1, JSON.stringify(forks(t)));
+  const othersUnknown = all
+    .filter((b) => !complete(b))
+    .every(
+      (b) => b.decision === "cannot-decide" && /does not show/.test(b.undecided?.reason ?? ""),
+    );
+  return { shown: shown[0]!, othersUnknown };
+}
 const kinds = (t: NatTrace) =>
   t.steps.map((s) => `${s.kind} ${s.chain}${s.ruleIndex ? `#${s.ruleIndex}` : ""}`);
 
@@ -142,18 +159,28 @@ describe("compileNat on GKE Dataplane V2 (node-startup IP-MASQ)", () => {
 });
 
 describe("compileNat: GKE's IP-MASQ next to a self-deployed IP-MASQ-AGENT (kubernetes#64212)", () => {
-  it("follows the published excerpt: IP-MASQ is consulted first, then IP-MASQ-AGENT", () => {
+  it("follows the published excerpt as shown (IP-MASQ first, then IP-MASQ-AGENT), and what it does not show as unknown", () => {
     const nat = compileNat(load(ISSUE), gkeNode);
     const t = nat.evaluate(flow("10.32.1.5", "10.200.0.1"));
-    assert.deepEqual(kinds(t).slice(2), [
-      "enter POSTROUTING",
-      "jump POSTROUTING#1",
-      "return IP-MASQ#2",
-      "jump POSTROUTING#2",
-      "return IP-MASQ-AGENT",
-      "policy POSTROUTING",
-    ]);
-    assert.ok(t.notes.length === 0);
+    assert.equal(t.decision, "branches");
+    const { shown, othersUnknown } = asShown(t);
+    assert.ok(othersUnknown);
+    assert.deepEqual(
+      kinds(shown)
+        .filter((k) => !k.startsWith("branch"))
+        .slice(2),
+      [
+        "enter POSTROUTING",
+        "jump POSTROUTING#1",
+        "return IP-MASQ#2",
+        "jump POSTROUTING#2",
+        "return IP-MASQ-AGENT",
+        "policy POSTROUTING",
+      ],
+    );
+    assert.equal(shown.decision, "keep");
+    // one unknown per chain the walk enters: PREROUTING, POSTROUTING, IP-MASQ, IP-MASQ-AGENT
+    assert.equal(t.branches!.length, 5);
   });
 
   // the excerpt is cut after IP-MASQ's second rule; complete both chains as the issue describes
@@ -168,7 +195,9 @@ describe("compileNat: GKE's IP-MASQ next to a self-deployed IP-MASQ-AGENT (kuber
     '-A IP-MASQ-AGENT -d 192.168.0.0/24 -m comment --comment "ip-masq-agent: local traffic is not subject to MASQUERADE" -j RETURN',
     '-A IP-MASQ-AGENT -m comment --comment "ip-masq-agent: outbound traffic is subject to MASQUERADE (must be last in chain)" -j MASQUERADE',
   ].join("\n");
-  const nat = compileNat(parseIptablesSave(full, "completed.txt").value, gkeNode);
+  // completed, it is the whole table: a table header, and COMMIT
+  const whole = `*nat\n:POSTROUTING ACCEPT [0:0]\n${full}\nCOMMIT\n`;
+  const nat = compileNat(parseIptablesSave(whole, "completed.txt").value, gkeNode);
 
   it("the earlier IP-MASQ masquerades a public destination, whatever IP-MASQ-AGENT would do", () => {
     const t = nat.evaluate(flow("10.32.1.5", "35.1.2.3"));
@@ -276,17 +305,25 @@ describe("compileNat on a kube-proxy node (legacy kubenet dump)", () => {
   });
 });
 
-describe("compileNat on the kubeadm/docker header", () => {
+describe("compileNat on the kubeadm/docker header (cut inside KUBE-MARK-MASQ)", () => {
   const nat = compileNat(load(KUBEADM), { localAddresses: [ip("192.168.1.10")] });
-  it("masquerades docker's bridge traffic leaving by eth0 and cites Docker's rule", () => {
+  it("masquerades docker's bridge traffic leaving by eth0 as shown, citing Docker's rule; KUBE-POSTROUTING, after the cut, is unknown", () => {
     const t = nat.evaluate(
       flow("172.17.0.2", "1.1.1.1", { origin: "forwarded", outIface: "eth0", inIface: "docker0" }),
     );
-    assert.equal(t.decision, "masquerade");
-    assert.equal(t.decidingRule?.line, 38);
-    assert.equal(t.sourceOut?.how, "unknown");
+    assert.equal(t.decision, "branches");
+    const { shown, othersUnknown } = asShown(t);
+    assert.ok(othersUnknown);
+    assert.equal(shown.decision, "masquerade");
+    assert.equal(shown.decidingRule?.line, 38);
+    assert.equal(shown.sourceOut?.how, "unknown");
+    const cut = t.branches!.map((b) => b.trace).filter((b) => b.decision === "cannot-decide");
+    assert.deepEqual(
+      cut.map((b) => b.undecided?.chain),
+      ["KUBE-SERVICES", "KUBE-POSTROUTING"],
+    );
   });
-  it("keeps it when it goes back out docker0 (negated -o)", () => {
+  it("keeps it as shown when it goes back out docker0 (negated -o)", () => {
     const t = nat.evaluate(
       flow("172.17.0.2", "172.17.0.3", {
         origin: "forwarded",
@@ -294,20 +331,36 @@ describe("compileNat on the kubeadm/docker header", () => {
         inIface: "docker0",
       }),
     );
-    assert.equal(t.decision, "keep");
+    assert.equal(asShown(t).shown.decision, "keep");
   });
   it("follows both outcomes of `! -o docker0` without the outgoing interface", () => {
     const t = nat.evaluate(
       flow("172.17.0.2", "1.1.1.1", { origin: "forwarded", inIface: "docker0" }),
     );
     assert.equal(t.decision, "branches");
-    assert.deepEqual(forks(t), [
-      ["the packet leaves by docker0", "keep", "172.17.0.2", "forward"],
-      ["not: the packet leaves by docker0", "masquerade", undefined, "forward"],
+    const decided = forks(t)
+      .filter((f) => f[1] !== "cannot-decide")
+      .map((f) => [
+        String(f[0]).replace(/\S+\.txt shows every rule of /g, "whole "),
+        ...f.slice(1),
+      ]);
+    assert.deepEqual(decided, [
+      [
+        "whole KUBE-SERVICES & whole KUBE-POSTROUTING & the packet leaves by docker0",
+        "keep",
+        "172.17.0.2",
+        "forward",
+      ],
+      [
+        "whole KUBE-SERVICES & whole KUBE-POSTROUTING & not: the packet leaves by docker0",
+        "masquerade",
+        undefined,
+        "forward",
+      ],
     ]);
-    const masq = t.branches![1]!.trace;
+    const masq = t.branches!.map((b) => b.trace).find((b) => b.decision === "masquerade")!;
     assert.equal(masq.decidingRule?.line, 38);
-    assert.match(masq.assumptions![0]!.reason, /outgoing interface is not known/);
+    assert.match(masq.assumptions!.at(-1)!.reason, /outgoing interface is not known/);
   });
 });
 
