@@ -69,9 +69,18 @@ describe("readIptablesText", () => {
     assert.equal(d.severity, "error");
     assert.deepEqual(d.source, { file: FILE, line: 2, text: "hello" });
     assert.match(d.message, /iptables-save -t nat > nodes\/gke-a-1\/iptables-save\.txt/);
+  });
+
+  it("reads an empty file as iptables-save's output with no table loaded, and says so", () => {
     const empty = readIptablesText("", FILE, { family: 6 });
-    assert.equal(empty.value, undefined);
-    assert.match(empty.diagnostics[0]?.message ?? "", /ip6tables-save > /);
+    const rules = [...(empty.value?.tables.values() ?? [])].flatMap((t) =>
+      [...t.chains.values()].flatMap((c) => c.rules),
+    );
+    assert.ok(empty.value);
+    assert.equal(rules.length, 0);
+    assert.equal(empty.diagnostics[0]?.code, "IPTABLES_NO_TABLES");
+    assert.equal(empty.diagnostics[0]?.severity, "info");
+    assert.match(empty.diagnostics[0]?.message ?? "", /no table is loaded.*ip6tables-save > /);
   });
 
   it("does not read ip6tables output as the IPv4 rules", () => {
