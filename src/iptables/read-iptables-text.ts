@@ -76,15 +76,18 @@ export function readIptablesText(
   if (isPlainSave(text)) return parseIptablesSave(text, file, { family });
   if (text.trim().length === 0) {
     // iptables-save prints nothing at all when no table is loaded in the namespace
-    const r = parseIptablesSave("", file, { family });
     const tool = family === 6 ? "ip6tables" : "iptables";
-    r.diagnostics.push({
-      code: "IPTABLES_NO_TABLES",
-      severity: "info",
-      message: `${file} is empty: read as ${tool}-save's output where no table is loaded (no rules). If it was meant to hold a paste, run \`${tool}-save > ${file}\` on the node`,
-      source: { file, line: 1 },
-    });
-    return r;
+    return {
+      value: { ...parseIptablesSave("", file, { family }).value, tables: new Map() },
+      diagnostics: [
+        {
+          code: "IPTABLES_NO_TABLES",
+          severity: "info",
+          message: `${file} is empty: read as ${tool}-save's output where no table is loaded (no rules). If it was meant to hold a paste, run \`${tool}-save > ${file}\` on the node`,
+          source: { file, line: 1 },
+        },
+      ],
+    };
   }
 
   const lines = text.split("\n");
