@@ -4,9 +4,10 @@
  * far TCP got (SYN only … data both ways, FIN/RST), retransmissions, and ICMP errors that quote it.
  *
  * Tunnelled packets count for their innermost frame (the endpoints' own conversation); the
- * tunnel is noted. A packet seen again on another interface (capture/packet-copies.ts) counts once;
- * when the node rewrote it in between, the conversations on both sides of the NAT are linked
- * (`translation`), so a reply arriving for the node address answers the pod's request. Evidence is a SourceRef whose `line` is the packet number for pcap/pcapng and
+ * tunnel is noted. A packet seen again on another interface (capture/packet-copies.ts) counts
+ * once; when the node rewrote it in between, the conversations on both sides of the NAT are linked
+ * (`translation`, capture/translation-links.ts), so a reply arriving for the node address answers
+ * the pod's request. Evidence is a SourceRef whose `line` is the packet number for pcap/pcapng and
  * the text line for tcpdump text (the `text` says which). The summary types and verdicts are in
  * capture/conversation.ts (re-exported here).
  */
@@ -17,19 +18,18 @@ import {
   type ConversationProtocol,
   type ConversationSummary,
   type CopiesSeen,
-  type CopyRefs,
   describeIcmpError,
   type Endpoint,
-  formatTime,
   type IcmpErrorSeen,
-  type PacketRef,
   type TcpProgress,
   type TcpSummary,
   type Translation,
   verdictOf,
 } from "./conversation.ts";
+import { type FlowTag, flowKey, flowTagOf, refOf, type Seen, seenOf } from "./flow-key.ts";
 import { type Frame, innermost, type Packet, TCP } from "./packet.ts";
-import { type CopyBasis, type CopyEnd, type CopyMatch, CopyPairer } from "./packet-copies.ts";
+import { type CopyBasis, type CopyMatch, CopyPairer } from "./packet-copies.ts";
+import { TranslationLinks } from "./translation-links.ts";
 
 export {
   type Conversation,
@@ -79,120 +79,11 @@ interface Mutable {
   copies?: { first: Seen; again: Seen; count: number; basis: CopyBasis; ipId?: number };
 }
 
-/** What a packet is for its conversation; the copy pairer keeps it with the packet. */
-interface FlowTag {
-  readonly key: string;
-  /** The packet's source is the flow's `a` side. */
-  readonly xFirst: boolean;
-  readonly protocol: ConversationProtocol;
-  readonly s: Endpoint;
-  readonly d: Endpoint;
-}
-
-/** A packet's conversation: protocol, the two ends, and the key that groups it. */
-function flowTagOf(f: Frame, src: Ip, dst: Ip): FlowTag {
-  const family = src.family;
-  const t = f.transport;
-  let protocol: ConversationProtocol;
-  let sp: number | undefined;
-  let dp: number | undefined;
-  let extra = "";
-  if (t?.kind === "tcp" || t?.kind === "udp") {
-    protocol = t.kind;
-    sp = t.srcPort;
-    dp = t.dstPort;
-  } else if (t?.kind === "icmp") {
-    protocol = "icmp";
-    if (t.id !== undefined) extra = `id${t.id}`;
-  } else if (t?.kind === "esp") {
-    protocol = "esp";
-    extra = `spi${t.spi}`;
-  } else protocol = "other";
-  const s: Endpoint = sp === undefined ? { ip: src } : { ip: src, port: sp };
-  const d: Endpoint = dp === undefined ? { ip: dst } : { ip: dst, port: dp };
-  const { key, xFirst } = flowKey(protocol, family, s, d, extra);
-  return { key, xFirst, protocol, s, d };
-}
-
-/**
- * A packet's first copy in one conversation and a later copy in another (NAT in between): the
- * first such pair for each two conversations and each way, with how many pairs followed it.
- */
-interface CopyLink {
-  readonly earlier: FlowTag;
-  readonly later: FlowTag;
-  readonly first: Seen;
-  readonly again: Seen;
-  readonly firstEnds: { readonly src: CopyEnd; readonly dst: CopyEnd };
-  readonly againEnds: { readonly src: CopyEnd; readonly dst: CopyEnd };
-  readonly echoId?: { readonly from: number; readonly to: number };
-  basis: CopyBasis;
-  readonly ipId?: number;
-  count: number;
-}
-
 const WELL_KNOWN = 1024;
-
-function endpointKey(e: Endpoint): string {
-  // IPv4 as a number: converting a bigint to text per packet is the costly part of a key.
-  const ip = e.ip.family === 4 ? Number(e.ip.value) : e.ip.value;
-  return `${ip}/${e.port ?? ""}`;
-}
-
-/** What a conversation keeps of a packet; made into evidence only when summarizing. */
-interface Seen {
-  readonly index: number;
-  readonly line: number | undefined;
-  readonly timeNs: bigint;
-  readonly timeOfDayOnly: boolean;
-  readonly iface: string | undefined;
-  readonly direction: string | undefined;
-}
 
 interface PendingError {
   readonly key: string;
   readonly error: Omit<IcmpErrorSeen, "at"> & { readonly at: Seen };
-}
-
-function seenOf(p: Packet): Seen {
-  return {
-    index: p.index,
-    line: p.line,
-    timeNs: p.timeNs,
-    timeOfDayOnly: p.timeOfDayOnly === true,
-    iface: p.iface,
-    direction: p.direction,
-  };
-}
-
-function flowKey(
-  protocol: string,
-  family: Family,
-  x: Endpoint,
-  y: Endpoint,
-  extra = "",
-): {
-  key: string;
-  xFirst: boolean;
-} {
-  const kx = endpointKey(x);
-  const ky = endpointKey(y);
-  const xFirst = kx <= ky;
-  return { key: `${protocol}|${family}|${xFirst ? kx : ky}|${xFirst ? ky : kx}|${extra}`, xFirst };
-}
-
-function refOf(p: Seen, file: string): PacketRef {
-  const when = formatTime(p.timeNs, p.timeOfDayOnly === true);
-  const where = p.line !== undefined ? `line ${p.line} (packet ${p.index})` : `packet ${p.index}`;
-  return {
-    ref: { file, line: p.line ?? p.index, text: `${where} at ${when}` },
-    index: p.index,
-    ...(p.line === undefined ? {} : { line: p.line }),
-    timeNs: p.timeNs,
-    timeOfDayOnly: p.timeOfDayOnly,
-    ...(p.iface === undefined ? {} : { iface: p.iface }),
-    ...(p.direction === undefined ? {} : { direction: p.direction }),
-  };
 }
 
 /**
@@ -203,11 +94,8 @@ export class ConversationTracker {
   private readonly flows = new Map<string, Mutable>();
   private readonly pendingErrors: PendingError[] = [];
   private readonly copies = new CopyPairer<FlowTag>();
-  /**
-   * By the first copy's conversation, then the later copy's, then the way the first copy went
-   * (its source is the conversation's `a` side or not): memory per conversation, not per packet.
-   */
-  private readonly links = new Map<string, Map<string, (CopyLink | undefined)[]>>();
+  /** Conversations on both sides of a NAT (kept per two conversations, not per packet). */
+  private readonly links = new TranslationLinks();
   /** Conversations not involving `host` kept because they are another side of one that does. */
   private readonly admitted = new Set<string>();
   private count = 0;
@@ -278,7 +166,7 @@ export class ConversationTracker {
       if (e.key === tag.key) this.recordCopy(p, tag, m);
       else {
         this.record(p, tag);
-        this.link(m, tag, p);
+        this.links.add(m, tag, seenOf(m.first.packet), seenOf(p));
       }
       return;
     }
@@ -383,40 +271,6 @@ export class ConversationTracker {
     }
   }
 
-  private link(m: CopyMatch<FlowTag>, later: FlowTag, p: Packet): void {
-    const first = m.first.packet;
-    const earlier = m.first.tag;
-    let byLater = this.links.get(earlier.key);
-    if (byLater === undefined) {
-      byLater = new Map();
-      this.links.set(earlier.key, byLater);
-    }
-    let ways = byLater.get(later.key);
-    if (ways === undefined) {
-      ways = [undefined, undefined];
-      byLater.set(later.key, ways);
-    }
-    const way = earlier.xFirst ? 0 : 1;
-    const known = ways[way];
-    if (known !== undefined) {
-      known.count++;
-      if (m.basis === "direction") known.basis = "direction";
-      return;
-    }
-    ways[way] = {
-      earlier,
-      later,
-      first: seenOf(first),
-      again: seenOf(p),
-      firstEnds: { src: earlier.s, dst: earlier.d },
-      againEnds: { src: later.s, dst: later.d },
-      ...(m.echoId === undefined ? {} : { echoId: m.echoId }),
-      basis: m.basis,
-      ...(m.ipId === undefined ? {} : { ipId: m.ipId }),
-      count: 1,
-    };
-  }
-
   private involves(s: Endpoint, d: Endpoint): boolean {
     const h = this.opts.host!;
     return (
@@ -479,7 +333,10 @@ export class ConversationTracker {
       const c = this.flows.get(e.key);
       if (c !== undefined) c.errors.push(e.error);
     }
-    const translations = this.translations();
+    const translations = this.links.resolve((key) => {
+      const c = this.flows.get(key);
+      return c === undefined ? undefined : { aInitiates: c.aInitiates, peer: () => this.peerOf(c) };
+    }, this.opts.file);
     const conversations = [...this.flows.entries()].map(([k, c]) =>
       this.summarize(c, translations.get(k)),
     );
@@ -494,117 +351,13 @@ export class ConversationTracker {
     if (this.sawTunnel)
       assumptions.push("tunnelled packets (VXLAN, Geneve) are counted for their inner addresses");
     const byIdOnly =
-      this.allLinks().some((l) => l.basis === "id") ||
+      this.links.anyWithoutDirection ||
       [...this.flows.values()].some((c) => c.copies?.basis === "id");
     if (byIdOnly)
       assumptions.push(
         "copies of one packet on several interfaces were paired by what NAT leaves alone (IP identification where printed, sequence numbers, lengths) and time: the capture does not say on which interface, or in which direction, each was seen",
       );
     return { conversations, packets: this.count, assumptions };
-  }
-
-  private allLinks(): CopyLink[] {
-    const out: CopyLink[] = [];
-    for (const byLater of this.links.values())
-      for (const ways of byLater.values()) for (const l of ways) if (l !== undefined) out.push(l);
-    // the order the pairs were first seen, so "the first request" is the first in the capture
-    return out.sort((x, y) => x.again.index - y.again.index);
-  }
-
-  /** Each linked conversation's translation: the pair of conversations most copies link. */
-  private translations(): Map<string, Translation> {
-    interface Pair {
-      readonly before: string;
-      readonly after: string;
-      readonly srcBefore: CopyEnd;
-      readonly srcAfter: CopyEnd;
-      readonly dstBefore: CopyEnd;
-      readonly dstAfter: CopyEnd;
-      echoId?: { readonly from: number; readonly to: number };
-      request?: CopyRefs;
-      reply?: CopyRefs;
-      pairs: number;
-      basis: CopyBasis;
-      ipId?: number | undefined;
-    }
-    const file = this.opts.file;
-    const pairs = new Map<string, Pair>();
-    for (const l of this.allLinks()) {
-      const ce = this.flows.get(l.earlier.key);
-      if (ce === undefined || !this.flows.has(l.later.key)) continue;
-      // The first copy of a request is the one handed to the node; the first copy of a reply is
-      // the one that came back to the node's side of the NAT (the after side).
-      const request = l.earlier.xFirst === ce.aInitiates;
-      const before = request ? l.earlier.key : l.later.key;
-      const after = request ? l.later.key : l.earlier.key;
-      const k = `${before}\n${after}`;
-      let x = pairs.get(k);
-      if (x === undefined) {
-        x = request
-          ? {
-              before,
-              after,
-              srcBefore: l.firstEnds.src,
-              dstBefore: l.firstEnds.dst,
-              srcAfter: l.againEnds.src,
-              dstAfter: l.againEnds.dst,
-              pairs: 0,
-              basis: l.basis,
-            }
-          : {
-              before,
-              after,
-              srcBefore: l.againEnds.dst,
-              dstBefore: l.againEnds.src,
-              srcAfter: l.firstEnds.dst,
-              dstAfter: l.firstEnds.src,
-              pairs: 0,
-              basis: l.basis,
-            };
-        pairs.set(k, x);
-      }
-      x.pairs += l.count;
-      if (l.basis === "direction") x.basis = "direction";
-      if (l.echoId !== undefined)
-        x.echoId ??= request ? l.echoId : { from: l.echoId.to, to: l.echoId.from };
-      const refs: CopyRefs = { first: refOf(l.first, file), again: refOf(l.again, file) };
-      // the IP identification of the pair cited: the first request, else the first reply
-      if (request && x.request === undefined) {
-        x.request = refs;
-        x.ipId = l.ipId;
-      } else if (!request && x.reply === undefined) {
-        x.reply = refs;
-        if (x.request === undefined) x.ipId = l.ipId;
-      }
-    }
-    const best = new Map<string, Pair>();
-    for (const x of pairs.values())
-      for (const k of [x.before, x.after]) {
-        const prev = best.get(k);
-        if (prev === undefined || x.pairs > prev.pairs) best.set(k, x);
-      }
-    const out = new Map<string, Translation>();
-    for (const [k, x] of best) {
-      const side = k === x.before ? "before" : "after";
-      const peer = this.flows.get(side === "before" ? x.after : x.before)!;
-      out.set(k, {
-        side,
-        peer: this.peerOf(peer),
-        ...(sameEnd(x.srcBefore, x.srcAfter)
-          ? {}
-          : { source: { from: x.srcBefore, to: x.srcAfter } }),
-        ...(sameEnd(x.dstBefore, x.dstAfter)
-          ? {}
-          : { destination: { from: x.dstBefore, to: x.dstAfter } }),
-        ...(x.echoId === undefined ? {} : { echoId: x.echoId }),
-        ...(x.request === undefined ? {} : { request: x.request }),
-        ...(x.reply === undefined ? {} : { reply: x.reply }),
-        pairs: x.pairs,
-        basis: x.basis,
-        ...(x.ipId === undefined ? {} : { ipId: x.ipId }),
-      });
-    }
-    return out;
   }
 
   private peerOf(c: Mutable): Translation["peer"] {
@@ -736,10 +489,6 @@ function maxOf(c: Mutable, pick: (x: IfaceCounts) => number): number {
 
 function same(a: Ip, b: Ip): boolean {
   return a.family === b.family && a.value === b.value;
-}
-
-function sameEnd(a: CopyEnd, b: CopyEnd): boolean {
-  return a.ip.family === b.ip.family && a.ip.value === b.ip.value && a.port === b.port;
 }
 
 function seqLeq(a: number, b: number): boolean {
