@@ -252,6 +252,11 @@ export interface Chain {
    * short): rules may be missing before, between or after the ones shown.
    */
   partial?: boolean;
+  /**
+   * With `partial`: the rules shown are the chain's first ones, whole (a paste cut short, not a
+   * grep): only rules after the last one shown may be missing.
+   */
+  partialTail?: boolean;
 }
 
 export interface Table {

@@ -311,6 +311,7 @@ function build(
         declared: c.declared,
         rules: c.rules.map((r, k) => makeRule(name!, c.name, k + 1, file, r.line, r.text, r.rule)),
         ...(c.partial ? { partial: true } : {}),
+        ...(c.partial && c.partialTail ? { partialTail: true } : {}),
       };
       table.chains.set(c.name, chain);
     }

@@ -18,6 +18,8 @@ export interface ListedChain {
   readonly declared: SourceRef;
   readonly rules: { readonly line: number; readonly text: string; readonly rule: ListedRule }[];
   partial: boolean;
+  /** With `partial`: cut short, so only rules after the last one shown may be missing. */
+  partialTail?: boolean;
 }
 
 /** One listing: the chains printed by one command. */
@@ -66,6 +68,7 @@ export function completeness(s: Section, table: TableName): string[] {
   }
   if (s.lastLineBroken) {
     last.partial = true;
+    last.partialTail = true;
     reasons.push(
       `its last line is not a whole rule (a paste cut short): chain ${last.name} may be missing rules`,
     );
@@ -100,6 +103,7 @@ export function completeness(s: Section, table: TableName): string[] {
   if (missing.length > 0 || short.length > 0) {
     if (!last.partial) {
       last.partial = true;
+      last.partialTail = true;
       const parts = [
         missing.length > 0 ? `chains ${missing.slice(0, 5).join(", ")} are not shown` : "",
         short.length > 0

@@ -364,6 +364,33 @@ describe("compileNat on the kubeadm/docker header (cut inside KUBE-MARK-MASQ)", 
   });
 });
 
+describe("compileNat on a dump cut short (no COMMIT)", () => {
+  const text = [
+    "*nat",
+    ":POSTROUTING ACCEPT [0:0]",
+    ":IP-MASQ-AGENT - [0:0]",
+    "-A POSTROUTING -j IP-MASQ-AGENT",
+    "-A IP-MASQ-AGENT -d 10.0.0.0/8 -j RETURN",
+    "-A IP-MASQ-AGENT -d 172.16.0.0/12 -j RETURN",
+    "",
+  ].join("\n");
+  const nat = compileNat(parseIptablesSave(text, "cut.txt").value, NODE);
+
+  it("answers from the rules shown when one of them decides: nothing unseen comes before them", () => {
+    const t = nat.evaluate(flow("10.4.0.5", "10.20.30.40"));
+    assert.equal(t.decision, "keep");
+    assert.equal(t.branches, undefined);
+  });
+
+  it("forks where the walk runs past the last rule shown: the rules cut off may decide", () => {
+    const t = nat.evaluate(flow("10.4.0.5", "8.8.8.8"));
+    assert.equal(t.decision, "branches");
+    const cut = t.branches!.map((b) => b.trace).find((b) => b.decision === "cannot-decide");
+    assert.equal(cut?.undecided?.chain, "IP-MASQ-AGENT");
+    assert.match(cut?.assumptions?.[0]?.reason ?? "", /cut short.*after the last one it shows/);
+  });
+});
+
 describe("compileNat semantics", () => {
   it("goto: RETURN from the target chain returns to the caller of the chain that jumped", () => {
     const d = spec([

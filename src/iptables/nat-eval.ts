@@ -70,6 +70,8 @@ interface CChain {
   readonly rules: (CRule | undefined)[];
   /** The file may not show every rule of this chain (an excerpt). */
   readonly partial: boolean;
+  /** With `partial`: only rules after the last one shown may be missing (a cut, not a grep). */
+  readonly partialTail: boolean;
   /** For indexed chains: for each rule position, the run it belongs to (-1: none). */
   runOf?: Int32Array;
   runs?: Run[];
@@ -170,6 +172,7 @@ export function compileNat(dump: IptablesDump, ctx: NatContext = {}): NatEvaluat
         src: [],
         rules: [],
         partial: excerpt,
+        partialTail: false,
       });
     }
   }
@@ -181,6 +184,7 @@ export function compileNat(dump: IptablesDump, ctx: NatContext = {}): NatEvaluat
     src: c.rules,
     rules: new Array<CRule | undefined>(c.rules.length),
     partial: c.partial === true,
+    partialTail: c.partial === true && c.partialTail === true,
   });
   // the big chains are indexed now; the rest are compiled when a flow first reaches them (a
   // kube-proxy table has tens of thousands of chains of one or two rules)
@@ -667,7 +671,11 @@ class Engine {
         return;
       }
       const c = f.chain;
-      if (c.partial && f.pos === 0 && !this.partialSeen(w, c)) {
+      const open =
+        c.partial &&
+        !this.partialSeen(w, c) &&
+        (c.partialTail ? nextCandidate(c, f.pos, s.dst) >= c.src.length : f.pos === 0);
+      if (open) {
         // an excerpt: rules it does not show may come before, between or after those it shows
         if (this.walks >= this.maxBranches) {
           out.push(this.tooMany(w));
@@ -676,7 +684,9 @@ class Engine {
         const other = this.forkWalk(w, {
           key: `complete:${c.name}`,
           fact: `${this.dump.file} shows every rule of ${c.name}`,
-          reason: `${this.dump.file} is an excerpt${this.excerptWhy()}: rules of ${c.name} it does not show may decide first`,
+          reason: c.partialTail
+            ? `${this.dump.file} is cut short${this.excerptWhy()}: rules of ${c.name} after the last one it shows may decide`
+            : `${this.dump.file} is an excerpt${this.excerptWhy()}: rules of ${c.name} it does not show may decide first`,
           rule: c.ref,
           decide: {
             file: this.dump.file,

@@ -50,14 +50,19 @@ export function findExcerpt(
   wholeChainsGiven: boolean,
 ): { readonly reasons: readonly string[] } | undefined {
   const reasons: string[] = [];
-  const mark = (chains: Iterable<Chain>) => {
-    for (const c of chains) c.partial = true;
+  const mark = (chains: Iterable<Chain>, tail = false) => {
+    for (const c of chains) {
+      c.partial = true;
+      // a cut keeps the chain's first rules whole; a grep may drop any of them
+      if (tail && c.partialTail !== false) c.partialTail = true;
+      else c.partialTail = false;
+    }
   };
   if (format === "save") {
     for (const t of tables.values()) {
       if (t.committed) continue;
       const open = fromLastRule(t);
-      mark(open);
+      mark(open, true);
       reasons.push(
         `table ${t.name} has no COMMIT (a paste cut short): ${
           open.length === t.chains.size
@@ -96,7 +101,7 @@ export function findExcerpt(
     const lastLine = lastContentLine(text);
     if (diagnostics.some((d) => d.severity === "error" && d.source?.line === lastLine)) {
       const open = fromLastRule(t);
-      mark(open);
+      mark(open, true);
       reasons.push(
         `table ${t.name}: the last line is not a whole rule (a paste cut short): chain ${open[0]?.name} and the chains after it may be missing rules`,
       );
