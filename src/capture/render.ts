@@ -58,10 +58,15 @@ const ICMP6_NAMES: Readonly<Record<number, string>> = {
   4: "parameter-problem",
   128: "echo-request",
   129: "echo-reply",
+  130: "mld-query",
+  131: "mld-report",
+  132: "mld-done",
   133: "router-solicitation",
   134: "router-advertisement",
   135: "neighbor-solicitation",
   136: "neighbor-advertisement",
+  137: "redirect",
+  143: "mld-report-v2",
 };
 
 /** One frame as `src > dst proto details`. */

@@ -5,7 +5,7 @@
  * resolver chose it; its address is unknown here); a service name becomes its port where
  * capture/tcpdump-services.ts knows it.
  */
-import { type Family, tryParseIp } from "../net/cidr.ts";
+import { type Family, type Ip, tryParseIp } from "../net/cidr.ts";
 import { servicePort } from "./tcpdump-services.ts";
 
 export interface PrintedEnd {
@@ -30,8 +30,10 @@ const DIGITS = /^\d{1,5}$/;
  * as a port only when it is a number or a known service name.
  */
 export function readEnd(text: string, hasPorts: boolean | undefined): PrintedEnd | undefined {
-  const whole = tryParseIp(text);
-  if (whole !== undefined && hasPorts !== true) return { ip: whole };
+  if (hasPorts !== true) {
+    const whole = addressOf(text);
+    if (whole !== undefined) return { ip: whole };
+  }
   if (hasPorts !== false) {
     const dot = text.lastIndexOf(".");
     if (dot > 0) {
@@ -40,16 +42,31 @@ export function readEnd(text: string, hasPorts: boolean | undefined): PrintedEnd
     }
     if (hasPorts === true) return undefined;
   }
-  if (whole !== undefined) return { ip: whole };
   return isHostName(text) ? { name: text } : undefined;
+}
+
+/**
+ * An address, or undefined. Text without a colon is tried as IPv4 only when it has the shape
+ * (three dots, digits): most texts seen here are `addr.port` or names, and the IPv6 test is dear.
+ */
+function addressOf(text: string): Ip | undefined {
+  if (text.includes(":")) return tryParseIp(text);
+  let dots = 0;
+  for (let i = 0; i < text.length; i++) {
+    const c = text.charCodeAt(i);
+    if (c === 46) dots++;
+    else if (c < 48 || c > 57) return undefined;
+  }
+  return dots === 3 ? tryParseIp(text) : undefined;
 }
 
 function splitPort(host: string, port: string, sure: boolean): PrintedEnd | undefined {
   const p = readPort(port);
   if (p === undefined || (p.service !== undefined && !sure)) return undefined;
-  const ip = tryParseIp(host);
+  const ip = addressOf(host);
   if (ip === undefined && !isHostName(host)) return undefined;
-  return { ...(ip !== undefined ? { ip } : { name: host }), ...p };
+  if (p.service !== undefined) return ip !== undefined ? { ip, ...p } : { name: host, ...p };
+  return ip !== undefined ? { ip, port: p.port } : { name: host, port: p.port };
 }
 
 /** A printed port: its number, or a service name's (0 and the name when the table lacks it). */

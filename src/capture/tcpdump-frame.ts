@@ -150,7 +150,8 @@ function protocolText(rest: string): string {
 /** Whether the ends carry ports: from the `-v` protocol, else the protocol text; undefined: unsaid. */
 function portsExpected(r: string, h: HeaderInfo): boolean | undefined {
   if (h.protocol !== undefined) return PORTED_PROTOCOLS.has(h.protocol);
-  if (/^(?:Flags \[|tcp \d|UDP, |udp \d)/.test(r)) return true;
+  if (r.startsWith("Flags [") || /^(?:tcp \d|UDP, |udp \d)/.test(r)) return true;
+  if (r.startsWith("ICMP")) return false;
   if (/^(?:ICMP6?[ ,]|ESP\(|AH\(|ip-proto-\d|GREv\d|VRRPv\d|igmp |OSPFv\d|PIMv\d|carp )/.test(r))
     return false;
   return undefined;
@@ -185,30 +186,34 @@ function parseAddressed(
   if (family !== undefined && fam !== family) return {};
   const later = h.fragmentOffset !== undefined && h.fragmentOffset > 0;
   const { transport, tunnel, protocol } = parseTransport(r, fam, a, b, h, ctx, depth);
-  const common = {
+  const named =
+    isNamed(a) || isNamed(b) || (transport?.kind === "icmp" && transport.quotedNamed !== undefined);
+  if (!named) {
+    const ip: IpHeader = {
+      family: fam,
+      src: a.ip!.value,
+      dst: b.ip!.value,
+      protocol: h.protocol ?? protocol ?? 0,
+      ...(h.ttl === undefined ? {} : { ttl: h.ttl }),
+      ...(h.id === undefined ? {} : { id: h.id }),
+      ...(h.length === undefined ? {} : { length: h.length }),
+      ...(later ? { isLaterFragment: true } : {}),
+    };
+    if (transport === undefined) return { ip };
+    return tunnel === undefined ? { ip, transport } : { ip, transport, tunnel };
+  }
+  const header: NamedIpHeader = {
     family: fam,
+    ...(a.ip === undefined ? { srcName: a.name! } : { src: a.ip.value }),
+    ...(b.ip === undefined ? { dstName: b.name! } : { dst: b.ip.value }),
     protocol: h.protocol ?? protocol ?? 0,
     ...(h.ttl === undefined ? {} : { ttl: h.ttl }),
     ...(h.id === undefined ? {} : { id: h.id }),
     ...(h.length === undefined ? {} : { length: h.length }),
     ...(later ? { isLaterFragment: true } : {}),
   };
-  const named =
-    isNamed(a) || isNamed(b) || (transport?.kind === "icmp" && transport.quotedNamed !== undefined);
-  let header: { ip: IpHeader } | { named: NamedIpHeader };
-  if (!named) header = { ip: { ...common, src: a.ip!.value, dst: b.ip!.value } };
-  else
-    header = {
-      named: {
-        ...common,
-        ...(a.ip === undefined ? {} : { src: a.ip.value }),
-        ...(b.ip === undefined ? {} : { dst: b.ip.value }),
-        ...(a.name === undefined ? {} : { srcName: a.name }),
-        ...(b.name === undefined ? {} : { dstName: b.name }),
-      },
-    };
-  if (transport === undefined) return header;
-  return tunnel === undefined ? { ...header, transport } : { ...header, transport, tunnel };
+  if (transport === undefined) return { named: header };
+  return tunnel === undefined ? { named: header, transport } : { named: header, transport, tunnel };
 }
 
 function parseTransport(
@@ -221,12 +226,15 @@ function parseTransport(
   depth: number,
 ): { transport?: Transport; tunnel?: Tunnel; protocol?: number } {
   if (a.port !== undefined && b.port !== undefined) {
-    const ports = {
-      srcPort: a.port,
-      dstPort: b.port,
-      ...(a.service === undefined ? {} : { srcService: a.service }),
-      ...(b.service === undefined ? {} : { dstService: b.service }),
-    };
+    const ports =
+      a.service === undefined && b.service === undefined
+        ? { srcPort: a.port, dstPort: b.port }
+        : {
+            srcPort: a.port,
+            dstPort: b.port,
+            ...(a.service === undefined ? {} : { srcService: a.service }),
+            ...(b.service === undefined ? {} : { dstService: b.service }),
+          };
     const flags = /^Flags \[([^\]]*)\]/.exec(r);
     if (flags || h.protocol === 6 || /^tcp \d+/.test(r)) {
       const bits = flags ? parseTcpFlags(flags[1]!) : undefined;
@@ -279,16 +287,20 @@ function parseTransport(
       },
     };
   }
-  const nested = (t: string, c: Cursor, d: number) => parseFrame(t, c, d).frame;
-  if (r.startsWith("ICMP ") && family === 4) return parseIcmp(r.slice(5), 4, b, ctx, depth, nested);
+  if (r.startsWith("ICMP ") && family === 4)
+    return parseIcmp(r.slice(5), 4, b, ctx, depth, nestedFrame);
   if (r.startsWith("ICMP6, ") && family === 6)
-    return parseIcmp(r.slice(7), 6, b, ctx, depth, nested);
+    return parseIcmp(r.slice(7), 6, b, ctx, depth, nestedFrame);
   if (h.protocol !== undefined)
     return { protocol: h.protocol, transport: { kind: "other", protocol: h.protocol } };
   const other = /^ip-proto-(\d+)/.exec(r);
   if (other)
     return { protocol: Number(other[1]), transport: { kind: "other", protocol: Number(other[1]) } };
   return {};
+}
+
+function nestedFrame(text: string, ctx: Cursor, depth: number): Frame {
+  return parseFrame(text, ctx, depth).frame;
 }
 
 function parseArp(text: string): ArpMessage {

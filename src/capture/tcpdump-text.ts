@@ -165,7 +165,12 @@ export async function* parseTcpdumpLines(
           !NOISE.test(text) &&
           readPrompt(text) === undefined));
     if (head !== undefined || untimedHead) {
-      if (cur !== undefined) yield* release(finish(cur));
+      if (cur !== undefined) {
+        const p = finish(cur);
+        // The common case without a generator per packet: nothing held, no relative time.
+        if (pending.length === 0 && p.timeBasis !== "since-first") yield p;
+        else yield* release(p);
+      }
       if (head === undefined || (head.kind === "none" && index === 0)) mode.untimed = true;
       cur = startBlock(head, text);
       continue;
