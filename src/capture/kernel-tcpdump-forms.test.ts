@@ -36,7 +36,7 @@ import { FIXTURE_TEXTS, type FormsManifest } from "./test-helpers/forms-manifest
 import { collect } from "./test-helpers/projection.ts";
 
 const fixtures = join(dirname(fileURLToPath(import.meta.url)), "fixtures", "forms");
-const LINKS: readonly LinkKind[] = ["sll2", "sll", "eth"];
+const LINKS = ["sll2", "sll", "eth"] as const;
 const encode = (s: string) => new TextEncoder().encode(s);
 
 describe("tcpdump text in every form, against the capture it was printed from", {
@@ -53,6 +53,7 @@ describe("tcpdump text in every form, against the capture it was printed from", 
       names: HOST_NAMES,
       services: { [LOCAL_SERVICE.port]: LOCAL_SERVICE.name },
       ifnames: Object.fromEntries([...caps.ifnames].map(([k, v]) => [String(k), v])),
+      quotedAlwaysPrinted: true,
     };
     if (process.env["UPDATE_CAPTURE_FIXTURES"] === "1") writeFixtures(caps, base);
   });

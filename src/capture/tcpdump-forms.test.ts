@@ -2,9 +2,11 @@
  * The real tcpdump's texts in fixtures/forms (written by capture/kernel-tcpdump-forms.test.ts,
  * see fixtures/forms/README.md), read back: each gives the packets of the capture it was printed
  * from, with names where tcpdump printed them; conversations, host matching and rendering take
- * named packets without mistaking them for addressed ones.
+ * named packets without mistaking them for addressed ones. And the tcpdump project's own test
+ * captures (fixtures/tcpdump) printed by the installed tcpdump in every `-n` form.
  */
 import assert from "node:assert/strict";
+import { execFileSync } from "node:child_process";
 import { readFileSync } from "node:fs";
 import { dirname, join } from "node:path";
 import { describe, it } from "node:test";
@@ -14,13 +16,18 @@ import { conversations } from "./conversations.ts";
 import { hostTalkers } from "./host-talkers.ts";
 import type { Packet } from "./packet.ts";
 import { describeFrame, packetJson } from "./render.ts";
-import { formDifferences, liveViews } from "./test-helpers/forms.ts";
+import { FORMS, formDifferences, type LinkKind, liveViews } from "./test-helpers/forms.ts";
 import type { FormsManifest } from "./test-helpers/forms-manifest.ts";
 import { collect } from "./test-helpers/projection.ts";
 
 const dir = join(dirname(fileURLToPath(import.meta.url)), "fixtures", "forms");
 const manifest: FormsManifest = JSON.parse(readFileSync(join(dir, "forms.json"), "utf8"));
-const base = { names: manifest.names, services: manifest.services, ifnames: manifest.ifnames };
+const base = {
+  names: manifest.names,
+  services: manifest.services,
+  ifnames: manifest.ifnames,
+  quotedAlwaysPrinted: true,
+};
 const capture = (link: keyof FormsManifest["captures"]) => join(dir, manifest.captures[link]!);
 const warnings = (ds: readonly { severity: string }[]) => ds.filter((d) => d.severity !== "info");
 
@@ -138,4 +145,50 @@ describe("packets tcpdump printed with names", () => {
     assert.deepEqual(r.senders, []);
     assert.ok(r.diagnostics.some((d) => d.code === "TCPDUMP_NAMES"));
   });
+});
+
+const oracle = join(dirname(fileURLToPath(import.meta.url)), "fixtures", "tcpdump");
+
+/** Why the installed tcpdump cannot be used (CI must have it), or false. */
+function tcpdumpMissing(): string | false {
+  try {
+    execFileSync("tcpdump", ["--version"], { stdio: "ignore" });
+    return false;
+  } catch {
+    if (process.env["CI"]) throw new Error("tcpdump must be installed in CI");
+    return "tcpdump is not installed";
+  }
+}
+
+describe("the tcpdump project's test captures in every -n form", { skip: tcpdumpMissing() }, () => {
+  const captures = [
+    ...new Set(
+      readFileSync(join(oracle, "TESTLIST.subset"), "utf8")
+        .split("\n")
+        .filter((l) => l.trim() !== "")
+        .map((l) => l.trim().split(/\s+/)[1]!),
+    ),
+  ];
+  const LINKS: Readonly<Record<number, LinkKind>> = { 1: "eth", 113: "sll", 276: "sll2" };
+  for (const c of captures) {
+    it(`${c}: the installed tcpdump's text in every -n form reads as the capture`, async () => {
+      const bin = await collect(join(oracle, c));
+      const nano = readFileSync(join(oracle, c)).readUInt32LE(0) === 0xa1b23c4d;
+      const link = LINKS[bin.packets[0]?.linkType ?? -1] ?? "other";
+      for (const form of FORMS.filter((f) => f.some((x) => x.includes("n")))) {
+        const flags = nano ? [...form, "--nano"] : form;
+        // Names are never asked for here: they would need a resolver (-n forms only).
+        const text = execFileSync("tcpdump", [...flags, "-r", c], {
+          cwd: oracle,
+          env: { ...process.env, TZ: "UTC" },
+          stdio: ["ignore", "pipe", "ignore"],
+        });
+        const txt = await collect(new Uint8Array(text), "text");
+        const at = `tcpdump ${flags.join(" ")} -r ${c}`;
+        assert.deepEqual(warnings(txt.diagnostics), [], at);
+        const ctx = { flags, link, names: {}, services: {}, ifnames: {} };
+        assert.deepEqual(formDifferences(txt.packets, bin.packets, ctx), [], at);
+      }
+    });
+  }
 });

@@ -23,6 +23,8 @@ const ETHER_HEADER = new RegExp(
 );
 const VLAN = /^vlan (\d+), p \d+,(?: (?:ethertype (\S+) \(0x([0-9a-f]{4})\),)?)? ?/;
 const NFLOG_HEADER = /^version \d+, resource ID \d+, family (\S+) \(\d+\), length (\d+): /;
+/** PPP `-e`: the protocol by name and number (`IP (0x0021), length 244: `). */
+const PPP_HEADER = /^(IP|IPv6|IP6) \(0x[0-9a-f]{4}\), length (\d+): /;
 export const ENCAP_MARKERS =
   /(?:VXLAN, flags \[[^\]]*\] \(0x[0-9a-f]+\), vni (\d+)|OTV, flags \[[^\]]*\] \(0x[0-9a-f]+\), overlay \d+, instance (\d+)|Geneve, Flags \[[^\]]*\], vni 0x([0-9a-f]+))/;
 
@@ -54,12 +56,22 @@ export function parseFrame(
         isArp = v[2] === "ARP";
       }
     }
-  } else {
+  } else if (rest.startsWith("version ")) {
     const nf = NFLOG_HEADER.exec(rest);
     if (nf) {
       length = Number(nf[2]);
       family = nf[1] === "IPv6" ? 6 : 4;
       rest = rest.slice(nf[0].length);
+    }
+  } else if (rest.startsWith("ip: ")) {
+    // LINKTYPE_RAW with -e: the IP version is the addresses'.
+    rest = rest.slice(4);
+  } else if (rest.startsWith("IP") && rest.includes(" (0x")) {
+    const ppp = PPP_HEADER.exec(rest);
+    if (ppp) {
+      length = Number(ppp[2]);
+      family = ppp[1] === "IP" ? 4 : 6;
+      rest = rest.slice(ppp[0].length);
     }
   }
   if (rest.startsWith("ARP, ") || isArp) {

@@ -108,7 +108,10 @@ interface Quoted {
   quotedNamed?: NamedQuotedHeader;
 }
 
-/** `-v` prints the quoted packet as a nested `IP (...)` block on the following lines. */
+/**
+ * `-v` prints the quoted packet as a nested `IP (...)` block on the following lines (with `-e`
+ * the `IP` is left out: the block starts with its header group).
+ */
 function quotedFromLines(
   ctx: Cursor,
   depth: number,
@@ -116,7 +119,7 @@ function quotedFromLines(
 ): Quoted | undefined {
   for (let i = ctx.at; i < ctx.lines.length && i < ctx.at + 4; i++) {
     const t = ctx.lines[i]!.trimStart();
-    if (/^IP6? /.test(t)) {
+    if (/^(?:IP6? |\((?:tos|hlim|flowlabel|class) )/.test(t)) {
       const sub: Cursor = { lines: ctx.lines, at: i + 1 };
       const frame = nested(t, sub, depth + 1);
       if (frame.ip === undefined && frame.named === undefined) return undefined;

@@ -78,11 +78,11 @@ function fracNs(digits: string | undefined): bigint {
 
 /**
  * A line with no time that starts a packet (`-t`): `IP `, `IP6 `, `ARP, `, an Ethernet header
- * (`-e`), LINUX_SLL's direction (`-e`, right-aligned: ` In`, `  B`), or LINUX_SLL2's interface
- * and direction (`eth0  Out IP …`, `eth0  Out ifindex 2 …`).
+ * (`-e`), LINUX_SLL's direction (`-e`, right-aligned: ` In`, `  B`), LINUX_SLL2's interface
+ * and direction (`eth0  Out IP …`, `eth0  Out ifindex 2 …`), RAW's `ip: ` and NFLOG's header.
  */
 const UNTIMED_HEAD = new RegExp(
-  `^(?:IP6? |ARP, |RARP, |${MAC}(?: \\(oui [^)]*\\))? > | {0,2}(?:In|Out|B|M|P) (?:\\S+(?: \\(oui [^)]*\\))? )?ethertype |\\S+ +(?:In|Out|B|M|P) +(?:IP6? |ARP, |ifindex \\d+ ))`,
+  `^(?:IP6? |ARP, |RARP, |ip: |version \\d+, resource ID \\d+, |${MAC}(?: \\(oui [^)]*\\))? > | {0,2}(?:In|Out|B|M|P) (?:\\S+(?: \\(oui [^)]*\\))? )?ethertype |\\S+ +(?:In|Out|B|M|P) +(?:IP6? |ARP, |ifindex \\d+ ))`,
 );
 
 /** Whether a line without a time starts a packet (tcpdump -t). */

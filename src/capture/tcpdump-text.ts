@@ -262,12 +262,11 @@ function isNamedPacket(p: Packet): boolean {
 }
 
 /**
- * Whether `text`, the first unindented line after a packet's lines, is `-A` output: the packet's
- * bytes as text, which start with its network header (IPv4 0x45… `E`…`O`, IPv6 0x6… `` ` ``…`o`,
- * ARP 0x0001 `..`).
+ * Whether `text`, an unindented line after a packet's lines that is not tcpdump's, starts `-A`
+ * output: the packet's bytes as text, from its network header (IPv4 0x45… `E`…`O`, IPv6 0x6…
+ * `` ` ``…`o`, ARP 0x0001 `..`).
  */
 function startsAsciiPayload(b: Block, text: string): boolean {
-  if (b.cont.some((l) => !/^\s/.test(l))) return false;
   if (/\bIP6 |ethertype IPv6 /.test(b.head)) return /^[`a-o]/.test(text);
   if (/\bIP |ethertype IPv4 /.test(b.head)) return /^[E-O]/.test(text);
   if (/\bARP\b/.test(b.head)) return text.startsWith("..");

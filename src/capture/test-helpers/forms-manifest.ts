@@ -6,7 +6,7 @@
 import type { LinkKind } from "./forms.ts";
 
 export interface FixtureText {
-  readonly link: LinkKind;
+  readonly link: Exclude<LinkKind, "other">;
   /** The file's middle part: `any-sll2.<name>.txt`. */
   readonly name: string;
   readonly flags: readonly string[];
@@ -42,7 +42,7 @@ export interface FormsManifest {
   /** Interface index → name in the printing namespace (LINUX_SLL2 records carry the index). */
   ifnames: Record<string, string>;
   captures: Partial<Record<LinkKind, string>>;
-  texts: { file: string; link: LinkKind; flags: readonly string[] }[];
+  texts: { file: string; link: Exclude<LinkKind, "other">; flags: readonly string[] }[];
   /** A live `tcpdump -i any -l` paste, taken beside the LINUX_SLL2 capture. */
   live: string;
 }

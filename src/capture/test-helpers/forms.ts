@@ -39,7 +39,8 @@ export const FORMS: readonly (readonly string[])[] = [
   ["-e", "-ttttt"],
 ];
 
-export type LinkKind = "sll2" | "sll" | "eth";
+/** The capture's link type as it matters to the text: directions, interfaces, `-e` lengths. */
+export type LinkKind = "sll2" | "sll" | "eth" | "other";
 
 export interface FormContext {
   readonly flags: readonly string[];
@@ -50,6 +51,11 @@ export interface FormContext {
   readonly services: Readonly<Record<string, string>>;
   /** LINUX_SLL2 interface index → the printing machine's interface name. */
   readonly ifnames: Readonly<Record<string, string>>;
+  /**
+   * Every ICMP error in the capture is one whose one-line form names the quoted packet (port
+   * unreachable): the quoted packet is then compared without -v too.
+   */
+  readonly quotedAlwaysPrinted?: boolean;
 }
 
 interface Flags {
@@ -110,19 +116,21 @@ function view(p: Packet, side: "text" | "pcap", ctx: FormContext, f: Flags): unk
     transport = {
       icmp: t.type,
       code: t.type === 3 && t.version === 4 ? t.code : undefined,
-      quoted: q && {
-        src: host(
-          q.ip.family,
-          t.quoted?.ip.src ?? t.quotedNamed?.ip.src,
-          t.quotedNamed?.ip.srcName,
-        ),
-        dst: host(
-          q.ip.family,
-          t.quoted?.ip.dst ?? t.quotedNamed?.ip.dst,
-          t.quotedNamed?.ip.dstName,
-        ),
-        dstPort: q.dstPort === undefined ? undefined : port(q.dstPort, t.quotedNamed?.dstService),
-      },
+      // The one-line form of some errors (time exceeded) does not print the quoted packet.
+      quoted: (side === "text" || f.verbose || ctx.quotedAlwaysPrinted) &&
+        q && {
+          src: host(
+            q.ip.family,
+            t.quoted?.ip.src ?? t.quotedNamed?.ip.src,
+            t.quotedNamed?.ip.srcName,
+          ),
+          dst: host(
+            q.ip.family,
+            t.quoted?.ip.dst ?? t.quotedNamed?.ip.dst,
+            t.quotedNamed?.ip.dstName,
+          ),
+          dstPort: q.dstPort === undefined ? undefined : port(q.dstPort, t.quotedNamed?.dstService),
+        },
     };
   } else if (t !== undefined) transport = { kind: t.kind };
   return { ends, arp, transport };
@@ -167,7 +175,9 @@ export function formDifferences(
     if (f.verbose && y.ip?.family === 4 && xh?.id === undefined) out.push(`${at}: IP id not read`);
     if (f.verbose && xh !== undefined && xh.length !== y.ip?.length)
       out.push(`${at}: IP length ${xh.length} != ${y.ip?.length}`);
-    if (f.link && x.length !== y.length) out.push(`${at}: length ${x.length} != ${y.length}`);
+    // -e prints the frame length (LINKTYPE_RAW's `ip: ` has none).
+    if ((f.link && ctx.link !== "other") || x.length !== undefined)
+      if (x.length !== y.length) out.push(`${at}: length ${x.length} != ${y.length}`);
     const direction =
       ctx.link === "sll2" || (ctx.link === "sll" && f.link) ? y.direction : undefined;
     if (x.direction !== direction) out.push(`${at}: direction ${x.direction} != ${direction}`);
