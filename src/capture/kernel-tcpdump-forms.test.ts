@@ -22,7 +22,6 @@ import {
   FORMS,
   type FormContext,
   formDifferences,
-  type LinkKind,
   liveViews,
 } from "./test-helpers/forms.ts";
 import {
