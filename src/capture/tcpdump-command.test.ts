@@ -98,6 +98,22 @@ describe("pasted prompts in tcpdump text", () => {
     }
   });
 
+  it("start a new run: its packets may come without times though the first run had them", async () => {
+    const timed = readFileSync(join(forms, "any-sll2.n.txt"), "utf8");
+    const untimed = readFileSync(join(forms, "va-eth.nt.txt"), "utf8");
+    const one = await collect(new TextEncoder().encode(timed), "a");
+    const two = await collect(new TextEncoder().encode(untimed), "b");
+    // The second prompt repeats the command from the shell's history: no tcpdump to read.
+    const paste = `# tcpdump -n -r any-sll2.pcap\n${timed}# !! -t\n${untimed}`;
+    const r = await collect(new TextEncoder().encode(paste), "paste");
+    assert.deepEqual(
+      r.diagnostics.filter((d) => d.severity !== "info"),
+      [],
+    );
+    assert.equal(r.packets.length, one.packets.length + two.packets.length);
+    assert.ok(r.packets.slice(one.packets.length).every((p) => p.timeBasis === "none"));
+  });
+
   it("decide -ttt (deltas) from -ttttt (offsets) when the times cannot", async () => {
     // The -ttt deltas up to the first that shrinks: they grow, so alone they read as -ttttt.
     const lines = text.split("\n");

@@ -85,6 +85,8 @@ export async function* parseTcpdumpLines(
   let index = 0;
   let unparsed = 0;
   let mode = modeOf(undefined);
+  /** No packet yet since the start or the last prompt: the next may start without a time. */
+  let fresh = true;
   const report = (line: number, text: string) => {
     unparsed++;
     if (unparsed <= MAX_UNPARSED_REPORTS) {
@@ -153,7 +155,7 @@ export async function* parseTcpdumpLines(
     const head = parseHead(text);
     const mayStartUntimed =
       head === undefined &&
-      (mode.untimed || (index === 0 && cur === undefined)) &&
+      (mode.untimed || (fresh && cur === undefined)) &&
       !(cur !== undefined && expectsInner(cur));
     const untimedHead =
       mayStartUntimed &&
@@ -171,7 +173,8 @@ export async function* parseTcpdumpLines(
         if (pending.length === 0 && p.timeBasis !== "since-first") yield p;
         else yield* release(p);
       }
-      if (head === undefined || (head.kind === "none" && index === 0)) mode.untimed = true;
+      if (head === undefined || (head.kind === "none" && fresh)) mode.untimed = true;
+      fresh = false;
       cur = startBlock(head, text);
       continue;
     }
@@ -183,6 +186,7 @@ export async function* parseTcpdumpLines(
         if (cur !== undefined) yield* release(finish(cur));
         yield* release(undefined);
         cur = undefined;
+        fresh = true;
         if (prompt.command !== undefined) {
           mode = modeOf(prompt.command);
           lastRelative = -1n;
