@@ -683,7 +683,7 @@ class Engine {
         }
         const other = this.forkWalk(w, {
           key: `complete:${c.name}`,
-          fact: `${this.dump.file} shows every rule of ${c.name}`,
+          fact: `${this.dump.file} shows every rule of ${c.name} (it is ${c.partialTail ? "cut short" : "an excerpt"})`,
           reason: c.partialTail
             ? `${this.dump.file} is cut short${this.excerptWhy()}: rules of ${c.name} after the last one it shows may decide`
             : `${this.dump.file} is an excerpt${this.excerptWhy()}: rules of ${c.name} it does not show may decide first`,

@@ -411,8 +411,29 @@ function moduleDecider(module: string, m: Match): Decider {
   return DECIDE_RULES;
 }
 
-/** A part the listing did not show: both outcomes are followed. */
+/**
+ * A part the listing did not show: both outcomes are followed. Hidden interfaces (`iptables -L`
+ * without -v hides them on every rule) are one fact for the whole listing: either no rule tests an
+ * interface it hides, and every rule reads as shown, or some rule does, and the listing cannot
+ * say where the packet goes.
+ */
 function hiddenPred(h: HiddenPart, rule: Rule): Pred {
+  if (h.part === "in-interface" || h.part === "out-interface") {
+    const file = rule.source.file;
+    const key = `hidden-interfaces:${file}`;
+    const decide: Decider = { ...(file ? { file } : {}), command: "iptables-save   # on the node" };
+    return (s) => {
+      const a = assumed(s, key);
+      if (a === true) return YES;
+      return unknown(
+        s,
+        key,
+        `the rules ${file} lists test no interface (the listing does not print them)`,
+        h.why,
+        decide,
+      );
+    };
+  }
   return undecidable(
     `${h.part} of ${rule.chain} rule ${rule.index} not shown: ${h.why}`,
     `${rule.chain} rule ${rule.index} (${rule.source.file}:${rule.source.line}) matches on its ${h.part}, which the listing does not show`,

@@ -408,7 +408,7 @@ describe("podpath diagnose: one damaged file, the rest still answers", () => {
     const pod = (JSON.parse(r.stdout) as { paths: { from: string; verdict: string }[] }).paths.find(
       (p) => p.from.startsWith("pod/"),
     );
-    assert.match(pod?.verdict ?? "", /not decided .*cut off/);
+    assert.match(pod?.verdict ?? "", /not decided .*cut short/);
   });
 
   it("YAML with a syntax error in cluster/: named with its line, the rest answers", () => {

@@ -60,21 +60,64 @@ export interface AgentChainComparison {
   readonly notes: readonly string[];
 }
 
-/** The canonical (iptables-save) rendering of the expected rules, via the shared parser. */
-function canonicalExpected(expected: AgentChain): { jump: string; rules: string[] } {
+/**
+ * The canonical (iptables-save) rendering of the expected rules, via the shared parser, with the
+ * parsed rules (to compare with a listed rule on the parts its listing shows).
+ */
+function canonicalExpected(expected: AgentChain): {
+  jump: string;
+  rules: string[];
+  jumpRule?: Rule;
+  parsed?: readonly Rule[];
+} {
   const text = `*nat\n:POSTROUTING ACCEPT [0:0]\n:${expected.chain} - [0:0]\n${expected.jump.saved}\n${expected.rules.map((r) => `${r.saved}\n`).join("")}COMMIT\n`;
   const dump = parseIptablesSave(text, "<expected>", { family: expected.family }).value;
   const nat = dump.tables.get("nat");
   const render = (r: Rule) => renderRule(r);
   const jump = nat?.chains.get("POSTROUTING")?.rules[0];
   const rules = nat?.chains.get(expected.chain)?.rules ?? [];
+  const whole = rules.length === expected.rules.length;
   return {
     jump: jump ? render(jump) : expected.jump.saved,
-    rules:
-      rules.length === expected.rules.length
-        ? rules.map(render)
-        : expected.rules.map((r) => r.saved),
+    rules: whole ? rules.map(render) : expected.rules.map((r) => r.saved),
+    ...(jump ? { jumpRule: jump } : {}),
+    ...(whole ? { parsed: rules } : {}),
   };
+}
+
+/** The rule without the parts `hidden` names, for comparing on what a listing shows. */
+function withoutParts(r: Rule, hidden: NonNullable<Rule["hidden"]>): Rule {
+  const parts = new Set(hidden.map((h) => h.part));
+  return {
+    table: r.table,
+    chain: r.chain,
+    index: r.index,
+    source: r.source,
+    protocol: parts.has("protocol") ? undefined : r.protocol,
+    src: parts.has("source") ? undefined : r.src,
+    dst: parts.has("destination") ? undefined : r.dst,
+    inIface: parts.has("in-interface") ? undefined : r.inIface,
+    outIface: parts.has("out-interface") ? undefined : r.outIface,
+    fragment: r.fragment,
+    matches: parts.has("match") ? [] : r.matches,
+    target: parts.has("target") ? undefined : r.target,
+  };
+}
+
+/**
+ * Does an installed rule read as the expected one? On the parts its listing shows, when it hides
+ * some (`iptables -L` without -v or -n): what a listing hides is not drift.
+ */
+function sameRule(
+  installed: Rule,
+  installedCanon: string,
+  expectedCanon: string,
+  expected: Rule | undefined,
+): boolean {
+  const hidden = installed.hidden;
+  if (hidden === undefined || hidden.length === 0 || expected === undefined)
+    return installedCanon === expectedCanon;
+  return renderRule(withoutParts(installed, hidden)) === renderRule(withoutParts(expected, hidden));
 }
 
 function installedText(r: Rule): string {
@@ -133,7 +176,7 @@ export function compareAgentChain(
   const jumps = (nat?.chains.get("POSTROUTING")?.rules ?? []).filter(
     (r) => r.target?.kind === "chain" && r.target.name === expected.chain,
   );
-  const exact = jumps.filter((r) => renderRule(r) === canon.jump);
+  const exact = jumps.filter((r) => sameRule(r, renderRule(r), canon.jump, canon.jumpRule));
   const legacy = jumps.filter((r) => renderRule(r) === legacyJump(canon.jump, expected.chain));
   if (jumps.length === 0) {
     if (!mayLack("POSTROUTING"))
@@ -179,8 +222,11 @@ export function compareAgentChain(
   const installedRules = chain.rules;
   const installedCanon = installedRules.map((r) => renderRule(r));
   const used = new Array<boolean>(installedRules.length).fill(false);
-  const matchOf: (number | undefined)[] = canon.rules.map((text) => {
-    const i = installedCanon.findIndex((t, j) => !used[j] && t === text);
+  const matchOf: (number | undefined)[] = canon.rules.map((text, e) => {
+    const want = canon.parsed?.[e];
+    const i = installedCanon.findIndex(
+      (t, j) => !used[j] && sameRule(installedRules[j]!, t, text, want),
+    );
     if (i < 0) return undefined;
     used[i] = true;
     return i;

@@ -37,7 +37,7 @@ describe("diagnose: masquerade on a real GKE Dataplane V2 node dump", () => {
     const u = a.findings.find((f) => f.id === "masq/source-undecided");
     assert.ok(u, "the fork is the answer");
     assert.equal(u.severity, "info");
-    assert.match(u.title, /turns on 10\.20\.30\.40 is one of the node's own addresses/);
+    assert.match(u.title, /turns on whether 10\.20\.30\.40 is one of the node's own addresses/);
     assert.match(
       u.explanation,
       /If 10\.20\.30\.40 is one of the node's own addresses: the packet is delivered on the node/,

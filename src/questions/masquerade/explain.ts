@@ -285,7 +285,8 @@ function traceOne(
   });
 
   if (outcome?.decision === "forks") {
-    result.findings.push(undecidedFinding(src, target, outcome, snap.name));
+    // the node's own traffic is drawn as a path; the question is the pod's
+    if (src.kind === "pod") result.findings.push(undecidedFinding(src, target, outcome, snap.name));
     for (const a of outcome.alternatives ?? []) {
       for (const x of a.assumptions) {
         result.missing.push({

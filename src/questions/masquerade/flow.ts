@@ -116,7 +116,9 @@ function alternativeOf(trace: NatTrace): Alternative {
     decision,
     ...(trace.sourceOut?.ip ? { sourceOut: trace.sourceOut.ip } : {}),
     ...(rule ? { decidingRule: rule } : u ? { decidingRule: u.rule } : {}),
-    ...(u ? { undecided: `${u.chain} rule ${u.ruleIndex}: ${u.reason}` } : {}),
+    ...(u
+      ? { undecided: `${u.chain}${u.ruleIndex > 0 ? ` rule ${u.ruleIndex}` : ""}: ${u.reason}` }
+      : {}),
     ...(trace.delivery ? { delivery: trace.delivery } : {}),
   };
 }
@@ -200,12 +202,20 @@ export function evaluateNodeFlow(
         const factsUsed = [
           ...new Set((trace.branches ?? []).flatMap((b) => b.trace.factsUsed ?? [])),
         ];
+        // the outcomes podpath can follow first, then those it cannot
+        const alternatives = (trace.branches ?? [])
+          .map((b) => alternativeOf(b.trace))
+          .sort(
+            (a, b) =>
+              Number(a.decision === "cannot-decide") - Number(b.decision === "cannot-decide"),
+          );
+        const facts = [...new Set(alternatives.flatMap((a) => a.assumptions.map((x) => x.fact)))];
         return {
           ...base,
           decision: "forks",
-          alternatives: (trace.branches ?? []).map((b) => alternativeOf(b.trace)),
+          alternatives,
           ...(factsUsed.length > 0 ? { factsUsed } : {}),
-          undecided: "the source turns on facts the snapshot does not state",
+          undecided: `it turns on whether ${facts.join("; whether ")}`,
         };
       }
       if (src) {

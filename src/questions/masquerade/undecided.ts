@@ -61,6 +61,28 @@ export function factsSentence(o: FlowOutcome, node: string): string {
   return parts.join("");
 }
 
+const MAX_LISTED = 6;
+
+/**
+ * One sentence per outcome; past a handful, the outcomes that end alike are grouped (a listing
+ * that hides every rule's interfaces forks at every rule).
+ */
+function describeAlternatives(alternatives: readonly Alternative[], src: Source): string[] {
+  if (alternatives.length <= MAX_LISTED)
+    return alternatives.map((a) => `${condition(a.assumptions)}: ${result(a, src)}.`);
+  const groups = new Map<string, Alternative[]>();
+  for (const a of alternatives) {
+    const r = result(a, src);
+    const g = groups.get(r);
+    if (g) g.push(a);
+    else groups.set(r, [a]);
+  }
+  return [...groups.entries()].map(
+    ([r, list]) =>
+      `In ${list.length} of the ${alternatives.length} outcomes (for one: ${condition(list[0]!.assumptions).replace(/^If /, "if ")}), ${r}.`,
+  );
+}
+
 /** `masq/source-undecided`: every outcome, the facts that separate them, the commands. */
 export function undecidedFinding(
   src: Source,
@@ -84,22 +106,31 @@ export function undecidedFinding(
   if (src.evidence) cite(src.evidence);
   const dstText = `${formatIp(target.ip)}${target.port ? `:${target.port}` : ""}`;
   const who = src.kind === "pod" ? `pod ${formatIp(src.ip)}` : `node ${src.node}`;
-  const lines = alternatives.map((a) => `${condition(a.assumptions)}: ${result(a, src)}.`);
+  const lines = describeAlternatives(alternatives, src);
   const decided = alternatives.filter((a) => a.decision !== "cannot-decide");
   const sources = new Set(decided.map((a) => (a.sourceOut ? formatIp(a.sourceOut) : "?")));
-  const agreeOnSource =
-    decided.length > 0 && decided.length < alternatives.length && sources.size === 1;
+  const agreeOnSource = decided.length > 0 && sources.size === 1;
   return {
     id: "masq/source-undecided",
     severity: "info",
-    title: `The source address of ${who}'s packets to ${dstText} on ${src.node} is not decided: it turns on ${facts.map((f) => f.fact).join("; ")}`,
+    title: `The source address of ${who}'s packets to ${dstText} on ${src.node} is not decided: it turns on whether ${facts
+      .slice(0, 3)
+      .map((f) => f.fact)
+      .join("; whether ")}${facts.length > 3 ? ` (and ${facts.length - 3} more)` : ""}`,
     subject: `node/${src.node}`,
     explanation:
       `podpath followed every outcome of what the snapshot does not state. ${lines.join(" ")} ` +
       (agreeOnSource
-        ? `Every outcome podpath can follow gives the same source (${[...sources][0]}); the others turn on rules the snapshot does not show. `
+        ? decided.length < alternatives.length
+          ? `Every outcome podpath can follow gives the same source (${[...sources][0]}); the others turn on rules the snapshot does not show. `
+          : `Every outcome gives the same source (${[...sources][0]}); they differ in the rule that decides it. `
         : "") +
-      `What separates them: ${facts.map((f) => `${f.fact} (asked at ${at(f.rule)}: ${f.reason})`).join("; ")}. ` +
+      `What separates them: ${facts
+        .slice(0, MAX_LISTED)
+        .map((f) => `whether ${f.fact}, asked at ${at(f.rule)} (${f.reason})`)
+        .join(
+          "; ",
+        )}${facts.length > MAX_LISTED ? `; and ${facts.length - MAX_LISTED} more` : ""}. ` +
       `Collect it and run podpath diagnose ${snapshot} again.` +
       (o.factsUsed && o.factsUsed.length > 0
         ? ` ${factsSentence({ ...o, unknownButSettled: [] }, src.node)}`
