@@ -51,6 +51,8 @@ interface Block {
   timeNs: bigint;
   kind: TimeKind;
   cont: string[];
+  /** `-A` bytes have begun: every line up to the next packet is payload, not tcpdump's text. */
+  payload: boolean;
 }
 
 /** What the text so far (or the pasted command) says about how tcpdump printed it. */
@@ -146,6 +148,7 @@ export async function* parseTcpdumpLines(
     timeNs: head?.timeNs ?? 0n,
     kind: head?.kind ?? "none",
     cont: [],
+    payload: false,
   });
   for await (const raw of lines) {
     lineNo++;
@@ -181,7 +184,7 @@ export async function* parseTcpdumpLines(
     if (NOISE.test(text)) continue;
     if (!indented) {
       // A -A payload line may look like a prompt; only one that runs tcpdump ends the packet.
-      const prompt = readPrompt(text);
+      const prompt = cur?.payload && !text.includes("tcpdump") ? undefined : readPrompt(text);
       if (prompt !== undefined && !(mode.ascii && cur !== undefined && !prompt.command)) {
         if (cur !== undefined) yield* release(finish(cur));
         yield* release(undefined);
@@ -196,13 +199,15 @@ export async function* parseTcpdumpLines(
         continue;
       }
     }
-    if (cur !== undefined && (indented || expectsInner(cur) || mode.ascii)) {
+    if (cur?.payload) continue;
+    if (cur !== undefined && (indented || expectsInner(cur))) {
       if (cur.cont.length < MAX_CONTINUATION) cur.cont.push(text);
       continue;
     }
-    if (cur !== undefined && startsAsciiPayload(cur, text)) {
+    // -A: the packet's bytes follow its text; its network header starts them at column 0.
+    if (cur !== undefined && (mode.ascii || startsAsciiPayload(cur, text))) {
       mode.ascii = true;
-      if (cur.cont.length < MAX_CONTINUATION) cur.cont.push(text);
+      cur.payload = true;
       continue;
     }
     report(lineNo, text);
