@@ -21,9 +21,9 @@ import {
   type PacketState,
   type Pred,
   type Taken,
+  type UnknownAsk,
 } from "./nat-match.ts";
 import type {
-  Decider,
   DstOut,
   Flow,
   NatBranch,
@@ -302,9 +302,7 @@ function evalPreds(preds: readonly Pred[], s: PacketState): number {
   let undecided = false;
   let branch = false;
   let reason = "";
-  let key: unknown;
-  let fact = "";
-  let decide: Decider | undefined;
+  let ask: UnknownAsk | undefined;
   let p = 1;
   let note = "";
   for (let i = 0; i < preds.length; i++) {
@@ -313,9 +311,7 @@ function evalPreds(preds: readonly Pred[], s: PacketState): number {
     if (v === UNDECIDED && !undecided) {
       undecided = true;
       reason = s.reason;
-      key = s.unknownKey;
-      fact = s.unknownFact;
-      decide = s.unknownDecide;
+      ask = s.unknown;
     } else if (v === BRANCH) {
       branch = true;
       p *= s.branchP;
@@ -324,9 +320,7 @@ function evalPreds(preds: readonly Pred[], s: PacketState): number {
   }
   if (undecided) {
     s.reason = reason;
-    s.unknownKey = key;
-    s.unknownFact = fact;
-    s.unknownDecide = decide;
+    s.unknown = ask;
     return UNDECIDED;
   }
   if (branch) {
@@ -362,9 +356,7 @@ function cloneState(s: PacketState): PacketState {
     premise: s.premise,
     taken: s.taken,
     factsUsed: s.factsUsed,
-    unknownKey: undefined,
-    unknownFact: "",
-    unknownDecide: undefined,
+    unknown: undefined,
   };
 }
 
@@ -465,9 +457,7 @@ class Engine {
         flow.dstLocal === undefined ? undefined : { addr: flow.dst.value, local: flow.dstLocal },
       taken: undefined,
       factsUsed: undefined,
-      unknownKey: undefined,
-      unknownFact: "",
-      unknownDecide: undefined,
+      unknown: undefined,
     };
     this.walks = 1;
     const first: Hook = host ? "OUTPUT" : "PREROUTING";
@@ -726,19 +716,23 @@ class Engine {
       const v = evalPreds(cr.preds, s);
       if (v === NO) continue;
       if (v === UNDECIDED) {
-        const key = s.unknownKey;
-        if (key === undefined || assumed(s, key) !== undefined || this.walks >= this.maxBranches) {
+        const ask = s.unknown;
+        if (
+          ask === undefined ||
+          assumed(s, ask.key) !== undefined ||
+          this.walks >= this.maxBranches
+        ) {
           this.undecided(w, out, c, cr, s.reason);
           return;
         }
         // follow both outcomes of the fact; each walk then reads this rule again under it
         f.pos = idx;
         const other = this.forkWalk(w, {
-          key,
-          fact: s.unknownFact,
+          key: ask.key,
+          fact: ask.fact,
           reason: s.reason,
           rule: cr.source,
-          decide: s.unknownDecide ?? { command: "iptables-save   # on the node" },
+          decide: ask.decide,
         });
         pending.push(other);
         continue;
@@ -1228,36 +1222,30 @@ class Engine {
               ? "redirect"
               : "dnat",
     };
-    const extra = {
-      ...(s.taken ? { assumptions: s.taken.map((t) => t.assumption) } : {}),
-      ...(s.factsUsed ? { factsUsed: s.factsUsed } : {}),
+    // built without spreads: this runs once per branch of every flow
+    let t: {
+      -readonly [K in keyof NatTrace]: NatTrace[K];
     };
     if (e.kind === "undecided") {
-      return {
+      t = { flow, steps, decision: "cannot-decide", dstOut, undecided: e.undecided!, notes };
+    } else if (e.kind === "drop") {
+      t = { flow, steps, decision: "dropped", dstOut, decidingRule: e.ref, notes };
+    } else {
+      const { decision, out } = this.sourceOut(flow, e);
+      t = {
         flow,
         steps,
-        decision: "cannot-decide",
+        decision,
+        sourceOut: out,
         dstOut,
-        undecided: e.undecided!,
+        decidingRule: e.ref,
         notes,
-        ...extra,
+        delivery: e.w.hookName === "INPUT" ? "local" : "forward",
       };
     }
-    if (e.kind === "drop") {
-      return { flow, steps, decision: "dropped", dstOut, decidingRule: e.ref, notes, ...extra };
-    }
-    const { decision, out } = this.sourceOut(flow, e);
-    return {
-      flow,
-      steps,
-      decision,
-      sourceOut: out,
-      dstOut,
-      decidingRule: e.ref,
-      notes,
-      delivery: e.w.hookName === "INPUT" ? "local" : "forward",
-      ...extra,
-    };
+    if (s.taken !== undefined) t.assumptions = s.taken.map((x) => x.assumption);
+    if (s.factsUsed !== undefined) t.factsUsed = s.factsUsed;
+    return t;
   }
 
   private combine(flow: Flow, finals: HookEnd[], traces: NatTrace[], notes: string[]): NatTrace {

@@ -46,9 +46,14 @@ export interface PacketState {
   /** Facts from other evidence that decided a match on this walk; undefined while none did. */
   factsUsed: AddressFact[] | undefined;
   /** Set with `reason` by a predicate that answers UNDECIDED: the fact to follow both ways. */
-  unknownKey: unknown;
-  unknownFact: string;
-  unknownDecide: Decider | undefined;
+  unknown: UnknownAsk | undefined;
+}
+
+/** The fact an UNDECIDED predicate turns on, under the key it asks for it by. */
+export interface UnknownAsk {
+  readonly key: unknown;
+  readonly fact: string;
+  readonly decide: Decider;
 }
 
 /** The value this walk took for an unknown fact, or undefined when it has not taken one. */
@@ -68,9 +73,7 @@ function unknown(
   decide: Decider,
 ): Verdict {
   s.reason = reason;
-  s.unknownKey = key;
-  s.unknownFact = fact;
-  s.unknownDecide = decide;
+  s.unknown = { key, fact, decide };
   return UNDECIDED;
 }
 
