@@ -121,6 +121,8 @@ describe("captures made with the real tcpdump", { skip: kernelSkip() }, () => {
       "-i",
       "any",
       "--immediate-mode",
+      "-B",
+      "8192",
       "-U",
       "-w",
       join(dir, "any.pcap"),
@@ -131,12 +133,25 @@ describe("captures made with the real tcpdump", { skip: kernelSkip() }, () => {
       "va",
       "--time-stamp-precision=nano",
       "--immediate-mode",
+      "-B",
+      "8192",
       "-U",
       "-w",
       join(dir, "va.pcap"),
     ]);
     // And what people paste: tcpdump's live text of -i any, with interface names and directions.
-    const live = a.spawn(["tcpdump", "-i", "any", "--immediate-mode", "-l", "-n", "-tttt", "-#"]);
+    const live = a.spawn([
+      "tcpdump",
+      "-i",
+      "any",
+      "--immediate-mode",
+      "-B",
+      "8192",
+      "-l",
+      "-n",
+      "-tttt",
+      "-#",
+    ]);
     live.stdout?.on("data", (d: Buffer) => {
       liveText += d.toString();
     });
@@ -152,7 +167,14 @@ describe("captures made with the real tcpdump", { skip: kernelSkip() }, () => {
     const client = await a.exec(["python3", "-c", CLIENT], { timeoutMs: 10_000 });
     assert.equal(client.code, 0, client.stderr);
     await sleep(300);
-    await Promise.all([stop(any), stop(one), stop(live)]);
+    await Promise.all([stop(any), stop(one)]);
+    // the live text is read from a pipe: wait until it shows every IPv4 packet the file holds
+    const inFile = (await collect(join(dir, "any.pcap"))).packets.filter(
+      (p) => p.ip?.family === 4,
+    ).length;
+    const ipv4Lines = () => liveText.split("\n").filter((l) => / IP \d/.test(l)).length;
+    for (let waited = 0; ipv4Lines() < inFile && waited < 20_000; waited += 50) await sleep(50);
+    await stop(live);
     if (process.env["UPDATE_CAPTURE_FIXTURES"] === "1") {
       copyFileSync(join(dir, "any.pcap"), join(fixtures, "any-sll2.pcap"));
       writeFileSync(join(fixtures, "any-sll2.out"), tcpdumpText(join(dir, "any.pcap"), []));

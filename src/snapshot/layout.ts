@@ -105,7 +105,7 @@ export const LAYOUT_HELP = `A snapshot is a folder (or .tar.gz of one) with any 
   nodes/<node>/iptables-save.txt     also ip6tables-save, sysctl, ip-route, ip-addr, conntrack
   pods/<ns>/<pod>/sysctl.txt         also iptables-save, ip-route, ip-addr, openvpn.conf,
                                      helm-values.yaml (helm get values of the VPN release)
-  captures/<name>.pcap|.pcapng|.txt  tcpdump -w output or tcpdump -n text (+ <name>.yaml: point, phase)
+  captures/<name>.pcap|.pcapng|.txt  tcpdump -w output or tcpdump text (any flags) (+ <name>.yaml: point, phase)
   remote/*.yaml                      the far side: routes back, VPN selectors, allowlists
   probes/*.txt|*.json                client-side ping/dig/curl transcripts
 'podpath collect --out DIR' writes one from a live cluster.`;
