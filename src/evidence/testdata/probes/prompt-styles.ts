@@ -68,6 +68,21 @@ export function restyle(canonical: string, style: PromptStyle): string {
     .join("\n");
 }
 
+/**
+ * The transcript without the commands `style` cannot wrap (a command holding a `'` behind a
+ * wrapper that quotes with `'`), each dropped with its output.
+ */
+export function fitting(canonical: string, style: PromptStyle): string {
+  if (style.singleQuotes !== false) return canonical;
+  const out: string[] = [];
+  let keep = true;
+  for (const l of canonical.split("\n")) {
+    if (l.startsWith("$ ")) keep = !l.includes("'");
+    if (keep) out.push(l);
+  }
+  return out.join("\n");
+}
+
 /** Whether a transcript's commands can go behind `style`. */
 export function fits(canonical: string, style: PromptStyle): boolean {
   return (
