@@ -108,14 +108,31 @@ export {
   readCapture,
 } from "./capture/read-capture.ts";
 export { parseTcpdumpLines } from "./capture/tcpdump-text.ts";
-export { analyzeVpn, type VpnAnswer, vpnFindings } from "./checks/vpn.ts";
+export {
+  type Destination,
+  type FromEndpoint,
+  parseDestination,
+  parseFrom,
+} from "./cases/endpoints.ts";
+export {
+  type MasqueradePlan,
+  type MasqueradePlanOptions,
+  planMasquerade,
+} from "./cases/masquerade/plan.ts";
+export { type ChangeRecord, verifyChange } from "./cases/masquerade/proof.ts";
+export {
+  type WireCapture,
+  type WireInput,
+  wireFindings,
+} from "./cases/masquerade/wire-findings.ts";
+export { analyzeVpn, type VpnAnswer, vpnFindings } from "./cases/vpn/analyze.ts";
 export {
   type PodEvidence,
   resolveVpn,
   type VpnContext,
   type VpnInput,
-} from "./checks/vpn-input.ts";
-export { type WireCapture, type WireInput, wireFindings } from "./checks/wire.ts";
+} from "./cases/vpn/input.ts";
+export { type PlanOptions, planVpn, type Strategy, type VpnPlan } from "./cases/vpn/plan.ts";
 export { type CaptureMeta, type CapturePoint, readCaptureMeta } from "./evidence/capture-meta.ts";
 export {
   type ConntrackEntry,
@@ -226,12 +243,6 @@ export {
   tryParseCidr,
   tryParseIp,
 } from "./net/cidr.ts";
-export {
-  type MasqueradePlan,
-  type MasqueradePlanOptions,
-  planMasquerade,
-} from "./plans/masquerade.ts";
-export { type PlanOptions, planVpn, type Strategy, type VpnPlan } from "./plans/vpn.ts";
 export { type ConnectionSet, formatConnections } from "./policy/connection-set.ts";
 export { connectivityList, renderConnlist } from "./policy/connlist.ts";
 export {
@@ -250,15 +261,8 @@ export {
 export { type NetworkPolicy, readNetworkPolicies } from "./policy/network-policy.ts";
 export { buildPolicyWorld, type Endpoint, type PolicyWorld } from "./policy/policy-world.ts";
 export { type DiagnoseOptions, diagnose } from "./questions/diagnose.ts";
-export {
-  type Destination,
-  type FromEndpoint,
-  parseDestination,
-  parseFrom,
-} from "./questions/endpoints.ts";
 export { renderJson } from "./report/json.ts";
 export { renderMarkdown } from "./report/markdown.ts";
 export { renderText } from "./report/text.ts";
 export { loadSnapshot, type Snapshot } from "./snapshot/load.ts";
 export { openSnapshot, type SnapshotSource } from "./snapshot/source.ts";
-export { type ChangeRecord, verifyChange } from "./verify/change-record.ts";

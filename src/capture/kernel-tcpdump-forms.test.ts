@@ -18,12 +18,7 @@ import { after, before, describe, it } from "node:test";
 import { fileURLToPath } from "node:url";
 import { kernelSkip } from "../lab/kernel-guard.ts";
 import { describeFrame } from "./render.ts";
-import {
-  FORMS,
-  type FormContext,
-  formDifferences,
-  liveViews,
-} from "./test-helpers/forms.ts";
+import { FORMS, type FormContext, formDifferences, liveViews } from "./test-helpers/forms.ts";
 import {
   type FormsCaptures,
   HOST_NAMES,

@@ -10,7 +10,7 @@ import { Resolver } from "node:dns/promises";
 import { accessSync, constants } from "node:fs";
 import { Socket } from "node:net";
 import { delimiter, join } from "node:path";
-import { HOP_ORDER, hopState, LAYER_OF } from "../checks/vpn-hops.ts";
+import { HOP_ORDER, hopState, LAYER_OF } from "../cases/vpn/hops.ts";
 import { type ConnectOutcome, connectLine } from "../evidence/probe-native.ts";
 import { type ProbeRole, type ProbeTranscript, parseProbeTranscript } from "../evidence/probes.ts";
 import { formatIp, tryParseIp } from "../net/cidr.ts";

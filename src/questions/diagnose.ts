@@ -4,28 +4,15 @@
  * important first (with the evidence read but not placed), the paths traced, and the evidence
  * that would decide more.
  */
+import type { DiagnoseOptions, QuestionResult } from "../cases/case.ts";
+import { CASES } from "../cases/index.ts";
 import type { Answer, PathView } from "../model/answer.ts";
 import { sortFindings } from "../model/answer.ts";
 import type { Diagnostic, Finding, Missing } from "../model/types.ts";
 import { decideVerdict } from "../model/verdict.ts";
 import type { Snapshot } from "../snapshot/load.ts";
-import type { Destination, FromEndpoint } from "./endpoints.ts";
-import { explainMasquerade } from "./masquerade/explain.ts";
-import { unplacedFindings } from "./unplaced.ts";
-import { explainVpn } from "./vpn/explain.ts";
 
-export interface DiagnoseOptions {
-  readonly dest?: Destination;
-  readonly from?: FromEndpoint;
-}
-
-/** What each question contributes to the answer. */
-export interface QuestionResult {
-  readonly findings: Finding[];
-  readonly paths: PathView[];
-  readonly missing: Missing[];
-  readonly diagnostics: Diagnostic[];
-}
+export type { DiagnoseOptions, QuestionResult } from "../cases/case.ts";
 
 function dedupeMissing(list: readonly Missing[]): Missing[] {
   const seen = new Set<string>();
@@ -61,34 +48,32 @@ export function mergeFindings(list: readonly Finding[]): Finding[] {
 }
 
 export async function diagnose(snap: Snapshot, opts: DiagnoseOptions = {}): Promise<Answer> {
-  const masq = await explainMasquerade(snap, opts);
-  const vpn = await explainVpn(snap, opts);
+  const findings: Finding[] = [];
+  const paths: PathView[] = [];
+  const missing: Missing[] = [];
+  const diagnostics: Diagnostic[] = [...snap.diagnostics];
+  for (const c of CASES) {
+    const r: QuestionResult = await c.diagnose(snap, opts, { findings, paths });
+    findings.push(...r.findings);
+    paths.push(...r.paths);
+    missing.push(...r.missing);
+    diagnostics.push(...r.diagnostics);
+  }
   // checks that do not know the snapshot's name write SNAPSHOT in their next steps
-  const paths = [...masq.paths, ...vpn.paths];
-  // what was read but answers no question: said, with what would place it
-  const unplaced = unplacedFindings(snap, opts, {
-    findings: [...masq.findings, ...vpn.findings],
-    paths,
-  });
-  const named = [...masq.findings, ...vpn.findings, ...unplaced.findings].map((f) => ({
+  const named = findings.map((f) => ({
     ...f,
     next: f.next.map((n) => n.replace(/\bSNAPSHOT\b|<snapshot>/g, snap.name)),
   }));
-  const findings = sortFindings(mergeFindings(named));
+  const sorted = sortFindings(mergeFindings(named));
   return {
     schemaVersion: 1,
     tool: "podpath",
     question: "diagnose",
     snapshot: snap.name,
-    verdict: decideVerdict(findings, paths),
-    findings,
+    verdict: decideVerdict(sorted, paths),
+    findings: sorted,
     paths,
-    missing: dedupeMissing([...masq.missing, ...vpn.missing]),
-    diagnostics: [
-      ...snap.diagnostics,
-      ...masq.diagnostics,
-      ...vpn.diagnostics,
-      ...unplaced.diagnostics,
-    ],
+    missing: dedupeMissing(missing),
+    diagnostics,
   };
 }

@@ -11,7 +11,7 @@ import { after, describe, it } from "node:test";
 import { parseProbeJson } from "../../src/evidence/probes.ts";
 
 const CLI = join(import.meta.dirname, "../../dist/cli/main.js");
-const LAB = join(import.meta.dirname, "../../src/checks/testdata/vpn-lab");
+const LAB = join(import.meta.dirname, "../../src/cases/vpn/testdata/vpn-lab");
 const POD = "vpn/vpn-openvpn-6d9c7b5f4-x2x7k";
 
 function podpath(...args: string[]) {

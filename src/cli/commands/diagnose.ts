@@ -1,9 +1,10 @@
 /**
  * @module cli/commands/diagnose — `podpath diagnose <snapshot>`: open, read, ask, render, exit code.
  */
+
+import { parseDestination, parseFrom } from "../../cases/endpoints.ts";
 import { exitCodeFor } from "../../model/answer.ts";
 import { diagnose } from "../../questions/diagnose.ts";
-import { parseDestination, parseFrom } from "../../questions/endpoints.ts";
 import { renderHtml } from "../../report/html.ts";
 import { renderJson } from "../../report/json.ts";
 import { renderMarkdown } from "../../report/markdown.ts";

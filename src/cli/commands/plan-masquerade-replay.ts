@@ -5,13 +5,14 @@
  * evaluator's prediction (keep-pod-identity: the node's rules as they are, which it leaves alone).
  * Needs root; without it, says so and proves nothing.
  */
+
+import { clusterFacts } from "../../cases/masquerade/facts.ts";
+import { readAgentIntent } from "../../cases/masquerade/intent.ts";
+import type { MasqueradePlan } from "../../cases/masquerade/plan.ts";
+import type { ReplayLine } from "../../cases/masquerade/plan-render.ts";
 import { labUnavailableReason } from "../../lab/netns.ts";
 import { replayFlow } from "../../lab/replay.ts";
 import { formatIp, parseIp } from "../../net/cidr.ts";
-import type { MasqueradePlan } from "../../plans/masquerade.ts";
-import type { ReplayLine } from "../../plans/masquerade-render.ts";
-import { clusterFacts } from "../../questions/masquerade/facts.ts";
-import { readAgentIntent } from "../../questions/masquerade/intent.ts";
 import type { Snapshot } from "../../snapshot/load.ts";
 import type { Io } from "../io.ts";
 

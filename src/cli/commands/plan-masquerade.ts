@@ -4,14 +4,14 @@
  */
 
 import { mkdirSync, writeFileSync } from "node:fs";
-import { type Cidr, tryParseCidr } from "../../net/cidr.ts";
-import { type MasqueradeStrategy, PlanError, planMasquerade } from "../../plans/masquerade.ts";
+import { parseDestination } from "../../cases/endpoints.ts";
+import { type MasqueradeStrategy, PlanError, planMasquerade } from "../../cases/masquerade/plan.ts";
 import {
   type ReplayLine,
   renderMasqueradePlanText,
   renderMasqueradePlanYaml,
-} from "../../plans/masquerade-render.ts";
-import { parseDestination } from "../../questions/endpoints.ts";
+} from "../../cases/masquerade/plan-render.ts";
+import { type Cidr, tryParseCidr } from "../../net/cidr.ts";
 import { LAYOUT_HELP } from "../../snapshot/layout.ts";
 import { isEmptySnapshot, loadSnapshot } from "../../snapshot/load.ts";
 import { openSnapshot, SnapshotOpenError } from "../../snapshot/source.ts";

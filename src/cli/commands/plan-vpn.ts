@@ -4,15 +4,15 @@
  * the durable fix per strategy, and renders it.
  */
 import { stringify } from "yaml";
-import { analyzeVpn } from "../../checks/vpn.ts";
-import { vpnInputFromSnapshot } from "../../checks/vpn-snapshot.ts";
+import { analyzeVpn } from "../../cases/vpn/analyze.ts";
 import {
   planVpn,
   STRATEGIES,
   type Strategy,
   type StrategyPlan,
   type VpnPlan,
-} from "../../plans/vpn.ts";
+} from "../../cases/vpn/plan.ts";
+import { vpnInputFromSnapshot } from "../../cases/vpn/snapshot-input.ts";
 import { loadSnapshot } from "../../snapshot/load.ts";
 import { readSites } from "../../snapshot/sites.ts";
 import { openSnapshot, SnapshotOpenError } from "../../snapshot/source.ts";

@@ -1,12 +1,15 @@
 /**
  * @module cli/commands/verify — `podpath verify <before> <after>`: the change record.
  */
-import { parseDestination } from "../../questions/endpoints.ts";
+import { parseDestination } from "../../cases/endpoints.ts";
+import { isIntendedVerdict, verifyChange } from "../../cases/masquerade/proof.ts";
+import {
+  renderChangeRecordMarkdown,
+  renderChangeRecordText,
+} from "../../cases/masquerade/proof-render.ts";
 import { LAYOUT_HELP } from "../../snapshot/layout.ts";
 import { isEmptySnapshot, loadSnapshot, type Snapshot } from "../../snapshot/load.ts";
 import { openSnapshot, SnapshotOpenError } from "../../snapshot/source.ts";
-import { isIntendedVerdict, verifyChange } from "../../verify/change-record.ts";
-import { renderChangeRecordMarkdown, renderChangeRecordText } from "../../verify/render.ts";
 import { EXIT, type Io, UsageError } from "../io.ts";
 
 function load(path: string): Snapshot {

@@ -1,0 +1,437 @@
+/**
+ * @module cases/masquerade/explain — case A, "the node reaches on-prem, the pod does not":
+ * what source address a pod's packet carries when it leaves its node, which rule and which
+ * ConfigMap line decide it, whether the far side routes that address back, whether the agent that
+ * should keep the rules runs and agrees with its ConfigMap, and what the wire shows.
+ */
+import { isExempt } from "../../agents/ip-masq-agent/exempt.ts";
+import type { PathHop } from "../../model/answer.ts";
+import { type Evidence, type Finding, refToEvidence, type SourceRef } from "../../model/types.ts";
+import { contains, formatCidr, formatIp, type Ip } from "../../net/cidr.ts";
+import type { NodeEvidence, Snapshot } from "../../snapshot/load.ts";
+import { readSites } from "../../snapshot/sites.ts";
+import type { DiagnoseOptions, QuestionResult } from "../case.ts";
+import { nodeAddressFacts } from "./address-facts.ts";
+import { configInvalidFindings, driftFindings, ebpfFindings } from "./agent-findings.ts";
+import { agentCoverage, agentMissingFindings } from "./coverage.ts";
+import { chooseDestinations, type Target } from "./destinations.ts";
+import { type ClusterFacts, clusterFacts } from "./facts.ts";
+import { evaluateNodeFlow, type FlowOutcome } from "./flow.ts";
+import { type AgentIntent, readAgentIntent } from "./intent.ts";
+import { returnPath, siteFor } from "./remote.ts";
+import { chooseSources, type Source } from "./sources.ts";
+import { factsSentence, undecidedFinding } from "./undecided.ts";
+import { wireQuestion } from "./wire.ts";
+
+const IPTABLES_CMD = (node: string) =>
+  `kubectl debug node/${node} -it --image=busybox -- chroot /host iptables-save -t nat   # or: podpath collect --node-state`;
+
+/** Is there anything about masquerading in this snapshot at all? */
+function isRelevant(
+  snap: Snapshot,
+  intent: AgentIntent,
+  opts: DiagnoseOptions,
+  sites: number,
+): boolean {
+  return (
+    opts.dest !== undefined ||
+    intent.configMap !== undefined ||
+    intent.daemonSet !== undefined ||
+    sites > 0 ||
+    [...snap.nodes.values()].some((n) =>
+      [...(n.iptables?.tables.get("nat")?.chains.keys() ?? [])].some((c) => /MASQ/.test(c)),
+    )
+  );
+}
+
+export async function explainMasquerade(
+  snap: Snapshot,
+  opts: DiagnoseOptions,
+): Promise<QuestionResult> {
+  const result: QuestionResult = { findings: [], paths: [], missing: [], diagnostics: [] };
+  const intent = readAgentIntent(snap.objects);
+  const facts = clusterFacts(snap.objects);
+  const sites = readSites(snap);
+  result.diagnostics.push(...intent.diagnostics, ...facts.diagnostics, ...sites.diagnostics);
+  if (!isRelevant(snap, intent, opts, sites.sites.length)) return result;
+
+  result.findings.push(...configInvalidFindings(intent));
+  const coverage = agentCoverage(facts, intent);
+  result.findings.push(...agentMissingFindings(coverage, intent, snap.objects));
+  const nodes = [...snap.nodes.values()];
+  result.findings.push(...driftFindings(intent, nodes, (n) => coverage.expected(n)));
+  result.findings.push(...ebpfFindings(snap.objects, nodes));
+
+  const targets = chooseDestinations(opts, sites.sites, snap.probes, facts);
+  const sources = chooseSources(opts, facts, snap, targets.list[0]?.ip);
+  result.diagnostics.push(...sources.diagnostics);
+
+  for (const target of targets.list) {
+    for (const src of sources.list) traceOne(snap, facts, intent, sites.sites, target, src, result);
+  }
+
+  const wire = await wireQuestion(snap, facts, targets.list, result.diagnostics);
+  result.findings.push(...wire.findings);
+
+  // what would decide more
+  if (
+    !intent.configMap &&
+    snap.objects.length > 0 &&
+    (targets.list.length > 0 || intent.daemonSet)
+  ) {
+    result.missing.push({
+      file: "cluster/ip-masq-agent.yaml",
+      would_decide:
+        "the intended non-masquerade list (without it the agent's defaults are assumed)",
+      command: "kubectl -n kube-system get configmap ip-masq-agent -o yaml",
+    });
+  }
+  if (snap.objects.length === 0) {
+    result.missing.push({
+      file: "cluster/*.yaml",
+      would_decide:
+        "the intent (ip-masq-agent ConfigMap and DaemonSet), the nodes' pod ranges, and where the agent runs",
+      command:
+        "kubectl get nodes -o yaml > cluster/nodes.yaml; kubectl -n kube-system get configmap,daemonset ip-masq-agent -o yaml > cluster/ip-masq-agent.yaml; kubectl get pods -A -o yaml > cluster/pods.yaml",
+    });
+  }
+  for (const n of facts.nodes) {
+    if (!snap.nodes.get(n.name)?.iptables && sources.list.some((s) => s.node === n.name)) {
+      result.missing.push({
+        file: `nodes/${n.name}/iptables-save.txt`,
+        would_decide: `the rules actually installed on ${n.name}, and so the source address its pods' packets leave with`,
+        command: IPTABLES_CMD(n.name),
+      });
+    }
+  }
+  if (sites.sites.length === 0 && targets.list.length > 0) {
+    result.missing.push({
+      file: "remote/<site>.yaml",
+      would_decide:
+        "whether the far side routes the pod range back (routesBack, VPN traffic selectors), and which allowlists name pod addresses",
+    });
+  }
+  if (snap.captures.length === 0 && targets.list.length > 0) {
+    const t = targets.list[0]!;
+    result.missing.push({
+      file: "captures/<name>.pcap",
+      would_decide:
+        "the source address actually on the wire and whether replies come back (two observations, node and far side, close the case)",
+      command: `tcpdump -ni any host ${formatIp(t.ip)} -w node.pcap   # on the node, while the pod retries`,
+    });
+  }
+  return result;
+}
+
+function describeDecision(o: FlowOutcome): string {
+  switch (o.decision) {
+    case "keep": {
+      const ret = [...o.trace.steps].reverse().find((s) => s.kind === "return" && s.ruleIndex > 0);
+      return ret
+        ? `${ret.chain} rule ${ret.ruleIndex} returns before any MASQUERADE: source kept`
+        : "no rule rewrites the source: kept";
+    }
+    case "masquerade":
+      return `MASQUERADE → ${o.sourceOut ? formatIp(o.sourceOut) : "?"}`;
+    case "snat":
+      return `SNAT → ${o.sourceOut ? formatIp(o.sourceOut) : "?"}`;
+    case "cannot-decide":
+      return `cannot decide: ${o.undecided ?? "a rule podpath cannot evaluate"}`;
+    case "forks": {
+      const facts = [
+        ...new Set((o.alternatives ?? []).flatMap((a) => a.assumptions.map((x) => x.fact))),
+      ];
+      return `not decided: turns on ${facts.join("; ")}`;
+    }
+  }
+}
+
+function traceOne(
+  snap: Snapshot,
+  facts: ClusterFacts,
+  intent: AgentIntent,
+  sites: ReturnType<typeof readSites>["sites"],
+  target: Target,
+  src: Source,
+  result: QuestionResult,
+): void {
+  const nodeEv: NodeEvidence | undefined = snap.nodes.get(src.node);
+  const nodeView = facts.nodes.find((n) => n.name === src.node);
+  const site = siteFor(sites, target.ip);
+  const dstText = `${formatIp(target.ip)}${target.port ? `:${target.port}` : ""}`;
+  const hops: PathHop[] = [];
+  hops.push({
+    at:
+      src.kind === "pod"
+        ? src.namespace === "?"
+          ? `pod ${src.name} on ${src.node}`
+          : `pod/${src.namespace}/${src.name}`
+        : `node/${src.node}`,
+    label: src.kind === "pod" ? "sends" : "sends (the node's own traffic)",
+    source: formatIp(src.ip),
+    state: "ok",
+    ...(src.evidence ? { evidence: src.evidence } : {}),
+  });
+
+  // The decision: the installed rules when the node's dump is there, else the agent's intent.
+  let outcome: FlowOutcome | undefined;
+  if (nodeEv?.iptables) {
+    outcome = evaluateNodeFlow(
+      nodeEv,
+      nodeView,
+      {
+        src: src.ip,
+        dst: target.ip,
+        protocol: target.protocol,
+        ...(target.port ? { dport: target.port } : {}),
+        origin: src.kind === "pod" ? "pod" : "host",
+      },
+      nodeEv.interfaces ? [] : nodeAddressFacts(src.node, nodeEv, facts, sites),
+    );
+  }
+  let wireSource: Ip | undefined;
+  let decidedBy: SourceRef | undefined;
+  let basis: "rules" | "intent" | "none" = "none";
+  if (outcome) {
+    basis = "rules";
+    wireSource = outcome.sourceOut;
+    decidedBy = outcome.decidingRule;
+    hops.push({
+      at: `node/${src.node}`,
+      label: `nat POSTROUTING: ${describeDecision(outcome)}`,
+      ...(wireSource ? { source: formatIp(wireSource) } : {}),
+      state:
+        outcome.decision === "cannot-decide" || outcome.decision === "forks"
+          ? "unknown"
+          : wireSource && wireSource.value !== src.ip.value
+            ? "changes"
+            : "ok",
+      ...(decidedBy ? { evidence: decidedBy } : {}),
+    });
+  } else if (src.kind === "pod" && (intent.configMap || intent.daemonSet)) {
+    basis = "intent";
+    const ex = isExempt(intent.config, target.ip, intent.flags);
+    wireSource = ex.exempt ? src.ip : nodeView?.internalIPs[0]?.ip;
+    const entryRef = ex.exempt && ex.reason === "non-masquerade-cidr" ? ex.entry.source : undefined;
+    if (entryRef) decidedBy = entryRef;
+    hops.push({
+      at: `node/${src.node}`,
+      label: `ip-masq-agent intent (installed rules not seen): ${ex.exempt ? `exempt (${ex.reason})` : "masqueraded"}`,
+      ...(wireSource ? { source: formatIp(wireSource) } : {}),
+      state: ex.exempt ? "ok" : "changes",
+      ...(entryRef ? { evidence: entryRef } : {}),
+    });
+  } else if (src.kind === "host") {
+    wireSource = src.ip;
+    basis = "none";
+    hops.push({
+      at: `node/${src.node}`,
+      label: "leaves with the node's address",
+      source: formatIp(src.ip),
+      state: "ok",
+    });
+  }
+
+  // The far side
+  const keepsPodSource =
+    src.kind === "pod" && wireSource !== undefined && wireSource.value === src.ip.value;
+  let verdict: string;
+  let stops = false;
+  if (site && wireSource) {
+    const rp = returnPath(site, wireSource);
+    const routed = rp.routesBack !== false && rp.selectorsCarry !== false;
+    stops = !routed;
+    hops.push({
+      at: `remote/${site.name}`,
+      label: routed
+        ? rp.routesBack === undefined
+          ? `sees ${formatIp(wireSource)}; the site file does not say whether it routes it back`
+          : `sees ${formatIp(wireSource)}; routes it back`
+        : `sees ${formatIp(wireSource)}; ${rp.routesBack === false ? `routes back only ${rp.routedText}` : "the VPN's traffic selectors do not carry it"}`,
+      source: formatIp(wireSource),
+      state: routed ? (rp.routesBack === undefined ? "unknown" : "ok") : "stops",
+      ...(rp.evidence[0]
+        ? { evidence: { file: rp.evidence[0].file, line: rp.evidence[0].line } }
+        : {}),
+    });
+    verdict = routed
+      ? `${dstText} sees ${formatIp(wireSource)}${rp.routesBack === undefined ? "" : ", and the far side routes it back"}`
+      : `replies to ${formatIp(wireSource)} have no way back from ${site.name}: the far side drops them or sends them elsewhere`;
+    if (!routed) {
+      result.findings.push(
+        noReturnRouteFinding(src, target, wireSource, site, rp, facts, keepsPodSource),
+      );
+    }
+  } else {
+    hops.push({
+      at: dstText,
+      label: wireSource ? `sees ${formatIp(wireSource)}` : "source on the wire not decided",
+      ...(wireSource ? { source: formatIp(wireSource) } : {}),
+      state: "unknown",
+    });
+    verdict = wireSource
+      ? `${dstText} sees ${formatIp(wireSource)}; whether replies come back depends on the far side (no remote/*.yaml covers ${formatIp(target.ip)})`
+      : `the source address on the wire is not decided (${outcome?.undecided ?? "no rules or intent for this node"})`;
+  }
+
+  result.paths.push({
+    from: hops[0]!.at,
+    to: formatIp(target.ip),
+    protocol: target.protocol,
+    ...(target.port ? { port: target.port } : {}),
+    hops,
+    ...(wireSource ? { sourceOnWire: formatIp(wireSource) } : {}),
+    verdict,
+  });
+
+  if (outcome?.decision === "forks") {
+    // the node's own traffic is drawn as a path; the question is the pod's
+    if (src.kind === "pod") result.findings.push(undecidedFinding(src, target, outcome, snap.name));
+    for (const a of outcome.alternatives ?? []) {
+      for (const x of a.assumptions) {
+        result.missing.push({
+          file: x.decide.file ?? nodeFileFor(x.decide.command, src.node),
+          would_decide: `whether ${x.fact}`,
+          command: x.decide.command,
+        });
+      }
+    }
+  }
+  if ((outcome?.decision === "cannot-decide" || outcome?.decision === "forks") && nodeEv) {
+    // what would decide it: the node's addresses and routes, when they are the missing piece
+    if (!nodeEv.interfaces) {
+      result.missing.push({
+        file: `nodes/${src.node}/ip-addr.txt`,
+        would_decide: `the node's own addresses (addrtype LOCAL matches) and the address MASQUERADE picks on ${src.node}`,
+        command: `ip -o addr   # on ${src.node}`,
+      });
+    }
+    if (!nodeEv.routes) {
+      result.missing.push({
+        file: `nodes/${src.node}/ip-route.txt`,
+        would_decide: `the interface packets to ${formatIp(target.ip)} leave ${src.node} by (-o matches)`,
+        command: `ip route   # on ${src.node}`,
+      });
+    }
+  }
+
+  if (keepsPodSource && basis !== "none" && !isInCluster(facts, target.ip)) {
+    result.findings.push(
+      exemptFinding(
+        src,
+        target,
+        intent,
+        outcome,
+        decidedBy,
+        basis,
+        stops,
+        snap,
+        nodeView?.internalIPs[0]?.ip,
+      ),
+    );
+  }
+}
+
+/** The node file a deciding command's output belongs in (DESIGN.md snapshot layout). */
+function nodeFileFor(command: string, node: string): string {
+  if (command.startsWith("ip -o addr")) return `nodes/${node}/ip-addr.txt`;
+  if (command.startsWith("ip route")) return `nodes/${node}/ip-route.txt`;
+  if (command.startsWith("conntrack")) return `nodes/${node}/conntrack.txt`;
+  return `nodes/${node}/iptables-save.txt`;
+}
+
+function isInCluster(facts: ClusterFacts, ip: Ip): boolean {
+  return facts.podRanges.some((c) => contains(c, ip));
+}
+
+function exemptFinding(
+  src: Source,
+  target: Target,
+  intent: AgentIntent,
+  outcome: FlowOutcome | undefined,
+  rule: SourceRef | undefined,
+  basis: "rules" | "intent",
+  stops: boolean,
+  snap: Snapshot,
+  nodeIp: Ip | undefined,
+): Finding {
+  const ex = isExempt(intent.config, target.ip, intent.flags);
+  const entry = ex.exempt && ex.reason === "non-masquerade-cidr" ? ex.entry : undefined;
+  const evidence: Evidence[] = [];
+  if (rule) evidence.push(refToEvidence(rule));
+  if (entry?.source) evidence.push(refToEvidence(entry.source));
+  if (src.evidence) evidence.push(refToEvidence(src.evidence));
+  const dstText = formatIp(target.ip);
+  const hostSource = outcome?.hostSource ?? nodeIp;
+  const noAgentObjects = !intent.configMap && !intent.daemonSet;
+  const entryText = noAgentObjects
+    ? `the default exception list (${entry?.text ?? "RFC 1918"}), as GKE's node startup or an ip-masq-agent without a ConfigMap writes it; the snapshot has no ip-masq-agent ConfigMap or DaemonSet to say which`
+    : entry
+      ? `the nonMasqueradeCIDRs entry ${entry.text}${entry.source ? ` (${entry.source.file}:${entry.source.line})` : " (the agent's default list)"}`
+      : ex.exempt && ex.reason === "link-local"
+        ? "the agent's link-local exemption"
+        : "a rule that returns before any MASQUERADE";
+  const ruleText = rule
+    ? `${rule.file}:${rule.line}${rule.text ? ` (${rule.text.trim()})` : ""}`
+    : "";
+  const explanation =
+    `A packet from pod ${formatIp(src.ip)} to ${dstText} leaves ${src.node} with the pod's own address: ` +
+    (basis === "rules"
+      ? `the installed rule ${ruleText} returns before the MASQUERADE rule, so the source is never rewritten. `
+      : "the agent's config exempts it (the node's installed rules are not in the snapshot; this is the intent). ") +
+    (outcome ? factsSentence(outcome, src.node) : "") +
+    `The exemption comes from ${entryText}. ` +
+    `The node's own traffic is not rewritten either, but it already carries the node's address${hostSource ? ` (${formatIp(hostSource)})` : ""}, which the far side knows: that is why a ping from the node works and one from the pod does not. ` +
+    (stops
+      ? "The far side has no route back to the pod range, so the replies vanish. Tunnel and routes look fine; the source address is the problem."
+      : "Unless the far side routes the pod range back, the replies vanish.") +
+    " Fix: narrow the exemption to the pod range (`podpath plan masquerade`), or teach the far side the pod range (keep pod identity).";
+  return {
+    id: "masq/exempt-destination",
+    severity: stops ? "error" : "warning",
+    title: `Pod traffic to ${dstText} keeps its pod source address ${formatIp(src.ip)}${entry ? ` (exempted by ${entry.text})` : ""}`,
+    subject: `node/${src.node}`,
+    explanation,
+    evidence,
+    next: [
+      "kubectl -n kube-system get configmap ip-masq-agent -o yaml",
+      `iptables-save -t nat | grep -iE 'masq|POSTROUTING'   # on ${src.node}`,
+      `tcpdump -ni any host ${dstText}   # on ${src.node}: the pod address on the wire, no reply`,
+      `podpath plan masquerade ${snap.name} --dest ${dstText}`,
+    ],
+  };
+}
+
+function noReturnRouteFinding(
+  _src: Source,
+  target: Target,
+  wireSource: Ip,
+  site: ReturnType<typeof readSites>["sites"][number],
+  rp: ReturnType<typeof returnPath>,
+  facts: ClusterFacts,
+  podSource: boolean,
+): Finding {
+  const range = podSource ? facts.podRanges.find((c) => contains(c, wireSource)) : undefined;
+  const what = range ? `the pod range ${formatCidr(range)}` : formatIp(wireSource);
+  const parts: string[] = [];
+  if (rp.routesBack === false) parts.push(`its routes back cover only ${rp.routedText}`);
+  if (rp.selectorsCarry === false)
+    parts.push("the VPN's cluster-side traffic selectors do not include it");
+  return {
+    id: "masq/no-return-route",
+    severity: "error",
+    title: `${site.name} has no way back to ${what}`,
+    subject: `remote/${site.name}`,
+    explanation:
+      `Packets to ${formatIp(target.ip)} arrive at ${site.name} with source ${formatIp(wireSource)}, but ${parts.join(", and ")}. ` +
+      "The request gets there; the replies do not come back. " +
+      (podSource
+        ? "Either masquerade this destination (so the site sees the node address it already routes), or add the pod range to the site's return routes and the VPN selectors."
+        : "Add this address to the site's return routes and the VPN selectors."),
+    evidence: rp.evidence,
+    next: [
+      `show the site's route table for ${formatIp(wireSource)}   # on the far side's router`,
+      "compare the VPN tunnel's traffic selectors on both ends",
+    ],
+  };
+}

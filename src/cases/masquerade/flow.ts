@@ -1,0 +1,249 @@
+/**
+ * @module cases/masquerade/flow — one flow through one node's installed nat rules: the context
+ * the evaluator needs (the node's addresses, interfaces and routes, its InternalIP) taken from the
+ * node's evidence, and its answer reduced to what the masquerade question reports.
+ */
+import { primaryAddress } from "../../evidence/ip-addr.ts";
+import { lookupRoute } from "../../evidence/ip-route.ts";
+import { compileNat } from "../../iptables/nat-eval.ts";
+import type {
+  AddressFact,
+  Assumption,
+  NatContext,
+  NatEvaluator,
+  NatTrace,
+  NodeInterface,
+  UnknownFact,
+} from "../../iptables/nat-trace.ts";
+import type { NodeView } from "../../k8s/objects.ts";
+import type { SourceRef } from "../../model/types.ts";
+import type { Ip } from "../../net/cidr.ts";
+import type { NodeEvidence } from "../../snapshot/load.ts";
+
+export interface FlowQuestion {
+  readonly src: Ip;
+  readonly dst: Ip;
+  readonly protocol: "tcp" | "udp" | "icmp";
+  readonly dport?: number;
+  readonly origin: "pod" | "host";
+}
+
+/** One outcome of the facts the evidence does not state. */
+export interface Alternative {
+  /** What this outcome takes as true or false. */
+  readonly assumptions: readonly Assumption[];
+  readonly decision: "masquerade" | "snat" | "keep" | "cannot-decide" | "dropped";
+  readonly sourceOut?: Ip;
+  readonly decidingRule?: SourceRef;
+  readonly undecided?: string;
+  /** "local": the destination is the node's own; the packet never leaves the node. */
+  readonly delivery?: "local" | "forward";
+}
+
+export interface FlowOutcome {
+  /** "forks": the answer turns on facts the evidence does not state (see `alternatives`). */
+  readonly decision: "masquerade" | "snat" | "keep" | "cannot-decide" | "forks";
+  /** The source address on the wire; undefined when it cannot be decided. */
+  readonly sourceOut?: Ip;
+  /** How it was chosen, in words (interface primary address, --to-source, fallback...). */
+  readonly sourceNote?: string;
+  /** The rule that decided (the RETURN that skipped MASQUERADE, or the MASQUERADE/SNAT rule). */
+  readonly decidingRule?: SourceRef;
+  /** Why it cannot be decided. */
+  readonly undecided?: string;
+  /** The node's own address toward the destination, for the "why the node works" sentence. */
+  readonly hostSource?: Ip;
+  readonly outIface?: string;
+  readonly trace: NatTrace;
+  /** For "forks": each outcome with what it takes for true. */
+  readonly alternatives?: readonly Alternative[];
+  /** Facts from other evidence that decided a match (the node's addresses, a far site's). */
+  readonly factsUsed?: readonly AddressFact[];
+  /** Facts not stated anywhere whose every outcome leads to this same answer. */
+  readonly unknownButSettled?: readonly UnknownFact[];
+}
+
+const evaluators = new WeakMap<NodeEvidence, NatEvaluator>();
+
+function contextOf(
+  node: NodeEvidence,
+  view: NodeView | undefined,
+  addressFacts: readonly AddressFact[],
+): NatContext {
+  const interfaces: NodeInterface[] = (node.interfaces ?? []).map((i) => {
+    const primary = primaryAddress(i, 4) ?? primaryAddress(i, 6);
+    return {
+      name: i.name,
+      ...(primary ? { primary: primary.local } : {}),
+      addresses: i.addresses.map((a) => ({ ip: a.local, prefix: a.cidr.prefix })),
+    };
+  });
+  const localAddresses = (node.interfaces ?? []).flatMap((i) => i.addresses.map((a) => a.local));
+  const internal = view?.internalIPs[0]?.ip;
+  return {
+    ...(node.interfaces ? { localAddresses, interfaces } : {}),
+    ...(internal ? { nodeInternalIp: internal } : {}),
+    ...(addressFacts.length > 0 ? { addressFacts } : {}),
+  };
+}
+
+function evaluatorOf(
+  node: NodeEvidence,
+  view: NodeView | undefined,
+  addressFacts: readonly AddressFact[],
+): NatEvaluator | undefined {
+  if (!node.iptables) return undefined;
+  let e = evaluators.get(node);
+  if (!e) {
+    e = compileNat(node.iptables, contextOf(node, view, addressFacts));
+    evaluators.set(node, e);
+  }
+  return e;
+}
+
+/** The rule that decided a trace: for a kept source, the RETURN that skipped the translation. */
+function decidingRuleOf(trace: NatTrace): SourceRef | undefined {
+  const lastReturn = [...trace.steps].reverse().find((s) => s.kind === "return" && s.ruleIndex > 0);
+  return trace.decision === "keep" && lastReturn ? lastReturn.source : trace.decidingRule;
+}
+
+function alternativeOf(trace: NatTrace): Alternative {
+  const rule = decidingRuleOf(trace);
+  const u = trace.undecided;
+  const decision = trace.decision === "branches" ? "cannot-decide" : trace.decision;
+  return {
+    assumptions: trace.assumptions ?? [],
+    decision,
+    ...(trace.sourceOut?.ip ? { sourceOut: trace.sourceOut.ip } : {}),
+    ...(rule ? { decidingRule: rule } : u ? { decidingRule: u.rule } : {}),
+    ...(u
+      ? { undecided: `${u.chain}${u.ruleIndex > 0 ? ` rule ${u.ruleIndex}` : ""}: ${u.reason}` }
+      : {}),
+    ...(trace.delivery ? { delivery: trace.delivery } : {}),
+  };
+}
+
+/** The interface a route sends `ip` out of, from the node's `ip route`. */
+function routeDev(node: NodeEvidence, ip: Ip): { dev?: string; src?: Ip } {
+  if (!node.routes) return {};
+  const r = lookupRoute(node.routes, ip);
+  return { ...(r?.dev ? { dev: r.dev } : {}), ...(r?.src ? { src: r.src } : {}) };
+}
+
+/**
+ * The flow through the node's installed rules. `addressFacts` (from the cluster objects, routes and
+ * far sites) settle which addresses are the node's own when its `ip addr` is not in the snapshot;
+ * they are read on the node's first flow.
+ */
+export function evaluateNodeFlow(
+  node: NodeEvidence,
+  view: NodeView | undefined,
+  q: FlowQuestion,
+  addressFacts: readonly AddressFact[] = [],
+): FlowOutcome | undefined {
+  const ev = evaluatorOf(node, view, addressFacts);
+  if (!ev) return undefined;
+  const out = routeDev(node, q.dst);
+  const inIface = q.origin === "pod" ? routeDev(node, q.src).dev : undefined;
+  const trace = ev.evaluate({
+    src: q.src,
+    dst: q.dst,
+    proto: q.protocol,
+    ...(q.dport ? { dport: q.dport } : {}),
+    origin: q.origin,
+    ...(inIface ? { inIface } : {}),
+    ...(out.dev ? { outIface: out.dev } : {}),
+  });
+  const hostSource = out.src ?? view?.internalIPs[0]?.ip;
+  // For a kept source the deciding line is the RETURN that skipped the MASQUERADE, not the
+  // built-in chain's policy line the evaluator ends on.
+  const lastReturn = [...trace.steps].reverse().find((s) => s.kind === "return" && s.ruleIndex > 0);
+  const deciding = trace.decision === "keep" && lastReturn ? lastReturn.source : trace.decidingRule;
+  const base = {
+    trace,
+    ...(deciding ? { decidingRule: deciding } : {}),
+    ...(hostSource ? { hostSource } : {}),
+    ...(out.dev ? { outIface: out.dev } : {}),
+    ...(trace.factsUsed ? { factsUsed: trace.factsUsed } : {}),
+    ...(trace.unknownButSettled ? { unknownButSettled: trace.unknownButSettled } : {}),
+  };
+  const src = trace.sourceOut?.ip;
+  const note = trace.sourceOut?.note;
+  const nat = node.iptables?.tables.get("nat");
+  if (
+    trace.decision === "keep" &&
+    !lastReturn &&
+    node.iptables?.format === "save" &&
+    nat?.committed === false
+  ) {
+    // The dump ends before the nat table's COMMIT: the rules that would rewrite the source may
+    // be the ones cut off, so "no rule rewrites it" is not known.
+    return {
+      ...base,
+      decision: "cannot-decide",
+      undecided: `the nat table in ${node.iptables.file} is cut off (no COMMIT): the rules after its last line are missing`,
+    };
+  }
+  switch (trace.decision) {
+    case "keep":
+    case "masquerade":
+    case "snat":
+      return {
+        ...base,
+        decision: trace.decision,
+        ...(src ? { sourceOut: src } : {}),
+        ...(note ? { sourceNote: note } : {}),
+        ...(src ? {} : { undecided: note ?? "the translated address is not known" }),
+      };
+    case "branches": {
+      const forked = (trace.branches ?? []).some((b) => b.trace.assumptions !== undefined);
+      if (forked) {
+        // the answer turns on facts the evidence does not state: each outcome, with what it takes
+        const factsUsed = [
+          ...new Set((trace.branches ?? []).flatMap((b) => b.trace.factsUsed ?? [])),
+        ];
+        // the outcomes podpath can follow first, then those it cannot
+        const alternatives = (trace.branches ?? [])
+          .map((b) => alternativeOf(b.trace))
+          .sort(
+            (a, b) =>
+              Number(a.decision === "cannot-decide") - Number(b.decision === "cannot-decide"),
+          );
+        const facts = [...new Set(alternatives.flatMap((a) => a.assumptions.map((x) => x.fact)))];
+        return {
+          ...base,
+          decision: "forks",
+          alternatives,
+          ...(factsUsed.length > 0 ? { factsUsed } : {}),
+          undecided: `it turns on whether ${facts.join("; whether ")}`,
+        };
+      }
+      if (src) {
+        return {
+          ...base,
+          decision: src.value === q.src.value ? "keep" : "masquerade",
+          sourceOut: src,
+          ...(note ? { sourceNote: note } : {}),
+        };
+      }
+      return {
+        ...base,
+        decision: "cannot-decide",
+        undecided: "the source depends on a random (statistic) branch",
+      };
+    }
+    case "dropped":
+      return { ...base, decision: "cannot-decide", undecided: "the nat table drops this packet" };
+    case "cannot-decide": {
+      const u = trace.undecided;
+      return {
+        ...base,
+        ...(u ? { decidingRule: u.rule } : {}),
+        decision: "cannot-decide",
+        undecided: u
+          ? `${u.chain} rule ${u.ruleIndex}: ${u.reason}`
+          : "a rule podpath cannot evaluate",
+      };
+    }
+  }
+}

@@ -1,0 +1,27 @@
+/**
+ * @module cases/masquerade — case A, "the node reaches on-prem, the pod does not": who rewrites a
+ * pod's source address when it leaves its node (today: ip-masq-agent and the rules it installs),
+ * what the far side sees, and the wire that proves it. Its plan is `plan.ts`, its proof for
+ * `verify` is `proof.ts`.
+ */
+import type { Case } from "../case.ts";
+import { explainMasquerade } from "./explain.ts";
+
+export const masqueradeCase = {
+  name: "masquerade",
+  summary:
+    "SNAT exception lists: which rule keeps a pod's source address toward the far side, and whether the far side routes it back",
+  findingIds: [
+    "masq/exempt-destination",
+    "masq/intent-rules-drift",
+    "masq/agent-missing",
+    "masq/config-invalid",
+    "masq/no-return-route",
+    "masq/wire-pod-source",
+    "masq/wire-node-source",
+    "masq/reply-missing",
+    "masq/ebpf-dataplane",
+    "masq/source-undecided",
+  ],
+  diagnose: (snap, opts) => explainMasquerade(snap, opts),
+} as const satisfies Case;

@@ -1,0 +1,128 @@
+/**
+ * Answers that hold when evidence is partial: the node's address list left out, or its dump
+ * handed over as a grep excerpt or cut short. What is left out is unknown, never absent: an
+ * excerpt never produces an error or warning finding that the whole dump does not.
+ */
+import assert from "node:assert/strict";
+import { cpSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { after, describe, it } from "node:test";
+import type { Answer } from "../../model/answer.ts";
+import { parseIp } from "../../net/cidr.ts";
+import { type DiagnoseOptions, diagnose } from "../../questions/diagnose.ts";
+import { loadSnapshot } from "../../snapshot/load.ts";
+import { openSnapshot } from "../../snapshot/source.ts";
+
+const EXAMPLE = join(import.meta.dirname, "../../../examples/snat-exception-list");
+const NODE_DUMP = "nodes/gke-lab-default-0/iptables-save.txt";
+const FIXTURES = join(import.meta.dirname, "../../iptables/fixtures");
+const tmp = mkdtempSync(join(tmpdir(), "pp-partial-"));
+after(() => rmSync(tmp, { recursive: true, force: true }));
+
+/** A copy of the example with one node file replaced (or removed when `text` is undefined). */
+function exampleWith(file: string, text: string | undefined): string {
+  const root = mkdtempSync(join(tmp, "s-"));
+  cpSync(EXAMPLE, root, { recursive: true });
+  if (text === undefined) rmSync(join(root, file));
+  else writeFileSync(join(root, file), text);
+  return root;
+}
+
+async function run(root: string, opts: DiagnoseOptions = {}): Promise<Answer> {
+  return diagnose(loadSnapshot(openSnapshot(root)), opts);
+}
+
+/** error and warning findings, by id and subject */
+const serious = (a: Answer) =>
+  new Set(a.findings.filter((f) => f.severity !== "info").map((f) => `${f.id} ${f.subject}`));
+
+describe("diagnose without the node's ip addr", () => {
+  it("gives the same masq/exempt-destination citing the same lines, and says where the node's addresses came from", async () => {
+    const whole = await run(EXAMPLE);
+    const partial = await run(exampleWith("nodes/gke-lab-default-0/ip-addr.txt", undefined));
+    const f = whole.findings.find((x) => x.id === "masq/exempt-destination");
+    const g = partial.findings.find((x) => x.id === "masq/exempt-destination");
+    assert.ok(f && g, JSON.stringify(partial.findings.map((x) => x.id)));
+    assert.equal(g.severity, f.severity);
+    assert.deepEqual(g.evidence, f.evidence);
+    assert.match(
+      g.explanation,
+      /ip addr\) is not in the snapshot; which addresses are its own was read from other evidence: 10\.20\.0\.0\/16 is not the node's \(onprem-dc1's prefix, the far side, remote\/onprem-dc1\.yaml:\d+\)/,
+    );
+    assert.deepEqual(
+      partial.findings.map((x) => x.id),
+      whole.findings.map((x) => x.id),
+    );
+  });
+});
+
+describe("diagnose on an excerpt of the node's dump", () => {
+  const text = readFileSync(join(EXAMPLE, NODE_DUMP), "utf8");
+  const lines = text.split("\n");
+  const excerpts: [string, string][] = [
+    ["grep MASQ", lines.filter((l) => l.includes("MASQ")).join("\n")],
+    ["grep POSTROUTING", lines.filter((l) => l.includes("POSTROUTING")).join("\n")],
+    ["grep -- -A", lines.filter((l) => l.startsWith("-A")).join("\n")],
+    ["grep RETURN", lines.filter((l) => l.includes("RETURN")).join("\n")],
+    ["grep 10.0.0.0", lines.filter((l) => l.includes("10.0.0.0")).join("\n")],
+    ["grep -v COMMIT", lines.filter((l) => !l.includes("COMMIT")).join("\n")],
+  ];
+  for (let n = 1; n < lines.length; n++) {
+    excerpts.push([`head -n ${n}`, lines.slice(0, n).join("\n")]);
+  }
+
+  for (const [what, excerpt] of excerpts) {
+    it(`${what}: no error or warning the whole dump does not give`, async () => {
+      const whole = serious(await run(EXAMPLE));
+      const part = await run(exampleWith(NODE_DUMP, `${excerpt}\n`));
+      for (const k of serious(part)) assert.ok(whole.has(k), `${k} only from the excerpt`);
+    });
+  }
+
+  it("reads the grep as an excerpt: the source is undecided, with the command that decides it", async () => {
+    const rules = lines.filter((l) => l.startsWith("-A")).join("\n");
+    const part = await run(exampleWith(NODE_DUMP, `${rules}\n`));
+    const path = part.paths.find((p) => p.from.startsWith("pod/"));
+    assert.ok(path);
+    assert.equal(path.sourceOnWire, undefined, path.verdict);
+    const u = part.findings.find((f) => f.id === "masq/source-undecided");
+    assert.ok(u, JSON.stringify(part.findings.map((f) => f.id)));
+    assert.ok(u.next.some((n) => n.startsWith("iptables-save -t nat")));
+    // what the excerpt shows is still the evidence: the RETURN for 10.0.0.0/8
+    assert.ok(u.evidence.some((e) => e.text?.includes("-d 10.0.0.0/8")));
+  });
+});
+
+describe("diagnose on real node dumps cut down", () => {
+  const dumps = [
+    "gke-dpv2-1.29_iptables-S-nat_IP-MASQ-default-snat_cilium.txt",
+    "gke-legacy-kubenet_iptables-S-nat_kube-proxy_kubenet-snat.txt",
+    "kubeadm-docker_k8s-pr-75893_iptables-save-nat-header.txt",
+  ];
+  const opts: DiagnoseOptions = {
+    dest: { ip: parseIp("10.20.30.40"), text: "10.20.30.40" },
+    from: { kind: "address", ip: parseIp("10.4.0.5") },
+  };
+  const snapshot = (dump: string) => {
+    const root = mkdtempSync(join(tmp, "r-"));
+    cpSync(EXAMPLE, root, { recursive: true });
+    writeFileSync(join(root, NODE_DUMP), dump);
+    return root;
+  };
+  for (const name of dumps) {
+    it(`${name}: grep excerpts give no error or warning the whole dump does not`, async () => {
+      const text = readFileSync(join(FIXTURES, name), "utf8");
+      const whole = serious(await run(snapshot(text), opts));
+      const lines = text.split("\n");
+      for (const pattern of ["MASQ", "POSTROUTING", "RETURN", "KUBE", "-A", "10.0.0.0/8"]) {
+        const shown = lines.filter((l) => l.includes(pattern));
+        // a grep that matched nothing is no dump at all (the answer comes from the intent)
+        if (shown.length === 0) continue;
+        const part = await run(snapshot(`${shown.join("\n")}\n`), opts);
+        for (const k of serious(part))
+          assert.ok(whole.has(k), `grep ${pattern}: ${k} only from the excerpt`);
+      }
+    });
+  }
+});

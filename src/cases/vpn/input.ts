@@ -1,0 +1,290 @@
+/**
+ * @module cases/vpn/input — what the VPN checks read from a snapshot, and the VPN pod's context
+ * resolved from it: which pod is the VPN server, its workload manifest, its client pool, its
+ * tunnel address and its own address (the source after masquerade).
+ */
+
+import {
+  type ChartRef,
+  envClientPool,
+  type OpenvpnChartValues,
+  recognizeChart,
+} from "../../agents/openvpn/chart.ts";
+import {
+  cidrOf,
+  clientPools,
+  type Located,
+  type OpenvpnServerConfig,
+} from "../../agents/openvpn/server-config.ts";
+import type { KubeletSysctlConfig } from "../../agents/pod-security/kubelet-config.ts";
+import type { NetInterface } from "../../evidence/ip-addr.ts";
+import type { Route } from "../../evidence/ip-route.ts";
+import type { KubeObject } from "../../evidence/kube-objects.ts";
+import type { ProbeTranscript } from "../../evidence/probes.ts";
+import type { SysctlValues } from "../../evidence/sysctl.ts";
+import type { IptablesDump } from "../../iptables/dump.ts";
+import type { SourceRef } from "../../model/types.ts";
+import { type Cidr, contains, formatCidr, type Ip, tryParseIp } from "../../net/cidr.ts";
+
+/** Evidence read inside one pod's network namespace (`pods/<ns>/<pod>/…`). */
+export interface PodEvidence {
+  readonly namespace: string;
+  readonly name: string;
+  /** `pods/NS/POD/sysctl`: the pod's own kernel parameters. */
+  readonly sysctl?: { readonly file: string; readonly values: SysctlValues };
+  /** `pods/NS/POD/iptables-save`. */
+  readonly iptables?: IptablesDump;
+  readonly ipAddr?: { readonly file: string; readonly interfaces: readonly NetInterface[] };
+  readonly ipRoute?: { readonly file: string; readonly routes: readonly Route[] };
+  /** `pods/NS/POD/openvpn.conf` (or the chart's ConfigMap key), parsed. */
+  readonly openvpn?: OpenvpnServerConfig;
+}
+
+/** One far-side site (`remote/*.yaml`): only what the VPN checks use. */
+export interface RemoteSiteInput {
+  readonly name: string;
+  readonly file: string;
+  readonly allowlists: readonly {
+    readonly name: string;
+    readonly sources: readonly Located<Cidr>[];
+  }[];
+}
+
+/** The pieces of a loaded snapshot the VPN checks read. Every field is optional evidence. */
+export interface VpnInput {
+  readonly pods: readonly PodEvidence[];
+  /** Everything under `cluster/`. */
+  readonly objects: readonly KubeObject[];
+  readonly probes: readonly ProbeTranscript[];
+  readonly remotes?: readonly RemoteSiteInput[];
+  /** Helm values of the VPN release (`helm get values`), when the snapshot has them. */
+  readonly chartValues?: readonly OpenvpnChartValues[];
+  /** Node routing tables (`nodes/<node>/ip-route`): does the cluster route the client pool? */
+  readonly nodeRoutes?: readonly {
+    readonly node: string;
+    readonly file: string;
+    readonly routes: readonly Route[];
+  }[];
+  readonly kubeletConfigs?: readonly KubeletSysctlConfig[];
+  /** `NS/NAME` of the VPN pod, when the user named it; otherwise it is found from the evidence. */
+  readonly vpnPod?: string;
+}
+
+/** The VPN server pod and what is known about it. */
+export interface VpnContext {
+  readonly namespace: string;
+  readonly name: string;
+  readonly evidence?: PodEvidence;
+  readonly pod?: KubeObject;
+  /** The object whose template makes the pod (Deployment, StatefulSet …), or the Pod itself. */
+  readonly workload?: KubeObject;
+  readonly namespaceObject?: KubeObject;
+  readonly chart?: ChartRef;
+  readonly chartValues?: OpenvpnChartValues;
+  readonly pool?: Located<Cidr>;
+  /** The server's tunnel address (10.8.0.1): the peer clients reach without forwarding. */
+  readonly peer?: Located<Ip>;
+  /** The pod's own address: what a masqueraded client packet carries as source. */
+  readonly podIp?: Located<Ip>;
+}
+
+const isTun = (i: NetInterface) => /^(tun|tap|wg)/.test(i.name);
+
+function str(v: unknown): string | undefined {
+  return typeof v === "string" ? v : undefined;
+}
+function rec(v: unknown): Record<string, unknown> | undefined {
+  return typeof v === "object" && v !== null && !Array.isArray(v)
+    ? (v as Record<string, unknown>)
+    : undefined;
+}
+
+/** The `spec.selector.matchLabels` of a controller matches these labels. */
+function selects(ctrl: KubeObject, labels: Readonly<Record<string, string>>): boolean {
+  const ml = rec(rec(rec(ctrl.raw["spec"])?.["selector"])?.["matchLabels"]);
+  if (!ml || Object.keys(ml).length === 0) return false;
+  return Object.entries(ml).every(([k, v]) => labels[k] === v);
+}
+
+const WORKLOAD_KINDS = ["Deployment", "StatefulSet", "DaemonSet", "ReplicaSet"];
+
+/** Finds the workload that makes a pod: by selector against the pod's labels, else by name prefix. */
+export function workloadOf(
+  objects: readonly KubeObject[],
+  namespace: string,
+  podName: string,
+  pod?: KubeObject,
+): KubeObject | undefined {
+  const inNs = objects.filter(
+    (o) => WORKLOAD_KINDS.includes(o.kind) && (o.namespace ?? "default") === namespace,
+  );
+  const byKind = (list: KubeObject[]) =>
+    list.find((o) => o.kind === "Deployment") ??
+    list.find((o) => o.kind !== "ReplicaSet") ??
+    list[0];
+  if (pod) {
+    const chosen = byKind(inNs.filter((o) => selects(o, pod.labels)));
+    if (chosen) return chosen;
+  }
+  return byKind(inNs.filter((o) => podName.startsWith(`${o.name}-`)));
+}
+
+function podIpOf(
+  ev: PodEvidence | undefined,
+  pod: KubeObject | undefined,
+): Located<Ip> | undefined {
+  const status = rec(pod?.raw["status"]);
+  const ip = str(status?.["podIP"]);
+  const parsed = ip === undefined ? undefined : tryParseIp(ip);
+  if (parsed && pod)
+    return { value: parsed, source: pod.locate(["status", "podIP"]) ?? pod.source };
+  const eth = ev?.ipAddr?.interfaces.find((i) => i.name === "eth0" || i.name.startsWith("eth0@"));
+  const a = eth?.addresses?.find((x) => x.family === 4 && !x.secondary);
+  return a ? { value: a.local, source: a.source } : undefined;
+}
+
+/** Picks the VPN pod: the one named, else one with an OpenVPN config, a tunnel device or the chart. */
+export function resolveVpn(input: VpnInput): VpnContext | undefined {
+  let ns: string | undefined;
+  let name: string | undefined;
+  if (input.vpnPod) {
+    [ns, name] = input.vpnPod.includes("/")
+      ? input.vpnPod.split("/", 2)
+      : ["default", input.vpnPod];
+  } else {
+    const ev =
+      input.pods.find((p) => p.openvpn) ??
+      input.pods.find((p) => p.ipAddr?.interfaces.some(isTun)) ??
+      undefined;
+    if (ev) {
+      ns = ev.namespace;
+      name = ev.name;
+    } else {
+      const pod = input.objects.find((o) => o.kind === "Pod" && recognizeChart(o));
+      const wl = input.objects.find((o) => WORKLOAD_KINDS.includes(o.kind) && recognizeChart(o));
+      const chosen = pod ?? wl;
+      if (!chosen) return undefined;
+      ns = chosen.namespace ?? "default";
+      name = chosen.name;
+    }
+  }
+  if (ns === undefined || name === undefined) return undefined;
+  const namespace = ns;
+  const podName = name;
+  const evidence = input.pods.find((p) => p.namespace === namespace && p.name === podName);
+  const pod = input.objects.find(
+    (o) => o.kind === "Pod" && o.name === podName && (o.namespace ?? "default") === namespace,
+  );
+  const workload =
+    workloadOf(input.objects, namespace, podName, pod) ??
+    pod ??
+    input.objects.find(
+      (o) =>
+        WORKLOAD_KINDS.includes(o.kind) &&
+        o.name === podName &&
+        (o.namespace ?? "default") === namespace,
+    );
+  const namespaceObject = input.objects.find((o) => o.kind === "Namespace" && o.name === namespace);
+  const chart = (workload && recognizeChart(workload)) ?? (pod && recognizeChart(pod));
+  const chartValues = input.chartValues?.[0];
+
+  // The pool: the server's own config decides; then the chart values; then env; then tun0.
+  let pool: Located<Cidr> | undefined = evidence?.openvpn
+    ? clientPools(evidence.openvpn)[0]
+    : undefined;
+  pool ??= chartValues?.clientPool;
+  if (!pool && workload) {
+    const path = workload.kind === "Pod" ? ["spec"] : ["spec", "template", "spec"];
+    const containers = (() => {
+      let c: unknown = workload.raw;
+      for (const p of path) c = rec(c)?.[p];
+      return Array.isArray(rec(c)?.["containers"]) ? (rec(c)?.["containers"] as unknown[]) : [];
+    })();
+    for (let i = 0; i < containers.length && !pool; i++) {
+      pool = envClientPool(workload, [...path, "containers", i]);
+    }
+  }
+  const tun = evidence?.ipAddr?.interfaces.find(isTun);
+  const tunAddr = tun?.addresses?.find((a) => a.family === 4);
+  if (!pool && tunAddr) {
+    const c = cidrOf(formatCidr(tunAddr.cidr));
+    if (c) pool = { value: c, source: tunAddr.source };
+  }
+  let peer: Located<Ip> | undefined;
+  if (tunAddr) peer = { value: tunAddr.local, source: tunAddr.source };
+  else if (evidence?.openvpn?.server) {
+    const s = evidence.openvpn.server;
+    peer = { value: { family: 4, value: s.value.start + 1n }, source: s.source };
+  } else if (pool && pool.value.family === 4) {
+    peer = { value: { family: 4, value: pool.value.start + 1n }, source: pool.source };
+  }
+  const podIp = podIpOf(evidence, pod);
+  return {
+    namespace,
+    name: podName,
+    ...(evidence ? { evidence } : {}),
+    ...(pod ? { pod } : {}),
+    ...(workload ? { workload } : {}),
+    ...(namespaceObject ? { namespaceObject } : {}),
+    ...(chart ? { chart } : {}),
+    ...(chartValues ? { chartValues } : {}),
+    ...(pool ? { pool } : {}),
+    ...(peer ? { peer } : {}),
+    ...(podIp ? { podIp } : {}),
+  };
+}
+
+/** `kubectl exec` reading one thing inside the VPN pod. */
+export function execIn(ctx: { namespace: string; name: string }, argv: string): string {
+  return `kubectl exec -n ${ctx.namespace} ${ctx.name} -- ${argv}`;
+}
+
+/** Pod addresses and pod CIDRs of the cluster (Pods' podIP, Nodes' podCIDR(s)). */
+export function clusterPodRanges(objects: readonly KubeObject[]): Located<Cidr>[] {
+  const out: Located<Cidr>[] = [];
+  for (const o of objects) {
+    if (o.kind === "Pod") {
+      const ip = str(rec(o.raw["status"])?.["podIP"]);
+      const c = ip === undefined ? undefined : cidrOf(ip);
+      if (c) out.push({ value: c, source: o.locate(["status", "podIP"]) ?? o.source });
+    } else if (o.kind === "Node") {
+      const spec = rec(o.raw["spec"]);
+      const list = Array.isArray(spec?.["podCIDRs"])
+        ? (spec["podCIDRs"] as unknown[])
+        : [spec?.["podCIDR"]];
+      list.forEach((t, i) => {
+        const c = typeof t === "string" ? cidrOf(t) : undefined;
+        if (c)
+          out.push({
+            value: c,
+            source:
+              o.locate([
+                "spec",
+                Array.isArray(spec?.["podCIDRs"]) ? "podCIDRs" : "podCIDR",
+                ...(Array.isArray(spec?.["podCIDRs"]) ? [i] : []),
+              ]) ?? o.source,
+          });
+      });
+    }
+  }
+  return out;
+}
+
+/** Service cluster IPs with their Service. */
+export function serviceIps(
+  objects: readonly KubeObject[],
+): { ip: Ip; service: KubeObject; source: SourceRef }[] {
+  const out: { ip: Ip; service: KubeObject; source: SourceRef }[] = [];
+  for (const o of objects) {
+    if (o.kind !== "Service") continue;
+    const ip = str(rec(o.raw["spec"])?.["clusterIP"]);
+    const parsed = ip === undefined ? undefined : tryParseIp(ip);
+    if (parsed)
+      out.push({ ip: parsed, service: o, source: o.locate(["spec", "clusterIP"]) ?? o.source });
+  }
+  return out;
+}
+
+export function inAny(ranges: readonly Located<Cidr>[], ip: Ip): Located<Cidr> | undefined {
+  return ranges.find((r) => contains(r.value, ip));
+}

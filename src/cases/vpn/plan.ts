@@ -1,0 +1,398 @@
+/**
+ * @module cases/vpn/plan — the durable fix for forwarding in a VPN pod: per strategy (privileged init
+ * container, pod-level `securityContext.sysctls`, the chart's `ipForwardInitContainer` value) a
+ * strategic-merge patch, the full patched manifest and, for the chart, a values override; the
+ * return-path rule the client pool needs; an admission prediction with the message the user would
+ * see; and the check to run after the rollout. Pure.
+ */
+import { stringify } from "yaml";
+import { chartMasqueradeRule } from "../../agents/openvpn/chart.ts";
+import type { KubeletSysctlConfig } from "../../agents/pod-security/kubelet-config.ts";
+import {
+  type AdmissionPrediction,
+  type Platform,
+  predictAdmission,
+} from "../../agents/pod-security/predict.ts";
+import type { KubeObject } from "../../evidence/kube-objects.ts";
+import type { Evidence } from "../../model/types.ts";
+import { refToEvidence } from "../../model/types.ts";
+import { formatCidr, formatIp } from "../../net/cidr.ts";
+import { forwardingSetters, IP_FORWARD, podSpecPath } from "./durable.ts";
+import { execIn, type VpnContext } from "./input.ts";
+import { masqueradeOf } from "./masquerade.ts";
+
+export const STRATEGIES = ["init-container", "pod-sysctls", "chart-value"] as const;
+export type Strategy = (typeof STRATEGIES)[number];
+
+export interface AdmissionSummary {
+  readonly allowed: "yes" | "no" | "unknown";
+  /** The exact messages the user would see, in the order they would meet them. */
+  readonly messages: readonly string[];
+  /** What would make an "unknown" or "no" pass, and the command that tells. */
+  readonly notes: readonly string[];
+  readonly prediction: AdmissionPrediction;
+}
+
+export interface StrategyPlan {
+  readonly strategy: Strategy;
+  readonly applicable: boolean;
+  readonly whyNot?: string;
+  readonly description: string;
+  /** Strategic-merge patch for the workload (`kubectl patch --type strategic`). */
+  readonly patch?: Readonly<Record<string, unknown>>;
+  /** The full manifest after the change. */
+  readonly patched?: Readonly<Record<string, unknown>>;
+  /** For the chart: the values override file and the upgrade command. */
+  readonly helmValues?: Readonly<Record<string, unknown>>;
+  readonly commands: readonly string[];
+  readonly admission?: AdmissionSummary;
+}
+
+export interface ReturnPathStep {
+  readonly needed: boolean;
+  readonly explanation: string;
+  /** iptables-save form of the rule the pod needs (as the chart's configure.sh writes it). */
+  readonly rule?: string;
+  readonly command?: string;
+  /** The alternative: a route for the pool towards the VPN pod. */
+  readonly route?: string;
+  readonly evidence: readonly Evidence[];
+}
+
+export interface VpnPlan {
+  readonly schemaVersion: 1;
+  readonly pod: string;
+  readonly workload?: { readonly kind: string; readonly name: string; readonly evidence: Evidence };
+  readonly forwardingNow?: { readonly value: string; readonly evidence: Evidence };
+  readonly alreadySet: readonly {
+    readonly kind: string;
+    readonly value: string;
+    readonly evidence: Evidence;
+  }[];
+  readonly strategies: readonly StrategyPlan[];
+  /** Facts that change what every strategy means (a hostNetwork pod shares the node's namespace). */
+  readonly warnings: readonly string[];
+  readonly returnPath: ReturnPathStep;
+  readonly verify: readonly string[];
+}
+
+export interface PlanOptions {
+  readonly strategies?: readonly Strategy[];
+  readonly kubeletConfig?: KubeletSysctlConfig;
+  readonly platform?: Platform;
+  readonly kubernetesVersion?: string;
+}
+
+/** stable/openvpn's init container, exactly as its template renders it (chart 4.2.5). */
+export const CHART_INIT_CONTAINER = {
+  args: ["-c", "sysctl -w net.ipv4.ip_forward=1"],
+  command: ["/bin/sh"],
+  image: "busybox:1.29",
+  imagePullPolicy: "IfNotPresent",
+  name: "sysctl",
+  resources: { requests: { cpu: "1m", memory: "1Mi" } },
+  securityContext: { privileged: true },
+} as const;
+
+/** The init container podpath proposes when no chart does it. */
+export const INIT_CONTAINER = {
+  name: "enable-ip-forward",
+  image: "busybox:1.36",
+  command: ["sysctl", "-w", `${IP_FORWARD}=1`],
+  securityContext: { privileged: true },
+} as const;
+
+const SERVER_FIELDS = [
+  "resourceVersion",
+  "uid",
+  "creationTimestamp",
+  "managedFields",
+  "generation",
+  "selfLink",
+];
+
+/** A copy of the object as one would apply it: no status, no server-set metadata. */
+function applyable(obj: KubeObject): Record<string, unknown> {
+  const copy = structuredClone(obj.raw) as Record<string, unknown>;
+  delete copy["status"];
+  const meta = copy["metadata"] as Record<string, unknown> | undefined;
+  if (meta) {
+    for (const k of SERVER_FIELDS) delete meta[k];
+    const ann = meta["annotations"] as Record<string, unknown> | undefined;
+    if (ann) delete ann["kubectl.kubernetes.io/last-applied-configuration"];
+  }
+  return copy;
+}
+
+function specOf(
+  obj: Record<string, unknown>,
+  path: readonly (string | number)[],
+): Record<string, unknown> {
+  let c: Record<string, unknown> = obj;
+  for (const p of path) {
+    const next = c[p] as Record<string, unknown> | undefined;
+    if (next === undefined) {
+      const made: Record<string, unknown> = {};
+      c[p] = made;
+      c = made;
+    } else c = next;
+  }
+  return c;
+}
+
+/** Wraps a pod-spec fragment into the workload's shape: `{spec: {template: {spec: …}}}`. */
+function nest(
+  path: readonly (string | number)[],
+  leaf: Record<string, unknown>,
+): Record<string, unknown> {
+  let out = leaf;
+  for (const p of [...path].reverse()) out = { [p]: out };
+  return out;
+}
+
+function summarize(p: AdmissionPrediction | undefined): AdmissionSummary | undefined {
+  if (!p) return undefined;
+  const messages: string[] = [];
+  const notes: string[] = [];
+  if (p.autopilot && !p.autopilot.allowed) messages.push(p.autopilot.message);
+  if (!p.apiValidation.allowed) messages.push(p.apiValidation.message);
+  if (!p.podSecurity.allowed) messages.push(p.podSecurity.message);
+  messages.push(...p.podSecurity.warnings);
+  if (p.kubelet.outcome === "SysctlForbidden") messages.push(p.kubelet.message);
+  if (p.kubelet.outcome === "unknown") notes.push(p.kubelet.message);
+  if (p.kubelet.needs && p.kubelet.outcome !== "ok") notes.push(`needs: ${p.kubelet.needs}`);
+  if (p.kubelet.command && p.kubelet.outcome !== "ok") notes.push(`tells: ${p.kubelet.command}`);
+  return { allowed: p.allowed, messages, notes, prediction: p };
+}
+
+/** GKE Autopilot nodes are named `gk3-…`; GKE Standard `gke-…`. */
+export function platformOf(objects: readonly KubeObject[]): Platform {
+  const nodes = objects.filter((o) => o.kind === "Node");
+  if (
+    nodes.some((n) => n.name.startsWith("gk3-") || "cloud.google.com/gke-autopilot" in n.labels)
+  ) {
+    return "gke-autopilot";
+  }
+  if (nodes.some((n) => n.name.startsWith("gke-"))) return "gke-standard";
+  return "generic";
+}
+
+/**
+ * The plan for one VPN pod.
+ * @example planVpn(resolveVpn(input)!, objects, { strategies: ["pod-sysctls"] }).strategies[0].admission?.messages
+ */
+export function planVpn(
+  ctx: VpnContext,
+  objects: readonly KubeObject[],
+  opts: PlanOptions = {},
+): VpnPlan {
+  const wanted = opts.strategies ?? STRATEGIES;
+  const wl = ctx.workload;
+  const nsLabels = ctx.namespaceObject?.labels ?? {};
+  const platform = opts.platform ?? platformOf(objects);
+  const predict = (obj: Record<string, unknown>) =>
+    predictAdmission(obj, {
+      namespaceLabels: nsLabels,
+      platform,
+      ...(opts.kubeletConfig ? { kubeletConfig: opts.kubeletConfig } : {}),
+      ...(opts.kubernetesVersion ? { version: opts.kubernetesVersion } : {}),
+    });
+  const kindArg = wl ? `${wl.kind.toLowerCase()}/${wl.name}` : `pod/${ctx.name}`;
+  const nsArg = `-n ${ctx.namespace}`;
+  const strategies: StrategyPlan[] = [];
+  for (const s of wanted) {
+    if (!wl) {
+      strategies.push({
+        strategy: s,
+        applicable: false,
+        whyNot: `the snapshot holds no manifest for ${ctx.namespace}/${ctx.name} (cluster/*.yaml: kubectl get deploy,pod ${nsArg} -o yaml)`,
+        description: "",
+        commands: [],
+      });
+      continue;
+    }
+    const path = podSpecPath(wl.kind);
+    const patched = applyable(wl);
+    const spec = specOf(patched, path);
+    const isPod = wl.kind === "Pod";
+    const applyCmds = (file: string) =>
+      isPod
+        ? [`kubectl delete pod ${nsArg} ${wl.name}`, `kubectl apply -f ${file}`]
+        : [`kubectl patch ${kindArg} ${nsArg} --type strategic --patch-file ${file}`];
+    if (s === "init-container") {
+      const inits = Array.isArray(spec["initContainers"])
+        ? (spec["initContainers"] as unknown[])
+        : [];
+      spec["initContainers"] = [...inits, structuredClone(INIT_CONTAINER)];
+      const patch = nest(path, { initContainers: [structuredClone(INIT_CONTAINER)] });
+      strategies.push({
+        strategy: s,
+        applicable: true,
+        description:
+          "A privileged init container writes net.ipv4.ip_forward=1 in the pod's network namespace before the VPN container starts (containers of a pod share it). Works on any CNI (it runs after the CNI set the namespace up); Pod Security baseline and restricted reject privileged containers.",
+        patch,
+        patched,
+        commands: isPod ? applyCmds("pod-patched.yaml") : applyCmds("patch-init-container.yaml"),
+        ...admission(predict(patched)),
+      });
+    } else if (s === "pod-sysctls") {
+      const sc = (spec["securityContext"] ?? {}) as Record<string, unknown>;
+      const existing = (
+        Array.isArray(sc["sysctls"]) ? (sc["sysctls"] as { name?: string }[]) : []
+      ).filter((x) => x.name !== IP_FORWARD);
+      const sysctls = [...existing, { name: IP_FORWARD, value: "1" }];
+      spec["securityContext"] = { ...sc, sysctls };
+      // sysctls has no merge key: a strategic merge patch replaces the whole list, so it carries all.
+      const patch = nest(path, { securityContext: { sysctls } });
+      strategies.push({
+        strategy: s,
+        applicable: true,
+        description:
+          "Pod-level securityContext.sysctls: the kubelet sets net.ipv4.ip_forward=1 when it creates the pod sandbox, with no privileged container. It is an unsafe sysctl: the node's kubelet must allowlist it (allowedUnsafeSysctls), and Pod Security baseline forbids it at every version.",
+        patch,
+        patched,
+        commands: isPod ? applyCmds("pod-patched.yaml") : applyCmds("patch-pod-sysctls.yaml"),
+        ...admission(predict(patched)),
+      });
+    } else {
+      if (!ctx.chart) {
+        strategies.push({
+          strategy: s,
+          applicable: false,
+          whyNot: `${wl.kind} ${wl.name} carries no chart label (chart: openvpn-X): no chart switch is known; use init-container or pod-sysctls`,
+          description: "",
+          commands: [],
+        });
+        continue;
+      }
+      const inits = (
+        Array.isArray(spec["initContainers"]) ? (spec["initContainers"] as { name?: string }[]) : []
+      ).filter((c) => c.name !== CHART_INIT_CONTAINER.name);
+      spec["initContainers"] = [structuredClone(CHART_INIT_CONTAINER), ...inits];
+      const release = ctx.chart.release ?? "RELEASE";
+      strategies.push({
+        strategy: s,
+        applicable: true,
+        description: `The chart's own switch (stable/openvpn ${ctx.chart.version ?? ""}): ipForwardInitContainer: true renders a privileged init container "sysctl" running sysctl -w net.ipv4.ip_forward=1. The override stays small and survives chart upgrades; admission sees the same privileged container as the init-container strategy.`,
+        helmValues: { ipForwardInitContainer: true },
+        patched,
+        commands: [
+          `helm upgrade ${release} stable/openvpn ${nsArg} --reuse-values -f values-ip-forward.yaml`,
+          `# or: helm upgrade ${release} stable/openvpn ${nsArg} --reuse-values --set ipForwardInitContainer=true`,
+        ],
+        ...admission(predict(patched)),
+      });
+    }
+  }
+  const warnings: string[] = [];
+  if (wl) {
+    const spec = podSpecPath(wl.kind).reduce<unknown>(
+      (c, k) => (c as Record<string | number, unknown> | undefined)?.[k],
+      wl.raw,
+    ) as Record<string, unknown> | undefined;
+    if (spec?.["hostNetwork"] === true) {
+      warnings.push(
+        `${wl.kind} ${wl.name} uses hostNetwork: its network namespace is the node's, so net.ipv4.ip_forward there is the node's own setting. An init container would change forwarding for the whole node, and pod-level sysctls for net.* are invalid with hostNetwork. Fix it on the node (sysctl.d or the node pool's system config), or drop hostNetwork.`,
+      );
+    }
+  }
+  return {
+    schemaVersion: 1,
+    pod: `${ctx.namespace}/${ctx.name}`,
+    ...(wl
+      ? { workload: { kind: wl.kind, name: wl.name, evidence: refToEvidence(wl.source) } }
+      : {}),
+    ...forwardingNow(ctx),
+    alreadySet: forwardingSetters(wl, ctx.chartValues).map((f) => ({
+      kind: f.kind,
+      value: f.value,
+      evidence: refToEvidence(f.source),
+    })),
+    strategies,
+    warnings,
+    returnPath: returnPath(ctx),
+    verify: [
+      `kubectl rollout status ${kindArg} ${nsArg}`,
+      `${execIn({ namespace: ctx.namespace, name: "NEW_POD" }, `sysctl ${IP_FORWARD}`)}   # must print "${IP_FORWARD} = 1" in the NEW pod (get its name: kubectl get pods ${nsArg}${
+        ctx.pod
+          ? ` -l ${Object.entries(ctx.pod.labels)
+              .map(([k, v]) => `${k}=${v}`)
+              .join(",")}`
+          : ""
+      })`,
+      `podpath probe --peer ${ctx.peer ? formatIp(ctx.peer.value) : "PEER"} --pod-ip POD_IP --service-ip SERVICE_IP   # from a VPN client: every hop answers`,
+    ],
+  };
+}
+
+function admission(p: AdmissionPrediction | undefined): { admission?: AdmissionSummary } {
+  const s = summarize(p);
+  return s ? { admission: s } : {};
+}
+
+function forwardingNow(ctx: VpnContext): Pick<VpnPlan, "forwardingNow"> {
+  const e = ctx.evidence?.sysctl?.values.get(IP_FORWARD);
+  return e ? { forwardingNow: { value: e.value, evidence: refToEvidence(e.source) } } : {};
+}
+
+function returnPath(ctx: VpnContext): ReturnPathStep {
+  const pool = ctx.pool;
+  if (!pool) {
+    return {
+      needed: false,
+      explanation: `The client pool is unknown (no openvpn.conf, chart values or tun0 address): ${execIn(ctx, "cat /etc/openvpn/openvpn.conf")}`,
+      evidence: [],
+    };
+  }
+  const rule = chartMasqueradeRule(pool.value);
+  const dump = ctx.evidence?.iptables;
+  const client = { family: pool.value.family, value: pool.value.start + 2n };
+  const verdict = dump
+    ? masqueradeOf(dump, { src: client, dst: { family: 4, value: 0x0a000001n }, outIface: "eth0" })
+    : undefined;
+  if (verdict?.kind === "masqueraded") {
+    return {
+      needed: false,
+      explanation: `The pod already masquerades the client pool ${formatCidr(pool.value)} (${verdict.source.file}:${verdict.source.line}). Policies and allowlists see the pod's address, not the pool.`,
+      evidence: [refToEvidence(pool.source), refToEvidence(verdict.source)],
+    };
+  }
+  return {
+    needed: true,
+    explanation:
+      `Forwarding alone is not enough: the cluster does not route the client pool ${formatCidr(pool.value)}, so replies need ` +
+      `the pod to masquerade the pool on eth0${dump ? "" : " (the pod's nat table is not in the snapshot: " + execIn(ctx, "iptables-save -t nat") + ")"}, ` +
+      `or a route for the pool to the VPN pod in the cluster network. Masquerading makes policies and allowlists see the pod's address.`,
+    rule,
+    command: `iptables -t nat ${rule}   # in the VPN container's start script (the chart's configure.sh does this)`,
+    ...(ctx.podIp
+      ? {
+          route: `ip route add ${formatCidr(pool.value)} via ${formatIp(ctx.podIp.value)}   # on every node / in the VPC, instead of masquerading`,
+        }
+      : {}),
+    evidence: [refToEvidence(pool.source)],
+  };
+}
+
+/** The plan as YAML documents for files: the patch, the patched manifest, the values override. */
+export function planFiles(plan: VpnPlan): { name: string; text: string }[] {
+  const out: { name: string; text: string }[] = [];
+  for (const s of plan.strategies) {
+    if (s.patch)
+      out.push({
+        name: `patch-${s.strategy}.yaml`,
+        text: stringify(s.patch, { aliasDuplicateObjects: false }),
+      });
+    if (s.patched)
+      out.push({
+        name: `${s.strategy}-patched.yaml`,
+        text: stringify(s.patched, { aliasDuplicateObjects: false }),
+      });
+    if (s.helmValues)
+      out.push({
+        name: "values-ip-forward.yaml",
+        text: stringify(s.helmValues, { aliasDuplicateObjects: false }),
+      });
+  }
+  return out;
+}

@@ -1,0 +1,115 @@
+/**
+ * @module cases/vpn/snapshot-input — the VPN checks' input from a loaded snapshot (snapshot/load): the
+ * cluster objects, what each pod's network namespace showed, node routes and probes as the loader
+ * read them; then what only these checks read: the pods' OpenVPN server configs (or the chart's
+ * ConfigMap key), the far sides' allowlists, kubelet configs and Helm values of the chart.
+ */
+
+import {
+  looksLikeChartValues,
+  type OpenvpnChartValues,
+  readChartValues,
+} from "../../agents/openvpn/chart.ts";
+import { parseOpenvpnConfig } from "../../agents/openvpn/server-config.ts";
+import {
+  type KubeletSysctlConfig,
+  readKubeletSysctlConfig,
+} from "../../agents/pod-security/kubelet-config.ts";
+import type { Route } from "../../evidence/ip-route.ts";
+import { readYamlSource } from "../../evidence/yaml-source.ts";
+import type { Diagnostic } from "../../model/types.ts";
+import { classifyPath } from "../../snapshot/layout.ts";
+import { readSnapshotText, type Snapshot } from "../../snapshot/load.ts";
+import { readSites } from "../../snapshot/sites.ts";
+import type { PodEvidence, RemoteSiteInput, VpnInput } from "./input.ts";
+
+type MutablePod = { -readonly [K in keyof PodEvidence]: PodEvidence[K] };
+
+/**
+ * The VPN checks' input. `diagnostics` are the problems met reading what only these checks read
+ * (the snapshot's own reading problems are in `snap.diagnostics`).
+ */
+export function vpnInputFromSnapshot(
+  snap: Snapshot,
+  vpnPod?: string,
+): { input: VpnInput; diagnostics: Diagnostic[] } {
+  const diagnostics: Diagnostic[] = [];
+  const take = <T>(r: { value: T; diagnostics: Diagnostic[] }): T => {
+    diagnostics.push(...r.diagnostics);
+    return r.value;
+  };
+  const readText = (rel: string) => readSnapshotText(snap.source, rel, diagnostics);
+
+  const pods: MutablePod[] = [];
+  for (const p of snap.pods.values()) {
+    const e: MutablePod = { namespace: p.namespace, name: p.name };
+    const f = p.files;
+    if (p.sysctl && f.sysctl) e.sysctl = { file: f.sysctl, values: p.sysctl };
+    if (p.iptables) e.iptables = p.iptables;
+    if (p.interfaces && f["ip-addr"]) e.ipAddr = { file: f["ip-addr"], interfaces: p.interfaces };
+    if (p.routes && f["ip-route"]) e.ipRoute = { file: f["ip-route"], routes: p.routes };
+    // the last server config beside the pod's files
+    for (const c of p.vpnConfigs) e.openvpn = take(parseOpenvpnConfig(c.text, c.file));
+    pods.push(e);
+  }
+  // The chart keeps the server config in a ConfigMap (`openvpn.conf` key): read it when no file does.
+  for (const cm of snap.objects.filter((o) => o.kind === "ConfigMap")) {
+    const data = cm.raw["data"] as Record<string, unknown> | undefined;
+    const conf = data?.["openvpn.conf"];
+    if (typeof conf !== "string") continue;
+    const start = cm.locateInString(["data", "openvpn.conf"], 1);
+    const parsed = take(parseOpenvpnConfig(conf, cm.source.file, start ? start.line - 1 : 0));
+    const owner = pods.find((p) => p.namespace === (cm.namespace ?? "default") && !p.openvpn);
+    if (owner) owner.openvpn = parsed;
+  }
+
+  const nodeRoutes: { node: string; file: string; routes: Route[] }[] = [];
+  for (const n of snap.nodes.values()) {
+    const file = n.files["ip-route"];
+    if (n.routes && file) nodeRoutes.push({ node: n.name, file, routes: n.routes });
+  }
+
+  // the far sides as the masquerade question reads them (its reading problems are its own)
+  const remotes: RemoteSiteInput[] = readSites(snap).sites.map((s) => ({
+    name: s.name,
+    file: s.source.file,
+    allowlists: s.allowlists.map((a) => ({
+      name: a.name,
+      sources: a.sources.map((e) => ({ value: e.cidr, source: e.source })),
+    })),
+  }));
+
+  const kubeletConfigs: KubeletSysctlConfig[] = [];
+  for (const rel of snap.kubeletConfigFiles) {
+    const text = readText(rel);
+    if (text === undefined) continue;
+    const role = classifyPath(rel);
+    const node = role.kind === "kubelet-config" ? role.node : undefined;
+    const c = take(readKubeletSysctlConfig(text, rel, node));
+    if (c) kubeletConfigs.push(c);
+  }
+
+  const chartValues: OpenvpnChartValues[] = [];
+  for (const rel of snap.chartValuesFiles) {
+    const text = readText(rel);
+    if (text === undefined) continue;
+    const { source } = readYamlSource(text, rel);
+    if (source.documents.some((d) => d.ok && looksLikeChartValues(d.value))) {
+      chartValues.push(take(readChartValues(text, rel)));
+    }
+  }
+
+  return {
+    input: {
+      pods,
+      objects: snap.objects,
+      probes: snap.probes,
+      remotes,
+      chartValues,
+      nodeRoutes,
+      kubeletConfigs,
+      ...(vpnPod ? { vpnPod } : {}),
+    },
+    diagnostics,
+  };
+}
