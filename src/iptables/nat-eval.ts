@@ -640,7 +640,8 @@ class Engine {
     w.frames = [{ chain, pos: 0 }];
     this.stepM(w, chain, "enter", "enter", chain, 0, chain.ref, () => `nat ${hook}`);
     const out: HookEnd[] = [];
-    const pending: Walk[] = [w];
+    const pending: Walk[] = [];
+    if (!chain.partial || chain.partialTail || this.openPartial(w, out, chain)) pending.push(w);
     while (pending.length > 0) {
       const next = pending.shift()!;
       if (this.walks > this.maxBranches) {
@@ -661,38 +662,10 @@ class Engine {
         return;
       }
       const c = f.chain;
-      const open =
-        c.partial &&
-        !this.partialSeen(w, c) &&
-        (c.partialTail ? nextCandidate(c, f.pos, s.dst) >= c.src.length : f.pos === 0);
-      if (open) {
-        // an excerpt: rules it does not show may come before, between or after those it shows
-        if (this.walks >= this.maxBranches) {
-          out.push(this.tooMany(w));
-          return;
-        }
-        const other = this.forkWalk(w, {
-          key: `complete:${c.name}`,
-          fact: `${this.dump.file} shows every rule of ${c.name} (it is ${c.partialTail ? "cut short" : "an excerpt"})`,
-          reason: c.partialTail
-            ? `${this.dump.file} is cut short${this.excerptWhy()}: rules of ${c.name} after the last one it shows may decide`
-            : `${this.dump.file} is an excerpt${this.excerptWhy()}: rules of ${c.name} it does not show may decide first`,
-          rule: c.ref,
-          decide: {
-            file: this.dump.file,
-            command: `iptables-save -t nat   # on the node: the whole table, not an excerpt`,
-          },
-        });
-        this.undecided(
-          other,
-          out,
-          c,
-          undefined,
-          `the rules of ${c.name} that ${this.dump.file} does not show`,
-        );
-      }
       const idx = nextCandidate(c, f.pos, s.dst);
       if (idx >= c.src.length) {
+        // a chain cut short: rules after the last one shown may decide
+        if (c.partialTail && !this.openPartial(w, out, c)) return;
         w.frames.pop();
         if (w.frames.length === 0) {
           this.policy(w, out);
@@ -808,9 +781,33 @@ class Engine {
     });
   }
 
-  /** Has this walk already taken a side on the completeness of partial chain `c`? */
-  private partialSeen(w: Walk, c: CChain): boolean {
-    return assumed(w.st, `complete:${c.name}`) !== undefined;
+  /**
+   * A chain the file may not show whole: the walk goes on taking it as shown, and a branch that
+   * takes the rules it does not show as deciding ends undecided. False when the walk itself ended
+   * (too many branches). Once per walk and chain.
+   */
+  private openPartial(w: Walk, out: HookEnd[], c: CChain): boolean {
+    const key = `complete:${c.name}`;
+    if (assumed(w.st, key) !== undefined) return true;
+    if (this.walks >= this.maxBranches) {
+      out.push(this.tooMany(w));
+      return false;
+    }
+    const file = this.dump.file;
+    const other = this.forkWalk(w, {
+      key,
+      fact: `${file} shows every rule of ${c.name} (it is ${c.partialTail ? "cut short" : "an excerpt"})`,
+      reason: c.partialTail
+        ? `${file} is cut short${this.excerptWhy()}: rules of ${c.name} after the last one it shows may decide`
+        : `${file} is an excerpt${this.excerptWhy()}: rules of ${c.name} it does not show may decide first`,
+      rule: c.ref,
+      decide: {
+        file,
+        command: "iptables-save -t nat   # on the node: the whole table, not an excerpt",
+      },
+    });
+    this.undecided(other, out, c, undefined, `the rules of ${c.name} that ${file} does not show`);
+    return true;
   }
 
   private excerptWhy(): string {
@@ -868,6 +865,8 @@ class Engine {
         }
         if (t.goto) w.frames.pop();
         w.frames.push({ chain: to, pos: 0 });
+        // an excerpt: rules it does not show may come before, between or after those it shows
+        if (to.partial && !to.partialTail && !this.openPartial(w, out, to)) return false;
         this.stepM(
           w,
           cr,
