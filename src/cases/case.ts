@@ -1,7 +1,9 @@
 /**
  * @module cases/case — the contract every case keeps: the finding ids it decides (each in exactly
  * one file of its folder), and its part of the answer to `diagnose`. The registry
- * (`cases/index.ts`) lists the cases; `diagnose` walks it and names none.
+ * (`cases/index.ts`) lists the cases; `diagnose` walks it and names none. A case may also prove a
+ * change (`verify`): given the snapshots before and after, its change record, or nothing when the
+ * snapshots hold nothing the case compares.
  */
 import type { PathView } from "../model/answer.ts";
 import type { Diagnostic, Finding, FindingId, Missing } from "../model/types.ts";
@@ -27,6 +29,34 @@ export interface EarlierAnswers {
   readonly paths: readonly PathView[];
 }
 
+/** What `verify` passes every case. */
+export interface ProofOptions {
+  /** The known request (`--dest`), for the cases that follow one. */
+  readonly dest?: Destination;
+}
+
+/** Did the change do what it intended (exit 0), or not, or is it not decided (exit 1)? */
+export type ProofVerdict = "intended" | "not-intended";
+
+/**
+ * One case's change record, as `verify` hands it on: the case's own record (what `-o json`
+ * writes), the one line that proves or disproves the change, and the record rendered.
+ */
+export interface CaseProof {
+  /** The case's name (`masquerade`, `vpn`). */
+  readonly case: string;
+  readonly verdict: ProofVerdict;
+  readonly proofLine: string;
+  /** The case's record, written as is by `-o json`. */
+  readonly record: {
+    readonly schemaVersion: 1;
+    readonly tool: "podpath";
+    readonly question: "verify";
+  };
+  readonly text: string;
+  readonly markdown: string;
+}
+
 export interface Case<Id extends FindingId = FindingId> {
   /** The folder's name: `masquerade`, `vpn`, `evidence`. */
   readonly name: string;
@@ -35,4 +65,6 @@ export interface Case<Id extends FindingId = FindingId> {
   /** Every finding id this case decides; the compiler checks each id has exactly one case. */
   readonly findingIds: readonly Id[];
   diagnose(snap: Snapshot, opts: DiagnoseOptions, earlier: EarlierAnswers): Promise<QuestionResult>;
+  /** The change record of `before` → `after`; undefined when neither holds what the case compares. */
+  proof?(before: Snapshot, after: Snapshot, opts: ProofOptions): Promise<CaseProof | undefined>;
 }

@@ -2,10 +2,11 @@
  * @module cases/masquerade — case A, "the node reaches on-prem, the pod does not": who rewrites a
  * pod's source address when it leaves its node (today: ip-masq-agent and the rules it installs),
  * what the far side sees, and the wire that proves it. Its plan is `plan.ts`, its proof for
- * `verify` is `proof.ts`.
+ * `verify` is `proof.ts` (asked through `proof-case.ts`).
  */
 import type { Case } from "../case.ts";
 import { explainMasquerade } from "./explain.ts";
+import { masqueradeProof } from "./proof-case.ts";
 
 export const masqueradeCase = {
   name: "masquerade",
@@ -24,4 +25,5 @@ export const masqueradeCase = {
     "masq/source-undecided",
   ],
   diagnose: (snap, opts) => explainMasquerade(snap, opts),
+  proof: (before, after, opts) => masqueradeProof(before, after, opts),
 } as const satisfies Case;

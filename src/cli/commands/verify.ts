@@ -1,12 +1,10 @@
 /**
- * @module cli/commands/verify — `podpath verify <before> <after>`: the change record.
+ * @module cli/commands/verify — `podpath verify <before> <after>`: the change record of every case
+ * that has something to compare (`questions/verify`). One record is written as it is (`-o json`:
+ * the record; md and text: its rendering); several follow one another (`-o json`: an array).
  */
 import { parseDestination } from "../../cases/endpoints.ts";
-import { isIntendedVerdict, verifyChange } from "../../cases/masquerade/proof.ts";
-import {
-  renderChangeRecordMarkdown,
-  renderChangeRecordText,
-} from "../../cases/masquerade/proof-render.ts";
+import { allIntended, verifySnapshots } from "../../questions/verify.ts";
 import { LAYOUT_HELP } from "../../snapshot/layout.ts";
 import { isEmptySnapshot, loadSnapshot, type Snapshot } from "../../snapshot/load.ts";
 import { openSnapshot, SnapshotOpenError } from "../../snapshot/source.ts";
@@ -34,11 +32,16 @@ export async function run(
     throw new UsageError("verify: name the snapshot before the change and the one after it");
   const dest = typeof opts["dest"] === "string" ? parseDestination(opts["dest"]) : undefined;
   if (dest && "error" in dest) throw new UsageError(dest.error);
-  const record = await verifyChange(load(b), load(a), dest ? { dest } : {});
+  const records = await verifySnapshots(load(b), load(a), dest ? { dest } : {});
+  if (records.length === 0)
+    throw new UsageError(
+      `verify: neither ${b} nor ${a} holds anything a case compares (an ip-masq-agent ConfigMap, agent or chain, a far side; a VPN pod)\n${LAYOUT_HELP}`,
+    );
   const format = opts["output"] ?? "md";
-  if (format === "json")
-    io.out(`${JSON.stringify(record, (_k, v) => (typeof v === "bigint" ? v.toString() : v), 2)}\n`);
-  else if (format === "text") io.out(renderChangeRecordText(record));
-  else io.out(renderChangeRecordMarkdown(record));
-  return isIntendedVerdict(record) ? EXIT.ok : EXIT.findings;
+  if (format === "json") {
+    const json = records.length === 1 ? records[0]!.record : records.map((r) => r.record);
+    io.out(`${JSON.stringify(json, (_k, v) => (typeof v === "bigint" ? v.toString() : v), 2)}\n`);
+  } else if (format === "text") io.out(records.map((r) => r.text).join("\n"));
+  else io.out(records.map((r) => r.markdown).join("\n"));
+  return allIntended(records) ? EXIT.ok : EXIT.findings;
 }
