@@ -39,6 +39,12 @@ export interface VpnAnswer {
   readonly findings: readonly Finding[];
   readonly missing: readonly Missing[];
   readonly context?: VpnContext;
+  /** The outward walk the findings were decided on (`cases/vpn/paths.ts` draws it). */
+  readonly walk?: Walk;
+  /** ip_forward in the VPN pod's namespace as read (unknown: not in the snapshot). */
+  readonly forwarding?: Forwarding;
+  /** The pod's nat decision for a client-pool packet, and the packet it was asked about. */
+  readonly masquerade?: { readonly verdict: MasqueradeVerdict; readonly src: Ip; readonly dst: Ip };
 }
 
 const ev = (r: SourceRef): Evidence => refToEvidence(r);
@@ -75,19 +81,26 @@ export function analyzeVpn(input: VpnInput): VpnAnswer {
   }
   firstSilentHop(walk, clientName, findings);
   dnsLayer(walk, ctx, clientName, findings);
-  if (!ctx) return { findings, missing };
+  if (!ctx) return { findings, missing, walk };
 
   const subject = `pod/${ctx.namespace}/${ctx.name}`;
   const forwarding = forwardingState(ctx, walk, subject, findings, missing);
   if (forwarding === "on") notDurable(ctx, input, subject, findings);
   const masq = returnPath(ctx, input, walk, subject, findings, missing);
-  policySource(ctx, input, masq, subject, findings);
+  policySource(ctx, input, masq?.verdict, subject, findings);
   serviceVip(ctx, walk, subject, findings);
   const needsFix = findings.some(
     (f) => f.id === "vpn/forwarding-disabled" || f.id === "vpn/forwarding-not-durable",
   );
   if (ctx.workload) findings.push(...admissionFindings(ctx, input, needsFix));
-  return { findings, missing, context: ctx };
+  return {
+    findings,
+    missing,
+    context: ctx,
+    walk,
+    forwarding,
+    ...(masq ? { masquerade: masq } : {}),
+  };
 }
 
 function firstSilentHop(walk: Walk, client: string, findings: Finding[]): void {
@@ -158,7 +171,7 @@ function dnsLayer(
   });
 }
 
-type Forwarding = "on" | "off" | "unknown";
+export type Forwarding = "on" | "off" | "unknown";
 
 function forwardingState(
   ctx: VpnContext,
@@ -268,7 +281,7 @@ function returnPath(
   subject: string,
   findings: Finding[],
   missing: Missing[],
-): MasqueradeVerdict | undefined {
+): { verdict: MasqueradeVerdict; src: Ip; dst: Ip } | undefined {
   const pool = ctx.pool;
   if (!pool) {
     missing.push({
@@ -289,7 +302,8 @@ function returnPath(
   const client: Ip = { family: pool.value.family, value: pool.value.start + 2n };
   const dst = representativeDst(ctx, walk, input) ?? { family: 4, value: 0x0a000001n };
   const verdict = masqueradeOf(ctx.evidence.iptables, { src: client, dst, outIface: "eth0" });
-  if (verdict.kind === "masqueraded" || verdict.kind === "unknown") return verdict;
+  const asked = { verdict, src: client, dst };
+  if (verdict.kind === "masqueraded" || verdict.kind === "unknown") return asked;
   const routed = (input.nodeRoutes ?? []).flatMap((n) =>
     n.routes
       .filter(
@@ -297,7 +311,7 @@ function returnPath(
       )
       .map((r) => ({ node: n.node, route: r })),
   );
-  if (routed.length > 0) return verdict;
+  if (routed.length > 0) return asked;
   const rule = chartMasqueradeRule(pool.value);
   const nat = ctx.evidence.iptables.tables.get("nat");
   findings.push({
@@ -326,7 +340,7 @@ function returnPath(
       command: "ip route (on each node)",
     });
   }
-  return verdict;
+  return asked;
 }
 
 function selectorMatches(sel: unknown, labels: Readonly<Record<string, string>>): boolean {
