@@ -278,6 +278,7 @@ function verdictOf(
   b: Side,
   a: Side,
   durable: VpnChangeRecord["durable"],
+  masqAfter: MasqueradeSide,
 ): { verdict: ProofVerdict; text: string } {
   const pod = fa.pod ?? "the VPN pod";
   const still = fbw.state === "off";
@@ -314,7 +315,11 @@ function verdictOf(
     case "same":
       return {
         verdict: "not-intended",
-        text: `Forwarding is on in ${pod}, but ${hopText(fa2!)} is still the first hop without an answer (${at(fa2!.evidence)}): what stops the client is not (only) forwarding.`,
+        text:
+          `Forwarding is on in ${pod}, but ${hopText(fa2!)} is still the first hop without an answer (${at(fa2!.evidence)}): what stops the client is not (only) forwarding.` +
+          (masqAfter.state === "not-masqueraded"
+            ? ` The pod does not masquerade the client pool${masqAfter.evidence ? ` (${at(masqAfter.evidence)})` : ""}: replies have no way back unless the cluster routes the pool.`
+            : ""),
       };
     case "inward":
       return {
@@ -381,7 +386,15 @@ export function verifyVpnChange(before: Snapshot, after: Snapshot): VpnChangeRec
   };
 
   const proof = `${forwardingClause(forwarding.before, forwarding.after)}; ${hopClause(b, a, moved)}`;
-  const { verdict, text } = verdictOf(forwarding.before, forwarding.after, moved, b, a, durable);
+  const { verdict, text } = verdictOf(
+    forwarding.before,
+    forwarding.after,
+    moved,
+    b,
+    a,
+    durable,
+    masquerade.after,
+  );
 
   const evidence: Evidence[] = [];
   const tag = (phase: VpnPhase, e: Evidence | undefined) => {
