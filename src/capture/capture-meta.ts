@@ -11,14 +11,14 @@
 import { readCaptureMeta } from "../evidence/capture-meta.ts";
 import type { Parsed, SourceRef } from "../model/types.ts";
 
-export type CapturePoint =
+export type CapturePlace =
   | { readonly kind: "node"; readonly name: string }
   | { readonly kind: "pod"; readonly namespace: string; readonly name: string }
   | { readonly kind: "remote"; readonly site: string }
   | { readonly kind: "client" };
 
-export interface CaptureMeta {
-  readonly point?: CapturePoint;
+export interface CapturePlacement {
+  readonly point?: CapturePlace;
   /** The point as written, e.g. `node/gke-a-1`. */
   readonly pointText?: string;
   readonly phase?: "before" | "after";
@@ -26,7 +26,7 @@ export interface CaptureMeta {
 }
 
 /** Parses `node/NAME | pod/NS/NAME | remote/SITE | client`. */
-export function parseCapturePoint(text: string): CapturePoint | undefined {
+export function parseCapturePoint(text: string): CapturePlace | undefined {
   const parts = text.trim().split("/");
   if (parts[0] === "client" && parts.length === 1) return { kind: "client" };
   if (parts[0] === "node" && parts.length === 2 && parts[1])
@@ -38,7 +38,7 @@ export function parseCapturePoint(text: string): CapturePoint | undefined {
   return undefined;
 }
 
-export function formatCapturePoint(p: CapturePoint): string {
+export function formatCapturePoint(p: CapturePlace): string {
   switch (p.kind) {
     case "node":
       return `node/${p.name}`;
@@ -55,12 +55,12 @@ export function formatCapturePoint(p: CapturePoint): string {
  * Reads a capture's metadata file. The value is always present (empty when the file says
  * nothing usable); problems are diagnostics with file and line.
  */
-export function parseCaptureMeta(text: string, file: string): Parsed<CaptureMeta> {
+export function parseCaptureMeta(text: string, file: string): Parsed<CapturePlacement> {
   const r = readCaptureMeta(text, file);
   const v = r.value;
   if (v === undefined) return { value: { source: { file, line: 1 } }, diagnostics: r.diagnostics };
   const p = v.point;
-  const point: CapturePoint =
+  const point: CapturePlace =
     p.kind === "node"
       ? { kind: "node", name: p.node }
       : p.kind === "pod"

@@ -19,7 +19,7 @@ export const TCP_PROGRESS = [
 ] as const;
 export type TcpProgress = (typeof TCP_PROGRESS)[number];
 
-export interface Endpoint {
+export interface AddressPort {
   readonly ip: Ip;
   readonly port?: number;
 }
@@ -67,8 +67,8 @@ export interface CopiesSeen {
 
 /** The other conversation of a translated pair, as the node handed it on (or received it). */
 export interface TranslatedPeer {
-  readonly initiator: Endpoint;
-  readonly responder: Endpoint;
+  readonly initiator: AddressPort;
+  readonly responder: AddressPort;
   readonly replied: boolean;
   readonly firstReply?: PacketRef;
   readonly packetsFromResponder: number;
@@ -112,8 +112,8 @@ export interface Conversation {
   readonly protocol: ConversationProtocol;
   readonly family: Family;
   /** Who spoke first: the source of the request (the SYN, the echo request, the first packet). */
-  readonly initiator: Endpoint;
-  readonly responder: Endpoint;
+  readonly initiator: AddressPort;
+  readonly responder: AddressPort;
   /** What decided who spoke first. */
   readonly initiatorBasis: "syn" | "syn-ack" | "echo" | "first-packet";
   readonly packetsFromInitiator: number;

@@ -13,13 +13,13 @@
  */
 import { type Cidr, contains, type Family, type Ip } from "../net/cidr.ts";
 import {
+  type AddressPort,
   type Conversation,
   type ConversationOptions,
   type ConversationProtocol,
   type ConversationSummary,
   type CopiesSeen,
   describeIcmpError,
-  type Endpoint,
   type IcmpErrorSeen,
   type TcpProgress,
   type TcpSummary,
@@ -32,13 +32,13 @@ import { type CopyBasis, type CopyMatch, CopyPairer } from "./packet-copies.ts";
 import { TranslationLinks } from "./translation-links.ts";
 
 export {
+  type AddressPort,
   type Conversation,
   type ConversationOptions,
   type ConversationProtocol,
   type ConversationSummary,
   type CopiesSeen,
   type CopyRefs,
-  type Endpoint,
   formatTime,
   type IcmpErrorSeen,
   type PacketRef,
@@ -52,8 +52,8 @@ export {
 interface Mutable {
   protocol: ConversationProtocol;
   family: Family;
-  a: Endpoint;
-  b: Endpoint;
+  a: AddressPort;
+  b: AddressPort;
   /** True when `a` is the initiator. */
   aInitiates: boolean;
   basis: Conversation["initiatorBasis"];
@@ -124,8 +124,8 @@ export class ConversationTracker {
       const q = t.quoted;
       const qp = q.ip.protocol === 6 ? "tcp" : q.ip.protocol === 17 ? "udp" : undefined;
       if (qp !== undefined && q.srcPort !== undefined && q.dstPort !== undefined) {
-        const qs: Endpoint = { ip: { family: q.ip.family, value: q.ip.src }, port: q.srcPort };
-        const qd: Endpoint = { ip: { family: q.ip.family, value: q.ip.dst }, port: q.dstPort };
+        const qs: AddressPort = { ip: { family: q.ip.family, value: q.ip.src }, port: q.srcPort };
+        const qd: AddressPort = { ip: { family: q.ip.family, value: q.ip.dst }, port: q.dstPort };
         if (
           this.opts.host !== undefined &&
           !this.involves(qs, qd) &&
@@ -271,7 +271,7 @@ export class ConversationTracker {
     }
   }
 
-  private involves(s: Endpoint, d: Endpoint): boolean {
+  private involves(s: AddressPort, d: AddressPort): boolean {
     const h = this.opts.host!;
     return (
       (s.ip.family === h.family && s.ip.value === h.value) ||

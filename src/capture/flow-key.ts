@@ -5,8 +5,8 @@
  */
 import type { Family, Ip } from "../net/cidr.ts";
 import {
+  type AddressPort,
   type ConversationProtocol,
-  type Endpoint,
   formatTime,
   type PacketRef,
 } from "./conversation.ts";
@@ -18,11 +18,11 @@ export interface FlowTag {
   /** The packet's source is the conversation's `a` side (the lower key). */
   readonly xFirst: boolean;
   readonly protocol: ConversationProtocol;
-  readonly s: Endpoint;
-  readonly d: Endpoint;
+  readonly s: AddressPort;
+  readonly d: AddressPort;
 }
 
-function endpointKey(e: Endpoint): string {
+function endpointKey(e: AddressPort): string {
   // IPv4 as a number: converting a bigint to text per packet is the costly part of a key.
   const ip = e.ip.family === 4 ? Number(e.ip.value) : e.ip.value;
   return `${ip}/${e.port ?? ""}`;
@@ -32,8 +32,8 @@ function endpointKey(e: Endpoint): string {
 export function flowKey(
   protocol: string,
   family: Family,
-  x: Endpoint,
-  y: Endpoint,
+  x: AddressPort,
+  y: AddressPort,
   extra = "",
 ): {
   key: string;
@@ -66,8 +66,8 @@ export function flowTagOf(f: Frame, src: Ip, dst: Ip): FlowTag {
     protocol = "esp";
     extra = `spi${t.spi}`;
   } else protocol = "other";
-  const s: Endpoint = sp === undefined ? { ip: src } : { ip: src, port: sp };
-  const d: Endpoint = dp === undefined ? { ip: dst } : { ip: dst, port: dp };
+  const s: AddressPort = sp === undefined ? { ip: src } : { ip: src, port: sp };
+  const d: AddressPort = dp === undefined ? { ip: dst } : { ip: dst, port: dp };
   const { key, xFirst } = flowKey(protocol, src.family, s, d, extra);
   return { key, xFirst, protocol, s, d };
 }

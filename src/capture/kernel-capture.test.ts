@@ -21,7 +21,7 @@ import { formatIp, parseIp } from "../net/cidr.ts";
 import { conversations } from "./conversations.ts";
 import { LINKTYPE } from "./decode.ts";
 import type { Packet } from "./packet.ts";
-import { collect, project } from "./test-helpers/projection.ts";
+import { collect, projectFrame } from "./test-helpers/projection.ts";
 
 const fixtures = join(dirname(fileURLToPath(import.meta.url)), "fixtures", "captured");
 const A = "10.99.0.1";
@@ -221,7 +221,11 @@ describe("captures made with the real tcpdump", { skip: kernelSkip() }, () => {
           const y = bin.packets[i]!;
           assert.equal(x.index, y.index);
           assert.equal(x.timeNs, nano ? y.timeNs : (y.timeNs / 1000n) * 1000n, `time ${i + 1}`);
-          assert.deepEqual(project(x, withFlags), project(y, withFlags), `packet ${i + 1}`);
+          assert.deepEqual(
+            projectFrame(x, withFlags),
+            projectFrame(y, withFlags),
+            `packet ${i + 1}`,
+          );
           if (file === "any.pcap") assert.equal(x.direction, y.direction, `direction ${i + 1}`);
         }
       });
@@ -243,7 +247,10 @@ describe("captures made with the real tcpdump", { skip: kernelSkip() }, () => {
     const y = ours(bin.packets);
     assert.equal(x.length, y.length);
     for (let i = 0; i < x.length; i++) {
-      assert.deepEqual([x[i]!.direction, project(x[i]!)], [y[i]!.direction, project(y[i]!)]);
+      assert.deepEqual(
+        [x[i]!.direction, projectFrame(x[i]!)],
+        [y[i]!.direction, projectFrame(y[i]!)],
+      );
       const dt = (x[i]!.timeNs % 86_400_000_000_000n) - (y[i]!.timeNs % 86_400_000_000_000n);
       assert.ok(dt > -50_000n && dt < 50_000n, `packet ${i + 1}: ${dt} ns apart`);
     }
@@ -259,8 +266,8 @@ describe("captures made with the real tcpdump", { skip: kernelSkip() }, () => {
     assert.equal(fromPng.format, "pcapng");
     assert.deepEqual(fromPng.diagnostics, []);
     assert.deepEqual(
-      fromPng.packets.map((p) => [p.timeNs, project(p)]),
-      fromPcap.packets.map((p) => [p.timeNs, project(p)]),
+      fromPng.packets.map((p) => [p.timeNs, projectFrame(p)]),
+      fromPcap.packets.map((p) => [p.timeNs, projectFrame(p)]),
     );
     const fields = execFileSync(
       "tshark",
@@ -388,8 +395,8 @@ describe("captures made with the real tcpdump", { skip: kernelSkip() }, () => {
     assert.equal(formatIp({ family: 4, value: echoes[0]!.ip!.src }), "10.8.0.1");
     const txt = await collect(new TextEncoder().encode(tcpdumpText(file, [])), "text");
     assert.deepEqual(
-      txt.packets.map((p) => project(p)),
-      bin.packets.map((p) => project(p)),
+      txt.packets.map((p) => projectFrame(p)),
+      bin.packets.map((p) => projectFrame(p)),
     );
     if (process.env["UPDATE_CAPTURE_FIXTURES"] === "1") {
       copyFileSync(file, join(fixtures, "tun0-raw.pcap"));

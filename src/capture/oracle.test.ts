@@ -10,7 +10,7 @@ import { describe, it } from "node:test";
 import { fileURLToPath } from "node:url";
 import { formatIp } from "../net/cidr.ts";
 import type { Packet } from "./packet.ts";
-import { collect, project } from "./test-helpers/projection.ts";
+import { collect, projectFrame } from "./test-helpers/projection.ts";
 
 const dir = join(dirname(fileURLToPath(import.meta.url)), "fixtures", "tcpdump");
 
@@ -84,7 +84,7 @@ describe("tcpdump oracle pairs", () => {
         assert.equal(b.index, i + 1);
         assert.equal(x.index, i + 1);
         assert.equal(x.timeNs, expectedTime(b, t), `time of packet ${i + 1}`);
-        assert.deepEqual(project(x, withFlags), project(b, withFlags), `packet ${i + 1}`);
+        assert.deepEqual(projectFrame(x, withFlags), projectFrame(b, withFlags), `packet ${i + 1}`);
         // Independently of the text reader: the .out line names the capture's addresses.
         if (b.ip !== undefined) {
           const tr = b.transport;
@@ -117,7 +117,7 @@ describe("captures made with the real tcpdump, against its text", () => {
         const x = txt.packets[i]!;
         assert.equal(x.timeNs, (b.timeNs / 1000n) * 1000n);
         assert.equal(x.direction, b.direction);
-        assert.deepEqual(project(x), project(b), `packet ${i + 1}`);
+        assert.deepEqual(projectFrame(x), projectFrame(b), `packet ${i + 1}`);
       }
     });
   }

@@ -3,7 +3,7 @@
  * `podpath capture read|flows`. Pure: data in, strings and plain objects out (bigint as string).
  */
 import { formatIp, type Ip } from "../net/cidr.ts";
-import type { Conversation, Endpoint, PacketRef } from "./conversations.ts";
+import type { AddressPort, Conversation, PacketRef } from "./conversations.ts";
 import { formatTime } from "./conversations.ts";
 import {
   type Frame,
@@ -200,7 +200,7 @@ export function packetJson(p: Packet): Record<string, unknown> {
   };
 }
 
-function endpoint(e: Endpoint): string {
+function endpoint(e: AddressPort): string {
   return hostPort(e.ip.family, e.ip.value, e.port);
 }
 

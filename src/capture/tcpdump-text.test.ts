@@ -7,7 +7,7 @@ import type { Diagnostic } from "../model/types.ts";
 import { formatIp } from "../net/cidr.ts";
 import type { Packet } from "./packet.ts";
 import { parseTcpdumpLines } from "./tcpdump-text.ts";
-import { project } from "./test-helpers/projection.ts";
+import { projectFrame } from "./test-helpers/projection.ts";
 
 const dir = join(dirname(fileURLToPath(import.meta.url)), "fixtures", "tcpdump");
 
@@ -48,7 +48,7 @@ describe("parseTcpdumpLines", () => {
       for (const p of a.packets) {
         const q = theirs.get(key(p));
         if (q === undefined) continue;
-        assert.deepEqual(project(p), project(q), `${s.split("\n")[0]} packet ${p.index}`);
+        assert.deepEqual(projectFrame(p), projectFrame(q), `${s.split("\n")[0]} packet ${p.index}`);
         compared++;
       }
     }

@@ -7,7 +7,7 @@
 import type { Diagnostic, SourceRef } from "../model/types.ts";
 import { type Ip, tryParseIp } from "../net/cidr.ts";
 import type { CommandLine, OutputLine, ProbeResult, ToolReading } from "./probes.ts";
-import { lineMatch, positional, refOf } from "./probes.ts";
+import { lineMatch, outputRef, positional } from "./probes.ts";
 
 const RR_TYPES = new Set([
   "A",
@@ -117,7 +117,7 @@ export function readDig(
     ...(server ? { dnsServer: server } : {}),
     answers,
     ...(status === undefined ? {} : { status }),
-    resultSource: decided ? refOf(cmd.file, decided) : commandRef,
+    resultSource: decided ? outputRef(cmd.file, decided) : commandRef,
   };
 }
 
@@ -187,7 +187,7 @@ export function readNslookup(
     ...(server ? { dnsServer: server } : {}),
     answers,
     ...(status === undefined ? {} : { status }),
-    resultSource: decided ? refOf(cmd.file, decided) : commandRef,
+    resultSource: decided ? outputRef(cmd.file, decided) : commandRef,
   };
 }
 
@@ -272,6 +272,6 @@ export function readHost(
     ...(server ? { dnsServer: server } : {}),
     answers,
     ...(status === undefined ? {} : { status }),
-    resultSource: decided ? refOf(cmd.file, decided) : commandRef,
+    resultSource: decided ? outputRef(cmd.file, decided) : commandRef,
   };
 }

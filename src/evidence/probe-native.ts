@@ -17,7 +17,7 @@
 import type { Diagnostic, SourceRef } from "../model/types.ts";
 import { type Ip, tryParseIp } from "../net/cidr.ts";
 import type { CommandLine, OutputLine, ProbeResult, ToolReading } from "./probes.ts";
-import { refOf } from "./probes.ts";
+import { outputRef } from "./probes.ts";
 
 export type ConnectOutcome = "connected" | "refused" | "timeout" | "unreachable" | "error";
 
@@ -78,7 +78,7 @@ export function readTcpConnect(
       ...base,
       result,
       timingsMs: ms ? [Number(ms[1])] : [],
-      resultSource: refOf(cmd.file, l),
+      resultSource: outputRef(cmd.file, l),
     };
   }
   return {
@@ -136,5 +136,5 @@ export function readResolve(
   if (result === undefined) {
     return { ...base, result: "error", resultSource: noResult(cmd, "resolve", diagnostics) };
   }
-  return { ...base, result, resultSource: refOf(cmd.file, first!) };
+  return { ...base, result, resultSource: outputRef(cmd.file, first!) };
 }

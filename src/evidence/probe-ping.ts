@@ -7,7 +7,7 @@
 import type { Diagnostic, SourceRef } from "../model/types.ts";
 import { type Ip, tryParseIp } from "../net/cidr.ts";
 import type { CommandLine, OutputLine, ProbeResult, ToolReading } from "./probes.ts";
-import { lineMatch, refOf } from "./probes.ts";
+import { lineMatch, outputRef } from "./probes.ts";
 
 /** Options of the four pings that take a value (iputils, BusyBox, macOS, Windows). */
 const WITH_VALUE = new Set([
@@ -167,6 +167,6 @@ export function readPing(
     timingsMs,
     ...(stats ? { sent: stats.sent, received: stats.received } : {}),
     ...(replyFrom ? { replyFrom } : errorFrom ? { replyFrom: errorFrom } : {}),
-    resultSource: decided ? refOf(cmd.file, decided) : commandRef,
+    resultSource: decided ? outputRef(cmd.file, decided) : commandRef,
   };
 }

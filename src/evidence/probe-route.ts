@@ -15,7 +15,7 @@ import type {
   ToolReading,
   TraceHop,
 } from "./probes.ts";
-import { lineMatch, positional, refOf } from "./probes.ts";
+import { lineMatch, outputRef, positional } from "./probes.ts";
 
 const TRACE_WITH_VALUE = new Set([
   "-m",
@@ -101,7 +101,7 @@ export function readTraceroute(
     timingsMs: hops.flatMap((h) => h.timingsMs),
     ...(lastAnswering?.address ? { replyFrom: lastAnswering.address } : {}),
     hops,
-    resultSource: decided ? refOf(cmd.file, decided) : commandRef,
+    resultSource: decided ? outputRef(cmd.file, decided) : commandRef,
   };
 }
 
@@ -138,7 +138,7 @@ export function readIpRouteTranscript(
   // the route lines read as `ip route` output, then cited at their lines in the transcript
   const refAt = (line: number): SourceRef => {
     const l = shown[line - 1];
-    return l ? refOf(cmd.file, l) : commandRef;
+    return l ? outputRef(cmd.file, l) : commandRef;
   };
   const read = readIpRoute(shown.map((l) => l.text).join("\n"), cmd.file, {
     ...(cmd.args.includes("-6") ? { family: 6 as const } : {}),
@@ -172,6 +172,6 @@ export function readIpRouteTranscript(
     result: failure ? (isGet ? "unreachable" : "error") : routes.length > 0 ? "ok" : "error",
     timingsMs: [],
     routes,
-    resultSource: failure ? refOf(cmd.file, failure) : first ? first.source : commandRef,
+    resultSource: failure ? outputRef(cmd.file, failure) : first ? first.source : commandRef,
   };
 }

@@ -6,7 +6,7 @@
 import type { Diagnostic, SourceRef } from "../model/types.ts";
 import { tryParseIp } from "../net/cidr.ts";
 import type { CommandLine, OutputLine, ProbeResult, ToolReading } from "./probes.ts";
-import { lineMatch, positional, refOf } from "./probes.ts";
+import { lineMatch, outputRef, positional } from "./probes.ts";
 
 const CURL_WITH_VALUE = new Set([
   "-m",
@@ -142,7 +142,7 @@ export function readCurl(
       severity: "info",
       message:
         'curl 7.8x prints "Couldn\'t connect to server" for a refused and for an unreachable target alike; run it with -v to tell them apart',
-      source: decided ? refOf(cmd.file, decided) : commandRef,
+      source: decided ? outputRef(cmd.file, decided) : commandRef,
     });
   }
   if (result === undefined && body) {
@@ -167,7 +167,7 @@ export function readCurl(
     result,
     timingsMs,
     ...(status === undefined ? {} : { status }),
-    resultSource: decided ? refOf(cmd.file, decided) : commandRef,
+    resultSource: decided ? outputRef(cmd.file, decided) : commandRef,
   };
 }
 
@@ -240,6 +240,6 @@ export function readNc(
     ...(port === undefined ? {} : { port }),
     result,
     timingsMs: [],
-    resultSource: decided ? refOf(cmd.file, decided) : commandRef,
+    resultSource: decided ? outputRef(cmd.file, decided) : commandRef,
   };
 }

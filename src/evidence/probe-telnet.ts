@@ -6,7 +6,7 @@
 import type { Diagnostic, SourceRef } from "../model/types.ts";
 import { type Ip, tryParseIp } from "../net/cidr.ts";
 import type { CommandLine, OutputLine, ProbeResult, ToolReading } from "./probes.ts";
-import { lineMatch, positional, refOf } from "./probes.ts";
+import { lineMatch, outputRef, positional } from "./probes.ts";
 
 const TELNET_WITH_VALUE = new Set(["-l", "-e", "-n", "-k", "-X", "-b", "-S"]);
 const TELNET_PORT = 23;
@@ -64,7 +64,7 @@ export function readTelnet(
         severity: "info",
         message:
           'Windows telnet prints "Connect failed" for a refused and for a silent port alike; Test-NetConnection -Port or curl -v tell them apart',
-        source: refOf(cmd.file, l),
+        source: outputRef(cmd.file, l),
       });
     } else if (/^\^C$/.test(t)) {
       interrupted ??= l;
@@ -93,6 +93,6 @@ export function readTelnet(
     ...(port === undefined ? {} : { port }),
     result,
     timingsMs: [],
-    resultSource: decided ? refOf(cmd.file, decided) : commandRef,
+    resultSource: decided ? outputRef(cmd.file, decided) : commandRef,
   };
 }

@@ -7,7 +7,7 @@
 import type { Diagnostic, SourceRef } from "../model/types.ts";
 import { type Ip, tryParseIp } from "../net/cidr.ts";
 import type { CommandLine, OutputLine, ProbeResult, ToolReading, TraceHop } from "./probes.ts";
-import { lineMatch, positional, refOf } from "./probes.ts";
+import { lineMatch, outputRef, positional } from "./probes.ts";
 
 const TRACEPATH_WITH_VALUE = new Set(["-l", "-m", "-p"]);
 
@@ -115,15 +115,15 @@ export function readTracepath(
         message: hopLimit
           ? "tracepath stopped at its hop limit (-m) before reaching the target; the path beyond is not shown"
           : "tracepath output neither reaches the target nor ends in silence or an ICMP error",
-        source: refOf(cmd.file, hopLimit ?? list.at(-1)!.line),
+        source: outputRef(cmd.file, hopLimit ?? list.at(-1)!.line),
       });
     }
   }
   const resultSource = decided
-    ? refOf(cmd.file, decided)
+    ? outputRef(cmd.file, decided)
     : list.length === 0
       ? noHops(cmd, "tracepath", " 1:  10.8.0.1  0.071ms reached", diagnostics)
-      : refOf(cmd.file, hopLimit ?? list.at(-1)!.line);
+      : outputRef(cmd.file, hopLimit ?? list.at(-1)!.line);
   return {
     ...(target === undefined ? {} : { target }),
     ...(targetIp ? { targetIp } : {}),
@@ -243,7 +243,7 @@ export function readMtr(
       severity: "info",
       message:
         "mtr's hop list ends at a router that answered in the target's place (an ICMP error); its report does not say which error: ping or traceroute the target to see it",
-      source: refOf(cmd.file, decided),
+      source: outputRef(cmd.file, decided),
     });
   } else if (list.length === 0 && header && !name) {
     // the header and no hop at all: not even the first hop answered within the cycles
@@ -257,12 +257,12 @@ export function readMtr(
         code: "PROBE_NO_RESULT",
         severity: "warning",
         message: `mtr was given a name (${target ?? "?"}) and its report shows addresses: whether the last hop is the target is not shown; run it with -b (names and addresses)`,
-        source: refOf(cmd.file, decided),
+        source: outputRef(cmd.file, decided),
       });
     }
   }
   const resultSource = decided
-    ? refOf(cmd.file, decided)
+    ? outputRef(cmd.file, decided)
     : noHops(cmd, "mtr", "  1.|-- 10.8.0.1  0.0%  3  0.2  0.2  0.1  0.3  0.1", diagnostics);
   return {
     ...(target === undefined ? {} : { target }),

@@ -8,7 +8,7 @@ import type { Diagnostic, SourceRef } from "../model/types.ts";
 import { tryParseIp } from "../net/cidr.ts";
 import { urlHostPort } from "./probe-tcp.ts";
 import type { CommandLine, OutputLine, ProbeResult, ToolReading } from "./probes.ts";
-import { lineMatch, positional, refOf } from "./probes.ts";
+import { lineMatch, outputRef, positional } from "./probes.ts";
 
 const WGET_WITH_VALUE = new Set([
   "-O",
@@ -164,6 +164,6 @@ export function readWget(
     result,
     timingsMs: [],
     ...(status === undefined ? {} : { status }),
-    resultSource: decided ? refOf(cmd.file, decided) : commandRef,
+    resultSource: decided ? outputRef(cmd.file, decided) : commandRef,
   };
 }

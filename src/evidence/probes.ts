@@ -280,7 +280,7 @@ function readBlock(
 }
 
 /** A line reference for an output line. */
-export function refOf(file: string, l: OutputLine): SourceRef {
+export function outputRef(file: string, l: OutputLine): SourceRef {
   return { file, line: l.line, text: l.text };
 }
 

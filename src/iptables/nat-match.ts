@@ -71,7 +71,7 @@ function unknown(
   fact: string,
   reason: string,
   decide: Decider,
-): Verdict {
+): MatchOutcome {
   s.reason = reason;
   s.unknown = { key, fact, decide };
   return UNDECIDED;
@@ -88,9 +88,9 @@ export const NO = 0;
 export const YES = 1;
 export const UNDECIDED = 2;
 export const BRANCH = 3;
-export type Verdict = typeof NO | typeof YES | typeof UNDECIDED | typeof BRANCH;
+export type MatchOutcome = typeof NO | typeof YES | typeof UNDECIDED | typeof BRANCH;
 
-export type Pred = (s: PacketState) => Verdict;
+export type Pred = (s: PacketState) => MatchOutcome;
 
 /** How the compiler learns address types: the node's own addresses and subnet broadcasts. */
 export interface AddressKnowledge {

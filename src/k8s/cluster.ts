@@ -74,7 +74,7 @@ export interface ObjectMeta {
 }
 
 /** An object as the API server sends it; only the envelope is typed. */
-export interface KubeObject {
+export interface ApiObject {
   apiVersion?: string;
   kind?: string;
   metadata?: ObjectMeta;
@@ -85,7 +85,7 @@ export interface KubeList {
   apiVersion?: string;
   kind?: string;
   metadata?: { resourceVersion?: string; continue?: string; [key: string]: unknown };
-  items: KubeObject[];
+  items: ApiObject[];
 }
 
 export interface ListOptions {
@@ -97,13 +97,13 @@ export interface ListOptions {
   readonly signal?: AbortSignal;
 }
 
-export interface ExecOptions {
+export interface PodExecOptions {
   readonly container?: string;
   readonly timeoutMs: number;
   readonly signal?: AbortSignal;
 }
 
-export interface ExecResult {
+export interface PodExecResult {
   /** Exit code from the status channel; undefined when the command did not run or ended unseen. */
   readonly code: number | undefined;
   readonly stdout: Buffer;
@@ -125,12 +125,12 @@ export interface ClusterSource {
     res: ApiResource,
     name: string,
     opts?: { namespace?: string; signal?: AbortSignal },
-  ): Promise<KubeObject>;
+  ): Promise<ApiObject>;
   create(
     res: ApiResource,
-    body: KubeObject,
+    body: ApiObject,
     opts?: { namespace?: string; signal?: AbortSignal },
-  ): Promise<KubeObject>;
+  ): Promise<ApiObject>;
   delete(
     res: ApiResource,
     name: string,
@@ -145,8 +145,8 @@ export interface ClusterSource {
     namespace: string,
     pod: string,
     argv: readonly string[],
-    opts: ExecOptions,
-  ): Promise<ExecResult>;
+    opts: PodExecOptions,
+  ): Promise<PodExecResult>;
   /** Discovery: does the server serve this resource (e.g. a CRD)? */
   serves(res: ApiResource, opts?: { signal?: AbortSignal }): Promise<boolean>;
 }
@@ -495,7 +495,7 @@ export async function openCluster(opts: OpenClusterOptions): Promise<ClusterSour
       );
     },
     async get(res, name, o = {}) {
-      return await call<KubeObject>(
+      return await call<ApiObject>(
         "GET",
         resourcePath(res, o.namespace, name),
         reqOf("get", res, o.namespace, name),
@@ -504,7 +504,7 @@ export async function openCluster(opts: OpenClusterOptions): Promise<ClusterSour
       );
     },
     async create(res, body, o = {}) {
-      return await call<KubeObject>(
+      return await call<ApiObject>(
         "POST",
         resourcePath(res, o.namespace),
         reqOf("create", res, o.namespace, body.metadata?.name),

@@ -10,8 +10,8 @@ import {
   at,
   type ContainerView,
   containerViews,
-  type LabelSelector,
   LabelSelectorSchema,
+  type LabelSelectorSpec,
   type NodeSelectorRequirement,
   type NodeSelectorTerm,
   opt,
@@ -27,7 +27,7 @@ import {
 export interface DaemonSetView {
   readonly namespace: string;
   readonly name: string;
-  readonly selector: LabelSelector;
+  readonly selector: LabelSelectorSpec;
   readonly templateLabels: Readonly<Record<string, string>>;
   readonly nodeSelector: Readonly<Record<string, string>>;
   readonly nodeSelectorSource?: SourceRef;

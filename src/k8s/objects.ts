@@ -11,8 +11,8 @@ import type { Diagnostic, Parsed, SourceRef } from "../model/types.ts";
 import type { Ip } from "../net/cidr.ts";
 import {
   addresses,
-  type LabelSelector,
   LabelSelectorSchema,
+  type LabelSelectorSpec,
   opt,
   type Path,
   parseIpOpt,
@@ -27,7 +27,7 @@ export { GKE_NODE_POOL_LABEL, type NodeView, readNode } from "./node-view.ts";
 export { type ContainerStatusView, type PodView, readPod } from "./pod-view.ts";
 export type {
   ContainerView,
-  LabelSelector,
+  LabelSelectorSpec,
   NodeSelectorRequirement,
   NodeSelectorTerm,
   Taint,
@@ -73,7 +73,7 @@ export interface ServiceView {
 export interface NetworkPolicyView {
   readonly namespace: string;
   readonly name: string;
-  readonly podSelector: LabelSelector;
+  readonly podSelector: LabelSelectorSpec;
   readonly policyTypes: readonly string[];
   /** The whole object: policy evaluation reads the rules from here. */
   readonly raw: Readonly<Record<string, unknown>>;

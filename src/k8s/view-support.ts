@@ -122,7 +122,7 @@ export interface ContainerView {
   readonly source: SourceRef;
 }
 
-export interface LabelSelector {
+export interface LabelSelectorSpec {
   readonly matchLabels: Readonly<Record<string, string>>;
   readonly matchExpressions: readonly {
     readonly key: string;
@@ -207,7 +207,9 @@ export const LabelSelectorSchema = z.object({
     .array(z.object({ key: str, operator: str, values: z.array(str).optional() }))
     .optional(),
 });
-export const toSelector = (s: z.output<typeof LabelSelectorSchema> | undefined): LabelSelector => ({
+export const toSelector = (
+  s: z.output<typeof LabelSelectorSchema> | undefined,
+): LabelSelectorSpec => ({
   matchLabels: s?.matchLabels ?? {},
   matchExpressions: (s?.matchExpressions ?? []).map((e) => ({
     key: e.key,

@@ -158,7 +158,7 @@ export interface ProbeStep {
   readonly stderrFirst?: boolean;
 }
 
-export interface ProbeResult {
+export interface LabProbeOutput {
   readonly shown: string;
   readonly code: number;
   readonly output: string;
@@ -168,8 +168,8 @@ export interface ProbeResult {
 export async function runProbes(
   ns: Namespace,
   steps: readonly ProbeStep[],
-): Promise<{ transcript: string; results: ProbeResult[] }> {
-  const results: ProbeResult[] = [];
+): Promise<{ transcript: string; results: LabProbeOutput[] }> {
+  const results: LabProbeOutput[] = [];
   for (const s of steps) {
     const opts = {
       timeoutMs: s.timeoutMs ?? 15_000,
@@ -183,7 +183,7 @@ export async function runProbes(
 }
 
 /** `$ cmd` lines followed by their output, each output ending in a newline. */
-export function renderTranscript(results: readonly ProbeResult[], header?: string): string {
+export function renderTranscript(results: readonly LabProbeOutput[], header?: string): string {
   const lines: string[] = header === undefined ? [] : [header];
   for (const r of results) {
     lines.push(`$ ${r.shown}`);

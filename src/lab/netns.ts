@@ -95,7 +95,7 @@ function hasCapNetAdmin(): boolean {
 }
 
 /** Runs a command (no shell) and collects its output; resolves on exit, timeout or spawn error. */
-export function run(
+export function runCommand(
   argv: readonly string[],
   opts: ExecOptions & { onSpawn?: (c: ChildProcess) => void } = {},
 ): Promise<ExecResult> {
@@ -138,7 +138,7 @@ export function run(
 }
 
 async function must(argv: readonly string[], what: string): Promise<ExecResult> {
-  const r = await run(argv);
+  const r = await runCommand(argv);
   if (r.code !== 0) {
     throw new LabError("ERR_LAB_COMMAND", `${what} failed: ${argv.join(" ")}: ${r.stderr.trim()}`);
   }
@@ -180,7 +180,7 @@ class NamespaceImpl implements Namespace {
     this.role = role;
   }
   exec(argv: readonly string[], opts: ExecOptions = {}): Promise<ExecResult> {
-    return run(["ip", "netns", "exec", this.name, ...argv], opts);
+    return runCommand(["ip", "netns", "exec", this.name, ...argv], opts);
   }
   spawn(argv: readonly string[], opts: { stdin?: "pipe" | "ignore" } = {}): ChildProcess {
     const child = spawnChild("ip", ["netns", "exec", this.name, ...argv], {
@@ -283,7 +283,7 @@ class LabImpl implements Lab {
       if (this.finished) return;
       for (const c of ns.children) killTree(c.pid, "SIGKILL");
       killNamespaceProcesses(ns.name);
-      await run(["ip", "netns", "del", ns.name]);
+      await runCommand(["ip", "netns", "del", ns.name]);
       removeEtcNetns(ns.name);
     }
     this.finish();

@@ -4,7 +4,7 @@
  * lab run left it unchanged. An explicit I/O module: it runs the read-only listing commands.
  */
 import { createHash } from "node:crypto";
-import { run } from "./netns.ts";
+import { runCommand } from "./netns.ts";
 
 /** The read-only commands whose output makes up the fingerprint. */
 export const ROOT_STATE_COMMANDS: readonly (readonly string[])[] = [
@@ -35,7 +35,7 @@ export function normalizeRootState(text: string): string {
 export async function rootNamespaceState(): Promise<string> {
   const parts: string[] = [];
   for (const argv of ROOT_STATE_COMMANDS) {
-    const r = await run(argv, { timeoutMs: 20_000 });
+    const r = await runCommand(argv, { timeoutMs: 20_000 });
     parts.push(`$ ${argv.join(" ")} (exit ${r.code})\n${normalizeRootState(r.stdout)}`);
   }
   return parts.join("\n");

@@ -4,7 +4,7 @@
  * removal of expired collectors left by runs that died. Manifests are pure; `removeStale` talks to
  * the cluster.
  */
-import { ClusterError, type ClusterSource, type KubeObject, RESOURCES } from "../k8s/cluster.ts";
+import { type ApiObject, ClusterError, type ClusterSource, RESOURCES } from "../k8s/cluster.ts";
 import { listAll } from "./collect-objects.ts";
 
 export const COLLECTOR_LABELS = {
@@ -87,7 +87,7 @@ export function collectorName(runId: string, node: string): string {
 }
 
 /** One host-network pod on `node`, with an active deadline: it ends by itself. */
-export function collectorPod(spec: CollectorSpec, node: string): KubeObject {
+export function collectorPod(spec: CollectorSpec, node: string): ApiObject {
   const rest = podSpec(spec, "Never");
   return {
     apiVersion: "v1",
@@ -101,7 +101,7 @@ export function collectorPod(spec: CollectorSpec, node: string): KubeObject {
 export function collectorDaemonSet(
   spec: CollectorSpec,
   nodes: readonly string[] | undefined,
-): KubeObject {
+): ApiObject {
   const m = meta(spec, `podpath-collector-${spec.runId}`);
   const ps = podSpec(spec, "Always");
   return {
@@ -152,7 +152,7 @@ export async function removeStale(
 ): Promise<string[]> {
   const removed: string[] = [];
   const sig = signal === undefined ? {} : { signal };
-  const expired = (o: KubeObject) => {
+  const expired = (o: ApiObject) => {
     if (o.metadata?.labels?.[COLLECTOR_LABELS.run] === runId) return false;
     const at = Date.parse(o.metadata?.annotations?.[EXPIRES_ANNOTATION] ?? "");
     return Number.isNaN(at) || at <= now.getTime();

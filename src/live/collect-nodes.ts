@@ -4,7 +4,7 @@
  * streams the results back with bounded concurrency, and every collector is removed when done,
  * on failure and on interruption.
  */
-import { ClusterError, type KubeObject, RESOURCES } from "../k8s/cluster.ts";
+import { type ApiObject, ClusterError, RESOURCES } from "../k8s/cluster.ts";
 import {
   COLLECTOR_LABELS,
   type CollectorSpec,
@@ -47,7 +47,7 @@ const text = (v: unknown): string | undefined => (typeof v === "string" ? v : un
 const field = (o: unknown, k: string): unknown =>
   typeof o === "object" && o !== null ? (o as Record<string, unknown>)[k] : undefined;
 
-export function podState(p: KubeObject): PodState {
+export function podState(p: ApiObject): PodState {
   const st = p["status"];
   const phase = text(field(st, "phase"));
   const reason = text(field(st, "reason"));

@@ -5,10 +5,10 @@
  * Services, NetworkPolicies and (where the CRD exists) EgressNATPolicies. Secrets are never read.
  */
 import {
+  type ApiObject,
   type ApiResource,
   ClusterError,
   type ClusterSource,
-  type KubeObject,
   RESOURCES,
 } from "../k8s/cluster.ts";
 import { renderKubectlList, renderKubectlObject } from "./collect-render.ts";
@@ -30,8 +30,8 @@ export async function listAll(
   src: ClusterSource,
   res: ApiResource,
   opts: { namespace?: string; labelSelector?: string; signal?: AbortSignal | undefined },
-): Promise<KubeObject[]> {
-  const items: KubeObject[] = [];
+): Promise<ApiObject[]> {
+  const items: ApiObject[] = [];
   let cont: string | undefined;
   do {
     const page = await src.list(res, {
@@ -70,14 +70,14 @@ export function isLabelSelector(nodes: string): boolean {
 const MASQUERADING =
   /ip-masq-agent|anetd|cilium|kube-proxy|calico-node|antrea-agent|kube-router|weave-net|flannel|netd|masq/i;
 
-export function isMasqueradingDaemonSet(ds: KubeObject): boolean {
+export function isMasqueradingDaemonSet(ds: ApiObject): boolean {
   const tpl = (ds["spec"] as { template?: { spec?: { containers?: unknown[] } } } | undefined)
     ?.template;
   const text = JSON.stringify([ds.metadata?.name, ds.metadata?.labels, tpl?.spec?.containers]);
   return MASQUERADING.test(text);
 }
 
-function selectorOf(ds: KubeObject): string | undefined {
+function selectorOf(ds: ApiObject): string | undefined {
   const ml = (ds["spec"] as { selector?: { matchLabels?: Record<string, string> } } | undefined)
     ?.selector?.matchLabels;
   if (typeof ml !== "object" || ml === null) return undefined;
@@ -87,7 +87,7 @@ function selectorOf(ds: KubeObject): string | undefined {
   return terms.map(([k, v]) => `${k}=${v}`).join(",");
 }
 
-const podKey = (p: KubeObject) => `${p.metadata?.namespace}/${p.metadata?.name}`;
+const podKey = (p: ApiObject) => `${p.metadata?.namespace}/${p.metadata?.name}`;
 
 /**
  * Collects and writes the objects; returns the selected nodes (names) and the target pods as the
@@ -95,10 +95,10 @@ const podKey = (p: KubeObject) => `${p.metadata?.namespace}/${p.metadata?.name}`
  */
 export async function collectObjects(
   run: RunContext,
-): Promise<{ nodes: string[]; pods: KubeObject[] }> {
+): Promise<{ nodes: string[]; pods: ApiObject[] }> {
   const { source: src, options: o, signal } = run;
   const sig = signal === undefined ? {} : { signal };
-  const out = { nodes: [] as string[], pods: [] as KubeObject[] };
+  const out = { nodes: [] as string[], pods: [] as ApiObject[] };
   async function step(subject: string, what: string, f: () => Promise<void>): Promise<void> {
     try {
       await f();
@@ -155,7 +155,7 @@ export async function collectObjects(
     }
   });
 
-  const pods = new Map<string, KubeObject>();
+  const pods = new Map<string, ApiObject>();
   await step("cluster/daemonsets", "list DaemonSets in kube-system", async () => {
     const all = await listAll(src, RESOURCES.daemonsets, { namespace: "kube-system", ...sig });
     const kept = all.filter(isMasqueradingDaemonSet);

@@ -6,7 +6,7 @@
  * kubectl's writer does them (collect-yaml-style.ts). Pure.
  */
 import { Document, isScalar, type Pair, visit } from "yaml";
-import type { ApiResource, KubeObject } from "../k8s/cluster.ts";
+import type { ApiObject, ApiResource } from "../k8s/cluster.ts";
 import { compareKubectlKeys, foldLikeKubectl, kubectlScalarStyle } from "./collect-yaml-style.ts";
 
 export function apiVersionOf(res: ApiResource): string {
@@ -14,7 +14,7 @@ export function apiVersionOf(res: ApiResource): string {
 }
 
 /** One object as kubectl prints it: typed envelope, no managedFields. */
-export function asKubectlObject(res: ApiResource, o: KubeObject): KubeObject {
+export function asKubectlObject(res: ApiResource, o: ApiObject): ApiObject {
   const { metadata, ...rest } = o;
   const { managedFields: _drop, ...meta } = metadata ?? {};
   return { ...rest, apiVersion: apiVersionOf(res), kind: res.kind, metadata: meta };
@@ -45,7 +45,7 @@ function stringify(value: unknown): string {
 }
 
 /** `kubectl get <resource> -o yaml` for many objects. */
-export function renderKubectlList(res: ApiResource, items: readonly KubeObject[]): string {
+export function renderKubectlList(res: ApiResource, items: readonly ApiObject[]): string {
   return stringify({
     apiVersion: "v1",
     items: items.map((o) => asKubectlObject(res, o)),
@@ -55,6 +55,6 @@ export function renderKubectlList(res: ApiResource, items: readonly KubeObject[]
 }
 
 /** `kubectl get <resource> <name> -o yaml` for one object. */
-export function renderKubectlObject(res: ApiResource, o: KubeObject): string {
+export function renderKubectlObject(res: ApiResource, o: ApiObject): string {
   return stringify(asKubectlObject(res, o));
 }

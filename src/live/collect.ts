@@ -3,7 +3,7 @@
  * `nodeState` is asked for (then podpath's own collector pods are the only writes, and they are
  * always removed). Partial results are kept; every failure is reported with why.
  */
-import { ClusterError, type ClusterSource, type KubeObject } from "../k8s/cluster.ts";
+import { type ApiObject, ClusterError, type ClusterSource } from "../k8s/cluster.ts";
 import {
   DEFAULT_COLLECTOR_IMAGE,
   DEFAULT_COLLECTOR_NAMESPACE,
@@ -22,7 +22,7 @@ import type {
 } from "./collect-types.ts";
 
 /** The container `kubectl exec` would pick: the default-container annotation, else the first. */
-export function defaultContainer(pod: KubeObject): string | undefined {
+export function defaultContainer(pod: ApiObject): string | undefined {
   const named = pod.metadata?.annotations?.["kubectl.kubernetes.io/default-container"];
   if (named) return named;
   const cs = (pod["spec"] as { containers?: { name?: string }[] } | undefined)?.containers;

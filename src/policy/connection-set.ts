@@ -6,9 +6,9 @@
  */
 import { PROTOCOLS, type Protocol } from "./network-policy.ts";
 
-export type PortRange = readonly [number, number];
+export type PortBounds = readonly [number, number];
 
-export type ConnectionSet = Readonly<Record<Protocol, readonly PortRange[]>>;
+export type ConnectionSet = Readonly<Record<Protocol, readonly PortBounds[]>>;
 
 export const MIN_PORT = 1;
 export const MAX_PORT = 65535;
@@ -20,7 +20,7 @@ export const ALL_CONNECTIONS: ConnectionSet = {
   SCTP: [[MIN_PORT, MAX_PORT]],
 };
 
-function normalize(ranges: readonly PortRange[]): PortRange[] {
+function normalize(ranges: readonly PortBounds[]): PortBounds[] {
   const sorted = ranges
     .map(([a, b]) => [Math.max(a, MIN_PORT), Math.min(b, MAX_PORT)] as const)
     .filter(([a, b]) => a <= b)
@@ -35,7 +35,7 @@ function normalize(ranges: readonly PortRange[]): PortRange[] {
 }
 
 export function connectionSet(
-  parts: Partial<Record<Protocol, readonly PortRange[]>>,
+  parts: Partial<Record<Protocol, readonly PortBounds[]>>,
 ): ConnectionSet {
   return {
     TCP: normalize(parts.TCP ?? []),
@@ -52,8 +52,8 @@ export function union(a: ConnectionSet, b: ConnectionSet): ConnectionSet {
   });
 }
 
-function intersectRanges(a: readonly PortRange[], b: readonly PortRange[]): PortRange[] {
-  const out: PortRange[] = [];
+function intersectRanges(a: readonly PortBounds[], b: readonly PortBounds[]): PortBounds[] {
+  const out: PortBounds[] = [];
   for (const [a0, a1] of a) {
     for (const [b0, b1] of b) {
       const lo = Math.max(a0, b0);
@@ -72,12 +72,12 @@ export function intersect(a: ConnectionSet, b: ConnectionSet): ConnectionSet {
   };
 }
 
-function subtractRanges(a: readonly PortRange[], b: readonly PortRange[]): PortRange[] {
-  let out: PortRange[] = [...a];
+function subtractRanges(a: readonly PortBounds[], b: readonly PortBounds[]): PortBounds[] {
+  let out: PortBounds[] = [...a];
   for (const [b0, b1] of b) {
-    out = out.flatMap(([a0, a1]): PortRange[] => {
+    out = out.flatMap(([a0, a1]): PortBounds[] => {
       if (b1 < a0 || b0 > a1) return [[a0, a1]];
-      const parts: PortRange[] = [];
+      const parts: PortBounds[] = [];
       if (a0 < b0) parts.push([a0, b0 - 1]);
       if (b1 < a1) parts.push([b1 + 1, a1]);
       return parts;
@@ -113,7 +113,7 @@ export function equalSets(a: ConnectionSet, b: ConnectionSet): boolean {
   return formatConnections(a) === formatConnections(b);
 }
 
-function formatRanges(r: readonly PortRange[]): string {
+function formatRanges(r: readonly PortBounds[]): string {
   return r.map(([a, b]) => (a === b ? `${a}` : `${a}-${b}`)).join(",");
 }
 
@@ -137,13 +137,13 @@ export function parseConnections(text: string): ConnectionSet | undefined {
   const t = text.trim();
   if (t === "All Connections") return ALL_CONNECTIONS;
   if (t === "No Connections") return NO_CONNECTIONS;
-  const parts: Partial<Record<Protocol, PortRange[]>> = {};
+  const parts: Partial<Record<Protocol, PortBounds[]>> = {};
   const re = /(TCP|UDP|SCTP)(?::\[([0-9,-]*)\]| ([0-9][0-9,-]*))?/g;
   let matched = "";
   for (const m of t.matchAll(re)) {
     const proto = m[1] as Protocol;
     const list = m[2] ?? m[3];
-    const ranges: PortRange[] =
+    const ranges: PortBounds[] =
       list === undefined
         ? [[MIN_PORT, MAX_PORT]]
         : list

@@ -83,7 +83,7 @@ export function externalIntervals(
   return sorted.map((start, i) => [start, i + 1 < sorted.length ? sorted[i + 1]! - 1n : V4_END]);
 }
 
-export function formatInterval(start: bigint, end: bigint): string {
+export function formatExternalRange(start: bigint, end: bigint): string {
   return `${formatIp({ family: 4, value: start })}-${formatIp({ family: 4, value: end })}[External]`;
 }
 
@@ -124,7 +124,7 @@ export function connectivityList(world: PolicyWorld, opts: EvaluateOptions = {})
   for (const [name, pod] of workloads) {
     for (const iv of inbound) {
       add(
-        formatInterval(iv[0], iv[1]),
+        formatExternalRange(iv[0], iv[1]),
         name,
         connectionsBetween(world, ext(iv), pod, opts).connections,
       );
@@ -132,7 +132,7 @@ export function connectivityList(world: PolicyWorld, opts: EvaluateOptions = {})
     for (const iv of outbound) {
       add(
         name,
-        formatInterval(iv[0], iv[1]),
+        formatExternalRange(iv[0], iv[1]),
         connectionsBetween(world, pod, ext(iv), opts).connections,
       );
     }

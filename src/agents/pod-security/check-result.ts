@@ -2,7 +2,7 @@
  * @module agents/pod-security/check-result — the result of one Pod Security check and the text
  * helpers every check uses to word it exactly as upstream (policy/checks.go, policy/helpers.go).
  */
-import type { PodView } from "./pod-spec.ts";
+import type { PodSpecView } from "./pod-spec.ts";
 
 export interface CheckResult {
   readonly allowed: boolean;
@@ -10,7 +10,7 @@ export interface CheckResult {
   readonly detail?: string;
 }
 
-export type CheckFn = (pod: PodView) => CheckResult;
+export type CheckFn = (pod: PodSpecView) => CheckResult;
 
 export const ALLOWED: CheckResult = { allowed: true };
 
@@ -38,11 +38,11 @@ export function containersPhrase(names: readonly string[]): string {
 }
 
 /** Upstream relaxPolicyForUserNamespacePod: `hostUsers: false` relaxes some checks from v1.35. */
-export function inUserNamespace(pod: PodView): boolean {
+export function inUserNamespace(pod: PodSpecView): boolean {
   return pod.spec["hostUsers"] === false;
 }
 
-export function isWindowsPod(pod: PodView): boolean {
+export function isWindowsPod(pod: PodSpecView): boolean {
   const os = pod.spec["os"];
   return (
     typeof os === "object" && os !== null && (os as Record<string, unknown>)["name"] === "windows"

@@ -13,7 +13,7 @@ import {
   pluralize,
   sortedSet,
 } from "./check-result.ts";
-import { asArray, asObject, asString, type PodView } from "./pod-spec.ts";
+import { asArray, asObject, asString, type PodSpecView } from "./pod-spec.ts";
 
 /** capabilities_baseline 1.0: the default capability set (case-sensitive, no `CAP_` prefix). */
 export const BASELINE_CAPABILITIES: ReadonlySet<string> = new Set([
@@ -57,7 +57,7 @@ export function psaAllowedSysctls(minor: number): ReadonlySet<string> {
 
 const sc = (o: unknown) => asObject(o);
 
-export function privileged(pod: PodView): CheckResult {
+export function privileged(pod: PodSpecView): CheckResult {
   const bad = pod.containers.filter((c) => c.securityContext?.["privileged"] === true);
   if (bad.length === 0) return ALLOWED;
   return forbidden(
@@ -66,7 +66,7 @@ export function privileged(pod: PodView): CheckResult {
   );
 }
 
-export function capabilitiesBaseline(pod: PodView): CheckResult {
+export function capabilitiesBaseline(pod: PodSpecView): CheckResult {
   const bad: string[] = [];
   const caps: string[] = [];
   for (const c of pod.containers) {
@@ -89,7 +89,7 @@ export function capabilitiesBaseline(pod: PodView): CheckResult {
   );
 }
 
-export function hostNamespaces(pod: PodView): CheckResult {
+export function hostNamespaces(pod: PodSpecView): CheckResult {
   const set: string[] = [];
   if (pod.spec["hostNetwork"] === true) set.push("hostNetwork=true");
   if (pod.spec["hostPID"] === true) set.push("hostPID=true");
@@ -97,7 +97,7 @@ export function hostNamespaces(pod: PodView): CheckResult {
   return set.length === 0 ? ALLOWED : forbidden("host namespaces", set.join(", "));
 }
 
-export function hostPathVolumes(pod: PodView): CheckResult {
+export function hostPathVolumes(pod: PodSpecView): CheckResult {
   const bad = asArray(pod.spec["volumes"])
     .map((v) => sc(v))
     .filter((v) => v?.["hostPath"] !== undefined && v?.["hostPath"] !== null)
@@ -109,7 +109,7 @@ export function hostPathVolumes(pod: PodView): CheckResult {
   );
 }
 
-export function hostPorts(pod: PodView): CheckResult {
+export function hostPorts(pod: PodSpecView): CheckResult {
   const bad: string[] = [];
   const ports: string[] = [];
   for (const c of pod.containers) {
@@ -143,7 +143,7 @@ function probeHosts(probe: unknown): string[] {
 }
 
 /** hostProbesAndHostLifecycle, from v1.34. */
-export function hostProbesAndHostLifecycle(pod: PodView): CheckResult {
+export function hostProbesAndHostLifecycle(pod: PodSpecView): CheckResult {
   const bad = new Set<string>();
   const hosts = new Set<string>();
   for (const c of pod.containers) {
@@ -175,7 +175,7 @@ function appArmorTypeAllowed(t: unknown): boolean {
 
 const APPARMOR_ANNOTATION_PREFIX = "container.apparmor.security.beta.kubernetes.io/";
 
-export function appArmorProfile(pod: PodView): CheckResult {
+export function appArmorProfile(pod: PodSpecView): CheckResult {
   const setters: string[] = [];
   const values = new Set<string>();
   const podProfile = sc(pod.securityContext?.["appArmorProfile"]);
@@ -213,7 +213,7 @@ export function appArmorProfile(pod: PodView): CheckResult {
   );
 }
 
-export function procMount(pod: PodView): CheckResult {
+export function procMount(pod: PodSpecView): CheckResult {
   const bad: string[] = [];
   const types: string[] = [];
   for (const c of pod.containers) {
@@ -231,14 +231,14 @@ export function procMount(pod: PodView): CheckResult {
   );
 }
 
-export function procMount135Baseline(pod: PodView): CheckResult {
+export function procMount135Baseline(pod: PodSpecView): CheckResult {
   return inUserNamespace(pod) ? ALLOWED : procMount(pod);
 }
 
 const SELINUX_TYPES_1_0 = new Set(["", "container_t", "container_init_t", "container_kvm_t"]);
 const SELINUX_TYPES_1_31 = new Set([...SELINUX_TYPES_1_0, "container_engine_t"]);
 
-function seLinuxOptionsWith(pod: PodView, allowed: ReadonlySet<string>): CheckResult {
+function seLinuxOptionsWith(pod: PodSpecView, allowed: ReadonlySet<string>): CheckResult {
   const setters: string[] = [];
   const badTypes = new Set<string>();
   let setUser = false;
@@ -282,14 +282,14 @@ function seLinuxOptionsWith(pod: PodView, allowed: ReadonlySet<string>): CheckRe
   );
 }
 
-export const seLinuxOptions10 = (pod: PodView) => seLinuxOptionsWith(pod, SELINUX_TYPES_1_0);
-export const seLinuxOptions131 = (pod: PodView) => seLinuxOptionsWith(pod, SELINUX_TYPES_1_31);
+export const seLinuxOptions10 = (pod: PodSpecView) => seLinuxOptionsWith(pod, SELINUX_TYPES_1_0);
+export const seLinuxOptions131 = (pod: PodSpecView) => seLinuxOptionsWith(pod, SELINUX_TYPES_1_31);
 
 const SECCOMP_POD_ANNOTATION = "seccomp.security.alpha.kubernetes.io/pod";
 const SECCOMP_CONTAINER_PREFIX = "container.seccomp.security.alpha.kubernetes.io/";
 
 /** seccompProfile_baseline 1.0–1.18: the alpha annotations. */
-export function seccompProfileBaseline10(pod: PodView): CheckResult {
+export function seccompProfileBaseline10(pod: PodSpecView): CheckResult {
   const annotations = sc(pod.metadata["annotations"]) ?? {};
   const validValue = (v: string) =>
     v === "runtime/default" || v === "docker/default" || v.startsWith("localhost/");
@@ -316,7 +316,7 @@ export function validSeccompType(t: unknown): boolean {
 }
 
 /** seccompProfile_baseline 1.19+: explicit bad types only. */
-export function seccompProfileBaseline119(pod: PodView): CheckResult {
+export function seccompProfileBaseline119(pod: PodSpecView): CheckResult {
   const setters: string[] = [];
   const values = new Set<string>();
   const podProfile = sc(pod.securityContext?.["seccompProfile"]);
@@ -343,7 +343,7 @@ export function seccompProfileBaseline119(pod: PodView): CheckResult {
 /** Sysctls are compared by their raw name: PSA does not normalise `/` to `.`. */
 export function sysctlsFor(minor: number) {
   const allowed = psaAllowedSysctls(minor);
-  return (pod: PodView): CheckResult => {
+  return (pod: PodSpecView): CheckResult => {
     const bad = asArray(pod.securityContext?.["sysctls"])
       .map((s) => asString(sc(s)?.["name"]) ?? "")
       .filter((name) => !allowed.has(name));
@@ -351,7 +351,7 @@ export function sysctlsFor(minor: number) {
   };
 }
 
-export function windowsHostProcess(pod: PodView): CheckResult {
+export function windowsHostProcess(pod: PodSpecView): CheckResult {
   const bad = pod.containers
     .filter((c) => sc(c.securityContext?.["windowsOptions"])?.["hostProcess"] === true)
     .map((c) => c.name);

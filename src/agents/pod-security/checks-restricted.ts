@@ -15,9 +15,9 @@ import {
   sortedSet,
 } from "./check-result.ts";
 import { validSeccompType } from "./checks-baseline.ts";
-import { asArray, asObject, asString, type PodView } from "./pod-spec.ts";
+import { asArray, asObject, asString, type PodSpecView } from "./pod-spec.ts";
 
-export function allowPrivilegeEscalation18(pod: PodView): CheckResult {
+export function allowPrivilegeEscalation18(pod: PodSpecView): CheckResult {
   const bad = pod.containers
     .filter((c) => c.securityContext?.["allowPrivilegeEscalation"] !== false)
     .map((c) => c.name);
@@ -28,11 +28,11 @@ export function allowPrivilegeEscalation18(pod: PodView): CheckResult {
   );
 }
 
-export function allowPrivilegeEscalation125(pod: PodView): CheckResult {
+export function allowPrivilegeEscalation125(pod: PodSpecView): CheckResult {
   return isWindowsPod(pod) ? ALLOWED : allowPrivilegeEscalation18(pod);
 }
 
-export function capabilitiesRestricted122(pod: PodView): CheckResult {
+export function capabilitiesRestricted122(pod: PodSpecView): CheckResult {
   const missingDrop: string[] = [];
   const adding: string[] = [];
   const caps: string[] = [];
@@ -68,7 +68,7 @@ export function capabilitiesRestricted122(pod: PodView): CheckResult {
     : forbidden("unrestricted capabilities", details.join("; "));
 }
 
-export function capabilitiesRestricted125(pod: PodView): CheckResult {
+export function capabilitiesRestricted125(pod: PodSpecView): CheckResult {
   return isWindowsPod(pod) ? ALLOWED : capabilitiesRestricted122(pod);
 }
 
@@ -111,7 +111,7 @@ const VOLUME_RESTRICTED = [
 const present = (o: Readonly<Record<string, unknown>>, k: string) =>
   o[k] !== undefined && o[k] !== null;
 
-export function restrictedVolumes(pod: PodView): CheckResult {
+export function restrictedVolumes(pod: PodSpecView): CheckResult {
   const bad: string[] = [];
   const types = new Set<string>();
   for (const v of asArray(pod.spec["volumes"])) {
@@ -130,7 +130,7 @@ export function restrictedVolumes(pod: PodView): CheckResult {
   );
 }
 
-export function runAsNonRoot10(pod: PodView): CheckResult {
+export function runAsNonRoot10(pod: PodSpecView): CheckResult {
   const setters: string[] = [];
   let podNonRoot = false;
   const podValue = pod.securityContext?.["runAsNonRoot"];
@@ -164,11 +164,11 @@ export function runAsNonRoot10(pod: PodView): CheckResult {
   return ALLOWED;
 }
 
-export function runAsNonRoot135(pod: PodView): CheckResult {
+export function runAsNonRoot135(pod: PodSpecView): CheckResult {
   return inUserNamespace(pod) ? ALLOWED : runAsNonRoot10(pod);
 }
 
-export function runAsUser123(pod: PodView): CheckResult {
+export function runAsUser123(pod: PodSpecView): CheckResult {
   const setters: string[] = [];
   if (pod.securityContext?.["runAsUser"] === 0) setters.push("pod");
   const bad = pod.containers
@@ -179,11 +179,11 @@ export function runAsUser123(pod: PodView): CheckResult {
   return forbidden("runAsUser=0", `${setters.join(" and ")} must not set runAsUser=0`);
 }
 
-export function runAsUser135(pod: PodView): CheckResult {
+export function runAsUser135(pod: PodSpecView): CheckResult {
   return inUserNamespace(pod) ? ALLOWED : runAsUser123(pod);
 }
 
-export function seccompProfileRestricted119(pod: PodView): CheckResult {
+export function seccompProfileRestricted119(pod: PodSpecView): CheckResult {
   const setters: string[] = [];
   const values = new Set<string>();
   let podSet = false;
@@ -225,6 +225,6 @@ export function seccompProfileRestricted119(pod: PodView): CheckResult {
   return ALLOWED;
 }
 
-export function seccompProfileRestricted125(pod: PodView): CheckResult {
+export function seccompProfileRestricted125(pod: PodSpecView): CheckResult {
   return isWindowsPod(pod) ? ALLOWED : seccompProfileRestricted119(pod);
 }

@@ -5,7 +5,7 @@
  * `would violate PodSecurity …`, printed by kubectl as `Warning: …`).
  */
 
-import { type JsonObject, type PodView, podViewOf } from "./pod-spec.ts";
+import { type JsonObject, type PodSpecView, podViewOf } from "./pod-spec.ts";
 import {
   effectiveMinor,
   formatLevelVersion,
@@ -47,7 +47,11 @@ export interface PodSecurityResult {
 }
 
 /** Runs the checks of one level and version over a pod view. */
-export function evaluatePod(pod: PodView, lv: LevelVersion, clusterMinor?: number): Violation[] {
+export function evaluatePod(
+  pod: PodSpecView,
+  lv: LevelVersion,
+  clusterMinor?: number,
+): Violation[] {
   const out: Violation[] = [];
   for (const check of checksFor(lv.level, effectiveMinor(lv.version, clusterMinor))) {
     const r = check.fn(pod);

@@ -6,7 +6,7 @@
  * documented snapshot, not a contract.
  */
 import { BASELINE_CAPABILITIES } from "./checks-baseline.ts";
-import { asArray, asObject, asString, type PodView } from "./pod-spec.ts";
+import { asArray, asObject, asString, type PodSpecView } from "./pod-spec.ts";
 
 /**
  * Capabilities Autopilot admitted in the reports (`autogke-default-linux-capabilities`): the
@@ -38,7 +38,7 @@ export interface AutopilotVerdict {
  * cluster was created with `--workload-policies=allow-net-admin` (`allowNetAdmin`).
  */
 export function checkAutopilot(
-  pod: PodView,
+  pod: PodSpecView,
   opts: { readonly allowNetAdmin?: boolean; readonly safeSysctls?: readonly string[] } = {},
 ): AutopilotVerdict {
   const violations: AutopilotViolation[] = [];

@@ -20,7 +20,7 @@ export function asString(v: unknown): string | undefined {
 }
 
 /** A container as the checks see it. */
-export interface ContainerView {
+export interface SpecContainerView {
   readonly name: string;
   readonly kind: "initContainer" | "container" | "ephemeralContainer";
   readonly index: number;
@@ -28,12 +28,12 @@ export interface ContainerView {
   readonly securityContext: JsonObject | undefined;
 }
 
-export interface PodView {
+export interface PodSpecView {
   readonly metadata: JsonObject;
   readonly spec: JsonObject;
   readonly securityContext: JsonObject | undefined;
   /** initContainers, then containers, then ephemeralContainers (PSA's visitor order). */
-  readonly containers: readonly ContainerView[];
+  readonly containers: readonly SpecContainerView[];
   /** Path of the pod spec inside the object, e.g. `["spec","template","spec"]`. */
   readonly specPath: readonly string[];
   /** True for a controller (checked for warn and audit only), false for a Pod. */
@@ -60,7 +60,7 @@ export const POD_KINDS: readonly string[] = Object.keys(TEMPLATE_PATHS);
  * The pod view of an object, or undefined when its kind has no pod spec (or a controller has no
  * template, which PSA also skips).
  */
-export function podViewOf(object: JsonObject): PodView | undefined {
+export function podViewOf(object: JsonObject): PodSpecView | undefined {
   const kind = asString(object["kind"]);
   if (kind === undefined) return undefined;
   const path = TEMPLATE_PATHS[kind];
@@ -71,8 +71,8 @@ export function podViewOf(object: JsonObject): PodView | undefined {
   const spec = asObject(node["spec"]);
   if (spec === undefined) return undefined;
   const metadata = asObject(node["metadata"]) ?? {};
-  const containers: ContainerView[] = [];
-  const visit = (key: string, kindName: ContainerView["kind"]) => {
+  const containers: SpecContainerView[] = [];
+  const visit = (key: string, kindName: SpecContainerView["kind"]) => {
     asArray(spec[key]).forEach((c, index) => {
       const raw = asObject(c) ?? {};
       containers.push({

@@ -37,7 +37,7 @@ import {
   asObject,
   asString,
   type JsonObject,
-  type PodView,
+  type PodSpecView,
   podViewOf,
 } from "./pod-spec.ts";
 import {
@@ -87,7 +87,7 @@ export interface AdmissionPrediction {
   readonly allowed: "yes" | "no" | "unknown";
 }
 
-function toPodView(input: JsonObject): { pod: PodView; name: string } | undefined {
+function toPodView(input: JsonObject): { pod: PodSpecView; name: string } | undefined {
   const view = podViewOf(input);
   if (view) {
     const meta = asObject(input["metadata"]);
@@ -100,7 +100,7 @@ function toPodView(input: JsonObject): { pod: PodView; name: string } | undefine
   return undefined;
 }
 
-function podSysctls(pod: PodView): PodSysctl[] {
+function podSysctls(pod: PodSpecView): PodSysctl[] {
   return asArray(pod.securityContext?.["sysctls"]).map((s) => {
     const o = asObject(s);
     return { name: asString(o?.["name"]) ?? "", value: String(o?.["value"] ?? "") };

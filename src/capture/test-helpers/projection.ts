@@ -5,7 +5,7 @@
 import type { Frame, Packet } from "../packet.ts";
 import { readCapture } from "../read-capture.ts";
 
-export function project(f: Frame, withFlags = true): unknown {
+export function projectFrame(f: Frame, withFlags = true): unknown {
   const t = f.transport;
   return {
     ip:
@@ -36,7 +36,7 @@ export function project(f: Frame, withFlags = true): unknown {
     tunnel: f.tunnel && {
       kind: f.tunnel.kind,
       vni: f.tunnel.vni,
-      inner: project(f.tunnel.inner, withFlags),
+      inner: projectFrame(f.tunnel.inner, withFlags),
     },
   };
 }

@@ -9,7 +9,7 @@ import { contains, type Ip } from "../../net/cidr.ts";
 import type { DiagnoseOptions } from "../case.ts";
 import type { ClusterFacts } from "./facts.ts";
 
-export interface Target {
+export interface TracedDestination {
   readonly ip: Ip;
   readonly port?: number;
   readonly protocol: "tcp" | "udp" | "icmp";
@@ -29,7 +29,7 @@ export function chooseDestinations(
   sites: readonly RemoteSite[],
   probes: readonly ProbeTranscript[],
   _facts: ClusterFacts,
-): { list: Target[] } {
+): { list: TracedDestination[] } {
   if (opts.dest) {
     return {
       list: [
@@ -42,9 +42,9 @@ export function chooseDestinations(
       ],
     };
   }
-  const out: Target[] = [];
+  const out: TracedDestination[] = [];
   const seen = new Set<bigint>();
-  const add = (t: Target) => {
+  const add = (t: TracedDestination) => {
     if (seen.has(t.ip.value) || out.length >= MAX_TARGETS) return;
     seen.add(t.ip.value);
     out.push(t);

@@ -14,7 +14,7 @@ import type { DiagnoseOptions, QuestionResult } from "../case.ts";
 import { nodeAddressFacts } from "./address-facts.ts";
 import { configInvalidFindings, driftFindings, ebpfFindings } from "./agent-findings.ts";
 import { agentCoverage, agentMissingFindings } from "./coverage.ts";
-import { chooseDestinations, type Target } from "./destinations.ts";
+import { chooseDestinations, type TracedDestination } from "./destinations.ts";
 import { type ClusterFacts, clusterFacts } from "./facts.ts";
 import { evaluateNodeFlow, type FlowOutcome } from "./flow.ts";
 import { type AgentIntent, readAgentIntent } from "./intent.ts";
@@ -151,7 +151,7 @@ function traceOne(
   facts: ClusterFacts,
   intent: AgentIntent,
   sites: ReturnType<typeof readSites>["sites"],
-  target: Target,
+  target: TracedDestination,
   src: Source,
   result: QuestionResult,
 ): void {
@@ -346,7 +346,7 @@ function isInCluster(facts: ClusterFacts, ip: Ip): boolean {
 
 function exemptFinding(
   src: Source,
-  target: Target,
+  target: TracedDestination,
   intent: AgentIntent,
   outcome: FlowOutcome | undefined,
   rule: SourceRef | undefined,
@@ -404,7 +404,7 @@ function exemptFinding(
 
 function noReturnRouteFinding(
   _src: Source,
-  target: Target,
+  target: TracedDestination,
   wireSource: Ip,
   site: ReturnType<typeof readSites>["sites"][number],
   rp: ReturnType<typeof returnPath>,

@@ -8,7 +8,7 @@
 import type { AddressFact, Assumption } from "../../iptables/nat-trace.ts";
 import { type Evidence, type Finding, refToEvidence, type SourceRef } from "../../model/types.ts";
 import { formatCidr, formatIp } from "../../net/cidr.ts";
-import type { Target } from "./destinations.ts";
+import type { TracedDestination } from "./destinations.ts";
 import type { Alternative, FlowOutcome } from "./flow.ts";
 import type { Source } from "./sources.ts";
 
@@ -86,7 +86,7 @@ function describeAlternatives(alternatives: readonly Alternative[], src: Source)
 /** `masq/source-undecided`: every outcome, the facts that separate them, the commands. */
 export function undecidedFinding(
   src: Source,
-  target: Target,
+  target: TracedDestination,
   o: FlowOutcome,
   snapshot: string,
 ): Finding {

@@ -9,7 +9,7 @@ import { readCapture } from "../../capture/read-capture.ts";
 import type { Diagnostic, Finding } from "../../model/types.ts";
 import type { Ip } from "../../net/cidr.ts";
 import type { Snapshot } from "../../snapshot/load.ts";
-import type { Target } from "./destinations.ts";
+import type { TracedDestination } from "./destinations.ts";
 import type { ClusterFacts } from "./facts.ts";
 import { hostAddress } from "./sources.ts";
 import { type WireCapture, wireFindings } from "./wire-findings.ts";
@@ -51,7 +51,7 @@ export async function readWireCaptures(
 export async function wireQuestion(
   snap: Snapshot,
   facts: ClusterFacts,
-  targets: readonly Target[],
+  targets: readonly TracedDestination[],
   diagnostics: Diagnostic[],
 ): Promise<{ findings: Finding[] }> {
   if (snap.captures.length === 0) return { findings: [] };

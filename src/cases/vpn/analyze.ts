@@ -25,7 +25,7 @@ import { LAYER_OF, type Walk, walkHops } from "./hops.ts";
 import {
   clusterPodRanges,
   execIn,
-  inAny,
+  rangeContaining,
   resolveVpn,
   serviceIps,
   type VpnContext,
@@ -514,5 +514,5 @@ function serviceVip(ctx: VpnContext, walk: Walk, subject: string, findings: Find
     evidence: [...routes.map((r) => ev(r.source)), ev(targets[0]!.commands[0]!.resultSource)],
     next: ["Push only the Service range (or the Services' addresses) to clients"],
   });
-  void inAny;
+  void rangeContaining;
 }

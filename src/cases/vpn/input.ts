@@ -27,7 +27,7 @@ import type { SourceRef } from "../../model/types.ts";
 import { type Cidr, contains, formatCidr, type Ip, tryParseIp } from "../../net/cidr.ts";
 
 /** Evidence read inside one pod's network namespace (`pods/<ns>/<pod>/…`). */
-export interface PodEvidence {
+export interface VpnPodEvidence {
   readonly namespace: string;
   readonly name: string;
   /** `pods/NS/POD/sysctl`: the pod's own kernel parameters. */
@@ -52,7 +52,7 @@ export interface RemoteSiteInput {
 
 /** The pieces of a loaded snapshot the VPN checks read. Every field is optional evidence. */
 export interface VpnInput {
-  readonly pods: readonly PodEvidence[];
+  readonly pods: readonly VpnPodEvidence[];
   /** Everything under `cluster/`. */
   readonly objects: readonly KubeObject[];
   readonly probes: readonly ProbeTranscript[];
@@ -74,7 +74,7 @@ export interface VpnInput {
 export interface VpnContext {
   readonly namespace: string;
   readonly name: string;
-  readonly evidence?: PodEvidence;
+  readonly evidence?: VpnPodEvidence;
   readonly pod?: KubeObject;
   /** The object whose template makes the pod (Deployment, StatefulSet …), or the Pod itself. */
   readonly workload?: KubeObject;
@@ -130,7 +130,7 @@ export function workloadOf(
 }
 
 function podIpOf(
-  ev: PodEvidence | undefined,
+  ev: VpnPodEvidence | undefined,
   pod: KubeObject | undefined,
 ): Located<Ip> | undefined {
   const status = rec(pod?.raw["status"]);
@@ -285,6 +285,9 @@ export function serviceIps(
   return out;
 }
 
-export function inAny(ranges: readonly Located<Cidr>[], ip: Ip): Located<Cidr> | undefined {
+export function rangeContaining(
+  ranges: readonly Located<Cidr>[],
+  ip: Ip,
+): Located<Cidr> | undefined {
   return ranges.find((r) => contains(r.value, ip));
 }

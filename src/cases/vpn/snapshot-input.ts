@@ -21,9 +21,9 @@ import type { Diagnostic } from "../../model/types.ts";
 import { classifyPath } from "../../snapshot/layout.ts";
 import { readSnapshotText, type Snapshot } from "../../snapshot/load.ts";
 import { readSites } from "../../snapshot/sites.ts";
-import type { PodEvidence, RemoteSiteInput, VpnInput } from "./input.ts";
+import type { RemoteSiteInput, VpnInput, VpnPodEvidence } from "./input.ts";
 
-type MutablePod = { -readonly [K in keyof PodEvidence]: PodEvidence[K] };
+type MutablePod = { -readonly [K in keyof VpnPodEvidence]: VpnPodEvidence[K] };
 
 /**
  * The VPN checks' input. `diagnostics` are the problems met reading what only these checks read

@@ -6,7 +6,7 @@
  */
 import { existsSync, readFileSync } from "node:fs";
 import { basename, dirname, extname, join } from "node:path";
-import type { CaptureMeta } from "../../capture/capture-meta.ts";
+import type { CapturePlacement } from "../../capture/capture-meta.ts";
 import { formatIp, type Ip, tryParseIp } from "../../net/cidr.ts";
 import { EXIT, type Io, UsageError } from "../io.ts";
 import { captureArg, printDiagnostic } from "./capture-read.ts";
@@ -14,7 +14,7 @@ import { captureArg, printDiagnostic } from "./capture-read.ts";
 async function metaBeside(
   path: string,
   io: Io,
-): Promise<{ file: string; meta: CaptureMeta } | undefined> {
+): Promise<{ file: string; meta: CapturePlacement } | undefined> {
   const { parseCaptureMeta } = await import("../../capture/capture-meta.ts");
   const yamlPath = join(dirname(path), `${basename(path, extname(path))}.yaml`);
   // a capture named NAME.yaml is not its own description

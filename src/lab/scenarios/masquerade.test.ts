@@ -2,7 +2,7 @@ import assert from "node:assert/strict";
 import { describe, it } from "node:test";
 import { parse } from "yaml";
 import { parseScenarioArgs } from "./index.ts";
-import { MasqueradeOptions, planMasquerade, remoteSiteYaml } from "./masquerade.ts";
+import { MasqueradeOptions, planReplica, remoteSiteYaml } from "./masquerade.ts";
 import { agentObjects, kubectlList, nodeObjects } from "./masquerade-cluster.ts";
 
 const FIXTURE = "test/fixtures/lab/ip-masq-agent-misaligned.yaml";
@@ -38,7 +38,7 @@ describe("MasqueradeOptions", () => {
 
 describe("planMasquerade", () => {
   it("gives each pool a node; agent nodes get the config, the others the old defaults", () => {
-    const plan = planMasquerade(
+    const plan = planReplica(
       MasqueradeOptions.parse({
         "non-masquerade": "10.4.0.0/14",
         pools: "default:agent,legacy:no-agent",
@@ -56,21 +56,21 @@ describe("planMasquerade", () => {
     assert.equal(plan.configError, undefined);
   });
   it("a config the agent rejects keeps the old rules and records the agent's error", () => {
-    const plan = planMasquerade(MasqueradeOptions.parse({ config: FIXTURE }));
+    const plan = planReplica(MasqueradeOptions.parse({ config: FIXTURE }));
     assert.match(plan.configError ?? "", /not aligned to a CIDR block/);
     assert.deepEqual(texts(plan.current), texts(plan.old));
     assert.match(plan.configText, /10\.4\.0\.1\/14/);
   });
   it("names an unreadable --config", () => {
     assert.throws(
-      () => planMasquerade(MasqueradeOptions.parse({ config: "/nonexistent/cfg" })),
+      () => planReplica(MasqueradeOptions.parse({ config: "/nonexistent/cfg" })),
       /--config \/nonexistent\/cfg: cannot read/,
     );
   });
 });
 
 describe("replica objects", () => {
-  const plan = planMasquerade(MasqueradeOptions.parse({ pools: "default:agent,legacy:no-agent" }));
+  const plan = planReplica(MasqueradeOptions.parse({ pools: "default:agent,legacy:no-agent" }));
   const desc = {
     nodes: plan.nodes,
     agentConfig: plan.configText,

@@ -110,7 +110,7 @@ export const MasqueradeOptions = z
 export type MasqueradeOptions = z.output<typeof MasqueradeOptions>;
 
 /** What the replica's nodes run, derived from the options (pure, for tests and the snapshot). */
-export interface MasqueradePlan {
+export interface ReplicaPlan {
   readonly nodes: readonly ReplicaNode[];
   /** ConfigMap `config` text. */
   readonly configText: string;
@@ -135,7 +135,7 @@ export interface MasqueradePlan {
  * be read or --old-non-masquerade is rejected. An invalid --config is replicated as the agent
  * handles it: it keeps running with the previous (old) config and its rules.
  */
-export function planMasquerade(o: MasqueradeOptions): MasqueradePlan {
+export function planReplica(o: MasqueradeOptions): ReplicaPlan {
   const ipv6 = o.ipv6 === true || o.ipv6 === "true";
   const oldText = renderAgentConfig(o["old-non-masquerade"] ?? AGENT_DEFAULT_NON_MASQUERADE);
   const oldResult = agentConfigFrom(oldText, ipv6);
@@ -182,7 +182,7 @@ export function planMasquerade(o: MasqueradeOptions): MasqueradePlan {
 }
 
 /** The far side as podpath's RemoteSite schema describes it. */
-export function remoteSiteYaml(plan: MasqueradePlan): string {
+export function remoteSiteYaml(plan: ReplicaPlan): string {
   return stringify({
     kind: "RemoteSite",
     name: SITE_NAME,
@@ -236,7 +236,7 @@ async function ipv6Usable(ns: Namespace): Promise<boolean> {
   return r.code === 0 && r.stdout.trim() === "0";
 }
 
-async function build(ctx: ScenarioContext, plan: MasqueradePlan): Promise<Built> {
+async function build(ctx: ScenarioContext, plan: ReplicaPlan): Promise<Built> {
   const { lab } = ctx;
   const router = await lab.addNamespace("router");
   const onprem = await lab.addNamespace("onprem");
@@ -352,7 +352,7 @@ const PING = ["ping", "-c", "3", "-i", "0.2", "-W", "1"] as const;
 async function probeAndSnapshot(
   ctx: ScenarioContext,
   out: string,
-  plan: MasqueradePlan,
+  plan: ReplicaPlan,
   built: Built,
 ): Promise<ScenarioOutcome> {
   const files: string[] = [];
@@ -452,7 +452,7 @@ async function probeAndSnapshot(
 }
 
 async function run(ctx: ScenarioContext, opts: MasqueradeOptions): Promise<ScenarioOutcome> {
-  const plan = planMasquerade(opts);
+  const plan = planReplica(opts);
   ctx.log(`building masquerade replica ${ctx.lab.id} (${plan.nodes.length} node(s))`);
   if (plan.configError !== undefined) {
     ctx.log(`the agent rejects this config (${plan.configError}); nodes keep the old rules`);

@@ -98,7 +98,7 @@ const plain = (v: unknown): unknown =>
  * What the reader made of a command, without what a prompt changes: the command line's text as
  * pasted, and (for wrappers) the command as typed and the pod it ran in.
  */
-export function project(c: ProbeCommand, wrapsCommand: boolean): unknown {
+export function projectCommand(c: ProbeCommand, wrapsCommand: boolean): unknown {
   const { source, command, ranIn, resultSource, ...rest } = c;
   // a result decided by the command line itself cites it as typed, prompt and wrapper aside
   const onCommandLine = resultSource.line === source.line;
@@ -112,5 +112,5 @@ export function project(c: ProbeCommand, wrapsCommand: boolean): unknown {
 
 /** The transcript's commands, projected. */
 export function projectAll(t: ProbeTranscript, wrapsCommand: boolean): unknown[] {
-  return t.commands.map((c) => project(c, wrapsCommand));
+  return t.commands.map((c) => projectCommand(c, wrapsCommand));
 }
