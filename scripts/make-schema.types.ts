@@ -18,6 +18,7 @@ import type { MasqueradePlan } from "../src/cases/masquerade/plan.ts";
 import type { ReplayLine } from "../src/cases/masquerade/plan-render.ts";
 import type { ChangeRecord } from "../src/cases/masquerade/proof.ts";
 import type { VpnPlan } from "../src/cases/vpn/plan.ts";
+import type { VpnChangeRecord } from "../src/cases/vpn/proof.ts";
 import type { NatTrace } from "../src/iptables/nat-trace.ts";
 import type { ProbeRun } from "../src/live/probe.ts";
 import type { Answer } from "../src/model/answer.ts";
@@ -38,8 +39,11 @@ export interface PlanVpnOutput extends VpnPlan {
   readonly question: "plan vpn";
 }
 
-/** `podpath verify BEFORE AFTER -o json`: the change record. */
-export type VerifyOutput = ChangeRecord;
+/**
+ * `podpath verify BEFORE AFTER -o json`: the change record of the one case the snapshots hold
+ * (masquerade or VPN), or the records of several in registry order.
+ */
+export type VerifyOutput = ChangeRecord | VpnChangeRecord | (ChangeRecord | VpnChangeRecord)[];
 
 /** An IP protocol by name (`tcp`, `udp`, `icmp`, ...) or, when podpath has no name for it, its number. */
 export type ProtocolJson = string | number;
