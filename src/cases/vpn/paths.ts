@@ -285,9 +285,11 @@ export function vpnPaths(input: VpnInput, answer: VpnAnswer): PathView[] {
         return {
           hop: {
             at: podAt,
-            label: `no nat table in the pod's iptables-save: the source leaves as ${srcText}`,
+            label: `the pod's iptables-save shows no nat table: the source leaves as ${srcText}`,
             source: srcText,
             state: "ok",
+            // the dump as a whole (empty, or without *nat) is the evidence
+            evidence: { file: dump.file, line: 1 },
           },
           wire: srcText,
         };
