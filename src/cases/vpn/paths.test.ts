@@ -219,6 +219,27 @@ describe("vpnPaths on partial evidence", () => {
     }
   });
 
+  it("without the pod's iptables-save: the source past the pod is not decided, and the verdict says so", () => {
+    const base = inputOf("fixed");
+    const input: VpnInput = {
+      ...base,
+      pods: base.pods.map(({ iptables: _drop, ...rest }) => rest),
+    };
+    const { answer, paths } = drawn(input);
+    const pod = `pod/${answer.context!.namespace}/${answer.context!.name}`;
+    for (const p of paths) {
+      const nat = podHops(p, pod).at(-1)!;
+      assert.equal(nat.state, "unknown");
+      assert.equal(nat.source, undefined);
+      assert.equal(p.sourceOnWire, undefined);
+      assert.equal(last(p).state, "ok", "the destination still answers");
+      assert.match(p.verdict, /not decided: the source the destination sees/);
+    }
+    const verdict = decideVerdict(answer.findings, paths);
+    assert.equal(verdict.state, "undecided");
+    assert.match(verdict.summary, /not decided/);
+  });
+
   it("a tunnel address that does not answer ends every path at the tunnel", () => {
     const base = inputOf("fixed");
     const peerLine = base.probes[0]!.commands.find(

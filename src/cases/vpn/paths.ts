@@ -16,6 +16,7 @@ import { clusterPodRanges, serviceIps } from "./input.ts";
 import { type MasqueradeVerdict, masqueradeOf } from "./masquerade.ts";
 
 const DNS_TOOLS = new Set(["dig", "nslookup", "host", "resolve"]);
+const TCP_TOOLS = new Set(["curl", "wget", "telnet", "tcp-connect"]);
 
 const sameIp = (a: Ip, b: Ip) => a.family === b.family && a.value === b.value;
 const cmdText = (c: ProbeCommand) => `${c.command} → ${c.result}`;
@@ -85,7 +86,8 @@ function protocolOf(d: Destination): { protocol?: string; port?: number } {
   const c = d.commands[0]!;
   if (d.hop === "name") return { protocol: "udp", port: 53 };
   if (c.tool === "ping") return { protocol: "icmp" };
-  return c.port === undefined ? {} : { protocol: "tcp", port: c.port };
+  const port = c.port === undefined ? {} : { port: c.port };
+  return TCP_TOOLS.has(c.tool) ? { protocol: "tcp", ...port } : port;
 }
 
 function str(v: unknown): string | undefined {
@@ -364,19 +366,24 @@ export function vpnPaths(input: VpnInput, answer: VpnAnswer): PathView[] {
     };
     hops.push(reached);
     const sees = wire ? ` sees ${wire} and` : "";
-    const forwardingOpen = forwardHop.state === "unknown";
+    // what the evidence leaves open on the way, said in the verdict (it makes the path undecided)
+    const open = [
+      ...(tunnelHop.state === "unknown" ? ["whether the tunnel carries packets"] : []),
+      ...(forwardHop.state === "unknown"
+        ? [`whether the VPN pod forwards (${IP_FORWARD} not read)`]
+        : []),
+      ...(nat?.hop.state === "unknown" ? ["the source the destination sees"] : []),
+    ];
     let verdict: string;
     if (d.hop === "name") {
       verdict =
         state === "ok"
           ? `the DNS server ${dstText} answers the lookup through the tunnel`
-          : `the DNS server ${dstText} does not answer the lookup (${cmdText(c)})${forwardingOpen ? "; whether the VPN pod forwards is not decided" : ""}`;
+          : `the DNS server ${dstText} does not answer the lookup (${cmdText(c)})`;
     } else if (state === "ok") {
       verdict = `${dstText}${sees} answers (${cmdText(c)})`;
     } else if (state === "unknown") {
       verdict = `${dstText}: not decided, ${cmdText(c)} shows neither an answer nor silence`;
-    } else if (forwardingOpen) {
-      verdict = `${dstText} gives no answer (${cmdText(c)}); whether the VPN pod forwards is not decided (${IP_FORWARD} not read)`;
     } else if (unroutable && nat?.hop.state === "ok") {
       verdict = `${dstText}${sees} its replies have no way back: nothing masquerades or routes the client pool (${cmdText(c)})`;
     } else if (anyAnswered) {
@@ -384,6 +391,7 @@ export function vpnPaths(input: VpnInput, answer: VpnAnswer): PathView[] {
     } else {
       verdict = `${dstText} gives no answer (${cmdText(c)}): look at ${LAYER_OF[d.hop].explain}`;
     }
+    if (open.length > 0) verdict += `; not decided: ${open.join(", ")}`;
     paths.push({
       ...base,
       hops,
