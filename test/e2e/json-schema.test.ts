@@ -8,9 +8,18 @@
  */
 import assert from "node:assert/strict";
 import { spawnSync } from "node:child_process";
-import { existsSync, readdirSync, readFileSync } from "node:fs";
+import {
+  cpSync,
+  existsSync,
+  mkdirSync,
+  mkdtempSync,
+  readdirSync,
+  readFileSync,
+  rmSync,
+} from "node:fs";
+import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { before, describe, it } from "node:test";
+import { after, before, describe, it } from "node:test";
 import { Ajv, type ValidateFunction } from "ajv";
 import { kernelSkip } from "../../src/lab/kernel-guard.ts";
 
@@ -83,6 +92,25 @@ function assertValid(schema: string, args: readonly string[], opts: { jsonl?: bo
     );
   }
   return docs;
+}
+
+/**
+ * A snapshot holding both cases: BASE (a masquerade example) with the VPN lab snapshot VPN laid
+ * over it, its files renamed `vpn-…` where BASE has one of the same name.
+ */
+function withVpn(base: string, vpn: string, into: string): string {
+  cpSync(join(ROOT, base), into, { recursive: true });
+  for (const dir of readdirSync(join(ROOT, vpn), { withFileTypes: true })) {
+    if (!dir.isDirectory()) continue;
+    mkdirSync(join(into, dir.name), { recursive: true });
+    for (const f of readdirSync(join(ROOT, vpn, dir.name))) {
+      const taken = existsSync(join(into, dir.name, f));
+      cpSync(join(ROOT, vpn, dir.name, f), join(into, dir.name, taken ? `vpn-${f}` : f), {
+        recursive: true,
+      });
+    }
+  }
+  return into;
 }
 
 const vpnLabs = readdirSync(join(ROOT, VPN_LAB), { withFileTypes: true })
@@ -301,6 +329,16 @@ describe("every command's JSON matches its schema", () => {
         "-o",
         "json",
       ]);
+  });
+
+  it("verify on snapshots that hold both cases: an array of their records", () => {
+    const tmp = mkdtempSync(join(tmpdir(), "podpath-schema-e2e-"));
+    after(() => rmSync(tmp, { recursive: true, force: true }));
+    const b = withVpn(EXAMPLE, `${VPN_LAB}/forwarding-off`, join(tmp, "before"));
+    const a = withVpn(EXAMPLE_FIXED, `${VPN_LAB}/fixed`, join(tmp, "after"));
+    const [records] = assertValid("verify", ["verify", b, a, "-o", "json"]);
+    assert.ok(Array.isArray(records), "several records are an array");
+    assert.equal(records.length, 2);
   });
 
   // Last: verify's record is the shape most often extended.
