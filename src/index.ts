@@ -53,6 +53,7 @@ export {
   readCapture,
 } from "./capture/read-capture.ts";
 export { parseTcpdumpLines } from "./capture/tcpdump-text.ts";
+export type { CaseProof, ProofOptions, ProofVerdict } from "./cases/case.ts";
 export {
   type Destination,
   type FromEndpoint,
@@ -114,6 +115,7 @@ export type {
   NatTrace,
   SourceOut,
 } from "./iptables/nat-trace.ts";
+export { type ReadIptablesTextOptions, readIptablesText } from "./iptables/read-iptables-text.ts";
 export { type ParseIptablesOptions, parseIptablesSave } from "./iptables/save-parser.ts";
 export { type ClusterSource, type OpenClusterOptions, openCluster } from "./k8s/cluster.ts";
 export { collectSnapshot } from "./live/collect.ts";
@@ -147,6 +149,7 @@ export {
   tryParseIp,
 } from "./net/cidr.ts";
 export { type DiagnoseOptions, diagnose } from "./questions/diagnose.ts";
+export { verifySnapshots } from "./questions/verify.ts";
 export { renderJson } from "./report/json.ts";
 export { renderMarkdown } from "./report/markdown.ts";
 export { renderText } from "./report/text.ts";
