@@ -7,6 +7,7 @@ import assert from "node:assert/strict";
 import { readdirSync, readFileSync } from "node:fs";
 import { describe, it } from "node:test";
 import fc from "fast-check";
+import { mutatedText } from "../lab/test-helpers/text-mutations.ts";
 import type { Diagnostic, Parsed } from "../model/types.ts";
 import { readCaptureMeta } from "./capture-meta.ts";
 import { readConntrack } from "./conntrack.ts";
@@ -97,31 +98,7 @@ function checkDiagnostics(text: string, diagnostics: readonly Diagnostic[]): voi
 
 /** Text mutations that keep real structure around: cut, duplicate, splice bytes in. */
 const mutated = (corpus: readonly string[]) =>
-  fc
-    .tuple(
-      fc.constantFrom(...corpus),
-      fc.nat(),
-      fc.nat(),
-      fc.oneof(
-        fc.string({ maxLength: 8 }),
-        fc.constantFrom("\n", "=", "/", ":", "[", "{", "-", "\\", "\t", '"', "  ", "\r\n"),
-      ),
-      fc.constantFrom("cut", "insert", "replace", "duplicate"),
-    )
-    .map(([text, a, b, piece, op]) => {
-      const i = a % (text.length + 1);
-      const j = Math.min(text.length, i + (b % 40));
-      switch (op) {
-        case "cut":
-          return text.slice(0, i);
-        case "insert":
-          return text.slice(0, i) + piece + text.slice(i);
-        case "replace":
-          return text.slice(0, i) + piece + text.slice(j);
-        default:
-          return text.slice(0, j) + text.slice(i, j) + text.slice(j);
-      }
-    });
+  mutatedText(corpus, ["\n", "=", "/", ":", "[", "{", "-", "\\", "\t", '"', "  ", "\r\n"], 40);
 
 const randomText = fc.oneof(
   fc.string({ maxLength: 400 }),

@@ -7,6 +7,7 @@ import assert from "node:assert/strict";
 import { readdirSync, readFileSync } from "node:fs";
 import { describe, it } from "node:test";
 import fc from "fast-check";
+import { mutatedText } from "../lab/test-helpers/text-mutations.ts";
 import type { Diagnostic } from "../model/types.ts";
 import { parseIptablesList } from "./list-parser.ts";
 import { readIptablesText } from "./read-iptables-text.ts";
@@ -31,31 +32,11 @@ function checkDiagnostics(text: string, diagnostics: readonly Diagnostic[], cite
   }
 }
 
-const mutated = fc
-  .tuple(
-    fc.constantFrom(...corpus),
-    fc.nat(),
-    fc.nat(),
-    fc.oneof(
-      fc.string({ maxLength: 8 }),
-      fc.constantFrom("\n", "/*", "*/", " ", "!", ":", "Chain ", "# iptables -L\n", "\t", "\r\n"),
-    ),
-    fc.constantFrom("cut", "insert", "replace", "duplicate"),
-  )
-  .map(([text, a, b, piece, op]) => {
-    const i = a % (text.length + 1);
-    const j = Math.min(text.length, i + (b % 60));
-    switch (op) {
-      case "cut":
-        return text.slice(0, i);
-      case "insert":
-        return text.slice(0, i) + piece + text.slice(i);
-      case "replace":
-        return text.slice(0, i) + piece + text.slice(j);
-      default:
-        return text.slice(0, j) + text.slice(i, j) + text.slice(j);
-    }
-  });
+const mutated = mutatedText(
+  corpus,
+  ["\n", "/*", "*/", " ", "!", ":", "Chain ", "# iptables -L\n", "\t", "\r\n"],
+  60,
+);
 
 const words = fc
   .array(
