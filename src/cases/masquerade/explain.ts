@@ -289,8 +289,12 @@ function traceOne(
     if (src.kind === "pod") result.findings.push(undecidedFinding(src, target, outcome, snap.name));
     for (const a of outcome.alternatives ?? []) {
       for (const x of a.assumptions) {
+        const file = x.decide.file ?? nodeFileFor(x.decide.command, src.node);
+        // the node's address list and routes are asked for below, with all they decide
+        if (file.endsWith("/ip-addr.txt") && !nodeEv?.interfaces) continue;
+        if (file.endsWith("/ip-route.txt") && !nodeEv?.routes) continue;
         result.missing.push({
-          file: x.decide.file ?? nodeFileFor(x.decide.command, src.node),
+          file,
           would_decide: `whether ${x.fact}`,
           command: x.decide.command,
         });

@@ -122,6 +122,13 @@ describe("diagnose on real node dumps cut down", () => {
         const part = await run(snapshot(`${shown.join("\n")}\n`), opts);
         for (const k of serious(part))
           assert.ok(whole.has(k), `grep ${pattern}: ${k} only from the excerpt`);
+        // every finding cites a real line, and its text names none that is not
+        for (const f of part.findings) {
+          assert.ok(f.evidence.length > 0, `grep ${pattern}: ${f.id} cites nothing`);
+          for (const e of f.evidence)
+            assert.ok(e.line >= 1, `grep ${pattern}: ${f.id} cites line 0`);
+          assert.doesNotMatch(f.explanation, /\.txt:0\b/, `grep ${pattern}: ${f.id}`);
+        }
       }
     });
   }

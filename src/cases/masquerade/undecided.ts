@@ -20,7 +20,8 @@ function condition(list: readonly Assumption[]): string {
 }
 
 function result(a: Alternative, src: Source): string {
-  const rule = a.decidingRule ? ` (${at(a.decidingRule)})` : "";
+  // a chain an excerpt does not show has no line (0): nothing to cite
+  const rule = a.decidingRule && a.decidingRule.line > 0 ? ` (${at(a.decidingRule)})` : "";
   switch (a.decision) {
     case "keep":
       return a.delivery === "local"
@@ -96,20 +97,31 @@ export function undecidedFinding(
   const facts = [...asked.values()];
   const evidence: Evidence[] = [];
   const seen = new Set<string>();
+  // a chain an excerpt does not show has no line of its own to cite (line 0): its file is cited
+  // through the rules the outcomes rest on, or its first line
   const cite = (r: SourceRef | undefined) => {
-    if (!r || seen.has(at(r))) return;
+    if (!r || r.line < 1 || seen.has(at(r))) return;
     seen.add(at(r));
     evidence.push(refToEvidence(r));
   };
   for (const f of facts) cite(f.rule);
   for (const a of alternatives) cite(a.decidingRule);
   if (src.evidence) cite(src.evidence);
+  if (evidence.length === 0) {
+    const file = [
+      ...facts.map((f) => f.rule.file),
+      ...alternatives.map((x) => x.decidingRule?.file),
+    ].find((f) => f !== undefined && f !== "");
+    if (file) evidence.push({ file, line: 1 });
+  }
   const dstText = `${formatIp(target.ip)}${target.port ? `:${target.port}` : ""}`;
   const who = src.kind === "pod" ? `pod ${formatIp(src.ip)}` : `node ${src.node}`;
   const lines = describeAlternatives(alternatives, src);
   const decided = alternatives.filter((a) => a.decision !== "cannot-decide");
   const sources = new Set(decided.map((a) => (a.sourceOut ? formatIp(a.sourceOut) : "?")));
-  const agreeOnSource = decided.length > 0 && sources.size === 1;
+  // an outcome delivered on the node itself puts nothing on the wire: no agreement to speak of
+  const agreeOnSource =
+    decided.length > 0 && sources.size === 1 && !decided.some((a) => a.delivery === "local");
   return {
     id: "masq/source-undecided",
     severity: "info",
@@ -127,7 +139,10 @@ export function undecidedFinding(
         : "") +
       `What separates them: ${facts
         .slice(0, MAX_LISTED)
-        .map((f) => `whether ${f.fact}, asked at ${at(f.rule)} (${f.reason})`)
+        .map(
+          (f) =>
+            `whether ${f.fact}${f.rule.line > 0 ? `, asked at ${at(f.rule)}` : ""} (${f.reason})`,
+        )
         .join(
           "; ",
         )}${facts.length > MAX_LISTED ? `; and ${facts.length - MAX_LISTED} more` : ""}. ` +
