@@ -5,26 +5,16 @@
  * rendering of what was loaded, for both the nf_tables and the legacy variant.
  */
 import assert from "node:assert/strict";
-import { execFileSync } from "node:child_process";
 import { writeFileSync } from "node:fs";
-import { after, before, describe, it } from "node:test";
+import { describe, it } from "node:test";
 import fc from "fast-check";
 import { kernelSkip } from "../lab/kernel-guard.ts";
-import { createLab, type Lab, type Namespace } from "../lab/netns.ts";
 import type { IptablesDump } from "./dump.ts";
 import { renderRule } from "./render.ts";
 import { parseIptablesSave } from "./save-parser.ts";
+import { hasCommand, installedVariants, iptablesNamespace } from "./test-helpers/iptables-netns.ts";
 
 const skip = kernelSkip();
-
-const has = (cmd: string) => {
-  try {
-    execFileSync("sh", ["-c", `command -v ${cmd}`], { stdio: "ignore" });
-    return true;
-  } catch {
-    return false;
-  }
-};
 
 const octet = fc.nat(255);
 const v4 = fc.tuple(octet, octet, octet, octet).map((a) => a.join("."));
@@ -197,17 +187,8 @@ function rulesByChain(d: IptablesDump): Map<string, string[]> {
 }
 
 describe("iptables-save round trip through the kernel", { skip }, () => {
-  let lab: Lab | undefined;
-  let ns: Namespace;
-  before(async () => {
-    lab = await createLab({ prefix: "ppi" });
-    ns = await lab.addNamespace("ipt");
-  });
-  after(async () => {
-    await lab?.destroy();
-  });
-
-  const variants = (["nft", "legacy"] as const).filter((v) => has(`iptables-${v}-restore`));
+  const suite = iptablesNamespace("ppi");
+  const variants = installedVariants();
   it("has at least one iptables variant to test", () => {
     assert.ok(
       variants.length > 0,
@@ -217,6 +198,7 @@ describe("iptables-save round trip through the kernel", { skip }, () => {
 
   for (const v of variants) {
     it(`parses what iptables-${v}-save prints as exactly what was loaded (canonical rendering)`, async (t) => {
+      const { ns } = suite;
       const sets = fc.sample(ruleSet, { numRuns: 25, seed: 4242 });
       let refused = 0;
       let kept = 0;
@@ -224,7 +206,10 @@ describe("iptables-save round trip through the kernel", { skip }, () => {
         // the kernel refuses a few generated combinations (e.g. some match mixes under
         // nf_tables); drop the rule it names and load the rest, so what is compared was loaded
         let text = generated;
-        let load = await ns.exec([`iptables-${v}-restore`], { input: text, timeoutMs: 20_000 });
+        let load = await ns.exec([`iptables-${v}-restore`], {
+          input: text,
+          timeoutMs: 20_000,
+        });
         for (let attempt = 0; load.code !== 0 && attempt < 10; attempt++) {
           const m = /line:? (\d+)/.exec(load.stderr);
           const lines = text.split("\n");
@@ -266,7 +251,8 @@ describe("iptables-save round trip through the kernel", { skip }, () => {
   }
 
   it("reads ip6tables-save output back as loaded", async () => {
-    if (!has("ip6tables-restore")) return;
+    if (!hasCommand("ip6tables-restore")) return;
+    const { ns } = suite;
     const text = [
       "*nat",
       ":PREROUTING ACCEPT [0:0]",

@@ -9,31 +9,21 @@
  * answer than the iptables-save reading.
  */
 import assert from "node:assert/strict";
-import { execFileSync } from "node:child_process";
 import { readFileSync } from "node:fs";
-import { after, before, describe, it } from "node:test";
+import { describe, it } from "node:test";
 import { kernelSkip } from "../lab/kernel-guard.ts";
-import { createLab, type Lab, type Namespace } from "../lab/netns.ts";
 import type { Family } from "../net/cidr.ts";
 import type { TableName } from "./dump.ts";
 import { BUILTIN_CHAINS } from "./dump.ts";
 import { readIptablesText } from "./read-iptables-text.ts";
 import { renderDump, renderRule } from "./render.ts";
 import { parseIptablesSave } from "./save-parser.ts";
+import { hasCommand, installedVariants, iptablesNamespace } from "./test-helpers/iptables-netns.ts";
 import { compare, type Form, sameAnswers } from "./test-helpers/list-compare.ts";
 
 const skip = kernelSkip();
 const fixture = (name: string) =>
   readFileSync(new URL(`./fixtures/${name}`, import.meta.url), "utf8");
-
-const has = (cmd: string) => {
-  try {
-    execFileSync("sh", ["-c", `command -v ${cmd}`], { stdio: "ignore" });
-    return true;
-  } catch {
-    return false;
-  }
-};
 
 /** A reference dump (iptables -S, a grep, a cut save) as iptables-restore input. */
 function restoreInput(name: string): string {
@@ -120,17 +110,8 @@ function formsFor(table: TableName, userChain: string | undefined): Form[] {
 }
 
 describe("readIptablesText on every form iptables prints", { skip }, () => {
-  let lab: Lab | undefined;
-  let ns: Namespace;
-  before(async () => {
-    lab = await createLab({ prefix: "ppl" });
-    ns = await lab.addNamespace("ipt");
-  });
-  after(async () => {
-    await lab?.destroy();
-  });
-
-  const variants = (["nft", "legacy"] as const).filter((v) => has(`iptables-${v}-restore`));
+  const suite = iptablesNamespace("ppl");
+  const variants = installedVariants();
   it("has both iptables variants to test", () => {
     assert.ok(variants.length > 0, "neither iptables-nft nor iptables-legacy is installed");
   });
@@ -138,6 +119,7 @@ describe("readIptablesText on every form iptables prints", { skip }, () => {
   for (const v of variants) {
     for (const set of RULE_SETS) {
       it(`reads ${set.name} as printed by ${set.family === 6 ? "ip6" : "ip"}tables-${v} in every form`, async (t) => {
+        const { ns } = suite;
         const tool = `${set.family === 6 ? "ip6tables" : "iptables"}-${v}`;
         const file = `nodes/n1/${set.family === 6 ? "ip6" : "ip"}tables-save.txt`;
         const run = async (argv: string[], input?: string) => {
@@ -213,7 +195,8 @@ describe("readIptablesText on every form iptables prints", { skip }, () => {
 
   it("reads the nf_tables variant's listing with its legacy-tables warning pasted in", async () => {
     // the nf_tables variant warns on every command when legacy tables exist beside it
-    if (!has("iptables-legacy") || !has("iptables-nft")) return;
+    const { ns } = suite;
+    if (!hasCommand("iptables-legacy") || !hasCommand("iptables-nft")) return;
     await ns.exec(["iptables-legacy", "-t", "nat", "-A", "POSTROUTING", "-j", "MASQUERADE"]);
     await ns.exec(["iptables-nft", "-t", "nat", "-F"]);
     await ns.exec(["iptables-nft", "-t", "nat", "-A", "POSTROUTING", "-o", "eth0", "-j", "RETURN"]);
