@@ -6,6 +6,7 @@
 
 import type { Diagnostic, SourceRef } from "../model/types.ts";
 import { type Ip, tryParseIp } from "../net/cidr.ts";
+import { noResult } from "./probe-no-result.ts";
 import type { CommandLine, OutputLine, ProbeResult, ToolReading } from "./probes.ts";
 import { lineMatch, outputRef, positional } from "./probes.ts";
 
@@ -100,14 +101,11 @@ export function readDig(
     // `dig +short` prints nothing for NXDOMAIN and for an empty answer alike.
     result = "nxdomain";
   } else {
-    result = "error";
-    diagnostics.push({
-      code: "PROBE_NO_RESULT",
-      severity: "warning",
-      message:
-        'dig output shows neither a "status:" header nor "no servers could be reached"; expected dig\'s full output or +short',
-      source: commandRef,
-    });
+    result = noResult(
+      diagnostics,
+      commandRef,
+      'dig output shows neither a "status:" header nor "no servers could be reached"; expected dig\'s full output or +short',
+    );
   }
   return {
     ...(target === undefined ? {} : { target }),
@@ -171,14 +169,11 @@ export function readNslookup(
     decided = firstAnswer;
   }
   if (result === undefined) {
-    result = "error";
-    diagnostics.push({
-      code: "PROBE_NO_RESULT",
-      severity: "warning",
-      message:
-        'nslookup output shows no "Name:/Address:" answer, "** server can\'t find" or "no servers could be reached"',
-      source: commandRef,
-    });
+    result = noResult(
+      diagnostics,
+      commandRef,
+      'nslookup output shows no "Name:/Address:" answer, "** server can\'t find" or "no servers could be reached"',
+    );
   }
   return {
     ...(target === undefined ? {} : { target }),
@@ -256,14 +251,11 @@ export function readHost(
     status ??= "NOERROR";
     decided = empty;
   } else {
-    result = "error";
-    diagnostics.push({
-      code: "PROBE_NO_RESULT",
-      severity: "warning",
-      message:
-        'host output shows no "has address" answer, "Host … not found" or "no servers could be reached"',
-      source: commandRef,
-    });
+    result = noResult(
+      diagnostics,
+      commandRef,
+      'host output shows no "has address" answer, "Host … not found" or "no servers could be reached"',
+    );
   }
   return {
     ...(target === undefined ? {} : { target }),

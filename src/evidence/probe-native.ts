@@ -16,6 +16,7 @@
 
 import type { Diagnostic, SourceRef } from "../model/types.ts";
 import { type Ip, tryParseIp } from "../net/cidr.ts";
+import { noResult } from "./probe-no-result.ts";
 import type { CommandLine, OutputLine, ProbeResult, ToolReading } from "./probes.ts";
 import { outputRef } from "./probes.ts";
 
@@ -35,14 +36,13 @@ export function connectLine(outcome: ConnectOutcome, ms: number, code?: string):
 
 const AFTER = /(?:in|after) (\d+) ms$/;
 
-function noResult(cmd: CommandLine, what: string, diagnostics: Diagnostic[]): SourceRef {
+function noResultLine(cmd: CommandLine, what: string, diagnostics: Diagnostic[]): SourceRef {
   const ref = { file: cmd.file, line: cmd.line, text: cmd.text };
-  diagnostics.push({
-    code: "PROBE_NO_RESULT",
-    severity: "warning",
-    message: `${what} output shows no result line; expected e.g. "connected in 3 ms" or "timed out after 2000 ms"`,
-    source: ref,
-  });
+  noResult(
+    diagnostics,
+    ref,
+    `${what} output shows no result line; expected e.g. "connected in 3 ms" or "timed out after 2000 ms"`,
+  );
   return ref;
 }
 
@@ -85,7 +85,7 @@ export function readTcpConnect(
     ...base,
     result: "error",
     timingsMs: [],
-    resultSource: noResult(cmd, "tcp-connect", diagnostics),
+    resultSource: noResultLine(cmd, "tcp-connect", diagnostics),
   };
 }
 
@@ -134,7 +134,7 @@ export function readResolve(
     ...(status === undefined ? {} : { status }),
   };
   if (result === undefined) {
-    return { ...base, result: "error", resultSource: noResult(cmd, "resolve", diagnostics) };
+    return { ...base, result: "error", resultSource: noResultLine(cmd, "resolve", diagnostics) };
   }
   return { ...base, result, resultSource: outputRef(cmd.file, first!) };
 }

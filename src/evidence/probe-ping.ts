@@ -6,6 +6,7 @@
 
 import type { Diagnostic, SourceRef } from "../model/types.ts";
 import { type Ip, tryParseIp } from "../net/cidr.ts";
+import { noResult } from "./probe-no-result.ts";
 import type { CommandLine, OutputLine, ProbeResult, ToolReading } from "./probes.ts";
 import { lineMatch, outputRef } from "./probes.ts";
 
@@ -150,15 +151,12 @@ export function readPing(
     result = "timeout";
     decided = firstTimeout ?? stats?.line;
   } else {
-    result = "error";
-    diagnostics.push({
-      code: "PROBE_NO_RESULT",
-      severity: "warning",
-      message:
-        "ping output shows no reply, timeout, ICMP error or summary line; expected e.g. " +
+    result = noResult(
+      diagnostics,
+      commandRef,
+      "ping output shows no reply, timeout, ICMP error or summary line; expected e.g. " +
         '"64 bytes from 10.8.0.1: icmp_seq=1 …" or "3 packets transmitted, 0 received"',
-      source: commandRef,
-    });
+    );
   }
   return {
     ...(target === undefined ? {} : { target }),

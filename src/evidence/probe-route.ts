@@ -7,6 +7,7 @@
 import type { Diagnostic, SourceRef } from "../model/types.ts";
 import { formatCidr, formatIp, type Ip, tryParseIp } from "../net/cidr.ts";
 import { type Route, readIpRoute } from "./ip-route.ts";
+import { noResult } from "./probe-no-result.ts";
 import type {
   CommandLine,
   OutputLine,
@@ -86,13 +87,11 @@ export function readTraceroute(
     const idx = lastAnswering ? hops.indexOf(lastAnswering) + 1 : 0;
     decided = hopLines[idx];
   } else {
-    result = "error";
-    diagnostics.push({
-      code: "PROBE_NO_RESULT",
-      severity: "warning",
-      message: 'traceroute output has no hop lines; expected e.g. " 1  10.8.0.1  1.234 ms ..."',
-      source: commandRef,
-    });
+    result = noResult(
+      diagnostics,
+      commandRef,
+      'traceroute output has no hop lines; expected e.g. " 1  10.8.0.1  1.234 ms ..."',
+    );
   }
   return {
     ...(target === undefined ? {} : { target }),

@@ -5,6 +5,7 @@
 
 import type { Diagnostic, SourceRef } from "../model/types.ts";
 import { tryParseIp } from "../net/cidr.ts";
+import { noResult } from "./probe-no-result.ts";
 import type { CommandLine, OutputLine, ProbeResult, ToolReading } from "./probes.ts";
 import { lineMatch, outputRef, positional } from "./probes.ts";
 
@@ -150,14 +151,11 @@ export function readCurl(
     decided = output.find((l) => l.text.trim() !== "");
   }
   if (result === undefined) {
-    result = "error";
-    diagnostics.push({
-      code: "PROBE_NO_RESULT",
-      severity: "warning",
-      message:
-        'curl output shows no "curl: (N)" error, HTTP status or body; run it with -sS or -v so failures are printed',
-      source: commandRef,
-    });
+    result = noResult(
+      diagnostics,
+      commandRef,
+      'curl output shows no "curl: (N)" error, HTTP status or body; run it with -sS or -v so failures are printed',
+    );
   }
   const targetIp = hp === undefined ? undefined : tryParseIp(hp.host);
   return {
@@ -224,14 +222,11 @@ export function readNc(
     }
   }
   if (result === undefined) {
-    result = "error";
-    diagnostics.push({
-      code: "PROBE_NO_RESULT",
-      severity: "warning",
-      message:
-        "nc output shows neither success nor a failure; run it with -vz so the result is printed",
-      source: commandRef,
-    });
+    result = noResult(
+      diagnostics,
+      commandRef,
+      "nc output shows neither success nor a failure; run it with -vz so the result is printed",
+    );
   }
   const targetIp = host === undefined ? undefined : tryParseIp(host);
   return {

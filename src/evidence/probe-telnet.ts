@@ -5,6 +5,7 @@
 
 import type { Diagnostic, SourceRef } from "../model/types.ts";
 import { type Ip, tryParseIp } from "../net/cidr.ts";
+import { noResult } from "./probe-no-result.ts";
 import type { CommandLine, OutputLine, ProbeResult, ToolReading } from "./probes.ts";
 import { lineMatch, outputRef, positional } from "./probes.ts";
 
@@ -77,14 +78,11 @@ export function readTelnet(
     decided = trying;
   }
   if (result === undefined) {
-    result = "error";
-    diagnostics.push({
-      code: "PROBE_NO_RESULT",
-      severity: "warning",
-      message:
-        'telnet output shows neither "Connected to" nor a failure; paste its output up to the error (or to ^C when it hung)',
-      source: commandRef,
-    });
+    result = noResult(
+      diagnostics,
+      commandRef,
+      'telnet output shows neither "Connected to" nor a failure; paste its output up to the error (or to ^C when it hung)',
+    );
   }
   const targetIp = (host === undefined ? undefined : tryParseIp(host)) ?? tried;
   return {

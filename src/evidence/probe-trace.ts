@@ -6,6 +6,7 @@
 
 import type { Diagnostic, SourceRef } from "../model/types.ts";
 import { type Ip, tryParseIp } from "../net/cidr.ts";
+import { noResult } from "./probe-no-result.ts";
 import type { CommandLine, OutputLine, ProbeResult, ToolReading, TraceHop } from "./probes.ts";
 import { lineMatch, outputRef, positional } from "./probes.ts";
 
@@ -40,12 +41,11 @@ function toHop(h: HopBuild): TraceHop {
 
 function noHops(cmd: CommandLine, tool: string, example: string, diagnostics: Diagnostic[]) {
   const ref: SourceRef = { file: cmd.file, line: cmd.line, text: cmd.text };
-  diagnostics.push({
-    code: "PROBE_NO_RESULT",
-    severity: "warning",
-    message: `${tool} output has no hop lines and no error; expected e.g. "${example}"`,
-    source: ref,
-  });
+  noResult(
+    diagnostics,
+    ref,
+    `${tool} output has no hop lines and no error; expected e.g. "${example}"`,
+  );
   return ref;
 }
 
@@ -109,14 +109,13 @@ export function readTracepath(
   } else {
     result = "error";
     if (list.length > 0) {
-      diagnostics.push({
-        code: "PROBE_NO_RESULT",
-        severity: "warning",
-        message: hopLimit
+      noResult(
+        diagnostics,
+        outputRef(cmd.file, hopLimit ?? list.at(-1)!.line),
+        hopLimit
           ? "tracepath stopped at its hop limit (-m) before reaching the target; the path beyond is not shown"
           : "tracepath output neither reaches the target nor ends in silence or an ICMP error",
-        source: outputRef(cmd.file, hopLimit ?? list.at(-1)!.line),
-      });
+      );
     }
   }
   const resultSource = decided
@@ -253,12 +252,11 @@ export function readMtr(
     result = "error";
     if (list.length > 0) {
       decided = list.at(-1)!.line;
-      diagnostics.push({
-        code: "PROBE_NO_RESULT",
-        severity: "warning",
-        message: `mtr was given a name (${target ?? "?"}) and its report shows addresses: whether the last hop is the target is not shown; run it with -b (names and addresses)`,
-        source: outputRef(cmd.file, decided),
-      });
+      noResult(
+        diagnostics,
+        outputRef(cmd.file, decided),
+        `mtr was given a name (${target ?? "?"}) and its report shows addresses: whether the last hop is the target is not shown; run it with -b (names and addresses)`,
+      );
     }
   }
   const resultSource = decided

@@ -6,6 +6,7 @@
 
 import type { Diagnostic, SourceRef } from "../model/types.ts";
 import { tryParseIp } from "../net/cidr.ts";
+import { noResult } from "./probe-no-result.ts";
 import { urlHostPort } from "./probe-tcp.ts";
 import type { CommandLine, OutputLine, ProbeResult, ToolReading } from "./probes.ts";
 import { lineMatch, outputRef, positional } from "./probes.ts";
@@ -145,14 +146,11 @@ export function readWget(
   }
   if (result === undefined && connected) decide("ok", connected);
   if (result === undefined) {
-    result = "error";
-    diagnostics.push({
-      code: "PROBE_NO_RESULT",
-      severity: "warning",
-      message:
-        'wget output shows no connection result, HTTP status or error; run it without -q so "Connecting to … connected." and the status are printed',
-      source: commandRef,
-    });
+    result = noResult(
+      diagnostics,
+      commandRef,
+      'wget output shows no connection result, HTTP status or error; run it without -q so "Connecting to … connected." and the status are printed',
+    );
   }
   const targetIp =
     (hp === undefined ? undefined : tryParseIp(hp.host)) ??
