@@ -22,6 +22,7 @@ import { conversations } from "./conversations.ts";
 import { LINKTYPE } from "./decode.ts";
 import type { Packet } from "./packet.ts";
 import { collect, projectFrame } from "./test-helpers/projection.ts";
+import { stop } from "./test-helpers/tcpdump-process.ts";
 
 const fixtures = join(dirname(fileURLToPath(import.meta.url)), "fixtures", "captured");
 const A = "10.99.0.1";
@@ -44,14 +45,6 @@ function waitFor(
       }
     });
   });
-}
-
-async function stop(child: ChildProcess): Promise<void> {
-  if (child.exitCode !== null && child.stdout?.readableEnded !== false) return;
-  // "close", not "exit": the output still in the pipe when the process exits is read first
-  const closed = new Promise<void>((r) => child.once("close", () => r()));
-  if (child.exitCode === null) child.kill("SIGINT");
-  await closed;
 }
 
 /** The real tcpdump's text for a capture (UTC, numbered, dated, as TESTrun prints). */

@@ -28,6 +28,7 @@ import { type Packet, TCP } from "./packet.ts";
 import { findCopies } from "./packet-copies.ts";
 import { describeFrame } from "./render.ts";
 import { collect } from "./test-helpers/projection.ts";
+import { waitFor } from "./test-helpers/tcpdump-process.ts";
 
 const POD = "10.4.0.5";
 const NODE = "10.128.0.2";
@@ -41,22 +42,6 @@ const TEXT_FORMS = [
   ["sll1", ["-nn", "-v"]],
   ["sll1", ["-nn", "-e"]],
 ] as const;
-
-function waitFor(child: ChildProcess, re: RegExp, ms = 10_000): Promise<void> {
-  return new Promise((resolve, reject) => {
-    let seen = "";
-    const timer = setTimeout(() => reject(new Error(`timeout waiting for ${re}: ${seen}`)), ms);
-    const on = (d: Buffer) => {
-      seen += d.toString();
-      if (re.test(seen)) {
-        clearTimeout(timer);
-        resolve();
-      }
-    };
-    child.stdout?.on("data", on);
-    child.stderr?.on("data", on);
-  });
-}
 
 async function stop(child: ChildProcess): Promise<void> {
   if (child.exitCode !== null) return;

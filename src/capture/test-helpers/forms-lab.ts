@@ -5,11 +5,11 @@
  * Ethernet (one interface), and the names the capturing namespace resolves its addresses to
  * (/etc/netns/<ns>/hosts, removed with the namespace), so tcpdump without `-n` prints names.
  */
-import type { ChildProcess } from "node:child_process";
 import { execFileSync, spawn } from "node:child_process";
 import { closeSync, mkdirSync, openSync, readFileSync, writeFileSync } from "node:fs";
 import { basename, dirname, join } from "node:path";
 import { createLab, type Lab, type Namespace } from "../../lab/netns.ts";
+import { stop, waitFor } from "./tcpdump-process.ts";
 
 export const A = "10.99.0.1";
 export const B = "10.99.0.2";
@@ -52,22 +52,6 @@ export interface FormsCaptures {
   readonly liveCommand: readonly string[];
 }
 
-function waitFor(child: ChildProcess, re: RegExp, ms = 10_000): Promise<void> {
-  return new Promise((resolve, reject) => {
-    let seen = "";
-    const timer = setTimeout(() => reject(new Error(`timeout waiting for ${re}: ${seen}`)), ms);
-    const on = (d: Buffer) => {
-      seen += d.toString();
-      if (re.test(seen)) {
-        clearTimeout(timer);
-        resolve();
-      }
-    };
-    child.stdout?.on("data", on);
-    child.stderr?.on("data", on);
-  });
-}
-
 /** Waits (polling) until `ok()` holds. */
 async function until(ok: () => boolean, ms = 10_000): Promise<void> {
   const end = Date.now() + ms;
@@ -75,13 +59,6 @@ async function until(ok: () => boolean, ms = 10_000): Promise<void> {
     if (Date.now() > end) throw new Error("timeout waiting for tcpdump to start");
     await new Promise((r) => setTimeout(r, 20));
   }
-}
-
-async function stop(child: ChildProcess): Promise<void> {
-  if (child.exitCode !== null && child.stdout?.readableEnded !== false) return;
-  const closed = new Promise<void>((r) => child.once("close", () => r()));
-  if (child.exitCode === null) child.kill("SIGINT");
-  await closed;
 }
 
 const SERVER = `
