@@ -86,6 +86,11 @@ export function parseIptablesList(
   let layout: ListLayout | undefined;
   let legacyTablesPresent = false;
   let numeric = options.command?.numeric ?? /(?:^|\s)(?:0\.0\.0\.0\/0|::\/0|\*)\s/m.test(text);
+  /** A line that cannot be read: the section's last line is broken, and a syntax error says why. */
+  const unreadable = (line: number, lineText: string, message: string) => {
+    section.lastLineBroken = true;
+    diag("IPTABLES_LIST_SYNTAX", "error", line, lineText, message);
+  };
   const lines = text.split("\n");
   for (let i = 0; i < lines.length; i++) {
     const lineNo = i + 1;
@@ -141,10 +146,7 @@ export function parseIptablesList(
       continue;
     }
     if (!chain) {
-      section.lastLineBroken = true;
-      diag(
-        "IPTABLES_LIST_SYNTAX",
-        "error",
+      unreadable(
         lineNo,
         line,
         'line outside a chain: an iptables -L listing starts each chain with "Chain NAME (policy ...)" or "Chain NAME (N references)"',
@@ -153,10 +155,7 @@ export function parseIptablesList(
     }
     const read = readRule(line, layout, numeric, family, chain.name);
     if ("error" in read) {
-      section.lastLineBroken = true;
-      diag(
-        "IPTABLES_LIST_SYNTAX",
-        "error",
+      unreadable(
         lineNo,
         line,
         `rule line of chain ${chain.name}: ${read.error}; expected the columns of the header "${describeLayout(layout)}"`,
