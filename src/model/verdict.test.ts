@@ -107,11 +107,24 @@ describe("decideVerdict", () => {
     assert.equal(decideVerdict([], [said]).state, "undecided");
   });
 
-  it("is healthy otherwise, naming the paths decided and the warnings left", () => {
+  it("is undecided when nothing was traced, naming the reading error or what would decide", () => {
     assert.deepEqual(decideVerdict([], []), {
-      state: "healthy",
-      summary: "no error finding in the evidence read",
+      state: "undecided",
+      summary: "nothing was traced: the snapshot holds no evidence a question reads",
     });
+    const miss = { file: "cluster/*.yaml", would_decide: "the intent" };
+    assert.equal(
+      decideVerdict([], [], { missing: [miss] }).summary,
+      "nothing was traced; cluster/*.yaml would decide the intent",
+    );
+    const err = { code: "X", severity: "error" as const, message: "--from: no such pod" };
+    assert.equal(
+      decideVerdict([], [], { missing: [miss], diagnostics: [err] }).summary,
+      "nothing was traced: --from: no such pod",
+    );
+  });
+
+  it("is healthy otherwise, naming the paths decided and the warnings left", () => {
     const v = decideVerdict(
       [
         finding("vpn/forwarding-not-durable", "warning", "pod/vpn/x"),

@@ -3,7 +3,7 @@
  * undecided or healthy, with the finding (or the path) that decides it. Pure.
  */
 import { type PathView, sortFindings, type Verdict } from "./answer.ts";
-import type { Finding, FindingId } from "./types.ts";
+import type { Diagnostic, Finding, FindingId, Missing } from "./types.ts";
 
 /** How reports name each state. */
 export const VERDICT_LABEL: { readonly [S in Verdict["state"]]: string } = {
@@ -56,9 +56,19 @@ function fromFinding(state: Verdict["state"], f: Finding, paths: readonly PathVi
  * else undecided when a finding says evidence could not be placed or a source not decided
  * (`evidence/unplaced`, `masq/source-undecided`), or a traced path has a hop in state unknown or
  * a verdict that says it is not decided; else healthy.
- * @example decideVerdict([], []) // → { state: "healthy", summary: "no error finding in the evidence read" }
+ * @example decideVerdict([], []) // → { state: "undecided", summary: "nothing was traced: …" }
  */
-export function decideVerdict(findings: readonly Finding[], paths: readonly PathView[]): Verdict {
+/** What was read but not concluded, for the verdict of an answer that traced nothing. */
+export interface Unanswered {
+  readonly missing?: readonly Missing[];
+  readonly diagnostics?: readonly Diagnostic[];
+}
+
+export function decideVerdict(
+  findings: readonly Finding[],
+  paths: readonly PathView[],
+  unanswered: Unanswered = {},
+): Verdict {
   const sorted = sortFindings(findings);
   const error = sorted.find((f) => f.severity === "error");
   if (error) return fromFinding("broken", error, paths);
@@ -66,6 +76,19 @@ export function decideVerdict(findings: readonly Finding[], paths: readonly Path
   if (unplaced) return fromFinding("undecided", unplaced, paths);
   const open = paths.find(isPathUndecided);
   if (open) return { state: "undecided", summary: open.verdict, subject: pathName(open) };
+  if (sorted.length === 0 && paths.length === 0) {
+    // no finding and no path: nothing was concluded, which is not health
+    const error = unanswered.diagnostics?.find((d) => d.severity === "error");
+    const missing = unanswered.missing?.[0];
+    return {
+      state: "undecided",
+      summary: error
+        ? `nothing was traced: ${error.message}`
+        : missing
+          ? `nothing was traced; ${missing.file} would decide ${missing.would_decide}`
+          : "nothing was traced: the snapshot holds no evidence a question reads",
+    };
+  }
   const warnings = sorted.filter((f) => f.severity === "warning").length;
   const first = paths[0];
   const decided =

@@ -70,7 +70,7 @@ export async function diagnose(snap: Snapshot, opts: DiagnoseOptions = {}): Prom
     tool: "podpath",
     question: "diagnose",
     snapshot: snap.name,
-    verdict: decideVerdict(sorted, paths),
+    verdict: decideVerdict(sorted, paths, { missing, diagnostics }),
     findings: sorted,
     paths,
     missing: dedupeMissing(missing),
