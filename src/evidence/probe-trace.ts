@@ -39,6 +39,26 @@ function toHop(h: HopBuild): TraceHop {
   };
 }
 
+/** A trace's reading: its target, result, every hop's timings and the last hop that answered. */
+function traceReading(
+  target: string | undefined,
+  result: ProbeResult,
+  list: readonly HopBuild[],
+  resultSource: SourceRef,
+): ToolReading {
+  const targetIp = target === undefined ? undefined : tryParseIp(target);
+  const lastAnswering = [...list].reverse().find((h) => h.answered);
+  return {
+    ...(target === undefined ? {} : { target }),
+    ...(targetIp ? { targetIp } : {}),
+    result,
+    timingsMs: list.flatMap((h) => h.timingsMs),
+    ...(lastAnswering?.address ? { replyFrom: lastAnswering.address } : {}),
+    hops: list.map(toHop),
+    resultSource,
+  };
+}
+
 function noHops(cmd: CommandLine, tool: string, example: string, diagnostics: Diagnostic[]) {
   const ref: SourceRef = { file: cmd.file, line: cmd.line, text: cmd.text };
   noResult(
@@ -59,7 +79,6 @@ export function readTracepath(
   diagnostics: Diagnostic[],
 ): ToolReading {
   const target = positional(cmd.args, TRACEPATH_WITH_VALUE)[0];
-  const targetIp = target === undefined ? undefined : tryParseIp(target);
   const hops = new Map<number, HopBuild>();
   let reached: OutputLine | undefined;
   let unreachable: OutputLine | undefined;
@@ -123,15 +142,7 @@ export function readTracepath(
     : list.length === 0
       ? noHops(cmd, "tracepath", " 1:  10.8.0.1  0.071ms reached", diagnostics)
       : outputRef(cmd.file, hopLimit ?? list.at(-1)!.line);
-  return {
-    ...(target === undefined ? {} : { target }),
-    ...(targetIp ? { targetIp } : {}),
-    result,
-    timingsMs: list.flatMap((h) => h.timingsMs),
-    ...(lastAnswering?.address ? { replyFrom: lastAnswering.address } : {}),
-    hops: list.map(toHop),
-    resultSource,
-  };
+  return traceReading(target, result, list, resultSource);
 }
 
 const MTR_WITH_VALUE = new Set([
@@ -262,13 +273,5 @@ export function readMtr(
   const resultSource = decided
     ? outputRef(cmd.file, decided)
     : noHops(cmd, "mtr", "  1.|-- 10.8.0.1  0.0%  3  0.2  0.2  0.1  0.3  0.1", diagnostics);
-  return {
-    ...(target === undefined ? {} : { target }),
-    ...(targetIp ? { targetIp } : {}),
-    result,
-    timingsMs: list.flatMap((h) => h.timingsMs),
-    ...(lastAnswering?.address ? { replyFrom: lastAnswering.address } : {}),
-    hops: list.map(toHop),
-    resultSource,
-  };
+  return traceReading(target, result, list, resultSource);
 }
