@@ -6,8 +6,6 @@
  * as ASCII (`-A`), the interface, the file read and the filter.
  */
 
-import { splitWords } from "../evidence/probe-prompt.ts";
-
 /** What a pasted tcpdump command line says about the output after it. */
 export interface TcpdumpCommand {
   /** The command as pasted, from `tcpdump` on. */
@@ -61,7 +59,7 @@ const SHELL_STOP = /^(?:\||\|\||&&|;|&|\|&|\d?>>?.*|<.*)$/;
 
 /** Reads the tcpdump command in a prompt line's text (after sudo, kubectl … --, nsenter …). */
 export function parseCommand(text: string): TcpdumpCommand | undefined {
-  const words = splitWords(text);
+  const words = shellWords(text);
   const at = words.findIndex((w) => /(?:^|\/)tcpdump$/.test(w));
   if (at < 0) return undefined;
   let numeric = 0;
@@ -120,4 +118,31 @@ export function parseCommand(text: string): TcpdumpCommand | undefined {
     ...(file === undefined ? {} : { file }),
     ...(filter.length === 0 ? {} : { filter: filter.join(" ") }),
   };
+}
+
+/** Splits a command line as a shell would for plain words, '…' and "…" (no expansion). */
+function shellWords(text: string): string[] {
+  const words: string[] = [];
+  let cur = "";
+  let has = false;
+  let quote: string | undefined;
+  for (let i = 0; i < text.length; i++) {
+    const c = text[i]!;
+    if (quote !== undefined) {
+      if (c === quote) quote = undefined;
+      else cur += c;
+    } else if (c === "'" || c === '"') {
+      quote = c;
+      has = true;
+    } else if (c === " " || c === "\t") {
+      if (has) words.push(cur);
+      cur = "";
+      has = false;
+    } else {
+      cur += c;
+      has = true;
+    }
+  }
+  if (has) words.push(cur);
+  return words;
 }
