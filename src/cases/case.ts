@@ -6,7 +6,13 @@
  * snapshots hold nothing the case compares.
  */
 import type { PathView } from "../model/answer.ts";
-import type { Diagnostic, Finding, FindingId, Missing } from "../model/types.ts";
+import {
+  type Diagnostic,
+  FINDING_IDS,
+  type Finding,
+  type FindingId,
+  type Missing,
+} from "../model/types.ts";
 import type { Snapshot } from "../snapshot/load.ts";
 import type { Destination, FromEndpoint } from "./endpoints.ts";
 
@@ -67,4 +73,11 @@ export interface Case<Id extends FindingId = FindingId> {
   diagnose(snap: Snapshot, opts: DiagnoseOptions, earlier: EarlierAnswers): Promise<QuestionResult>;
   /** The change record of `before` → `after`; undefined when neither holds what the case compares. */
   proof?(before: Snapshot, after: Snapshot, opts: ProofOptions): Promise<CaseProof | undefined>;
+}
+
+/** The finding ids of one area (`masq`, `vpn`, …), in `FINDING_IDS`'s order: a case's ids. */
+export function idsOfArea<A extends string>(area: A): Extract<FindingId, `${A}/${string}`>[] {
+  return FINDING_IDS.filter((id): id is Extract<FindingId, `${A}/${string}`> =>
+    id.startsWith(`${area}/`),
+  );
 }

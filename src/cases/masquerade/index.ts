@@ -4,7 +4,7 @@
  * what the far side sees, and the wire that proves it. Its plan is `plan.ts`, its proof for
  * `verify` is `proof.ts` (asked through `proof-case.ts`).
  */
-import type { Case } from "../case.ts";
+import { type Case, idsOfArea } from "../case.ts";
 import { explainMasquerade } from "./explain.ts";
 import { masqueradeProof } from "./proof-case.ts";
 
@@ -12,18 +12,7 @@ export const masqueradeCase = {
   name: "masquerade",
   summary:
     "SNAT exception lists: which rule keeps a pod's source address toward the far side, and whether the far side routes it back",
-  findingIds: [
-    "masq/exempt-destination",
-    "masq/intent-rules-drift",
-    "masq/agent-missing",
-    "masq/config-invalid",
-    "masq/no-return-route",
-    "masq/wire-pod-source",
-    "masq/wire-node-source",
-    "masq/reply-missing",
-    "masq/ebpf-dataplane",
-    "masq/source-undecided",
-  ],
+  findingIds: idsOfArea("masq"),
   diagnose: (snap, opts) => explainMasquerade(snap, opts),
   proof: (before, after, opts) => masqueradeProof(before, after, opts),
 } as const satisfies Case;

@@ -3,7 +3,7 @@
  * pod's own network namespace, whether it survives a restart, the client pool's way back, and
  * policies on the translated source. Its plan is `plan.ts`, its proof for `verify` is `proof.ts`.
  */
-import type { Case } from "../case.ts";
+import { type Case, idsOfArea } from "../case.ts";
 import { explainVpn } from "./explain.ts";
 import { verifyVpnChange } from "./proof.ts";
 import { renderVpnChangeRecordMarkdown, renderVpnChangeRecordText } from "./proof-render.ts";
@@ -12,16 +12,7 @@ export const vpnCase = {
   name: "vpn",
   summary:
     "VPN pods that forward nothing: ip_forward in the pod's namespace, durability, the client pool's return path, policies after NAT",
-  findingIds: [
-    "vpn/forwarding-disabled",
-    "vpn/forwarding-not-durable",
-    "vpn/client-pool-unroutable",
-    "vpn/policy-source-mismatch",
-    "vpn/admission-rejects",
-    "vpn/dns-layer",
-    "vpn/first-silent-hop",
-    "vpn/service-vip-suffices",
-  ],
+  findingIds: idsOfArea("vpn"),
   diagnose: (snap, opts) => explainVpn(snap, opts),
   proof: async (before, after) => {
     const record = verifyVpnChange(before, after);
