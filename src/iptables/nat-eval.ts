@@ -1307,16 +1307,7 @@ class Engine {
  */
 function outcomeKey(t: NatTrace): string | undefined {
   if (t.decision === "cannot-decide" || t.decision === "branches") return undefined;
-  let rule = t.decidingRule;
-  if (t.decision === "keep") {
-    for (let i = t.steps.length - 1; i >= 0; i--) {
-      const st = t.steps[i]!;
-      if (st.kind === "return" && st.ruleIndex > 0) {
-        rule = st.source;
-        break;
-      }
-    }
-  }
+  const rule = decidingRuleOf(t);
   const src = t.sourceOut;
   return [
     t.decision,
@@ -1340,4 +1331,19 @@ function round(p: number): string {
 
 function hex(n: number): string {
   return `0x${(n >>> 0).toString(16)}`;
+}
+
+/**
+ * The rule that decided a trace, as a person reads it: for a kept source, the last RETURN that
+ * skipped the translation (not the built-in chain's policy the walk ends on); else the rule the
+ * evaluator ended on.
+ */
+export function decidingRuleOf(t: NatTrace): SourceRef | undefined {
+  if (t.decision === "keep") {
+    for (let i = t.steps.length - 1; i >= 0; i--) {
+      const st = t.steps[i]!;
+      if (st.kind === "return" && st.ruleIndex > 0) return st.source;
+    }
+  }
+  return t.decidingRule;
 }

@@ -5,7 +5,7 @@
  */
 import { primaryAddress } from "../../evidence/ip-addr.ts";
 import { lookupRoute } from "../../evidence/ip-route.ts";
-import { compileNat } from "../../iptables/nat-eval.ts";
+import { compileNat, decidingRuleOf } from "../../iptables/nat-eval.ts";
 import type {
   AddressFact,
   Assumption,
@@ -101,12 +101,6 @@ function evaluatorOf(
   return e;
 }
 
-/** The rule that decided a trace: for a kept source, the RETURN that skipped the translation. */
-function decidingRuleOf(trace: NatTrace): SourceRef | undefined {
-  const lastReturn = [...trace.steps].reverse().find((s) => s.kind === "return" && s.ruleIndex > 0);
-  return trace.decision === "keep" && lastReturn ? lastReturn.source : trace.decidingRule;
-}
-
 function alternativeOf(trace: NatTrace): Alternative {
   const rule = decidingRuleOf(trace);
   const u = trace.undecided;
@@ -155,10 +149,9 @@ export function evaluateNodeFlow(
     ...(out.dev ? { outIface: out.dev } : {}),
   });
   const hostSource = out.src ?? view?.internalIPs[0]?.ip;
-  // For a kept source the deciding line is the RETURN that skipped the MASQUERADE, not the
-  // built-in chain's policy line the evaluator ends on.
-  const lastReturn = [...trace.steps].reverse().find((s) => s.kind === "return" && s.ruleIndex > 0);
-  const deciding = trace.decision === "keep" && lastReturn ? lastReturn.source : trace.decidingRule;
+  const deciding = decidingRuleOf(trace);
+  // whether any RETURN skipped a translation (a cut dump's kept source may rest on none)
+  const lastReturn = trace.steps.some((s) => s.kind === "return" && s.ruleIndex > 0);
   const base = {
     trace,
     ...(deciding ? { decidingRule: deciding } : {}),
