@@ -10,6 +10,11 @@ import { join } from "node:path";
 import { LAB_VARIANTS } from "../test/e2e/lab-variants.ts";
 
 const root = join(import.meta.dirname, "..");
+/** The tools whose real output each scenario's snapshot holds. */
+const TOOLS = {
+  masquerade: "iptables-save, ip route, ip addr, sysctl, conntrack -L, tcpdump -w, ping, nc",
+  vpn: "an OpenVPN 2.6 server and client, sysctl, iptables-save, ip addr, ip route, tcpdump -w, ping, curl, dig",
+} as const;
 const wanted = process.argv.slice(2);
 const variants = LAB_VARIANTS.filter(
   (v) => v.example !== undefined && (wanted.length === 0 || wanted.includes(v.example)),
@@ -39,10 +44,11 @@ for (const v of variants) {
     join(tmp, "README.md"),
     `# ${example}\n\n${v.description}\n\nGenerated on a real kernel by \`scripts/make-examples.ts\` with:\n\n` +
       `    podpath lab run ${v.scenario}${v.args.map((a) => ` ${a}`).join("")} --out examples/${example}\n\n` +
-      "Every file is the real output of the command that produced it (iptables-save, ip route,\n" +
-      "ip addr, sysctl, conntrack -L, tcpdump -w, ping, nc) in the replica's network namespaces;\n" +
+      "Every file is the real output of the command that produced it, in the replica's network\n" +
+      `namespaces (${TOOLS[v.scenario]});\n` +
       "cluster/ holds the Kubernetes objects describing the replica. Try:\n\n" +
-      `    podpath diagnose examples/${example}\n`,
+      `    podpath diagnose examples/${example}\n` +
+      (v.tryAlso ?? []).map((c) => `    ${c}\n`).join(""),
   );
   const dest = join(root, "examples", example);
   rmSync(dest, { recursive: true, force: true });

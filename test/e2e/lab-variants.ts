@@ -22,6 +22,8 @@ export interface LabVariant {
   readonly args: readonly string[];
   /** The examples/ folder regenerated from this variant. */
   readonly example?: string;
+  /** Commands the example's README suggests after `podpath diagnose`. */
+  readonly tryAlso?: readonly string[];
   readonly description: string;
   readonly nodes: readonly NodeExpectation[];
   readonly findings: {
@@ -143,5 +145,33 @@ export const LAB_VARIANTS: readonly LabVariant[] = [
     description: "A rejected config: the agent keeps the rules already installed.",
     nodes: [{ node: "gke-lab-default-0", wireSource: "pod", replied: false }],
     findings: { present: ["masq/config-invalid"], absent: ["masq/agent-missing"] },
+  },
+  {
+    name: "vpn-forwarding-off",
+    scenario: "vpn",
+    args: ["--ip-forward", "0"],
+    example: "vpn-forwarding-off",
+    tryAlso: ["podpath plan vpn examples/vpn-forwarding-off --pod vpn/vpn-openvpn-6d9c7b5f4-x2x7k"],
+    description:
+      "Case B: an OpenVPN pod whose own network namespace has net.ipv4.ip_forward=0. The client reaches the tunnel peer 10.8.0.1 and nothing behind it.",
+    nodes: [],
+    findings: {
+      present: ["vpn/forwarding-disabled", "vpn/first-silent-hop"],
+      absent: ["vpn/client-pool-unroutable", "vpn/admission-rejects"],
+    },
+  },
+  {
+    name: "vpn-forwarding-fixed",
+    scenario: "vpn",
+    args: ["--ip-forward", "1", "--manifest", "init-container"],
+    example: "vpn-forwarding-fixed",
+    tryAlso: ["podpath verify examples/vpn-forwarding-off examples/vpn-forwarding-fixed"],
+    description:
+      "Case B after the fix: forwarding on in the pod's namespace, made durable by a privileged init container; the client reaches the pods and Services behind the tunnel.",
+    nodes: [],
+    findings: {
+      present: [],
+      absent: ["vpn/forwarding-disabled", "vpn/first-silent-hop", "vpn/forwarding-not-durable"],
+    },
   },
 ];
