@@ -3,7 +3,7 @@ import { readFileSync } from "node:fs";
 import { describe, it } from "node:test";
 import { readKubeObjects } from "../../evidence/kube-objects.ts";
 import { readAwsNodeIntent } from "./daemonset.ts";
-import { boolEnv, cidrListEnv, connmarkEnv, snatTypeEnv } from "./env.ts";
+import { boolEnv, cidrListEnv, connmarkEnv, type SnatType, snatTypeEnv } from "./env.ts";
 import { awsNodeChains, awsNodeRules, savedOrder } from "./rules.ts";
 
 const FILE = "cluster/aws-node.yaml";
@@ -96,7 +96,7 @@ describe("awsNodeRules", () => {
   const settings = {
     externalSnat: false,
     excludeSnatCidrs: ["10.20.0.0/16"],
-    snatType: "prng" as const,
+    snatType: "prng" as SnatType,
     nodePortSupport: true,
     connmark: 0x80,
     vethPrefix: "eni",
