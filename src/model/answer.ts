@@ -3,6 +3,7 @@
  * evidence that is missing, and problems met while reading. Its JSON form is a public contract
  * (DESIGN.md "JSON output").
  */
+import type { EnvelopeHead } from "./envelope.ts";
 import {
   type Diagnostic,
   FINDING_IDS,
@@ -54,11 +55,8 @@ export interface Verdict {
   readonly subject?: string;
 }
 
-export interface Answer {
-  readonly schemaVersion: 1;
-  readonly tool: "podpath";
-  readonly question: string;
-  readonly snapshot?: string;
+/** The diagnose answer: the envelope's head (model/envelope), then its body. */
+export interface Answer extends EnvelopeHead {
   /** One verdict over the findings and paths (model/verdict). */
   readonly verdict: Verdict;
   readonly findings: readonly Finding[];

@@ -50,8 +50,8 @@ export function html(strings: TemplateStringsArray, ...values: Part[]): SafeHtml
   return new SafeHtml(out);
 }
 
-/** Marks this module's own generated markup as safe. Never pass input through it. */
-function raw(s: string): SafeHtml {
+/** Marks podpath's own generated markup (SVG, CSS) as safe. Never pass input through it. */
+export function raw(s: string): SafeHtml {
   return new SafeHtml(s);
 }
 
@@ -114,7 +114,17 @@ export function pathSvg(path: PathView): SafeHtml {
   );
 }
 
-function findingHtml(f: Finding): SafeHtml {
+/** One traced path: its heading, the SVG diagram, its verdict, and its hops folded in a table. */
+export function pathHtml(p: PathView): SafeHtml {
+  return html`<div class="path"><h3>${p.from} → ${p.to}${p.port === undefined ? "" : `:${p.port}`}${p.protocol ? ` (${p.protocol})` : ""}</h3>${pathSvg(p)}<p>${p.verdict}</p>
+<details><summary>Hops</summary><table><tr><th>where</th><th>what</th><th>source</th><th>evidence</th></tr>${p.hops.map(
+    (h) =>
+      html`<tr><td>${h.at}</td><td>${h.label}</td><td><code>${h.source ?? ""}</code></td><td>${h.evidence ? html`<code>${h.evidence.file}:${h.evidence.line}</code>` : ""}</td></tr>`,
+  )}</table></details></div>`;
+}
+
+/** One finding as a section: severity and title, id and subject, explanation, evidence, next. */
+export function findingHtml(f: Finding): SafeHtml {
   return html`<section class="finding ${f.severity}">
 <h3><span class="sev">${f.severity.toUpperCase()}</span> ${f.title}</h3>
 <p class="meta"><code>${f.id}</code> · ${f.subject}</p>
@@ -127,7 +137,7 @@ ${f.next.length ? html`<details><summary>Next</summary><ul>${f.next.map((n) => h
 </section>`;
 }
 
-const CSS = `body{font:14px/1.45 system-ui,sans-serif;margin:2rem auto;max-width:72rem;padding:0 1rem;color:#222}
+export const CSS = `body{font:14px/1.45 system-ui,sans-serif;margin:2rem auto;max-width:72rem;padding:0 1rem;color:#222}
 h1{font-size:1.4rem}h2{font-size:1.15rem;margin-top:2rem}h3{font-size:1rem;margin:.2rem 0}
 .finding{border-left:4px solid #999;padding:.4rem .8rem;margin:1rem 0;background:#fafafa}
 .finding.error{border-color:#c62828}.finding.warning{border-color:#b26a00}.finding.info{border-color:#1565c0}
@@ -157,19 +167,7 @@ ${verdictHtml(answer.verdict)}
     .map(([s, k]) => `${k} ${s}${k === 1 ? "" : "s"}`)
     .join(", ")}</p>
 <h2>Findings</h2>${findings.length ? findings.map(findingHtml) : html`<p>None.</p>`}
-${
-  answer.paths.length
-    ? html`<h2>Paths</h2>${answer.paths.map(
-        (
-          p,
-        ) => html`<div class="path"><h3>${p.from} → ${p.to}${p.port === undefined ? "" : `:${p.port}`}${p.protocol ? ` (${p.protocol})` : ""}</h3>${pathSvg(p)}<p>${p.verdict}</p>
-<details><summary>Hops</summary><table><tr><th>where</th><th>what</th><th>source</th><th>evidence</th></tr>${p.hops.map(
-          (h) =>
-            html`<tr><td>${h.at}</td><td>${h.label}</td><td><code>${h.source ?? ""}</code></td><td>${h.evidence ? html`<code>${h.evidence.file}:${h.evidence.line}</code>` : ""}</td></tr>`,
-        )}</table></details></div>`,
-      )}`
-    : ""
-}
+${answer.paths.length ? html`<h2>Paths</h2>${answer.paths.map(pathHtml)}` : ""}
 ${
   answer.missing.length
     ? html`<h2>Evidence that would decide more</h2><ul>${answer.missing.map(

@@ -1,27 +1,13 @@
 /**
- * @module report/json — the `-o json` form (DESIGN.md "JSON output"): schemaVersion first, keys in
- * a stable order (the verdict after the snapshot's name, before the findings), no undefined,
- * bigint written as a string.
+ * @module report/json — diagnose's `-o json` form (DESIGN.md "JSON output"): the envelope
+ * (model/envelope), then keys in a stable order (the verdict after the snapshot's name, before
+ * the findings), no undefined, bigint written as a string.
  */
 import type { Answer } from "../model/answer.ts";
-
-function normalise(value: unknown): unknown {
-  if (typeof value === "bigint") return value.toString();
-  if (Array.isArray(value)) return value.map(normalise);
-  if (value !== null && typeof value === "object") {
-    const out: Record<string, unknown> = {};
-    for (const [k, v] of Object.entries(value)) if (v !== undefined) out[k] = normalise(v);
-    return out;
-  }
-  return value;
-}
+import { envelope, toJson } from "../model/envelope.ts";
 
 export function renderJson(answer: Answer): string {
-  const ordered = {
-    schemaVersion: answer.schemaVersion,
-    tool: answer.tool,
-    question: answer.question,
-    snapshot: answer.snapshot,
+  const body = {
     verdict: {
       state: answer.verdict.state,
       summary: answer.verdict.summary,
@@ -41,5 +27,5 @@ export function renderJson(answer: Answer): string {
     missing: answer.missing,
     diagnostics: answer.diagnostics,
   };
-  return `${JSON.stringify(normalise(ordered), null, 2)}\n`;
+  return toJson(envelope(answer.question, body, answer.snapshot));
 }

@@ -4,6 +4,7 @@
  */
 import type { Answer, PathView, Verdict } from "../model/answer.ts";
 import { sortFindings } from "../model/answer.ts";
+import type { Finding } from "../model/types.ts";
 import { VERDICT_LABEL } from "../model/verdict.ts";
 
 /** Escapes text for a Markdown table cell or inline position. */
@@ -11,7 +12,8 @@ export function mdEscape(s: string): string {
   return s.replace(/([\\`*_|<>[\]])/g, "\\$1").replace(/\n/g, " ");
 }
 
-function pathTable(path: PathView): string {
+/** One traced path as a bold heading line, a table of its hops and its verdict. */
+export function pathTable(path: PathView): string {
   const rows = path.hops.map(
     (h) =>
       `| ${mdEscape(h.at)} | ${mdEscape(h.label)} | ${h.source ? `\`${h.source}\`` : ""} | ${h.state} | ${
@@ -36,6 +38,28 @@ export function verdictMarkdown(v: Verdict): string {
   }`;
 }
 
+/**
+ * One finding as Markdown lines, each part followed by a blank line: its heading at `level`
+ * (`##` in diagnose), id and subject, explanation, evidence and next steps.
+ */
+export function findingMarkdown(f: Finding, level: number): string[] {
+  const out = [`${"#".repeat(level)} ${f.severity.toUpperCase()}: ${mdEscape(f.title)}`, ""];
+  out.push(`\`${f.id}\` · ${mdEscape(f.subject)}`, "", f.explanation, "");
+  if (f.evidence.length) {
+    out.push("Evidence:", "");
+    for (const e of f.evidence) {
+      out.push(
+        `- \`${e.file}:${e.line}\`${e.text ? ` — \`${e.text.trim().replace(/`/g, "'")}\`` : ""}`,
+      );
+    }
+    out.push("");
+  }
+  if (f.next.length) {
+    out.push("Next:", "", ...f.next.map((n) => `- \`${n.replace(/`/g, "'")}\``), "");
+  }
+  return out;
+}
+
 export function renderMarkdown(answer: Answer): string {
   const out = [
     verdictMarkdown(answer.verdict),
@@ -45,22 +69,7 @@ export function renderMarkdown(answer: Answer): string {
   ];
   const findings = sortFindings(answer.findings);
   if (findings.length === 0) out.push("No findings.", "");
-  for (const f of findings) {
-    out.push(`## ${f.severity.toUpperCase()}: ${mdEscape(f.title)}`, "");
-    out.push(`\`${f.id}\` · ${mdEscape(f.subject)}`, "", f.explanation, "");
-    if (f.evidence.length) {
-      out.push("Evidence:", "");
-      for (const e of f.evidence) {
-        out.push(
-          `- \`${e.file}:${e.line}\`${e.text ? ` — \`${e.text.trim().replace(/`/g, "'")}\`` : ""}`,
-        );
-      }
-      out.push("");
-    }
-    if (f.next.length) {
-      out.push("Next:", "", ...f.next.map((n) => `- \`${n.replace(/`/g, "'")}\``), "");
-    }
-  }
+  for (const f of findings) out.push(...findingMarkdown(f, 2));
   if (answer.paths.length) {
     out.push("## Paths", "");
     for (const p of answer.paths) out.push(pathTable(p), "");

@@ -46,7 +46,8 @@ function severityLabel(f: Finding, p: Paint): string {
   return p.cyan("INFO   ");
 }
 
-function renderFinding(f: Finding, p: Paint): string {
+/** One finding: severity and title, id and subject, explanation, evidence, next steps. */
+export function renderFinding(f: Finding, p: Paint): string {
   const lines = [
     `${severityLabel(f, p)}${p.bold(f.title)}`,
     `       ${p.dim(`${f.id} · ${f.subject}`)}`,
