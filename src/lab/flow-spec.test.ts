@@ -13,6 +13,11 @@ describe("parseFlowSpec", () => {
       dport: 5432,
     });
     assert.equal((parseFlowSpec("10.4.0.5->10.20.30.40") as { proto: string }).proto, "icmp");
+    // the form the shell does not read as a redirect when typed unquoted
+    assert.deepEqual(
+      parseFlowSpec("10.4.0.5,10.20.30.40:5432"),
+      parseFlowSpec("10.4.0.5->10.20.30.40:5432"),
+    );
   });
   it("reads a source port, --proto udp and bracketed IPv6", () => {
     const f = parseFlowSpec("10.4.0.5:4000->8.8.8.8:53", "udp");

@@ -45,9 +45,12 @@ function parseEndpoint(text: string, what: string): { ip: Ip; port?: number } | 
  * @example parseFlowSpec("10.4.0.5->10.20.30.40:5432") // tcp from 10.4.0.5 to 10.20.30.40:5432
  */
 export function parseFlowSpec(text: string, proto?: string): FlowSpec | { error: string } {
-  const parts = text.split("->");
+  // `SRC,DST[:PORT]` is the same flow in a form the shell leaves alone unquoted (`>` redirects)
+  const parts = text.includes("->") ? text.split("->") : text.split(",");
   if (parts.length !== 2)
-    return { error: `flow ${JSON.stringify(text)}: expected SRC->DST[:PORT]` };
+    return {
+      error: `flow ${JSON.stringify(text)}: expected SRC->DST[:PORT] (quoted) or SRC,DST[:PORT]`,
+    };
   const src = parseEndpoint(parts[0]!.trim(), "source");
   if (typeof src === "string") return { error: `flow ${JSON.stringify(text)}: ${src}` };
   const dst = parseEndpoint(parts[1]!.trim(), "destination");
