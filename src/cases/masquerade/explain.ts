@@ -18,6 +18,7 @@ import { chooseDestinations, type TracedDestination } from "./destinations.ts";
 import { type ClusterFacts, clusterFacts } from "./facts.ts";
 import { evaluateNodeFlow, type FlowOutcome } from "./flow.ts";
 import { type AgentIntent, readAgentIntent } from "./intent.ts";
+import { awsVpcCniExempt, exemptionRule } from "./owner-aws-vpc-cni.ts";
 import { returnPath, siteFor } from "./remote.ts";
 import { chooseSources, type Source } from "./sources.ts";
 import { factsSentence, undecidedFinding } from "./undecided.ts";
@@ -39,7 +40,9 @@ function isRelevant(
     intent.daemonSet !== undefined ||
     sites > 0 ||
     [...snap.nodes.values()].some((n) =>
-      [...(n.iptables?.tables.get("nat")?.chains.keys() ?? [])].some((c) => /MASQ/.test(c)),
+      [...(n.iptables?.tables.get("nat")?.chains.keys() ?? [])].some((c) =>
+        /MASQ|^AWS-SNAT-CHAIN-/.test(c),
+      ),
     )
   );
 }
@@ -320,19 +323,18 @@ function traceOne(
   }
 
   if (keepsPodSource && basis !== "none" && !isInCluster(facts, target.ip)) {
-    result.findings.push(
-      exemptFinding(
-        src,
-        target,
-        intent,
-        outcome,
-        decidedBy,
-        basis,
-        stops,
-        snap,
-        nodeView?.internalIPs[0]?.ip,
-      ),
+    const exempt = exemptFinding(
+      src,
+      target,
+      intent,
+      outcome,
+      decidedBy,
+      basis,
+      stops,
+      snap,
+      nodeView?.internalIPs[0]?.ip,
     );
+    if (exempt) result.findings.push(exempt);
   }
 }
 
@@ -353,12 +355,18 @@ function exemptFinding(
   target: TracedDestination,
   intent: AgentIntent,
   outcome: FlowOutcome | undefined,
-  rule: SourceRef | undefined,
+  decidingRule: SourceRef | undefined,
   basis: "rules" | "intent",
   stops: boolean,
   snap: Snapshot,
   nodeIp: Ip | undefined,
-): Finding {
+): Finding | undefined {
+  // the owner of the deciding rule words the finding (or finds the kept address healthy)
+  const hostIp = outcome?.hostSource ?? nodeIp;
+  const rule0 = { snap, src, target, rule: decidingRule, stops, hostSource: hostIp };
+  const owner = awsVpcCniExempt(rule0);
+  if (owner.kind !== "not-mine") return owner.kind === "finding" ? owner.finding : undefined;
+  const rule = exemptionRule(snap, src.node, decidingRule);
   const ex = isExempt(intent.config, target.ip, intent.flags);
   const entry = ex.exempt && ex.reason === "non-masquerade-cidr" ? ex.entry : undefined;
   const evidence: Evidence[] = [];
@@ -381,7 +389,9 @@ function exemptFinding(
   const explanation =
     `A packet from pod ${formatIp(src.ip)} to ${dstText} leaves ${src.node} with the pod's own address: ` +
     (basis === "rules"
-      ? `the installed rule ${ruleText} returns before the MASQUERADE rule, so the source is never rewritten. `
+      ? rule
+        ? `the installed rule ${ruleText} returns before the MASQUERADE rule, so the source is never rewritten. `
+        : "no installed rule rewrites it (kube-proxy's KUBE-POSTROUTING RETURN only skips kube-proxy's own service masquerade). "
       : "the agent's config exempts it (the node's installed rules are not in the snapshot; this is the intent). ") +
     (outcome ? factsSentence(outcome, src.node) : "") +
     `The exemption comes from ${entryText}. ` +
