@@ -12,6 +12,12 @@ export interface SourceRef {
   readonly text?: string;
 }
 
+/** A value with the line it was read from. */
+export interface Located<T> {
+  readonly value: T;
+  readonly source: SourceRef;
+}
+
 export type Severity = "error" | "warning" | "info";
 
 /**

@@ -7,9 +7,9 @@
 
 import type { KubeObject } from "../../evidence/kube-objects.ts";
 import { readYamlSource } from "../../evidence/yaml-source.ts";
-import type { Diagnostic, Parsed, SourceRef } from "../../model/types.ts";
+import type { Diagnostic, Located, Parsed, SourceRef } from "../../model/types.ts";
 import { type Cidr, formatIp } from "../../net/cidr.ts";
-import { cidrOf, type Located, networkAndMask } from "./server-config.ts";
+import { cidrOf, networkAndMask } from "./server-config.ts";
 
 /** values.yaml defaults of stable/openvpn 4.2.5 (helm/charts @390ee66 stable/openvpn/values.yaml). */
 export const CHART_DEFAULTS = {

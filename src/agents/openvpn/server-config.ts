@@ -4,13 +4,8 @@
  * `client-to-client`, server-side `route`s and `redirect-gateway`, each with the line it came from.
  */
 
-import type { Diagnostic, Parsed, SourceRef } from "../../model/types.ts";
+import type { Diagnostic, Located, Parsed, SourceRef } from "../../model/types.ts";
 import { type Cidr, type Ip, rangeToCidrs, tryParseCidr, tryParseIp } from "../../net/cidr.ts";
-
-export interface Located<T> {
-  readonly value: T;
-  readonly source: SourceRef;
-}
 
 export interface OpenvpnServerConfig {
   readonly file: string;

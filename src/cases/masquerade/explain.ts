@@ -9,15 +9,16 @@ import type { PathHop } from "../../model/answer.ts";
 import { type Evidence, type Finding, refToEvidence, type SourceRef } from "../../model/types.ts";
 import { contains, formatCidr, formatIp, type Ip } from "../../net/cidr.ts";
 import type { NodeEvidence, Snapshot } from "../../snapshot/load.ts";
-import { readSites } from "../../snapshot/sites.ts";
+import type { readSites } from "../../snapshot/sites.ts";
 import type { DiagnoseOptions, QuestionResult } from "../case.ts";
 import { nodeAddressFacts } from "./address-facts.ts";
 import { configInvalidFindings, driftFindings, ebpfFindings } from "./agent-findings.ts";
-import { agentCoverage, agentMissingFindings } from "./coverage.ts";
+import { agentMissingFindings } from "./coverage.ts";
 import { chooseDestinations, type TracedDestination } from "./destinations.ts";
-import { type ClusterFacts, clusterFacts } from "./facts.ts";
+import type { ClusterFacts } from "./facts.ts";
 import { evaluateNodeFlow, type FlowOutcome } from "./flow.ts";
-import { type AgentIntent, readAgentIntent } from "./intent.ts";
+import type { AgentIntent } from "./intent.ts";
+import { masqueradeModel } from "./model.ts";
 import { awsVpcCniExempt, exemptionRule } from "./owner-aws-vpc-cni.ts";
 import { returnPath, siteFor } from "./remote.ts";
 import { chooseSources, type Source } from "./sources.ts";
@@ -52,14 +53,13 @@ export async function explainMasquerade(
   opts: DiagnoseOptions,
 ): Promise<QuestionResult> {
   const result: QuestionResult = { findings: [], paths: [], missing: [], diagnostics: [] };
-  const intent = readAgentIntent(snap.objects);
-  const facts = clusterFacts(snap.objects);
-  const sites = readSites(snap);
-  result.diagnostics.push(...intent.diagnostics, ...facts.diagnostics, ...sites.diagnostics);
+  const model = masqueradeModel(snap);
+  const { intent, facts, farSites: sites } = model;
+  result.diagnostics.push(...model.diagnostics);
   if (!isRelevant(snap, intent, opts, sites.sites.length)) return result;
 
   result.findings.push(...configInvalidFindings(intent));
-  const coverage = agentCoverage(facts, intent);
+  const coverage = model.coverage;
   result.findings.push(...agentMissingFindings(coverage, intent, snap.objects));
   const nodes = [...snap.nodes.values()];
   result.findings.push(...driftFindings(intent, nodes, (n) => coverage.expected(n)));

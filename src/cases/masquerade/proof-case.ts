@@ -5,18 +5,16 @@
  * renderings, unchanged.
  */
 import type { Snapshot } from "../../snapshot/load.ts";
-import { readSites } from "../../snapshot/sites.ts";
 import type { CaseProof, ProofOptions } from "../case.ts";
-import { clusterFacts } from "./facts.ts";
-import { readAgentIntent } from "./intent.ts";
+import { masqueradeModel } from "./model.ts";
 import { isIntendedVerdict, verifyChange } from "./proof.ts";
 import { renderChangeRecordMarkdown, renderChangeRecordText } from "./proof-render.ts";
 
 /** Does this snapshot hold anything of the SNAT exception list, its agent or a far side? */
 export function holdsMasquerade(snap: Snapshot): boolean {
-  const intent = readAgentIntent(snap.objects);
+  const { intent, facts, farSites } = masqueradeModel(snap);
   if (intent.configMap || intent.daemonSet) return true;
-  const agentPod = clusterFacts(snap.objects).pods.some(
+  const agentPod = facts.pods.some(
     (p) => p.namespace === "kube-system" && p.labels["k8s-app"] === "ip-masq-agent",
   );
   if (agentPod) return true;
@@ -24,7 +22,7 @@ export function holdsMasquerade(snap: Snapshot): boolean {
   for (const n of snap.nodes.values()) {
     if (n.iptables?.tables.get("nat")?.chains.has(chain)) return true;
   }
-  return readSites(snap).sites.length > 0;
+  return farSites.sites.length > 0;
 }
 
 /** The change record, or undefined when neither snapshot holds anything this case compares. */

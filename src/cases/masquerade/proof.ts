@@ -16,11 +16,11 @@ import { renderRule } from "../../iptables/render.ts";
 import type { Diagnostic, Evidence, Missing } from "../../model/types.ts";
 import { formatIp, type Ip } from "../../net/cidr.ts";
 import type { Snapshot } from "../../snapshot/load.ts";
-import { readSites } from "../../snapshot/sites.ts";
 import type { Destination } from "../endpoints.ts";
 import { chooseDestinations } from "./destinations.ts";
-import { type ClusterFacts, clusterFacts } from "./facts.ts";
-import { type AgentIntent, readAgentIntent } from "./intent.ts";
+import type { ClusterFacts } from "./facts.ts";
+import type { AgentIntent } from "./intent.ts";
+import { masqueradeModel } from "./model.ts";
 import { classify, observe, pick, summarise, type WireObservation } from "./proof-wire.ts";
 
 export type { WireObservation } from "./proof-wire.ts";
@@ -148,17 +148,17 @@ export async function verifyChange(
 ): Promise<ChangeRecord> {
   const diagnostics: Diagnostic[] = [];
   const missing: Missing[] = [];
-  const ib = readAgentIntent(before.objects);
-  const ia = readAgentIntent(after.objects);
-  const fb = clusterFacts(before.objects);
-  const fa = clusterFacts(after.objects);
+  const mb = masqueradeModel(before);
+  const ma = masqueradeModel(after);
+  const { intent: ib, facts: fb } = mb;
+  const { intent: ia, facts: fa } = ma;
 
   // the destination: --dest, else what the snapshots' far side names
   let dest: { ip: Ip; port?: number } | undefined = opts.dest;
   if (!dest) {
     const t =
-      chooseDestinations({}, readSites(after).sites, after.probes, fa).list[0] ??
-      chooseDestinations({}, readSites(before).sites, before.probes, fb).list[0];
+      chooseDestinations({}, ma.farSites.sites, after.probes, fa).list[0] ??
+      chooseDestinations({}, mb.farSites.sites, before.probes, fb).list[0];
     if (t) dest = { ip: t.ip, ...(t.port ? { port: t.port } : {}) };
   }
   const destText = dest ? `${formatIp(dest.ip)}${dest.port ? `:${dest.port}` : ""}` : undefined;

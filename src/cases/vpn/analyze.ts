@@ -7,11 +7,11 @@
  */
 
 import { chartMasqueradeRule } from "../../agents/openvpn/chart.ts";
-import type { Located } from "../../agents/openvpn/server-config.ts";
 import type { ProbeCommand } from "../../evidence/probes.ts";
 import {
   type Evidence,
   type Finding,
+  type Located,
   type Missing,
   refToEvidence,
   type SourceRef,

@@ -4,8 +4,8 @@
  * answered, and the first hop that stayed silent with the layer it names.
  */
 
-import type { Located } from "../../agents/openvpn/server-config.ts";
 import type { ProbeCommand, ProbeRole, ProbeTranscript } from "../../evidence/probes.ts";
+import type { Located } from "../../model/types.ts";
 import { type Cidr, contains, type Ip, overlaps } from "../../net/cidr.ts";
 
 /** The order of the walk; names are judged apart (they test DNS, not a hop). */

@@ -10,12 +10,7 @@ import {
   type OpenvpnChartValues,
   recognizeChart,
 } from "../../agents/openvpn/chart.ts";
-import {
-  cidrOf,
-  clientPools,
-  type Located,
-  type OpenvpnServerConfig,
-} from "../../agents/openvpn/server-config.ts";
+import { cidrOf, clientPools, type OpenvpnServerConfig } from "../../agents/openvpn/server-config.ts";
 import type { KubeletSysctlConfig } from "../../agents/pod-security/kubelet-config.ts";
 import type { NetInterface } from "../../evidence/ip-addr.ts";
 import type { Route } from "../../evidence/ip-route.ts";
@@ -23,7 +18,7 @@ import type { KubeObject } from "../../evidence/kube-objects.ts";
 import type { ProbeTranscript } from "../../evidence/probes.ts";
 import type { SysctlValues } from "../../evidence/sysctl.ts";
 import type { IptablesDump } from "../../iptables/dump.ts";
-import type { SourceRef } from "../../model/types.ts";
+import type { Located, SourceRef } from "../../model/types.ts";
 import { type Cidr, contains, formatCidr, type Ip, tryParseIp } from "../../net/cidr.ts";
 
 /** Evidence read inside one pod's network namespace (`pods/<ns>/<pod>/…`). */
