@@ -13,7 +13,8 @@ import { parse } from "yaml";
 import { type Cidr, formatCidr, mergeCidrs, parseCidr } from "../../net/cidr.ts";
 import { loadSnapshot } from "../../snapshot/load.ts";
 import { openSnapshot } from "../../snapshot/source.ts";
-import { PlanError, planMasquerade, rewriteConfigTextChecked } from "./plan.ts";
+import { PlanError, planMasquerade } from "./plan.ts";
+import { rewriteConfigTextChecked } from "./plan-config.ts";
 import {
   agentReads,
   appPodYaml,

@@ -6,14 +6,9 @@
  * addresses and will silently stop matching, which node pools the change never reaches, how to
  * apply it, how to check it, and how to roll it back. Pure: snapshot in, plan out.
  */
-import { Document, isMap, isScalar, parseDocument } from "yaml";
-import { decodeMasqConfig, validateMasqConfig } from "../../agents/ip-masq-agent/config.ts";
 import { isExempt } from "../../agents/ip-masq-agent/exempt.ts";
 import { goParseCidr } from "../../agents/ip-masq-agent/go-net.ts";
-import { agentSavedLines, expectedAgentChain } from "../../agents/ip-masq-agent/rules.ts";
 import { primaryAddress } from "../../evidence/ip-addr.ts";
-import type { RemoteSite } from "../../evidence/remote-site.ts";
-import { readNetworkPolicy } from "../../k8s/objects.ts";
 import type { Diagnostic, Missing, SourceRef } from "../../model/types.ts";
 import {
   type Cidr,
@@ -27,12 +22,15 @@ import {
   parseCidr,
 } from "../../net/cidr.ts";
 import type { Snapshot } from "../../snapshot/load.ts";
-import { readSites } from "../../snapshot/sites.ts";
 import type { Destination } from "../endpoints.ts";
-import { agentCoverage } from "./coverage.ts";
-import { chooseDestinations } from "./destinations.ts";
-import { type ClusterFacts, clusterFacts, clusterPodRange } from "./facts.ts";
-import { type AgentIntent, readAgentIntent } from "./intent.ts";
+import type { Coverage } from "./coverage.ts";
+import { chooseDestinations, type TracedDestination } from "./destinations.ts";
+import type { ClusterFacts } from "./facts.ts";
+import type { AgentIntent } from "./intent.ts";
+import { type MasqueradeModel, masqueradeModel } from "./model.ts";
+import { newAgentConfig } from "./plan-config.ts";
+import { podAddressReferences } from "./plan-impact.ts";
+import { siteChanges } from "./plan-sites.ts";
 
 export type MasqueradeStrategy = "narrow" | "keep-pod-identity";
 
@@ -185,134 +183,6 @@ function configEntries(intent: AgentIntent): { text: string; cidr?: Cidr; source
   });
 }
 
-/** A config holding only the list; the agent's defaults apply to every other key. */
-function freshConfigText(list: readonly string[]): string {
-  return `nonMasqueradeCIDRs:\n${list.map((c) => `  - ${c}`).join("\n")}\nmasqLinkLocal: false\nresyncInterval: 60s\n`;
-}
-
-/** The agent matches keys case-insensitively (encoding/json), so every spelling is the key. */
-const isListKey = (k: unknown) => typeof k === "string" && k.toLowerCase() === "nonmasqueradecidrs";
-
-/**
- * Rewrites the `nonMasqueradeCIDRs` of a config text, keeping every other key and comment, and
- * JSON as JSON (the agent reads a file that starts with `{` as JSON). A text that cannot be read
- * (or is not a mapping) is replaced by a fresh config: `rewritten` then says false.
- */
-export function rewriteConfigTextChecked(
-  text: string | undefined,
-  list: readonly string[],
-): { text: string; rewritten: boolean } {
-  if (text === undefined || text.trim() === "")
-    return { text: freshConfigText(list), rewritten: true };
-  if (text.trim().startsWith("{")) {
-    let obj: unknown;
-    try {
-      obj = JSON.parse(text);
-    } catch {
-      return { text: freshConfigText(list), rewritten: false };
-    }
-    if (typeof obj !== "object" || obj === null || Array.isArray(obj))
-      return { text: freshConfigText(list), rewritten: false };
-    const rec = obj as Record<string, unknown>;
-    const keys = Object.keys(rec).filter(isListKey);
-    for (const k of keys.slice(1)) delete rec[k];
-    rec[keys[0] ?? "nonMasqueradeCIDRs"] = [...list];
-    return { text: `${JSON.stringify(rec, null, 2)}\n`, rewritten: true };
-  }
-  const doc = parseDocument(text, { uniqueKeys: false });
-  if (doc.errors.length > 0 || !isMap(doc.contents))
-    return { text: freshConfigText(list), rewritten: false };
-  const keys = doc.contents.items
-    .map((i) => (isScalar(i.key) ? i.key.value : i.key))
-    .filter(isListKey);
-  for (const k of keys.slice(1)) doc.delete(k);
-  doc.set(keys[0] ?? "nonMasqueradeCIDRs", doc.createNode([...list]));
-  return { text: doc.toString({ lineWidth: 0 }), rewritten: true };
-}
-
-/** {@link rewriteConfigTextChecked}, text only. */
-export function rewriteConfigText(text: string | undefined, list: readonly string[]): string {
-  return rewriteConfigTextChecked(text, list).text;
-}
-
-function stripServerFields(raw: Record<string, unknown>): Record<string, unknown> {
-  const meta = { ...((raw["metadata"] as Record<string, unknown>) ?? {}) };
-  for (const k of [
-    "resourceVersion",
-    "uid",
-    "creationTimestamp",
-    "managedFields",
-    "generation",
-    "selfLink",
-  ]) {
-    delete meta[k];
-  }
-  const ann = meta["annotations"] as Record<string, unknown> | undefined;
-  if (ann && "kubectl.kubernetes.io/last-applied-configuration" in ann) {
-    const rest = { ...ann };
-    delete rest["kubectl.kubernetes.io/last-applied-configuration"];
-    if (Object.keys(rest).length === 0) delete meta["annotations"];
-    else meta["annotations"] = rest;
-  }
-  return {
-    apiVersion: raw["apiVersion"] ?? "v1",
-    kind: "ConfigMap",
-    metadata: meta,
-    data: raw["data"],
-  };
-}
-
-function configMapYaml(obj: Record<string, unknown>): string {
-  return new Document(obj).toString({ lineWidth: 0, blockQuote: "literal" });
-}
-
-function siteDiff(
-  site: RemoteSite,
-  routesAdd: readonly string[],
-  selAdd: readonly string[],
-  allowAdd: readonly { readonly name: string; readonly add: readonly string[] }[],
-): string[] {
-  const lines = [`# ${site.source.file}`];
-  const list = (
-    name: string,
-    indent: string,
-    before: readonly string[],
-    add: readonly string[],
-  ) => {
-    if (add.length === 0) return;
-    lines.push(`${indent}${name}:`);
-    for (const b of before) lines.push(`  ${indent}  - ${b}`);
-    for (const a of add) lines.push(`+ ${indent}  - ${a}`);
-  };
-  list(
-    "routesBack",
-    "",
-    (site.routesBack ?? []).map((r) => formatCidr(r.cidr)),
-    routesAdd,
-  );
-  if (site.vpn) {
-    if (selAdd.length > 0) lines.push("vpn:");
-    list(
-      "localTrafficSelectors",
-      "  ",
-      (site.vpn.localTrafficSelectors ?? []).map((r) => formatCidr(r.cidr)),
-      selAdd,
-    );
-  }
-  if (allowAdd.length > 0) lines.push("allowlists:");
-  for (const a of allowAdd) {
-    const al = site.allowlists.find((x) => x.name === a.name);
-    lines.push(`  - name: ${a.name}`);
-    list(
-      "sources",
-      "    ",
-      (al?.sources ?? []).map((r) => formatCidr(r.cidr)),
-      a.add,
-    );
-  }
-  return lines;
-}
-
 const TRADEOFF = [
   {
     aspect: "what the far side sees",
@@ -337,39 +207,39 @@ const TRADEOFF = [
   },
 ];
 
-export function planMasquerade(snap: Snapshot, opts: MasqueradePlanOptions): MasqueradePlan {
-  const diagnostics: Diagnostic[] = [];
-  const missing: Missing[] = [];
-  const intent = readAgentIntent(snap.objects);
-  const facts = clusterFacts(snap.objects);
-  const { sites, diagnostics: siteDiags } = readSites(snap);
-  diagnostics.push(...intent.diagnostics, ...siteDiags);
-  if (intent.error && intent.error.stage === "validate") {
-    diagnostics.push({
-      code: "PLAN_CURRENT_CONFIG_REFUSED",
-      severity: "warning",
-      message: `the agent refuses the current config (${intent.error.message}) and keeps the one it ran with before (the defaults, if it started with this ConfigMap); the plan starts from those, and the new config replaces the refused list`,
-      ...(intent.error.source ? { source: intent.error.source } : {}),
-    });
-  }
-  // The pod range: given, or the cluster CIDR a component states, or the nodes' ranges merged.
-  const stated = clusterPodRange(snap.objects);
-  let podRanges: readonly Cidr[];
-  let podRangeWhy: string;
+/** The pod range the plan keeps exempt, and where it comes from (for the new list's reasons). */
+interface PodRange {
+  readonly cidrs: readonly Cidr[];
+  readonly why: string;
+}
+
+/**
+ * The pod range: given, or the cluster CIDR a component states, or the nodes' ranges merged (with
+ * a warning and what would decide better). Throws PlanError when none is known.
+ */
+function planPodRange(
+  snap: Snapshot,
+  model: MasqueradeModel,
+  opts: MasqueradePlanOptions,
+  diagnostics: Diagnostic[],
+  missing: Missing[],
+): PodRange {
+  const stated = model.statedPodRange;
+  let range: PodRange;
   if (opts.podRange && opts.podRange.length > 0) {
-    podRanges = mergeCidrs(opts.podRange);
-    podRangeWhy = "the pod range (--pod-range)";
+    range = { cidrs: mergeCidrs(opts.podRange), why: "the pod range (--pod-range)" };
   } else if (stated && stated.cidrs.length > 0) {
-    podRanges = mergeCidrs([...stated.cidrs, ...facts.podRanges]);
-    podRangeWhy = `the cluster's pod range (${stated.what}, ${stated.source.file}:${stated.source.line})`;
+    range = {
+      cidrs: mergeCidrs([...stated.cidrs, ...model.facts.podRanges]),
+      why: `the cluster's pod range (${stated.what}, ${stated.source.file}:${stated.source.line})`,
+    };
   } else {
-    podRanges = facts.podRanges;
-    podRangeWhy = "the pod ranges of the nodes in the snapshot";
-    if (podRanges.length > 0) {
+    range = { cidrs: model.facts.podRanges, why: "the pod ranges of the nodes in the snapshot" };
+    if (range.cidrs.length > 0) {
       diagnostics.push({
         code: "PLAN_POD_RANGE_FROM_NODES",
         severity: "warning",
-        message: `the cluster's whole pod range is not in the snapshot, so the plan keeps only the nodes' ranges (${podRanges.map(formatCidr).join(", ")}); nodes added later get ranges outside it and their pods' traffic would be masqueraded. Give --pod-range CIDR (GKE: gcloud container clusters describe CLUSTER --format='value(clusterIpv4Cidr)'), or add kube-proxy's ConfigMap to cluster/`,
+        message: `the cluster's whole pod range is not in the snapshot, so the plan keeps only the nodes' ranges (${range.cidrs.map(formatCidr).join(", ")}); nodes added later get ranges outside it and their pods' traffic would be masqueraded. Give --pod-range CIDR (GKE: gcloud container clusters describe CLUSTER --format='value(clusterIpv4Cidr)'), or add kube-proxy's ConfigMap to cluster/`,
       });
       missing.push({
         file: "cluster/kube-proxy.yaml",
@@ -379,16 +249,26 @@ export function planMasquerade(snap: Snapshot, opts: MasqueradePlanOptions): Mas
       });
     }
   }
-  if (podRanges.length === 0) {
+  if (range.cidrs.length === 0) {
     throw new PlanError(
       `${snap.name}: the pod range is not known: no Node in cluster/*.yaml has spec.podCIDR(s) (kubectl get nodes -o yaml > cluster/nodes.yaml), or give --pod-range CIDR`,
     );
   }
+  return range;
+}
+
+/** The destinations to plan for; throws PlanError when there is none or one is a pod address. */
+function planTargets(
+  snap: Snapshot,
+  model: MasqueradeModel,
+  opts: MasqueradePlanOptions,
+  podRanges: readonly Cidr[],
+): TracedDestination[] {
   const targets = chooseDestinations(
     opts.dest ? { dest: opts.dest } : {},
-    sites,
+    model.farSites.sites,
     snap.probes,
-    facts,
+    model.facts,
   ).list;
   if (targets.length === 0) {
     throw new PlanError(
@@ -402,8 +282,15 @@ export function planMasquerade(snap: Snapshot, opts: MasqueradePlanOptions): Mas
       );
     }
   }
-  const current = configEntries(intent);
-  const destinations = targets.map((t) => {
+  return targets;
+}
+
+/** Each destination and the entry of today's list that exempts it, if one does. */
+function destinationsToday(
+  targets: readonly TracedDestination[],
+  intent: AgentIntent,
+): MasqueradePlan["destinations"] {
+  return targets.map((t) => {
     const ex = isExempt(intent.config, t.ip, intent.flags);
     const entry = ex.exempt && ex.reason === "non-masquerade-cidr" ? ex.entry : undefined;
     return {
@@ -414,12 +301,40 @@ export function planMasquerade(snap: Snapshot, opts: MasqueradePlanOptions): Mas
       ...(entry?.source ? { exemptBySource: entry.source } : {}),
     };
   });
-  const destBlocks = targets.map((t) => parseCidr(formatIp(t.ip)));
+}
 
-  // narrow: the pod ranges, plus in-cluster blocks the old list already covered
-  const keep: { cidr: Cidr; why: string }[] = podRanges.map((c) => ({
+type ConfigEntry = ReturnType<typeof configEntries>[number];
+
+/** The narrowed list: what stays exempt, what is dropped and why, what is masqueraded now. */
+interface NarrowList {
+  /** The IPv4 blocks that stay exempt, merged, destinations cut out. */
+  readonly merged: readonly Cidr[];
+  readonly newList: readonly KeptBlock[];
+  readonly dropped: NarrowPlan["dropped"];
+  /** The IPv4 ranges of today's list that are no longer exempt. */
+  readonly changed: readonly Cidr[];
+}
+
+/** Why a dropped entry goes: the destinations it covers, or that nothing in the cluster needs it. */
+function droppedWhy(e: ConfigEntry, destBlocks: readonly Cidr[]): string {
+  const covered = destBlocks.filter((d) => e.cidr && contains(e.cidr, ipOf(d)));
+  return covered.length > 0
+    ? `covers ${covered.map((d) => formatIp(ipOf(d))).join(", ")}, which must be masqueraded`
+    : "no in-cluster address in the snapshot needs it";
+}
+
+/** narrow: the pod ranges, plus in-cluster blocks the old list already covered. */
+function narrowList(
+  snap: Snapshot,
+  facts: ClusterFacts,
+  current: readonly ConfigEntry[],
+  range: PodRange,
+  targets: readonly TracedDestination[],
+): NarrowList {
+  const destBlocks = targets.map((t) => parseCidr(formatIp(t.ip)));
+  const keep: { cidr: Cidr; why: string }[] = range.cidrs.map((c) => ({
     cidr: c,
-    why: `${podRangeWhy}: pod-to-pod traffic keeps pod addresses, as Kubernetes networking requires`,
+    why: `${range.why}: pod-to-pod traffic keeps pod addresses, as Kubernetes networking requires`,
   }));
   const oldCidrs = current.flatMap((e) => (e.cidr ? [e.cidr] : []));
   for (const s of nodeSubnets(snap, facts)) {
@@ -444,74 +359,17 @@ export function planMasquerade(snap: Snapshot, opts: MasqueradePlanOptions): Mas
     .map((e) => ({
       text: e.text,
       ...(e.source ? { source: e.source } : {}),
-      why: destBlocks.some((d) => e.cidr && contains(e.cidr, ipOf(d)))
-        ? `covers ${destBlocks
-            .filter((d) => e.cidr && contains(e.cidr, ipOf(d)))
-            .map((d) => formatIp(ipOf(d)))
-            .join(", ")}, which must be masqueraded`
-        : "no in-cluster address in the snapshot needs it",
+      why: droppedWhy(e, destBlocks),
     }));
-
-  const nowMasqueraded = excludeCidrs(
+  const changed = excludeCidrs(
     oldCidrs.filter((c) => c.family === 4),
     merged,
-  ).map(formatCidr);
-
-  const cmText =
-    typeof (intent.configMap?.raw["data"] as Record<string, unknown> | undefined)?.["config"] ===
-    "string"
-      ? ((intent.configMap!.raw["data"] as Record<string, unknown>)["config"] as string)
-      : undefined;
-  const rewrite = rewriteConfigTextChecked(
-    cmText,
-    newList.map((n) => n.cidr),
   );
-  const newConfigText = rewrite.text;
-  if (!rewrite.rewritten) {
-    diagnostics.push({
-      code: "PLAN_CONFIG_REPLACED",
-      severity: "warning",
-      message: `the current config cannot be read${intent.error ? ` (${intent.error.message})` : ""}, so the new one is written from scratch: the new list, and the agent's defaults for every other key`,
-      ...(intent.error?.source ? { source: intent.error.source } : {}),
-    });
-  }
-  // Validated the way the agent reads its file: decode the new text, then its validation; the
-  // decoded list must be the planned one (a rewrite that lost or added an entry is a bug here).
-  const decodedNew = decodeMasqConfig(newConfigText, {
-    nomasqAllReservedRanges: intent.flags.nomasqAllReservedRanges,
-  });
-  let validationError: string | undefined;
-  let newConfig = intent.config;
-  if ("error" in decodedNew) validationError = decodedNew.error.message;
-  else {
-    newConfig = decodedNew.config;
-    validationError = validateMasqConfig(decodedNew.config, intent.flags)?.message;
-    const got = (decodedNew.config.nonMasqueradeCIDRs ?? []).map((e) => e.text).join(",");
-    if (validationError === undefined && got !== newList.map((n) => n.cidr).join(","))
-      validationError = `the new config decodes to the list [${got}], not the planned one`;
-  }
-  const base = intent.configMap
-    ? stripServerFields(intent.configMap.raw as Record<string, unknown>)
-    : {
-        apiVersion: "v1",
-        kind: "ConfigMap",
-        metadata: { name: "ip-masq-agent", namespace: "kube-system" },
-        data: {},
-      };
-  const newCm = configMapYaml({
-    ...base,
-    data: { ...((base["data"] as object) ?? {}), config: newConfigText },
-  });
-  const previousCm = intent.configMap
-    ? configMapYaml(stripServerFields(intent.configMap.raw as Record<string, unknown>))
-    : undefined;
+  return { merged, newList, dropped, changed };
+}
 
-  const expected = expectedAgentChain(newConfig, intent.flags, {
-    family: 4,
-    toPorts: intent.toPorts,
-  });
-  const expectedRules = expected ? agentSavedLines(expected) : [];
-  const coverage = agentCoverage(facts, intent);
+/** Per node pool, whether the agent runs there to apply the change, and why (not). */
+function poolCoverage(coverage: Coverage): PoolCoverage[] {
   const pools = new Map<string, { nodes: string[]; reached: boolean; why: string }>();
   for (const n of coverage.nodes) {
     const pool = n.pool ?? `node/${n.node}`;
@@ -533,131 +391,26 @@ export function planMasquerade(snap: Snapshot, opts: MasqueradePlanOptions): Mas
     }
     pools.set(pool, p);
   }
+  return [...pools].map(([pool, p]) => ({
+    pool,
+    nodes: p.nodes,
+    reached: p.reached,
+    why: p.why,
+  }));
+}
 
-  // what names pod addresses and will silently stop matching
-  const changed = excludeCidrs(
-    oldCidrs.filter((c) => c.family === 4),
-    merged,
-  );
-  const namesPodAddresses: PodAddressReference[] = [];
-  for (const s of sites) {
-    for (const a of s.allowlists) {
-      const podSources = a.sources.filter((x) => podRanges.some((p) => overlaps(p, x.cidr)));
-      const affected =
-        a.destinations.length === 0 ||
-        a.destinations.some((d) => changed.some((c) => overlaps(c, d.cidr)));
-      for (const src of podSources) {
-        if (!affected) continue;
-        namesPodAddresses.push({
-          what: `allowlist ${a.name} of ${s.name}`,
-          file: src.source.file,
-          line: src.source.line,
-          ...(src.source.text ? { text: src.source.text } : {}),
-          consequence: `admits ${formatCidr(src.cidr)} (pod addresses); after the change the requests arrive from node addresses and stop matching`,
-        });
-      }
-    }
-    for (const r of s.routesBack ?? []) {
-      if (podRanges.some((p) => overlaps(p, r.cidr))) {
-        namesPodAddresses.push({
-          what: `return route of ${s.name}`,
-          file: r.source.file,
-          line: r.source.line,
-          ...(r.source.text ? { text: r.source.text } : {}),
-          consequence:
-            "routes pod addresses back; harmless afterwards, but no longer used for the destinations that now see node addresses",
-        });
-      }
-    }
-  }
-  for (const o of snap.objects) {
-    if (o.kind !== "NetworkPolicy") continue;
-    const np = readNetworkPolicy(o).value;
-    if (!np) continue;
-    const raw = o.raw as {
-      spec?: {
-        ingress?: { from?: { ipBlock?: { cidr?: string } }[] }[];
-        egress?: { to?: { ipBlock?: { cidr?: string } }[] }[];
-      };
-    };
-    const visit = (
-      dir: "ingress" | "egress",
-      rules: { from?: unknown[]; to?: unknown[] }[] | undefined,
-    ) => {
-      (rules ?? []).forEach((rule, i) => {
-        const peers = ((dir === "ingress" ? rule.from : rule.to) ?? []) as {
-          ipBlock?: { cidr?: string };
-        }[];
-        peers.forEach((peer, j) => {
-          const text = peer.ipBlock?.cidr;
-          if (!text) return;
-          const r = goParseCidr(text);
-          if (!("ok" in r) || !podRanges.some((p) => overlaps(p, r.ok.cidr))) return;
-          const ref =
-            o.locate(["spec", dir, i, dir === "ingress" ? "from" : "to", j, "ipBlock", "cidr"]) ??
-            o.source;
-          namesPodAddresses.push({
-            what: `NetworkPolicy ${o.namespace ?? "default"}/${o.name} ${dir} ipBlock`,
-            file: ref.file,
-            line: ref.line,
-            ...(ref.text ? { text: ref.text } : {}),
-            consequence:
-              "names pod addresses in an ipBlock; traffic that is now masqueraded carries a node address instead",
-          });
-        });
-      });
-    };
-    visit("ingress", raw.spec?.ingress as never);
-    visit("egress", raw.spec?.egress as never);
-  }
+/** `ip[:port], …` of the destinations. */
+const destinationsText = (destinations: MasqueradePlan["destinations"]): string =>
+  destinations.map((d) => `${d.ip}${d.port ? `:${d.port}` : ""}`).join(", ");
 
-  // keep-pod-identity: what the far side must learn
-  const siteChanges: SiteChange[] = [];
-  for (const s of sites) {
-    if (!targets.some((t) => s.prefixes.some((p) => contains(p.cidr, t.ip)))) continue;
-    const routesAdd = excludeCidrs(
-      mergeCidrs(podRanges),
-      (s.routesBack ?? []).map((r) => r.cidr),
-    ).map(formatCidr);
-    const selAdd = s.vpn?.localTrafficSelectors
-      ? excludeCidrs(
-          mergeCidrs(podRanges),
-          s.vpn.localTrafficSelectors.map((r) => r.cidr),
-        ).map(formatCidr)
-      : [];
-    // firewall scope: an allowlist toward the destination that names sources admits pods too
-    const allowAdd = s.allowlists
-      .filter(
-        (a) =>
-          a.sources.length > 0 &&
-          (a.destinations.length === 0 ||
-            a.destinations.some((d) => targets.some((t) => contains(d.cidr, t.ip)))),
-      )
-      .map((a) => ({
-        name: a.name,
-        add: excludeCidrs(
-          mergeCidrs(podRanges),
-          a.sources.map((x) => x.cidr),
-        ).map(formatCidr),
-      }))
-      .filter((a) => a.add.length > 0);
-    siteChanges.push({
-      site: s.name,
-      file: s.source.file,
-      routesBackAdd: routesAdd,
-      selectorsAdd: selAdd,
-      allowlistSourcesAdd: allowAdd,
-      diff: siteDiff(s, routesAdd, selAdd, allowAdd),
-    });
-  }
-  if (sites.length === 0) {
-    missing.push({
-      file: "remote/<site>.yaml",
-      would_decide:
-        "which far-side allowlists and routes name pod addresses, and what keep-pod-identity must change there",
-    });
-  }
-
+/** The behaviour change in words: who sees which address afterwards. */
+function announcement(
+  strategy: MasqueradeStrategy,
+  current: readonly ConfigEntry[],
+  merged: readonly Cidr[],
+  destinations: MasqueradePlan["destinations"],
+  podRanges: readonly Cidr[],
+): string {
   // "10.0.0.0/8 (apart from 10.4.0.0/14)": per dropped or shrunk entry, what stays exempt inside it
   const changedText = current
     .filter((e) => e.cidr?.family === 4)
@@ -672,28 +425,34 @@ export function planMasquerade(snap: Snapshot, opts: MasqueradePlanOptions): Mas
         return [];
       return [kept.length ? `${e.text} (apart from ${kept.map(formatCidr).join(", ")})` : e.text];
     });
-  const destText = destinations.map((d) => `${d.ip}${d.port ? `:${d.port}` : ""}`).join(", ");
-  const announcement =
-    opts.strategy === "narrow"
-      ? `Behaviour change, cluster-wide: traffic from pods to ${changedText.length ? changedText.join(", ") : destText} will leave with the node's address instead of the pod's. ` +
+  const destText = destinationsText(destinations);
+  return strategy === "narrow"
+    ? `Behaviour change, cluster-wide: traffic from pods to ${changedText.length ? changedText.join(", ") : destText} will leave with the node's address instead of the pod's. ` +
         "Logs, allowlists and firewall rules on the far side that name pod addresses will stop matching, silently. Announce it as a behaviour change, not as a bug fix."
-      : `No change in the cluster: pods keep their own addresses toward ${destText}. The far side must route ${podRanges.map(formatCidr).join(", ")} back and carry it in the VPN's traffic selectors; its firewalls see pod addresses.`;
-  const dir = opts.fileDir ? `${opts.fileDir.replace(/\/+$/, "")}/` : "";
-  const file = `${dir}ip-masq-agent.new.yaml`;
-  const rbFile = `${dir}ip-masq-agent.previous.yaml`;
+    : `No change in the cluster: pods keep their own addresses toward ${destText}. The far side must route ${podRanges.map(formatCidr).join(", ")} back and carry it in the VPN's traffic selectors; its firewalls see pod addresses.`;
+}
+
+/** The commands that confirm the change, and the same for the rollback. */
+function planChecks(
+  intent: AgentIntent,
+  podRanges: readonly Cidr[],
+  destinations: MasqueradePlan["destinations"],
+): { checks: string[]; rollbackChecks: string[] } {
+  const destText = destinationsText(destinations);
+  const dest = destinations[0]?.ip ?? "<DEST>";
   // conntrack takes one address or CIDR per -s: the first pod range (the whole range, usually)
   const podRangeText = formatCidr(podRanges[0]!);
   const nodeCheck = `iptables-save -t nat | grep -E '${intent.flags.masqChain}'   # on every node: compare with the expected rules`;
+  const verifyDest = destinations[0] ? ` --dest ${destText.split(", ")[0]}` : "";
   const checks = [
     "kubectl -n kube-system get pods -l k8s-app=ip-masq-agent -o wide   # an agent on every node that runs affected pods",
     `kubectl -n kube-system logs -l k8s-app=ip-masq-agent --tail=20 | grep -i 'error syncing'   # must print nothing`,
     nodeCheck,
     "# the agent re-reads its file every resyncInterval once the kubelet refreshes the mounted ConfigMap (about 1-2 minutes); no restart is needed",
-    `conntrack -L -s ${podRangeText} -d ${destinations[0]?.ip ?? "<DEST>"}   # on every node: connections opened before the change keep their pod source until they expire`,
-    `conntrack -D -s ${podRangeText} -d ${destinations[0]?.ip ?? "<DEST>"}   # to end them now (the applications reconnect, with the node address)`,
-    `tcpdump -ni any host ${destinations[0]?.ip ?? "<DEST>"}   # on the node: a fresh request must show the node address, and a reply`,
-    "podpath verify <before-snapshot> <after-snapshot>" +
-      (destinations[0] ? ` --dest ${destText.split(", ")[0]}` : ""),
+    `conntrack -L -s ${podRangeText} -d ${dest}   # on every node: connections opened before the change keep their pod source until they expire`,
+    `conntrack -D -s ${podRangeText} -d ${dest}   # to end them now (the applications reconnect, with the node address)`,
+    `tcpdump -ni any host ${dest}   # on the node: a fresh request must show the node address, and a reply`,
+    `podpath verify <before-snapshot> <after-snapshot>${verifyDest}`,
   ];
   // the rollback is confirmed the same way, with the roles of pod and node address swapped
   const rollbackChecks = [
@@ -701,12 +460,74 @@ export function planMasquerade(snap: Snapshot, opts: MasqueradePlanOptions): Mas
     checks[1]!,
     nodeCheck.replace("compare with the expected rules", "the previous rules are back"),
     checks[3]!,
-    `conntrack -L -s ${podRangeText} -d ${destinations[0]?.ip ?? "<DEST>"}   # on every node: connections opened while the change was in force keep the node address until they expire`,
-    `conntrack -D -s ${podRangeText} -d ${destinations[0]?.ip ?? "<DEST>"}   # to end them now (the applications reconnect, with their pod address)`,
-    `tcpdump -ni any host ${destinations[0]?.ip ?? "<DEST>"}   # on the node: a fresh request shows the pod address again`,
-    "podpath verify <after-snapshot> <rolled-back-snapshot>" +
-      (destinations[0] ? ` --dest ${destText.split(", ")[0]}` : ""),
+    `conntrack -L -s ${podRangeText} -d ${dest}   # on every node: connections opened while the change was in force keep the node address until they expire`,
+    `conntrack -D -s ${podRangeText} -d ${dest}   # to end them now (the applications reconnect, with their pod address)`,
+    `tcpdump -ni any host ${dest}   # on the node: a fresh request shows the pod address again`,
+    `podpath verify <after-snapshot> <rolled-back-snapshot>${verifyDest}`,
   ];
+  return { checks, rollbackChecks };
+}
+
+/** The refused current config, as the warning the plan starts with. */
+function refusedConfigDiagnostic(error: NonNullable<AgentIntent["error"]>): Diagnostic {
+  return {
+    code: "PLAN_CURRENT_CONFIG_REFUSED",
+    severity: "warning",
+    message: `the agent refuses the current config (${error.message}) and keeps the one it ran with before (the defaults, if it started with this ConfigMap); the plan starts from those, and the new config replaces the refused list`,
+    ...(error.source ? { source: error.source } : {}),
+  };
+}
+
+/** How to roll the change back: the previous ConfigMap (or none), and the checks. */
+function rollbackOf(
+  previousConfigMap: string | undefined,
+  file: string,
+  checks: readonly string[],
+): Rollback {
+  return {
+    ...(previousConfigMap ? { previousConfigMap } : {}),
+    file,
+    apply: previousConfigMap
+      ? [`kubectl apply -f ${file}`]
+      : [
+          "kubectl -n kube-system delete configmap ip-masq-agent   # there was none before: the agent returns to its defaults",
+        ],
+    checks,
+  };
+}
+
+export function planMasquerade(snap: Snapshot, opts: MasqueradePlanOptions): MasqueradePlan {
+  const model = masqueradeModel(snap);
+  const { intent } = model;
+  const sites = model.farSites.sites;
+  const diagnostics: Diagnostic[] = [...intent.diagnostics, ...model.farSites.diagnostics];
+  const missing: Missing[] = [];
+  if (intent.error && intent.error.stage === "validate")
+    diagnostics.push(refusedConfigDiagnostic(intent.error));
+  const range = planPodRange(snap, model, opts, diagnostics, missing);
+  const podRanges = range.cidrs;
+  const targets = planTargets(snap, model, opts, podRanges);
+  const current = configEntries(intent);
+  const destinations = destinationsToday(targets, intent);
+  const narrow = narrowList(snap, model.facts, current, range, targets);
+  const config = newAgentConfig(
+    intent,
+    narrow.newList.map((n) => n.cidr),
+    diagnostics,
+  );
+  const namesPodAddresses = podAddressReferences(snap.objects, sites, podRanges, narrow.changed);
+  const keepSites = siteChanges(sites, targets, podRanges);
+  if (sites.length === 0) {
+    missing.push({
+      file: "remote/<site>.yaml",
+      would_decide:
+        "which far-side allowlists and routes name pod addresses, and what keep-pod-identity must change there",
+    });
+  }
+  const dir = opts.fileDir ? `${opts.fileDir.replace(/\/+$/, "")}/` : "";
+  const file = `${dir}ip-masq-agent.new.yaml`;
+  const { checks, rollbackChecks } = planChecks(intent, podRanges, destinations);
+  const isNarrow = opts.strategy === "narrow";
   return {
     schemaVersion: 1,
     tool: "podpath",
@@ -716,42 +537,32 @@ export function planMasquerade(snap: Snapshot, opts: MasqueradePlanOptions): Mas
     podRanges: podRanges.map(formatCidr),
     destinations,
     current: current.map((c) => ({ text: c.text, ...(c.source ? { source: c.source } : {}) })),
-    ...(opts.strategy === "narrow"
+    ...(isNarrow
       ? {
           narrow: {
-            newList,
-            dropped,
-            ...(validationError ? { validationError } : {}),
-            newConfigMap: newCm,
+            newList: narrow.newList,
+            dropped: narrow.dropped,
+            ...(config.validationError ? { validationError: config.validationError } : {}),
+            newConfigMap: config.newConfigMap,
             newConfigMapFile: file,
             apply: [`kubectl apply -f ${file}`],
-            expectedRules,
+            expectedRules: config.expectedRules,
             checks,
           },
         }
-      : { keepPodIdentity: { sites: siteChanges } }),
+      : { keepPodIdentity: { sites: keepSites } }),
     impact: {
-      announcement,
-      nowMasqueraded: opts.strategy === "narrow" ? nowMasqueraded : [],
-      namesPodAddresses: opts.strategy === "narrow" ? namesPodAddresses : [],
+      announcement: announcement(opts.strategy, current, narrow.merged, destinations, podRanges),
+      nowMasqueraded: isNarrow ? narrow.changed.map(formatCidr) : [],
+      namesPodAddresses: isNarrow ? namesPodAddresses : [],
     },
-    coverage: [...pools].map(([pool, p]) => ({
-      pool,
-      nodes: p.nodes,
-      reached: p.reached,
-      why: p.why,
-    })),
+    coverage: poolCoverage(model.coverage),
     tradeoff: TRADEOFF,
-    rollback: {
-      ...(previousCm ? { previousConfigMap: previousCm } : {}),
-      file: rbFile,
-      apply: previousCm
-        ? [`kubectl apply -f ${rbFile}`]
-        : [
-            "kubectl -n kube-system delete configmap ip-masq-agent   # there was none before: the agent returns to its defaults",
-          ],
-      checks: rollbackChecks,
-    },
+    rollback: rollbackOf(
+      config.previousConfigMap,
+      `${dir}ip-masq-agent.previous.yaml`,
+      rollbackChecks,
+    ),
     missing,
     diagnostics,
   };
