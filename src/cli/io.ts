@@ -9,6 +9,11 @@ export interface Io {
   readonly out: (text: string) => void;
   /** Writes progress and diagnostics (stderr). */
   readonly err: (text: string) => void;
+  /**
+   * With `-v` only: one step done (what was read, what was decided), on stderr with the time the
+   * step took since the previous one. Nothing without `-v`.
+   */
+  readonly verbose: (text: string) => void;
   readonly stdoutIsTTY: boolean;
   readonly stderrIsTTY: boolean;
   readonly color: boolean;
@@ -38,11 +43,28 @@ export function decideColor(
   return isTTY && env["TERM"] !== "dumb";
 }
 
-export function processIo(signal: AbortSignal, colorFlag?: boolean): Io {
+/** `verbose` for an Io: `podpath: TEXT (N ms)`, N the time since the previous step. */
+export function stepClock(
+  write: (text: string) => void,
+  enabled: boolean,
+  now: () => number = () => performance.now(),
+): (text: string) => void {
+  let last = now();
+  return (text) => {
+    if (!enabled) return;
+    const t = now();
+    write(`podpath: ${text} (${Math.round(t - last)} ms)\n`);
+    last = t;
+  };
+}
+
+export function processIo(signal: AbortSignal, colorFlag?: boolean, verbose = false): Io {
   const color = decideColor(colorFlag, process.env, Boolean(process.stdout.isTTY));
+  const err = (t: string) => process.stderr.write(t);
   return {
     out: (t) => process.stdout.write(t),
-    err: (t) => process.stderr.write(t),
+    err,
+    verbose: stepClock(err, verbose),
     stdoutIsTTY: Boolean(process.stdout.isTTY),
     stderrIsTTY: Boolean(process.stderr.isTTY),
     color,
@@ -53,20 +75,25 @@ export function processIo(signal: AbortSignal, colorFlag?: boolean): Io {
   };
 }
 
-/** An Io that records everything, for tests. */
-export function memoryIo(env: Record<string, string | undefined> = {}): Io & {
+/** An Io that records everything, for tests; `verbose` steps go to its stderr when asked. */
+export function memoryIo(
+  env: Record<string, string | undefined> = {},
+  opts: { verbose?: boolean } = {},
+): Io & {
   stdout: () => string;
   stderr: () => string;
 } {
   let o = "";
   let e = "";
+  const err = (t: string) => {
+    e += t;
+  };
   return {
     out: (t) => {
       o += t;
     },
-    err: (t) => {
-      e += t;
-    },
+    err,
+    verbose: stepClock(err, opts.verbose === true),
     stdoutIsTTY: false,
     stderrIsTTY: false,
     color: false,
@@ -77,6 +104,20 @@ export function memoryIo(env: Record<string, string | undefined> = {}): Io & {
     stdout: () => o,
     stderr: () => e,
   };
+}
+
+/**
+ * A reader that stops early (`podpath capture read big.pcap | head -1`) closes stdout: end
+ * quietly (exit 0, no stack trace) instead of failing on the next write. Call once at start.
+ */
+export function endQuietlyWhenStdoutCloses(
+  stdout: NodeJS.WriteStream = process.stdout,
+  exit: (code: number) => void = (code) => process.exit(code),
+): void {
+  stdout.on("error", (e: NodeJS.ErrnoException) => {
+    if (e.code === "EPIPE" || e.code === "ERR_STREAM_DESTROYED") exit(0);
+    else throw e;
+  });
 }
 
 /** A user mistake: printed as one line on stderr, exit 2, never a stack trace. */

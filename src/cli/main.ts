@@ -4,7 +4,17 @@
  * work lives in `cli/commands/<name>.ts` (imported lazily) over the library.
  */
 import { Command, CommanderError, Option } from "commander";
-import { EXIT, type Io, processIo, UsageError } from "./io.ts";
+import { UnknownEndpointError } from "../cases/endpoints.ts";
+import { EXIT, endQuietlyWhenStdoutCloses, type Io, processIo, UsageError } from "./io.ts";
+import {
+  commandPath,
+  fromWithNamespace,
+  givenByUser,
+  mergedOptions,
+  podWithNamespace,
+  refuseHostname,
+  refuseUnless,
+} from "./options.ts";
 
 /** What every command module exports. */
 export interface CommandModule {
@@ -15,12 +25,15 @@ type Loader = () => Promise<CommandModule>;
 
 const controller = new AbortController();
 let io: Io | undefined;
-function getIo(color?: boolean): Io {
-  io ??= processIo(controller.signal, color);
+function getIo(color?: boolean, verbose?: boolean): Io {
+  io ??= processIo(controller.signal, color, verbose);
   return io;
 }
 
-function action(load: Loader) {
+/** Checks (and puts in canonical form) a command's options before its module runs. */
+type Prepare = (cmd: Command, opts: Record<string, unknown>, args: readonly string[]) => void;
+
+function action(load: Loader, prepare?: Prepare) {
   return async (...params: unknown[]) => {
     // commander passes positional args, then the options object, then the Command itself
     const cmd = params.at(-1) as Command;
@@ -28,16 +41,22 @@ function action(load: Loader) {
       .slice(0, -2)
       .flatMap((p) => (Array.isArray(p) ? p : p === undefined ? [] : [p])) as string[];
     const opts: Record<string, unknown> = {
-      ...cmd.optsWithGlobals(),
+      ...mergedOptions(cmd),
       _command: cmd.name(),
       _args: cmd.args,
     };
-    const theIo = getIo(opts["color"] as boolean | undefined);
+    const theIo = getIo(opts["color"] as boolean | undefined, opts["verbose"] === true);
+    const name = commandPath(cmd);
     try {
+      prepare?.(cmd, opts, positional);
       const mod = await load();
+      theIo.verbose(
+        `${name}: options checked, command loaded (arguments: ${positional.join(" ") || "none"})`,
+      );
       process.exitCode = await mod.run(positional, opts, theIo);
+      theIo.verbose(`${name}: done, exit ${process.exitCode}`);
     } catch (e) {
-      if (e instanceof UsageError) {
+      if (e instanceof UsageError || e instanceof UnknownEndpointError) {
         theIo.err(`podpath: ${e.message}\n`);
         process.exitCode = EXIT.usage;
         return;
@@ -46,6 +65,58 @@ function action(load: Loader) {
     }
   };
 }
+
+/** What `diagnose` reads only from a cluster: refused on a snapshot, where they would do nothing. */
+const LIVE_ONLY = [
+  "keep",
+  "context",
+  "kubeconfig",
+  "nodeState",
+  "nodes",
+  "pod",
+  "capture",
+  "seconds",
+  "concurrency",
+];
+
+const str = (v: unknown): string | undefined => (typeof v === "string" ? v : undefined);
+
+/** `-n`, `--pod` and `--from` in kubectl's forms; flags that need another flag. */
+const prepareDiagnose: Prepare = (cmd, opts) => {
+  const live = opts["live"] === true;
+  refuseUnless(cmd, LIVE_ONLY, live, "with --live (a snapshot is read as it is)");
+  const ns = str(opts["namespace"]);
+  const from = str(opts["from"]);
+  refuseUnless(
+    cmd,
+    ["namespace"],
+    live || from?.startsWith("pod/") === true,
+    "with --live or with --from pod/NAME",
+  );
+  refuseUnless(cmd, ["seconds"], givenByUser(cmd, "capture"), "with --capture");
+  if (from !== undefined) opts["from"] = fromWithNamespace(from, ns);
+  const pod = str(opts["pod"]);
+  if (pod !== undefined) opts["pod"] = podWithNamespace(pod, ns, "--pod");
+  const dest = str(opts["dest"]);
+  if (dest !== undefined) refuseHostname("--dest", dest);
+};
+
+const prepareCollect: Prepare = (cmd, opts) => {
+  refuseUnless(cmd, ["seconds"], givenByUser(cmd, "capture"), "with --capture");
+  refuseUnless(
+    cmd,
+    ["collectorImage", "collectorNamespace"],
+    opts["nodeState"] === true,
+    "with --node-state (they place the collector pods)",
+  );
+  const pod = str(opts["pod"]);
+  if (pod !== undefined) opts["pod"] = podWithNamespace(pod, str(opts["namespace"]), "--pod");
+};
+
+const prepareDest: Prepare = (_cmd, opts) => {
+  const dest = str(opts["dest"]);
+  if (dest !== undefined) refuseHostname("--dest", dest);
+};
 
 const output = (choices: string[], dflt: string) =>
   new Option("-o, --output <format>", "output format").choices(choices).default(dflt);
@@ -95,7 +166,7 @@ program
     "after",
     "\nExamples:\n  podpath diagnose examples/snat-exception-list\n  podpath diagnose snap/ --dest 10.20.30.40:5432 -o json",
   )
-  .action(action(() => import("./commands/diagnose.ts")));
+  .action(action(() => import("./commands/diagnose.ts"), prepareDiagnose));
 
 const plan = program
   .command("plan")
@@ -118,19 +189,29 @@ plan
     "write the new and the previous ConfigMap there, as the commands name them",
   )
   .addOption(output(["text", "json", "yaml"], "text"))
-  .action(action(() => import("./commands/plan-masquerade.ts")));
+  .action(action(() => import("./commands/plan-masquerade.ts"), prepareDest));
 plan
   .command("vpn")
   .description("make forwarding in a VPN pod durable, with admission prediction")
   .argument("<snapshot>")
-  .requiredOption("--pod <ns/name>", "the VPN pod")
+  .requiredOption("--pod <ns/name>", "the VPN pod: NAMESPACE/NAME, or NAME with -n")
+  .option("-n, --namespace <ns>", "the VPN pod's namespace (kubectl's -n; default: default)")
   .addOption(
     new Option("--strategy <s>")
       .choices(["init-container", "pod-sysctls", "chart-value", "all"])
       .default("all"),
   )
   .addOption(output(["text", "json", "yaml"], "text"))
-  .action(action(() => import("./commands/plan-vpn.ts")));
+  .action(
+    action(
+      () => import("./commands/plan-vpn.ts"),
+      (_cmd, opts) => {
+        const pod = str(opts["pod"]);
+        if (pod !== undefined)
+          opts["pod"] = podWithNamespace(pod, str(opts["namespace"]), "--pod", "default");
+      },
+    ),
+  );
 
 program
   .command("verify")
@@ -139,7 +220,7 @@ program
   .argument("<after>")
   .option("--dest <ip[:port]>", "the known request whose source address proves the change")
   .addOption(output(["md", "json", "text"], "md"))
-  .action(action(() => import("./commands/verify.ts")));
+  .action(action(() => import("./commands/verify.ts"), prepareDest));
 
 const capture = program.command("capture").description("read pcap, pcapng and tcpdump text");
 capture
@@ -155,7 +236,12 @@ capture
   .option("--host <ip>", "only conversations with this address")
   .option("--talkers", "with --host: who sent to it, packet counts, and whether replies came")
   .addOption(output(["text", "json"], "text"))
-  .action(action(() => import("./commands/capture-flows.ts")));
+  .action(
+    action(
+      () => import("./commands/capture-flows.ts"),
+      (cmd) => refuseUnless(cmd, ["talkers"], givenByUser(cmd, "host"), "with --host"),
+    ),
+  );
 
 const ipmasq = program
   .command("ipmasq")
@@ -190,10 +276,13 @@ for (const sub of ["config", "rules"] as const) {
         "  podpath ipmasq rules cm.yaml --daemonset ds.yaml | iptables-restore --noflush\n",
     )
     .action(
-      action(() =>
-        sub === "config"
-          ? import("./commands/ipmasq-config.ts")
-          : import("./commands/ipmasq-rules.ts"),
+      action(
+        () =>
+          sub === "config"
+            ? import("./commands/ipmasq-config.ts")
+            : import("./commands/ipmasq-rules.ts"),
+        (cmd) =>
+          refuseUnless(cmd, ["family", "iptablesVersion"], sub === "rules", "with ipmasq rules"),
       ),
     );
 }
@@ -266,7 +355,7 @@ program
     "after",
     "\nExamples:\n  podpath collect --out snap/ --pod vpn/openvpn-0\n  kubectl podpath collect --out snap/ --context prod --node-state --capture 10.20.30.40 --seconds 10",
   )
-  .action(action(() => import("./commands/collect.ts")));
+  .action(action(() => import("./commands/collect.ts"), prepareCollect));
 
 const lab = program.command("lab").description("real-kernel replicas in network namespaces (root)");
 lab
@@ -331,6 +420,7 @@ async function main(argv: string[]): Promise<void> {
       process.exitCode = 130;
     });
   }
+  endQuietlyWhenStdoutCloses();
   try {
     await program.parseAsync(argv);
   } catch (e) {

@@ -5,6 +5,7 @@
  * that would decide more.
  */
 import type { DiagnoseOptions, QuestionResult } from "../cases/case.ts";
+import { checkFromEndpoint } from "../cases/endpoints.ts";
 import { CASES } from "../cases/index.ts";
 import type { Answer, PathView } from "../model/answer.ts";
 import { sortFindings } from "../model/answer.ts";
@@ -47,7 +48,19 @@ export function mergeFindings(list: readonly Finding[]): Finding[] {
   return [...byKey.values()];
 }
 
+/**
+ * @throws UnknownEndpointError when `opts.from` names a pod, node or namespace the snapshot does
+ * not hold (with the closest names it does): a question about a sender that is not there.
+ */
 export async function diagnose(snap: Snapshot, opts: DiagnoseOptions = {}): Promise<Answer> {
+  if (opts.from) {
+    const unknown = checkFromEndpoint(opts.from, {
+      objects: snap.objects,
+      nodes: snap.nodes.keys(),
+      pods: snap.pods.keys(),
+    });
+    if (unknown) throw unknown;
+  }
   const findings: Finding[] = [];
   const paths: PathView[] = [];
   const missing: Missing[] = [];
