@@ -10,7 +10,11 @@ import {
   type OpenvpnChartValues,
   recognizeChart,
 } from "../../agents/openvpn/chart.ts";
-import { cidrOf, clientPools, type OpenvpnServerConfig } from "../../agents/openvpn/server-config.ts";
+import {
+  cidrOf,
+  clientPools,
+  type OpenvpnServerConfig,
+} from "../../agents/openvpn/server-config.ts";
 import type { KubeletSysctlConfig } from "../../agents/pod-security/kubelet-config.ts";
 import type { NetInterface } from "../../evidence/ip-addr.ts";
 import type { Route } from "../../evidence/ip-route.ts";
