@@ -50,7 +50,10 @@ export interface PodView {
   readonly namespace: string;
   readonly name: string;
   readonly nodeName?: string;
+  /** status.podIPs, or status.podIP when the list is absent. */
   readonly podIPs: readonly { readonly ip: Ip; readonly source: SourceRef }[];
+  /** status.podIP as written (the primary address), else the first of podIPs. */
+  readonly podIP?: { readonly ip: Ip; readonly source: SourceRef };
   readonly hostNetwork: boolean;
   readonly labels: Readonly<Record<string, string>>;
   readonly ownerReferences: readonly {
@@ -101,14 +104,26 @@ export function readPod(obj: KubeObject): Parsed<PodView | undefined> {
     : p.status?.podIP
       ? [{ text: p.status.podIP, path: ["status", "podIP"] as Path }]
       : [];
+  const podIPs = addresses(obj, ipTexts, parseIpOpt, "an IP address", diagnostics).map((x) => ({
+    ip: x.value,
+    source: x.source,
+  }));
+  const primaryText = p.status?.podIPs?.length ? p.status.podIP : undefined;
+  const primary = primaryText
+    ? (addresses(
+        obj,
+        [{ text: primaryText, path: ["status", "podIP"] }],
+        parseIpOpt,
+        "an IP address",
+        diagnostics,
+      ).map((x) => ({ ip: x.value, source: x.source }))[0] ?? podIPs[0])
+    : podIPs[0];
   const value: PodView = {
     namespace: obj.namespace ?? "default",
     name: obj.name,
     ...opt("nodeName", p.spec?.nodeName),
-    podIPs: addresses(obj, ipTexts, parseIpOpt, "an IP address", diagnostics).map((x) => ({
-      ip: x.value,
-      source: x.source,
-    })),
+    podIPs,
+    ...opt("podIP", primary),
     hostNetwork: p.spec?.hostNetwork === true,
     labels: obj.labels,
     ownerReferences: (p.metadata?.ownerReferences ?? []).map((o) => ({

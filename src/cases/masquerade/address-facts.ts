@@ -9,17 +9,14 @@
 
 import type { RemoteSite } from "../../evidence/remote-site.ts";
 import type { AddressFact } from "../../iptables/nat-trace.ts";
-import type { Cidr, Ip } from "../../net/cidr.ts";
+import {
+  type ClusterFacts,
+  hostCidr as host,
+  nodeInternalIps,
+  podAddresses,
+} from "../../k8s/cluster-facts.ts";
 import { formatIp } from "../../net/cidr.ts";
 import type { NodeEvidence } from "../../snapshot/load.ts";
-import type { ClusterFacts } from "./facts.ts";
-
-const host = (ip: Ip): Cidr => ({
-  family: ip.family,
-  start: ip.value,
-  end: ip.value,
-  prefix: ip.family === 4 ? 32 : 128,
-});
 
 const CLUSTER_IP_COMMENT = / cluster IP"?$/;
 
@@ -61,20 +58,17 @@ export function nodeAddressFacts(
       });
     }
   }
-  for (const n of facts.nodes) {
-    if (n.name === nodeName) continue;
-    for (const a of n.internalIPs) {
-      others.push({
-        cidr: host(a.ip),
-        local: false,
-        source: a.source,
-        what: `${formatIp(a.ip)} is Node ${n.name}'s address`,
-      });
-    }
+  for (const a of nodeInternalIps(facts)) {
+    if (a.node.name === nodeName) continue;
+    others.push({
+      cidr: host(a.ip),
+      local: false,
+      source: a.source,
+      what: `${formatIp(a.ip)} is Node ${a.node.name}'s address`,
+    });
   }
   for (const p of facts.pods) {
-    if (p.hostNetwork) continue;
-    for (const a of p.podIPs) {
+    for (const a of podAddresses(p)) {
       others.push({
         cidr: host(a.ip),
         local: false,

@@ -1,108 +1,14 @@
 /**
- * @module cases/masquerade/facts — the cluster facts the masquerade question stands on: nodes
- * (pool, pod ranges, InternalIP), pods (node, addresses), and the pod address space, each with the
- * file line it was read from.
+ * @module cases/masquerade/facts — the cluster facts the masquerade question stands on, under the
+ * names it has always used: they are read once for every case in `k8s/cluster-facts` (nodes, pods,
+ * the pod address space) and `k8s/cluster-range` (the cluster range a component states).
  */
-import type { KubeObject } from "../../evidence/kube-objects.ts";
-import { type NodeView, type PodView, readNode, readPod } from "../../k8s/objects.ts";
-import type { Diagnostic, SourceRef } from "../../model/types.ts";
-import { type Cidr, contains, type Ip, mergeCidrs, tryParseCidr } from "../../net/cidr.ts";
-
-export interface ClusterFacts {
-  readonly nodes: readonly NodeView[];
-  readonly pods: readonly PodView[];
-  /** The pod address space: the nodes' pod ranges merged (empty when no Node says). */
-  readonly podRanges: readonly Cidr[];
-  readonly diagnostics: readonly Diagnostic[];
-}
-
-export function clusterFacts(objects: readonly KubeObject[]): ClusterFacts {
-  const diagnostics: Diagnostic[] = [];
-  const nodes: NodeView[] = [];
-  const pods: PodView[] = [];
-  for (const o of objects) {
-    if (o.kind === "Node") {
-      const r = readNode(o);
-      diagnostics.push(...r.diagnostics);
-      if (r.value) nodes.push(r.value);
-    } else if (o.kind === "Pod") {
-      const r = readPod(o);
-      diagnostics.push(...r.diagnostics);
-      if (r.value) pods.push(r.value);
-    }
-  }
-  const podRanges = mergeCidrs(nodes.flatMap((n) => n.podCIDRs.map((c) => c.cidr)));
-  return { nodes, pods, podRanges, diagnostics };
-}
-
-/** Is the address a pod address (inside a node's pod range, or a pod's own IP)? */
-export function isPodAddress(facts: ClusterFacts, ip: Ip): boolean {
-  return (
-    facts.podRanges.some((c) => contains(c, ip)) ||
-    facts.pods.some(
-      (p) =>
-        !p.hostNetwork &&
-        p.podIPs.some((x) => x.ip.value === ip.value && x.ip.family === ip.family),
-    )
-  );
-}
-
-/** The cluster's whole pod range, where a component's configuration states it. */
-export interface ClusterRange {
-  readonly cidrs: readonly Cidr[];
-  readonly source: SourceRef;
-  readonly what: string;
-}
-
-const CLUSTER_CIDR_FLAG = /--cluster-cidr[= ]([0-9a-fA-F.:/,]+)/;
-const KUBE_PROXY_KEY = /^\s*clusterCIDR:\s*"?([0-9a-fA-F.:/,]+)"?\s*$/m;
-
-function cidrsOf(text: string): Cidr[] {
-  return text.split(",").flatMap((t) => {
-    const r = tryParseCidr(t.trim(), { allowBareAddress: false });
-    return "cidr" in r ? [r.cidr] : [];
-  });
-}
-
-/**
- * The cluster CIDR from kube-proxy's ConfigMap (`clusterCIDR`), the controller manager's
- * `--cluster-cidr`, or Cilium's `cluster-pool-ipv4-cidr`; undefined when none is in the snapshot.
- */
-export function clusterPodRange(objects: readonly KubeObject[]): ClusterRange | undefined {
-  for (const o of objects) {
-    if (o.kind === "ConfigMap" && o.namespace === "kube-system") {
-      const data = (o.raw["data"] ?? {}) as Record<string, unknown>;
-      for (const [key, value] of Object.entries(data)) {
-        if (typeof value !== "string") continue;
-        const m = o.name === "kube-proxy" ? KUBE_PROXY_KEY.exec(value) : undefined;
-        if (m?.[1]) {
-          const line = value.slice(0, m.index).split("\n").length + (m[0].startsWith("\n") ? 1 : 0);
-          const ref = o.locateInString(["data", key], line) ?? o.source;
-          return { cidrs: cidrsOf(m[1]), source: ref, what: "kube-proxy's clusterCIDR" };
-        }
-        if (o.name === "cilium-config" && key === "cluster-pool-ipv4-cidr") {
-          return {
-            cidrs: cidrsOf(value),
-            source: o.locate(["data", key]) ?? o.source,
-            what: "Cilium's cluster-pool-ipv4-cidr",
-          };
-        }
-      }
-    }
-    if (
-      o.kind === "Pod" &&
-      o.namespace === "kube-system" &&
-      o.name.startsWith("kube-controller-manager")
-    ) {
-      const text = JSON.stringify(o.raw["spec"] ?? {});
-      const m = CLUSTER_CIDR_FLAG.exec(text);
-      if (m?.[1])
-        return {
-          cidrs: cidrsOf(m[1]),
-          source: o.source,
-          what: "kube-controller-manager --cluster-cidr",
-        };
-    }
-  }
-  return undefined;
-}
+export {
+  type ClusterFacts,
+  clusterFacts,
+  isPodAddress,
+} from "../../k8s/cluster-facts.ts";
+export {
+  type ClusterRange,
+  statedClusterRange as clusterPodRange,
+} from "../../k8s/cluster-range.ts";
