@@ -7,8 +7,10 @@
  */
 
 import { chartMasqueradeRule } from "../../agents/openvpn/chart.ts";
+import type { KubeObject } from "../../evidence/kube-objects.ts";
 import type { ProbeCommand } from "../../evidence/probes.ts";
 import {
+  type Diagnostic,
   type Evidence,
   type Finding,
   type Located,
@@ -18,6 +20,7 @@ import {
 } from "../../model/types.ts";
 import { type Cidr, contains, formatCidr, formatIp, type Ip, overlaps } from "../../net/cidr.ts";
 import { translationEffect } from "../../policy/ip-block-match.ts";
+import { parseLabelSelector, selectorMatches } from "../../policy/label-selector.ts";
 import { readNetworkPolicies } from "../../policy/network-policy.ts";
 import { admissionFindings } from "./admission.ts";
 import { forwardingSetters, IP_FORWARD } from "./durable.ts";
@@ -343,22 +346,15 @@ function returnPath(
   return asked;
 }
 
-function selectorMatches(sel: unknown, labels: Readonly<Record<string, string>>): boolean {
-  if (typeof sel !== "object" || sel === null) return false;
-  const s = sel as {
-    matchLabels?: Record<string, string>;
-    matchExpressions?: { key: string; operator: string; values?: string[] }[];
-  };
-  for (const [k, v] of Object.entries(s.matchLabels ?? {})) if (labels[k] !== v) return false;
-  for (const e of s.matchExpressions ?? []) {
-    const has = e.key in labels;
-    const val = labels[e.key];
-    if (e.operator === "In" && !(has && (e.values ?? []).includes(val!))) return false;
-    if (e.operator === "NotIn" && has && (e.values ?? []).includes(val!)) return false;
-    if (e.operator === "Exists" && !has) return false;
-    if (e.operator === "DoesNotExist" && has) return false;
-  }
-  return true;
+/** Does a NetworkPolicy peer's selector, as written at `path`, select these labels? */
+function peerSelects(
+  np: KubeObject,
+  raw: unknown,
+  path: readonly (string | number)[],
+  labels: Readonly<Record<string, string>>,
+): boolean {
+  const problems: Diagnostic[] = []; // the policy's own reader reports them
+  return selectorMatches(parseLabelSelector(raw, np.locate(path) ?? np.source, problems), labels);
 }
 
 function policySource(
@@ -409,13 +405,20 @@ function policySource(
       peers.forEach((peer, pi) => {
         if (!peer?.["podSelector"] && !peer?.["namespaceSelector"]) return;
         const nsOk = peer["namespaceSelector"]
-          ? selectorMatches(
+          ? peerSelects(
+              np,
               peer["namespaceSelector"],
+              ["spec", "ingress", ri, "from", pi, "namespaceSelector"],
               ctx.namespaceObject?.labels ?? { "kubernetes.io/metadata.name": ctx.namespace },
             )
           : (np.namespace ?? "default") === ctx.namespace;
         const podOk = peer["podSelector"]
-          ? selectorMatches(peer["podSelector"], ctx.pod!.labels)
+          ? peerSelects(
+              np,
+              peer["podSelector"],
+              ["spec", "ingress", ri, "from", pi, "podSelector"],
+              ctx.pod!.labels,
+            )
           : true;
         if (nsOk && podOk) {
           const where = np.locate(["spec", "ingress", ri, "from", pi]) ?? np.source;

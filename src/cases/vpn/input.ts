@@ -22,8 +22,11 @@ import type { KubeObject } from "../../evidence/kube-objects.ts";
 import type { ProbeTranscript } from "../../evidence/probes.ts";
 import type { SysctlValues } from "../../evidence/sysctl.ts";
 import type { IptablesDump } from "../../iptables/dump.ts";
+import { clusterFacts, podRangesOf, serviceAddresses } from "../../k8s/cluster-facts.ts";
+import { type PodView, readPod } from "../../k8s/objects.ts";
+import { WORKLOAD_KINDS, workloadOf } from "../../k8s/workloads.ts";
 import type { Located, SourceRef } from "../../model/types.ts";
-import { type Cidr, contains, formatCidr, type Ip, tryParseIp } from "../../net/cidr.ts";
+import { type Cidr, contains, formatCidr, type Ip } from "../../net/cidr.ts";
 
 /** Evidence read inside one pod's network namespace (`pods/<ns>/<pod>/…`). */
 export interface VpnPodEvidence {
@@ -89,54 +92,18 @@ export interface VpnContext {
 
 const isTun = (i: NetInterface) => /^(tun|tap|wg)/.test(i.name);
 
-function str(v: unknown): string | undefined {
-  return typeof v === "string" ? v : undefined;
-}
 function rec(v: unknown): Record<string, unknown> | undefined {
   return typeof v === "object" && v !== null && !Array.isArray(v)
     ? (v as Record<string, unknown>)
     : undefined;
 }
 
-/** The `spec.selector.matchLabels` of a controller matches these labels. */
-function selects(ctrl: KubeObject, labels: Readonly<Record<string, string>>): boolean {
-  const ml = rec(rec(rec(ctrl.raw["spec"])?.["selector"])?.["matchLabels"]);
-  if (!ml || Object.keys(ml).length === 0) return false;
-  return Object.entries(ml).every(([k, v]) => labels[k] === v);
-}
-
-const WORKLOAD_KINDS = ["Deployment", "StatefulSet", "DaemonSet", "ReplicaSet"];
-
-/** Finds the workload that makes a pod: by selector against the pod's labels, else by name prefix. */
-export function workloadOf(
-  objects: readonly KubeObject[],
-  namespace: string,
-  podName: string,
-  pod?: KubeObject,
-): KubeObject | undefined {
-  const inNs = objects.filter(
-    (o) => WORKLOAD_KINDS.includes(o.kind) && (o.namespace ?? "default") === namespace,
-  );
-  const byKind = (list: KubeObject[]) =>
-    list.find((o) => o.kind === "Deployment") ??
-    list.find((o) => o.kind !== "ReplicaSet") ??
-    list[0];
-  if (pod) {
-    const chosen = byKind(inNs.filter((o) => selects(o, pod.labels)));
-    if (chosen) return chosen;
-  }
-  return byKind(inNs.filter((o) => podName.startsWith(`${o.name}-`)));
-}
-
+/** The pod's own address: the Pod's status.podIP, else the primary address of its eth0. */
 function podIpOf(
   ev: VpnPodEvidence | undefined,
-  pod: KubeObject | undefined,
+  pod: PodView | undefined,
 ): Located<Ip> | undefined {
-  const status = rec(pod?.raw["status"]);
-  const ip = str(status?.["podIP"]);
-  const parsed = ip === undefined ? undefined : tryParseIp(ip);
-  if (parsed && pod)
-    return { value: parsed, source: pod.locate(["status", "podIP"]) ?? pod.source };
+  if (pod?.podIP) return { value: pod.podIP.ip, source: pod.podIP.source };
   const eth = ev?.ipAddr?.interfaces.find((i) => i.name === "eth0" || i.name.startsWith("eth0@"));
   const a = eth?.addresses?.find((x) => x.family === 4 && !x.secondary);
   return a ? { value: a.local, source: a.source } : undefined;
@@ -175,7 +142,7 @@ export function resolveVpn(input: VpnInput): VpnContext | undefined {
     (o) => o.kind === "Pod" && o.name === podName && (o.namespace ?? "default") === namespace,
   );
   const workload =
-    workloadOf(input.objects, namespace, podName, pod) ??
+    workloadOf(input.objects, namespace, podName, pod?.labels) ??
     pod ??
     input.objects.find(
       (o) =>
@@ -217,7 +184,7 @@ export function resolveVpn(input: VpnInput): VpnContext | undefined {
   } else if (pool && pool.value.family === 4) {
     peer = { value: { family: 4, value: pool.value.start + 1n }, source: pool.source };
   }
-  const podIp = podIpOf(evidence, pod);
+  const podIp = podIpOf(evidence, pod ? readPod(pod).value : undefined);
   return {
     namespace,
     name: podName,
@@ -238,50 +205,20 @@ export function execIn(ctx: { namespace: string; name: string }, argv: string): 
   return `kubectl exec -n ${ctx.namespace} ${ctx.name} -- ${argv}`;
 }
 
-/** Pod addresses and pod CIDRs of the cluster (Pods' podIP, Nodes' podCIDR(s)). */
+/** The pod address space with its lines: Nodes' pod CIDRs and pods' own addresses. */
 export function clusterPodRanges(objects: readonly KubeObject[]): Located<Cidr>[] {
-  const out: Located<Cidr>[] = [];
-  for (const o of objects) {
-    if (o.kind === "Pod") {
-      const ip = str(rec(o.raw["status"])?.["podIP"]);
-      const c = ip === undefined ? undefined : cidrOf(ip);
-      if (c) out.push({ value: c, source: o.locate(["status", "podIP"]) ?? o.source });
-    } else if (o.kind === "Node") {
-      const spec = rec(o.raw["spec"]);
-      const list = Array.isArray(spec?.["podCIDRs"])
-        ? (spec["podCIDRs"] as unknown[])
-        : [spec?.["podCIDR"]];
-      list.forEach((t, i) => {
-        const c = typeof t === "string" ? cidrOf(t) : undefined;
-        if (c)
-          out.push({
-            value: c,
-            source:
-              o.locate([
-                "spec",
-                Array.isArray(spec?.["podCIDRs"]) ? "podCIDRs" : "podCIDR",
-                ...(Array.isArray(spec?.["podCIDRs"]) ? [i] : []),
-              ]) ?? o.source,
-          });
-      });
-    }
-  }
-  return out;
+  return podRangesOf(clusterFacts(objects));
 }
 
 /** Service cluster IPs with their Service. */
 export function serviceIps(
   objects: readonly KubeObject[],
 ): { ip: Ip; service: KubeObject; source: SourceRef }[] {
-  const out: { ip: Ip; service: KubeObject; source: SourceRef }[] = [];
-  for (const o of objects) {
-    if (o.kind !== "Service") continue;
-    const ip = str(rec(o.raw["spec"])?.["clusterIP"]);
-    const parsed = ip === undefined ? undefined : tryParseIp(ip);
-    if (parsed)
-      out.push({ ip: parsed, service: o, source: o.locate(["spec", "clusterIP"]) ?? o.source });
-  }
-  return out;
+  return serviceAddresses(objects).value.map((a) => ({
+    ip: a.ip,
+    service: a.service.object,
+    source: a.source,
+  }));
 }
 
 export function rangeContaining(
