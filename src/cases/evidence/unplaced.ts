@@ -7,15 +7,21 @@
  */
 import { recognizeChart } from "../../agents/openvpn/chart.ts";
 import { primaryAddress } from "../../evidence/ip-addr.ts";
+import { probeRole } from "../../evidence/probe-role.ts";
 import type { ProbeCommand, ProbeTranscript } from "../../evidence/probes.ts";
 import type { IptablesDump } from "../../iptables/dump.ts";
+import {
+  type ClusterFacts,
+  clusterFacts,
+  podAddresses,
+  podRangesOf,
+  serviceAddresses,
+} from "../../k8s/cluster-facts.ts";
 import type { PathView } from "../../model/answer.ts";
 import { type Diagnostic, type Finding, refToEvidence, type SourceRef } from "../../model/types.ts";
 import { formatIp } from "../../net/cidr.ts";
 import type { NodeEvidence, Snapshot } from "../../snapshot/load.ts";
 import type { DiagnoseOptions } from "../case.ts";
-import { walkHops } from "../vpn/hops.ts";
-import { clusterPodRanges, serviceIps } from "../vpn/input.ts";
 
 /** What the other questions made of the snapshot. */
 export interface Placed {
@@ -44,20 +50,9 @@ function dumpsOf(n: NodeEvidence): IptablesDump[] {
   return [n.iptables, n.ip6tables].filter((d): d is IptablesDump => d !== undefined);
 }
 
-function str(v: unknown): string | undefined {
-  return typeof v === "string" ? v : undefined;
-}
-
 /** Does a Pod object with an address (not on the host's network) run on this node? */
-function hasPodOn(snap: Snapshot, node: string): boolean {
-  return snap.objects.some((o) => {
-    if (o.kind !== "Pod") return false;
-    const spec = o.raw["spec"] as Record<string, unknown> | undefined;
-    const status = o.raw["status"] as Record<string, unknown> | undefined;
-    return (
-      str(spec?.["nodeName"]) === node && spec?.["hostNetwork"] !== true && !!str(status?.["podIP"])
-    );
-  });
+function hasPodOn(facts: ClusterFacts, node: string): boolean {
+  return facts.pods.some((p) => p.nodeName === node && podAddresses(p).length > 0);
 }
 
 /** Pod addresses the snapshot's `pods/<ns>/<pod>/ip-addr` files show. */
@@ -77,14 +72,19 @@ function podAddressesFromFiles(snap: Snapshot): { pod: string; ip: string }[] {
 }
 
 /** (a) A node's rules were read, but no pod address is known to trace through them. */
-function nodeRulesWithoutPod(snap: Snapshot, opts: DiagnoseOptions, placed: Placed): Finding[] {
+function nodeRulesWithoutPod(
+  snap: Snapshot,
+  facts: ClusterFacts,
+  opts: DiagnoseOptions,
+  placed: Placed,
+): Finding[] {
   if (opts.from) return [];
   const out: Finding[] = [];
   const traced = new Set(placed.paths.flatMap((p) => p.hops.map((h) => h.at)));
   const fromFiles = podAddressesFromFiles(snap);
   for (const node of [...snap.nodes.values()].sort((a, b) => a.name.localeCompare(b.name))) {
     const dumps = dumpsOf(node);
-    if (dumps.length === 0 || traced.has(`node/${node.name}`) || hasPodOn(snap, node.name))
+    if (dumps.length === 0 || traced.has(`node/${node.name}`) || hasPodOn(facts, node.name))
       continue;
     const masqChains = [
       ...new Set(
@@ -146,7 +146,7 @@ function describeProbe(c: ProbeCommand): string {
  * (b) Client probes were read, but neither the outward walk (without the VPN pod's evidence it
  * knows no peer) nor a traced path nor a finding places them.
  */
-function probesWithoutVpnPod(snap: Snapshot, placed: Placed): Finding[] {
+function probesWithoutVpnPod(snap: Snapshot, facts: ClusterFacts, placed: Placed): Finding[] {
   if (snap.probes.length === 0 || hasVpnPodEvidence(snap)) return [];
   const cited = new Set(
     placed.findings.flatMap((f) => f.evidence.map((e) => `${e.file}:${e.line}`)),
@@ -154,14 +154,14 @@ function probesWithoutVpnPod(snap: Snapshot, placed: Placed): Finding[] {
   const destinations = new Set(placed.paths.map((p) => p.to));
   // what the outward walk places without the VPN pod: role comments, Service and pod addresses
   // from cluster objects, public addresses, and name lookups
-  const walk = walkHops(snap.probes, {
-    podRanges: clusterPodRanges(snap.objects),
-    serviceIps: serviceIps(snap.objects).map((x) => x.ip),
+  // (the walk places every probe it finds a role for: evidence/probe-role)
+  const ctx = {
+    podRanges: podRangesOf(facts),
+    serviceIps: serviceAddresses(snap.objects).value.map((x) => x.ip),
     pushed: [],
-  });
-  const onWalk = new Set<ProbeCommand>([...walk.hops.flatMap((h) => h.commands), ...walk.names]);
+  };
   const isPlaced = (c: ProbeCommand) =>
-    onWalk.has(c) ||
+    probeRole(c, ctx) !== undefined ||
     cited.has(`${c.source.file}:${c.source.line}`) ||
     cited.has(`${c.resultSource.file}:${c.resultSource.line}`) ||
     (c.targetIp !== undefined && destinations.has(formatIp(c.targetIp)));
@@ -248,11 +248,13 @@ export function unplacedFindings(
   opts: DiagnoseOptions,
   placed: Placed,
 ): { findings: Finding[]; diagnostics: Diagnostic[] } {
+  // the Nodes' and Pods' reading problems are reported by the questions that read them first
+  const facts = clusterFacts(snap.objects);
   return {
     findings: [
       ...destFamilyMismatch(snap, opts),
-      ...nodeRulesWithoutPod(snap, opts, placed),
-      ...probesWithoutVpnPod(snap, placed),
+      ...nodeRulesWithoutPod(snap, facts, opts, placed),
+      ...probesWithoutVpnPod(snap, facts, placed),
     ],
     diagnostics: [],
   };

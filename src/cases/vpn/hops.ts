@@ -1,12 +1,12 @@
 /**
- * @module cases/vpn/hops — the outward walk of DESIGN.md case B over probe results: which hop
- * (peer → pod IP → Service VIP → public target; names apart) each probe tests, whether the hop
- * answered, and the first hop that stayed silent with the layer it names.
+ * @module cases/vpn/hops — the outward walk of DESIGN.md case B over probe results: the probes
+ * grouped by the hop they test (peer → pod IP → Service VIP → public target; names apart; which hop
+ * a probe tests is `evidence/probe-role`), whether each hop answered, and the first hop that stayed
+ * silent with the layer it names.
  */
 
+import { DNS_TOOLS, type ProbeRoleContext, probeRole } from "../../evidence/probe-role.ts";
 import type { ProbeCommand, ProbeRole, ProbeTranscript } from "../../evidence/probes.ts";
-import type { Located } from "../../model/types.ts";
-import { type Cidr, contains, type Ip, overlaps } from "../../net/cidr.ts";
 
 /** The order of the walk; names are judged apart (they test DNS, not a hop). */
 export const HOP_ORDER = [
@@ -61,43 +61,8 @@ export function hopState(c: ProbeCommand): HopState {
   }
 }
 
-export interface HopContext {
-  readonly peer?: Ip;
-  readonly podRanges: readonly Located<Cidr>[];
-  readonly serviceIps: readonly Ip[];
-  /** Ranges the server pushes to clients: addresses inside them are in-cluster. */
-  readonly pushed: readonly Cidr[];
-}
-
-const PRIVATE: readonly Cidr[] = [
-  { family: 4, start: 0x0a000000n, end: 0x0affffffn, prefix: 8 },
-  { family: 4, start: 0xac100000n, end: 0xac1fffffn, prefix: 12 },
-  { family: 4, start: 0xc0a80000n, end: 0xc0a8ffffn, prefix: 16 },
-  { family: 4, start: 0x64400000n, end: 0x647fffffn, prefix: 10 },
-];
-
-const DNS_TOOLS = new Set(["dig", "nslookup", "host", "resolve"]);
-
-/**
- * The hop a probe tests: the transcript's own `# role` comment, else from its target. DNS lookups
- * and probes of names test the name layer; `ip route` tests nothing.
- */
-export function roleOf(c: ProbeCommand, ctx: HopContext): ProbeRole | undefined {
-  if (c.role) return c.role;
-  if (c.tool === "ip-route" || c.tool === "unknown") return undefined;
-  if (DNS_TOOLS.has(c.tool)) return "name";
-  const ip = c.target === undefined ? undefined : c.targetIp;
-  if (ip === undefined) return c.target === undefined ? undefined : "name";
-  if (ctx.peer && ip.family === ctx.peer.family && ip.value === ctx.peer.value) return "peer";
-  if (ctx.serviceIps.some((s) => s.family === ip.family && s.value === ip.value))
-    return "service-ip";
-  if (ctx.podRanges.some((r) => contains(r.value, ip))) return "pod-ip";
-  // A pushed route that covers the pod network makes its other addresses in-cluster too.
-  const pushedPods = ctx.pushed.find((r) => contains(r, ip));
-  if (pushedPods && ctx.podRanges.some((p) => overlaps(pushedPods, p.value))) return "pod-ip";
-  if (PRIVATE.some((r) => contains(r, ip))) return undefined; // a private address we cannot place
-  return "public";
-}
+/** The addresses the walk places probe targets among. */
+export type HopContext = ProbeRoleContext;
 
 export interface HopResult {
   readonly hop: Hop;
@@ -127,7 +92,7 @@ export function walkHops(transcripts: readonly ProbeTranscript[], ctx: HopContex
   const names: ProbeCommand[] = [];
   for (const t of transcripts) {
     for (const c of t.commands) {
-      const role = roleOf(c, ctx);
+      const role = probeRole(c, ctx);
       if (role === undefined) continue;
       if (role === "name") {
         names.push(c);
