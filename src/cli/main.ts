@@ -143,15 +143,18 @@ program
   .description("explain where the path breaks, with evidence (file and line) for every finding")
   .argument("[snapshot]", "snapshot folder (or .tar.gz of one)")
   .option("--dest <ip[:port]>", "destination to explain (default: the remote sites' addresses)")
-  .option("--from <endpoint>", "source endpoint: pod/NS/NAME or node/NAME")
+  .option(
+    "--from <endpoint>",
+    "sender to trace: pod/NS/NAME, pod/NAME with -n, node/NAME, or a pod's IP address",
+  )
   .option("--live", "collect from the current cluster first (read-only)")
   .option("--keep <dir>", "with --live: keep the collected snapshot here")
-  .option("--context <name>", "kubeconfig context")
-  .option("--kubeconfig <file>", "kubeconfig file")
+  .option("--context <name>", "with --live: kubeconfig context")
+  .option("--kubeconfig <file>", "with --live: kubeconfig file")
   .option("--node-state", "with --live: also read node rules (creates short-lived collector pods)")
   .option(
     "-n, --namespace <ns>",
-    "with --live: namespace for --pod NAME and Services/NetworkPolicies",
+    "namespace for --from pod/NAME; with --live also for --pod NAME and Services/NetworkPolicies",
   )
   .option("--nodes <selector|names>", "with --live: which nodes")
   .option("--pod <ns/name>", "with --live: also read this pod's sysctl, iptables-save, routes")
@@ -164,7 +167,9 @@ program
   .addOption(output(["text", "json", "md", "html"], "text"))
   .addHelpText(
     "after",
-    "\nExamples:\n  podpath diagnose examples/snat-exception-list\n  podpath diagnose snap/ --dest 10.20.30.40:5432 -o json",
+    "\nExamples:\n  podpath diagnose examples/snat-exception-list\n  podpath diagnose snap/ --dest 10.20.30.40:5432 -o json\n" +
+      "  podpath diagnose snap/ --from pod/billing-default -n default\n" +
+      "  kubectl podpath diagnose --live --node-state --keep snap/",
   )
   .action(action(() => import("./commands/diagnose.ts"), prepareDiagnose));
 
@@ -174,10 +179,15 @@ const plan = program
 plan
   .command("masquerade")
   .description("fix the SNAT exception list: narrow it, or keep pod identity and teach the path")
-  .argument("<snapshot>")
+  .argument("<snapshot>", "snapshot folder (or .tar.gz of one)")
   .option("--dest <ip[:port]>", "destination that must stop being exempt")
   .addOption(
-    new Option("--strategy <s>").choices(["narrow", "keep-pod-identity"]).default("narrow"),
+    new Option(
+      "--strategy <s>",
+      "narrow: stop exempting the destination; keep-pod-identity: keep it and route the pods back",
+    )
+      .choices(["narrow", "keep-pod-identity"])
+      .default("narrow"),
   )
   .option("--replay", "prove the proposed rules on a real kernel (root)")
   .option(
@@ -189,15 +199,20 @@ plan
     "write the new and the previous ConfigMap there, as the commands name them",
   )
   .addOption(output(["text", "json", "yaml"], "text"))
+  .addHelpText(
+    "after",
+    "\nExamples:\n  podpath plan masquerade examples/snat-exception-list\n" +
+      "  podpath plan masquerade snap/ --dest 10.20.30.40:5432 --write fix/ --replay",
+  )
   .action(action(() => import("./commands/plan-masquerade.ts"), prepareDest));
 plan
   .command("vpn")
   .description("make forwarding in a VPN pod durable, with admission prediction")
-  .argument("<snapshot>")
+  .argument("<snapshot>", "snapshot folder (or .tar.gz of one)")
   .requiredOption("--pod <ns/name>", "the VPN pod: NAMESPACE/NAME, or NAME with -n")
   .option("-n, --namespace <ns>", "the VPN pod's namespace (kubectl's -n; default: default)")
   .addOption(
-    new Option("--strategy <s>")
+    new Option("--strategy <s>", "which durable fix to propose (all: each, compared)")
       .choices(["init-container", "pod-sysctls", "chart-value", "all"])
       .default("all"),
   )
@@ -216,25 +231,35 @@ plan
 program
   .command("verify")
   .description("the change record: compare a snapshot before and after a change")
-  .argument("<before>")
-  .argument("<after>")
+  .argument("<before>", "snapshot taken before the change")
+  .argument("<after>", "snapshot taken after it")
   .option("--dest <ip[:port]>", "the known request whose source address proves the change")
   .addOption(output(["md", "json", "text"], "md"))
+  .addHelpText(
+    "after",
+    "\nExample:\n  podpath verify examples/snat-exception-list examples/snat-exception-list-fixed",
+  )
   .action(action(() => import("./commands/verify.ts"), prepareDest));
 
 const capture = program.command("capture").description("read pcap, pcapng and tcpdump text");
 capture
   .command("read")
   .description("one packet per line")
-  .argument("<file>")
+  .argument("<file>", "pcap, pcapng, or tcpdump's text output")
   .addOption(output(["text", "jsonl"], "text"))
+  .addHelpText("after", "\nExample:\n  podpath capture read captures/node-1.pcap | less")
   .action(action(() => import("./commands/capture-read.ts")));
 capture
   .command("flows")
   .description("conversations and their verdicts")
-  .argument("<file>")
+  .argument("<file>", "pcap, pcapng, or tcpdump's text output")
   .option("--host <ip>", "only conversations with this address")
   .option("--talkers", "with --host: who sent to it, packet counts, and whether replies came")
+  .addHelpText(
+    "after",
+    "\nExamples:\n  podpath capture flows captures/node-1.pcap\n" +
+      "  podpath capture flows captures/node-1.pcap --host 10.20.30.40 --talkers",
+  )
   .addOption(output(["text", "json"], "text"))
   .action(
     action(
@@ -291,13 +316,19 @@ program
   .command("admission")
   .description("Pod Security Admission and kubelet sysctl checks")
   .command("check")
-  .argument("<manifest>")
-  .addOption(new Option("--level <level>").choices(["privileged", "baseline", "restricted"]))
+  .description("would this pod be admitted: its Pod Security level and the kubelet's sysctls")
+  .argument("<manifest>", "Pod, workload or Helm-rendered manifest (YAML or JSON)")
+  .addOption(
+    new Option(
+      "--level <level>",
+      "Pod Security level (default: the Namespace's label in the file, else restricted)",
+    ).choices(["privileged", "baseline", "restricted"]),
+  )
   .option("--version <v>", "policy version: v1.N or latest", "latest")
   .option("--policy-version <v>", "same as --version")
   .option("--kubelet-config <file>", "KubeletConfiguration, configz JSON or kubelet command line")
   .addOption(
-    new Option("--platform <p>")
+    new Option("--platform <p>", "platform rules on top of Pod Security (GKE Autopilot's)")
       .choices(["generic", "gke-standard", "gke-autopilot"])
       .default("generic"),
   )
@@ -316,30 +347,35 @@ program
 program
   .command("probe")
   .description("from the VPN client: probe outward, stop at the first silent hop")
-  .option("--peer <ip>")
-  .option("--pod-ip <ip>")
-  .option("--service-ip <ip[:port]>")
-  .option("--public <host>")
-  .option("--name <name>")
-  .option("--dns-server <ip>")
+  .option("--peer <ip>", "the VPN server's address inside the tunnel")
+  .option("--pod-ip <ip>", "a pod's address behind the VPN")
+  .option("--service-ip <ip[:port]>", "a Service's cluster IP (and port) behind the VPN")
+  .option("--public <host>", "a public address, to tell the tunnel from the way out")
+  .option("--name <name>", "a name to resolve through the VPN's DNS")
+  .option("--dns-server <ip>", "the DNS server to ask for --name")
   .option("--timeout-ms <n>", "per probe", "2000")
   .option("--count <n>", "pings per target", "3")
   .option("--all", "keep probing past the first hop that does not answer")
   .option("--out <file>", "also write the transcript here")
   .addOption(output(["text", "json"], "text"))
+  .addHelpText(
+    "after",
+    "\nExamples:\n  podpath probe --peer 10.8.0.1 --pod-ip 10.4.0.5 --out probes/client.txt\n" +
+      "  podpath probe --service-ip 10.0.0.10:53 --name kubernetes.default.svc.cluster.local --dns-server 10.0.0.10",
+  )
   .action(action(() => import("./commands/probe.ts")));
 
 program
   .command("collect")
   .description("gather a snapshot from a cluster (read-only unless --node-state)")
-  .requiredOption("--out <dir>")
-  .option("--context <name>")
-  .option("--kubeconfig <file>")
-  .option("-n, --namespace <ns>")
-  .option("--nodes <selector|names>")
-  .option("--pod <ns/name>")
+  .requiredOption("--out <dir>", "folder to write the snapshot into (new or empty)")
+  .option("--context <name>", "kubeconfig context (default: the current one)")
+  .option("--kubeconfig <file>", "kubeconfig file (default: $KUBECONFIG, ~/.kube/config)")
+  .option("-n, --namespace <ns>", "namespace for --pod NAME and Services/NetworkPolicies")
+  .option("--nodes <selector|names>", "which nodes: a label selector or comma-separated names")
+  .option("--pod <ns/name>", "also read this pod's sysctl, iptables-save, routes (exec, read-only)")
   .option("--node-state", "create short-lived collector pods to read node rules")
-  .option("--capture <host>")
+  .option("--capture <host>", "with --node-state: capture traffic with this address on the nodes")
   .option("--seconds <n>", "capture length", "10")
   .option("--concurrency <k>", "parallel node reads", "10")
   .option(
@@ -362,7 +398,7 @@ lab
   .command("run")
   .description("build a replica, probe and capture it, write a snapshot to --out, tear it down")
   .argument("<scenario>", "masquerade | vpn")
-  .requiredOption("--out <dir>")
+  .requiredOption("--out <dir>", "folder to write the snapshot into")
   .allowUnknownOption()
   .allowExcessArguments()
   .addHelpText(
@@ -377,30 +413,51 @@ lab
 lab
   .command("up")
   .description("build a replica and keep it running for hands-on work (remove with lab down)")
-  .argument("<scenario>")
+  .argument("<scenario>", "masquerade | vpn (with lab run's options)")
   .allowUnknownOption()
   .allowExcessArguments()
   .action(action(() => import("./commands/lab.ts")));
 lab
   .command("down")
   .description("remove a kept replica by id (without an id: list them)")
-  .argument("[id]")
+  .argument("[id]", "the id lab up printed")
   .option("--all", "remove every recorded lab (kept, running or left by a dead run)")
+  .addHelpText("after", "\nExamples:\n  podpath lab down\n  podpath lab down --all")
   .action(action(() => import("./commands/lab.ts")));
 lab
   .command("replay")
   .description("a node's nat table on this kernel: its source on the wire vs the evaluator")
-  .requiredOption("--iptables <file>")
-  .requiredOption("--flow <src->dst[:port]>")
+  .requiredOption("--iptables <file>", "a node's iptables-save (its nat table is replayed)")
+  .requiredOption(
+    "--flow <src,dst[:port]>",
+    "the packet: SRC,DST[:PORT], or 'SRC->DST[:PORT]' quoted (> is a shell redirect)",
+  )
   .addOption(output(["text", "json"], "text"))
   .allowUnknownOption()
   .allowExcessArguments()
   .addHelpText(
     "after",
     "\noptions: --proto tcp|udp|icmp, --node-ip IP, --in-iface NAME, --out-iface NAME, --local\n" +
-      "Example:\n  podpath lab replay --iptables nodes/n1/iptables-save.txt --flow 10.4.0.5->10.20.30.40:5432",
+      "Example:\n  podpath lab replay --iptables nodes/n1/iptables-save.txt --flow 10.4.0.5,10.20.30.40:5432",
   )
   .action(action(() => import("./commands/lab.ts")));
+
+program
+  .command("completion")
+  .description("print a shell completion script for podpath and kubectl-podpath")
+  .argument("<shell>", "bash | zsh | fish")
+  .addHelpText(
+    "after",
+    "\nExamples:\n  source <(podpath completion bash)      # in ~/.bashrc\n" +
+      "  source <(podpath completion zsh)       # in ~/.zshrc\n" +
+      "  podpath completion fish > ~/.config/fish/completions/podpath.fish",
+  )
+  .action(
+    action(async () => {
+      const m = await import("./commands/completion.ts");
+      return { run: (args, _opts, theIo) => m.run(args, program, theIo) };
+    }),
+  );
 
 /** The common flags (DESIGN.md): the same on every command, before or after its name. */
 function addCommonFlags(cmd: Command): void {

@@ -1,7 +1,7 @@
 /**
  * @module cli/commands/probe — `podpath probe --peer IP --pod-ip IP --service-ip IP[:PORT] --public
  * HOST --name NAME [--dns-server IP] [--all] [--out FILE] [-o text|json]`: wiring only. The
- * transcript (the `probes/` form) goes to stdout and to --out; the verdict goes to stderr.
+ * verdict, then the transcript (the `probes/` form), go to stdout; --out gets the transcript alone.
  */
 import { writeFileSync } from "node:fs";
 import { hostname, networkInterfaces } from "node:os";
@@ -124,13 +124,12 @@ export async function run(
       throw new UsageError(`probe: cannot write --out ${out}: ${(e as Error).message}`);
     }
   }
+  const verdict = result.stoppedAt
+    ? `first hop without an answer: ${result.stoppedAt.role} → layer ${result.stoppedAt.layer}: ${result.stoppedAt.explain}`
+    : "every probed hop answered";
+  // the verdict is the answer: first on stdout (JSON carries it as stoppedAt)
+  if (format === "json") io.err(`podpath: ${verdict}\n`);
+  else io.out(`${verdict}\n\n`);
   io.out(body);
-  if (result.stoppedAt) {
-    io.err(
-      `podpath: first hop without an answer: ${result.stoppedAt.role} → layer ${result.stoppedAt.layer}: ${result.stoppedAt.explain}\n`,
-    );
-    return EXIT.findings;
-  }
-  io.err("podpath: every probed hop answered\n");
-  return EXIT.ok;
+  return result.stoppedAt ? EXIT.findings : EXIT.ok;
 }
