@@ -20,7 +20,8 @@ import type { Destination } from "../endpoints.ts";
 import { chooseDestinations } from "./destinations.ts";
 import type { ClusterFacts } from "./facts.ts";
 import type { AgentIntent } from "./intent.ts";
-import { masqueradeModel } from "./model.ts";
+import { type MasqueradeModel, masqueradeModel } from "./model.ts";
+import { reverseOf, stuckNodes, verdictOf } from "./proof-verdict.ts";
 import { classify, observe, pick, summarise, type WireObservation } from "./proof-wire.ts";
 
 export type { WireObservation } from "./proof-wire.ts";
@@ -141,31 +142,61 @@ function entryTexts(intent: AgentIntent): string[] {
   return (intent.config.nonMasqueradeCIDRs ?? []).map((e) => e.text);
 }
 
-export async function verifyChange(
-  before: Snapshot,
-  after: Snapshot,
-  opts: VerifyOptions = {},
-): Promise<ChangeRecord> {
-  const diagnostics: Diagnostic[] = [];
-  const missing: Missing[] = [];
-  const mb = masqueradeModel(before);
-  const ma = masqueradeModel(after);
-  const { intent: ib, facts: fb } = mb;
-  const { intent: ia, facts: fa } = ma;
+/** The destination: --dest, else what the snapshots' far side names (after first). */
+function proofDestination(
+  opts: VerifyOptions,
+  sides: Sides,
+): { ip: Ip; port?: number } | undefined {
+  if (opts.dest) return opts.dest;
+  const { before, after, mb, ma } = sides;
+  const t =
+    chooseDestinations({}, ma.farSites.sites, after.probes, ma.facts).list[0] ??
+    chooseDestinations({}, mb.farSites.sites, before.probes, mb.facts).list[0];
+  return t ? { ip: t.ip, ...(t.port ? { port: t.port } : {}) } : undefined;
+}
 
-  // the destination: --dest, else what the snapshots' far side names
-  let dest: { ip: Ip; port?: number } | undefined = opts.dest;
-  if (!dest) {
-    const t =
-      chooseDestinations({}, ma.farSites.sites, after.probes, fa).list[0] ??
-      chooseDestinations({}, mb.farSites.sites, before.probes, fb).list[0];
-    if (t) dest = { ip: t.ip, ...(t.port ? { port: t.port } : {}) };
-  }
-  const destText = dest ? `${formatIp(dest.ip)}${dest.port ? `:${dest.port}` : ""}` : undefined;
+/** The two snapshots and the case's model of each. */
+interface Sides {
+  readonly before: Snapshot;
+  readonly after: Snapshot;
+  readonly mb: MasqueradeModel;
+  readonly ma: MasqueradeModel;
+}
 
-  // intent. A refused after config leaves the agent on its previous one (and its rules).
+/** What the ConfigMap change says: the list's entries removed and added, other keys changed. */
+interface ConfigChange {
+  /** The agent's words for refusing the after config, when it does. */
+  readonly afterRefused?: string;
+  /** The config the agent runs with after: the after one, or the before one when refused. */
+  readonly effective: AgentIntent["config"];
+  readonly removed: readonly string[];
+  readonly added: readonly string[];
+  readonly otherKeysChanged: readonly string[];
+  readonly evidence: readonly Evidence[];
+}
+
+/** `file:line` of a list entry, tagged with its phase. */
+function entryEvidence(
+  phase: "before" | "after",
+  entries: AgentIntent["config"]["nonMasqueradeCIDRs"],
+  texts: readonly string[],
+): Evidence[] {
+  return (entries ?? []).flatMap((e) =>
+    texts.includes(e.text) && e.source
+      ? [
+          {
+            file: `${phase}:${e.source.file}`,
+            line: e.source.line,
+            ...(e.source.text ? { text: e.source.text } : {}),
+          },
+        ]
+      : [],
+  );
+}
+
+/** Intent. A refused after config leaves the agent on its previous one (and its rules). */
+function configChange(ib: AgentIntent, ia: AgentIntent, diagnostics: Diagnostic[]): ConfigChange {
   const afterRefused = ia.configMap && ia.error ? ia.error.message : undefined;
-  const effective = afterRefused ? ib.config : ia.config;
   if (afterRefused) {
     diagnostics.push({
       code: "VERIFY_CONFIG_REFUSED",
@@ -184,113 +215,169 @@ export async function verifyChange(
     otherKeysChanged.push("resyncInterval");
   if (ib.config.masqLinkLocalIPv6 !== ia.config.masqLinkLocalIPv6)
     otherKeysChanged.push("masqLinkLocalIPv6");
-  const cmEvidence: Evidence[] = [];
-  for (const e of ia.config.nonMasqueradeCIDRs ?? []) {
-    if (added.includes(e.text) && e.source)
-      cmEvidence.push({
-        file: `after:${e.source.file}`,
-        line: e.source.line,
-        ...(e.source.text ? { text: e.source.text } : {}),
-      });
-  }
-  for (const e of ib.config.nonMasqueradeCIDRs ?? []) {
-    if (removed.includes(e.text) && e.source)
-      cmEvidence.push({
-        file: `before:${e.source.file}`,
-        line: e.source.line,
-        ...(e.source.text ? { text: e.source.text } : {}),
-      });
-  }
-  let intended: ChangeRecord["intended"] = "unknown";
-  if (dest) {
-    const xb = isExempt(ib.config, dest.ip, ib.flags).exempt;
-    const xa = isExempt(effective, dest.ip, ia.flags).exempt;
-    intended = xb && !xa ? "masquerade" : !xb && xa ? "keep-pod-source" : "none";
-  }
+  return {
+    ...(afterRefused ? { afterRefused } : {}),
+    effective: afterRefused ? ib.config : ia.config,
+    removed,
+    added,
+    otherKeysChanged,
+    evidence: [
+      ...entryEvidence("after", ia.config.nonMasqueradeCIDRs, added),
+      ...entryEvidence("before", ib.config.nonMasqueradeCIDRs, removed),
+    ],
+  };
+}
 
-  // nodes
-  const chain = ia.flags.masqChain;
-  const names = [
-    ...new Set([...before.nodes.keys(), ...after.nodes.keys(), ...fa.nodes.map((n) => n.name)]),
-  ].sort();
-  const expected = expectedAgentChain(effective, ia.flags, { family: 4, toPorts: ia.toPorts });
-  const nodes: NodeChange[] = names.map((node) => {
-    const rb = chainRules(before, node, ib.flags.masqChain);
-    const ra = chainRules(after, node, chain);
-    const dumpAfter = after.nodes.get(node)?.iptables;
-    const matches =
-      expected && dumpAfter ? compareAgentChain(expected, dumpAfter).inSync : undefined;
-    const pb = podIdentity(agentPodOn(fb, node));
-    const pa = podIdentity(agentPodOn(fa, node));
-    const restarted = pb !== undefined && pa !== undefined ? pb !== pa : undefined;
-    const changed = rb && ra ? rb.rules.join("\n") !== ra.rules.join("\n") : undefined;
-    const evidence: Evidence[] = [];
-    if (ra?.ev) evidence.push({ ...ra.ev, file: `after:${ra.ev.file}` });
-    if (rb?.ev) evidence.push({ ...rb.ev, file: `before:${rb.ev.file}` });
-    let pickedUp: NodeChange["pickedUp"] = "unknown";
-    let note: string;
-    if (matches === true) {
-      pickedUp = "yes";
-      note =
-        changed === false && (removed.length > 0 || added.length > 0)
-          ? "the rules already matched the new config before"
-          : "the installed rules are what the agent writes for the new ConfigMap";
-    } else if (matches === false) {
-      pickedUp = "no";
-      note = changed
-        ? "the rules changed, but not to what the agent writes for the new ConfigMap"
-        : `the rules never changed on ${node}, whatever the ConfigMap says: the agent did not apply it here`;
-    } else {
-      note = `no nodes/${node}/iptables-save.txt in the after snapshot: the kernel side is not known`;
-      missing.push({
-        file: `after: nodes/${node}/iptables-save.txt`,
-        would_decide: `whether the rules on ${node} changed`,
-        command: `iptables-save -t nat   # on ${node}`,
-      });
-    }
+/** What the ConfigMap change intended for the destination. */
+function intendedFor(
+  dest: { ip: Ip } | undefined,
+  ib: AgentIntent,
+  ia: AgentIntent,
+  effective: AgentIntent["config"],
+): ChangeRecord["intended"] {
+  if (!dest) return "unknown";
+  const xb = isExempt(ib.config, dest.ip, ib.flags).exempt;
+  const xa = isExempt(effective, dest.ip, ia.flags).exempt;
+  return xb && !xa ? "masquerade" : !xb && xa ? "keep-pod-source" : "none";
+}
+
+/** Whether and why the node picked the change up, from its rules against the new config's. */
+function pickedUpOf(
+  node: string,
+  matches: boolean | undefined,
+  changed: boolean | undefined,
+  config: ConfigChange,
+  missing: Missing[],
+): { pickedUp: NodeChange["pickedUp"]; note: string } {
+  if (matches === true) {
     return {
-      node,
-      ...(rb ? { rulesBefore: rb.rules } : {}),
-      ...(ra ? { rulesAfter: ra.rules } : {}),
-      ...(changed !== undefined ? { rulesChanged: changed } : {}),
-      ...(matches !== undefined ? { matchesNewConfig: matches } : {}),
-      ...(restarted !== undefined ? { agentRestarted: restarted } : {}),
-      ...(pb ? { agentPodBefore: pb.split("#")[0]! } : {}),
-      ...(pa ? { agentPodAfter: pa.split("#")[0]! } : {}),
-      pickedUp,
-      note,
-      evidence,
+      pickedUp: "yes",
+      note:
+        changed === false && (config.removed.length > 0 || config.added.length > 0)
+          ? "the rules already matched the new config before"
+          : "the installed rules are what the agent writes for the new ConfigMap",
     };
-  });
-
-  // the wire
-  const nodeIps: Ip[] = [...fb.nodes, ...fa.nodes].flatMap((n) => n.internalIPs.map((x) => x.ip));
-  let wire: WireObservation[] = [];
-  if (dest) {
-    wire = [
-      ...(await observe(before, "before", dest, [fb, fa], nodeIps, diagnostics)),
-      ...(await observe(after, "after", dest, [fb, fa], nodeIps, diagnostics)),
-    ];
   }
-  const wb = wire.filter((w) => w.phase === "before");
-  const wa = wire.filter((w) => w.phase === "after");
-  if (dest && wb.length === 0) {
+  if (matches === false) {
+    return {
+      pickedUp: "no",
+      note: changed
+        ? "the rules changed, but not to what the agent writes for the new ConfigMap"
+        : `the rules never changed on ${node}, whatever the ConfigMap says: the agent did not apply it here`,
+    };
+  }
+  missing.push({
+    file: `after: nodes/${node}/iptables-save.txt`,
+    would_decide: `whether the rules on ${node} changed`,
+    command: `iptables-save -t nat   # on ${node}`,
+  });
+  return {
+    pickedUp: "unknown",
+    note: `no nodes/${node}/iptables-save.txt in the after snapshot: the kernel side is not known`,
+  };
+}
+
+/** One node: its agent chain before and after, against what the agent writes for the change. */
+function nodeChange(
+  sides: Sides,
+  node: string,
+  expected: ReturnType<typeof expectedAgentChain>,
+  config: ConfigChange,
+  missing: Missing[],
+): NodeChange {
+  const { before, after, mb, ma } = sides;
+  const rb = chainRules(before, node, mb.intent.flags.masqChain);
+  const ra = chainRules(after, node, ma.intent.flags.masqChain);
+  const dumpAfter = after.nodes.get(node)?.iptables;
+  const matches = expected && dumpAfter ? compareAgentChain(expected, dumpAfter).inSync : undefined;
+  const pb = podIdentity(agentPodOn(mb.facts, node));
+  const pa = podIdentity(agentPodOn(ma.facts, node));
+  const restarted = pb !== undefined && pa !== undefined ? pb !== pa : undefined;
+  const changed = rb && ra ? rb.rules.join("\n") !== ra.rules.join("\n") : undefined;
+  const evidence: Evidence[] = [];
+  if (ra?.ev) evidence.push({ ...ra.ev, file: `after:${ra.ev.file}` });
+  if (rb?.ev) evidence.push({ ...rb.ev, file: `before:${rb.ev.file}` });
+  const { pickedUp, note } = pickedUpOf(node, matches, changed, config, missing);
+  return {
+    node,
+    ...(rb ? { rulesBefore: rb.rules } : {}),
+    ...(ra ? { rulesAfter: ra.rules } : {}),
+    ...(changed !== undefined ? { rulesChanged: changed } : {}),
+    ...(matches !== undefined ? { matchesNewConfig: matches } : {}),
+    ...(restarted !== undefined ? { agentRestarted: restarted } : {}),
+    ...(pb ? { agentPodBefore: pb.split("#")[0]! } : {}),
+    ...(pa ? { agentPodAfter: pa.split("#")[0]! } : {}),
+    pickedUp,
+    note,
+    evidence,
+  };
+}
+
+/** Every node of either snapshot, by name. */
+function nodeChanges(sides: Sides, config: ConfigChange, missing: Missing[]): NodeChange[] {
+  const { before, after, ma } = sides;
+  const names = [
+    ...new Set([
+      ...before.nodes.keys(),
+      ...after.nodes.keys(),
+      ...ma.facts.nodes.map((n) => n.name),
+    ]),
+  ].sort();
+  const expected = expectedAgentChain(config.effective, ma.intent.flags, {
+    family: 4,
+    toPorts: ma.intent.toPorts,
+  });
+  return names.map((node) => nodeChange(sides, node, expected, config, missing));
+}
+
+/** The request as both snapshots' captures show it, and what is missing to see it. */
+async function wireOf(
+  sides: Sides,
+  dest: { ip: Ip; port?: number } | undefined,
+  nodeIps: readonly Ip[],
+  diagnostics: Diagnostic[],
+  missing: Missing[],
+): Promise<WireObservation[]> {
+  if (!dest) return [];
+  const facts = [sides.mb.facts, sides.ma.facts];
+  const wire = [
+    ...(await observe(sides.before, "before", dest, facts, nodeIps, diagnostics)),
+    ...(await observe(sides.after, "after", dest, facts, nodeIps, diagnostics)),
+  ];
+  if (!wire.some((w) => w.phase === "before")) {
     missing.push({
       file: "before: captures/<name>.pcap",
       would_decide: "the source address of the request before the change",
       command: `tcpdump -ni any host ${formatIp(dest.ip)} -w before.pcap`,
     });
   }
-  if (dest && wa.length === 0) {
+  if (!wire.some((w) => w.phase === "after")) {
     missing.push({
       file: "after: captures/<name>.pcap",
       would_decide: "the source address of a fresh request after the change (the proof)",
       command: `tcpdump -ni any host ${formatIp(dest.ip)} -w after.pcap   # while the pod opens a new connection`,
     });
   }
+  return wire;
+}
+
+/** The observations the proof stands on, its line, and the same line per sending node. */
+interface WireProof {
+  readonly beforeObs?: WireObservation;
+  readonly afterObs?: WireObservation;
+  readonly proof: string;
+  readonly nodeProofs: readonly string[];
+}
+
+function wireProof(
+  wire: readonly WireObservation[],
+  dest: { port?: number } | undefined,
+  destText: string | undefined,
+  wantAfter: WireObservation["sourceKind"] | undefined,
+): WireProof {
+  const wb = wire.filter((w) => w.phase === "before");
+  const wa = wire.filter((w) => w.phase === "after");
   const proto = dest?.port ? "tcp" : "icmp";
-  const wantAfter: WireObservation["sourceKind"] | undefined =
-    intended === "masquerade" ? "node" : intended === "keep-pod-source" ? "pod" : undefined;
   const proofLine = (b: WireObservation | undefined, a: WireObservation | undefined) => {
     const from = b?.pod ?? a?.pod ?? b?.source ?? a?.source ?? "?";
     const side = (o: WireObservation | undefined) =>
@@ -328,128 +415,103 @@ export async function verifyChange(
         )
       : undefined) ??
     pick(wa, beforeObs?.point);
-  const proof = dest
-    ? proofLine(beforeObs, afterObs)
-    : "no destination: give --dest IP[:PORT] (the known request)";
-  const nodeProofs = perNode.length > 1 ? perNode.map((p) => p.line) : [];
+  return {
+    ...(beforeObs ? { beforeObs } : {}),
+    ...(afterObs ? { afterObs } : {}),
+    proof: dest
+      ? proofLine(beforeObs, afterObs)
+      : "no destination: give --dest IP[:PORT] (the known request)",
+    nodeProofs: perNode.length > 1 ? perNode.map((p) => p.line) : [],
+  };
+}
 
-  // Connections that keep the translation of the rules before the change: on a node whose rules
-  // now match the new config, a conntrack entry toward the destination translated the old way
-  // was created before the change (conntrack decides NAT once per connection).
-  const staleConnections: { node: string; entry: string; evidence: Evidence }[] = [];
-  if (dest && (intended === "masquerade" || intended === "keep-pod-source")) {
-    for (const n of after.nodes.values()) {
-      if (nodes.find((x) => x.node === n.name)?.pickedUp !== "yes") continue;
-      for (const e of n.conntrack ?? []) {
-        if (e.orig.dst.value !== dest.ip.value) continue;
-        if (classify(e.orig.src, [fa, fb], nodeIps) !== "pod") continue;
-        const translated = translatedSource(e) !== undefined;
-        if (translated === (intended === "masquerade")) continue;
-        const port = (p?: number) => (p === undefined ? "" : `:${p}`);
-        staleConnections.push({
-          node: n.name,
-          entry: `${e.proto} ${formatIp(e.orig.src)}${port(e.orig.sport)} → ${formatIp(e.orig.dst)}${port(e.orig.dport)}${e.state ? ` ${e.state}` : ""} (expires in ${e.timeout}s)`,
-          evidence: {
-            file: `after:${e.source.file}`,
-            line: e.source.line,
-            ...(e.source.text ? { text: e.source.text } : {}),
-          },
-        });
-      }
+/**
+ * Connections that keep the translation of the rules before the change: on a node whose rules
+ * now match the new config, a conntrack entry toward the destination translated the old way
+ * was created before the change (conntrack decides NAT once per connection).
+ */
+function staleConnectionsOf(
+  sides: Sides,
+  dest: { ip: Ip } | undefined,
+  intended: ChangeRecord["intended"],
+  nodes: readonly NodeChange[],
+  nodeIps: readonly Ip[],
+): ChangeRecord["staleConnections"][number][] {
+  const out: ChangeRecord["staleConnections"][number][] = [];
+  if (!dest || (intended !== "masquerade" && intended !== "keep-pod-source")) return out;
+  const facts = [sides.ma.facts, sides.mb.facts];
+  for (const n of sides.after.nodes.values()) {
+    if (nodes.find((x) => x.node === n.name)?.pickedUp !== "yes") continue;
+    for (const e of n.conntrack ?? []) {
+      if (e.orig.dst.value !== dest.ip.value) continue;
+      if (classify(e.orig.src, facts, nodeIps) !== "pod") continue;
+      const translated = translatedSource(e) !== undefined;
+      if (translated === (intended === "masquerade")) continue;
+      const port = (p?: number) => (p === undefined ? "" : `:${p}`);
+      out.push({
+        node: n.name,
+        entry: `${e.proto} ${formatIp(e.orig.src)}${port(e.orig.sport)} → ${formatIp(e.orig.dst)}${port(e.orig.dport)}${e.state ? ` ${e.state}` : ""} (expires in ${e.timeout}s)`,
+        evidence: {
+          file: `after:${e.source.file}`,
+          line: e.source.line,
+          ...(e.source.text ? { text: e.source.text } : {}),
+        },
+      });
     }
   }
+  return out;
+}
 
-  // verdict: the wire is the fact; a node-level capture after the change that shows the old
-  // source leaving means that node's rules never changed, whatever the ConfigMap says
-  const oldKind: WireObservation["sourceKind"] | undefined =
-    wantAfter === "node" ? "pod" : wantAfter === "pod" ? "node" : undefined;
-  const stuckOnWire = oldKind
-    ? wa.filter((w) => w.sourceKind === oldKind && w.point?.startsWith("node/") && w.node)
-    : [];
-  const stuck = new Map<string, string>();
-  for (const w of stuckOnWire) {
-    if (stuck.has(w.node!)) continue;
-    stuck.set(
-      w.node!,
-      oldKind === "pod"
-        ? `a node-level capture after the change (${w.capture}) still shows the pod address ${w.source}: the rules never changed on ${w.node}, whatever the ConfigMap says`
-        : `a node-level capture after the change (${w.capture}) still shows the node address ${w.source}: the rules never changed back on ${w.node}, whatever the ConfigMap says`,
-    );
-  }
-  for (const n of nodes) {
-    if (n.pickedUp === "no" && !stuck.has(n.node))
-      stuck.set(n.node, `the rules never changed on ${n.node}, whatever the ConfigMap says`);
-  }
-  const reached = nodes
-    .filter((n) => n.pickedUp === "yes" && !stuck.has(n.node))
-    .map((n) => n.node);
-  let verdict: Verdict;
-  let verdictText: string;
-  const stuckText = [...stuck.values()].join("; ");
-  if (afterRefused) {
-    verdict = "not-applied-on-node";
-    verdictText = `The agent refuses the after ConfigMap (${afterRefused}); it keeps its previous config and rules on every node.`;
-  } else if (stuck.size > 0 && reached.length > 0) {
-    verdict = "partly-applied";
-    verdictText = `The change reached ${reached.join(", ")} but not ${[...stuck.keys()].join(", ")}: ${stuckText}.`;
-  } else if (stuck.size > 0) {
-    verdict = "not-applied-on-node";
-    verdictText = `${stuckText.charAt(0).toUpperCase()}${stuckText.slice(1)}.`;
-  } else if (intended === "none" && removed.length === 0 && added.length === 0) {
-    verdict = "no-change";
-    verdictText = "The ConfigMap's list is the same in both snapshots.";
-  } else if (!afterObs) {
-    verdict = "undecided";
-    verdictText =
-      "The after snapshot has no capture of the known request: the wire decides it (see what is missing).";
-  } else if (intended === "masquerade") {
-    if (afterObs.sourceKind === "node" && afterObs.completed) {
-      verdict = "fixed";
-      verdictText = `Requests to ${destText} now leave with the node address ${afterObs.source} and complete: the change did what it said.`;
-    } else if (afterObs.sourceKind === "node") {
-      verdict = "not-fixed";
-      verdictText = afterObs.replied
-        ? `Requests now leave translated (${afterObs.source}) and get replies, but the exchange did not finish (${summarise(afterObs)}).`
-        : `Requests now leave translated (${afterObs.source}) but ${summarise(afterObs)}: a routing or firewall problem on the far side, not masquerade.`;
-    } else {
-      verdict = "not-applied-on-node";
-      verdictText = `After the change the request still carries the pod address ${afterObs.source}: the rules never changed where it left, whatever the ConfigMap says.`;
-    }
-  } else if (intended === "keep-pod-source") {
-    if (afterObs.sourceKind === "pod") {
-      verdict = "rolled-back";
-      verdictText = `Requests to ${destText} carry the pod address ${afterObs.source} again (${summarise(afterObs)}): the previous behaviour is back.`;
-    } else {
-      verdict = "not-applied-on-node";
-      verdictText = `The ConfigMap exempts ${destText} again, but requests still leave with ${afterObs.source}: the rules did not change back.`;
-    }
-  } else {
-    verdict = "undecided";
-    verdictText = dest
-      ? `The ConfigMap change does not change how ${destText} is treated.`
-      : "No destination to judge by: give --dest IP[:PORT].";
-  }
+/** The record's evidence: the two observations, the ConfigMap lines, the nodes' chains. */
+function recordEvidence(
+  w: WireProof,
+  config: ConfigChange,
+  nodes: readonly NodeChange[],
+): Evidence[] {
   const evidence: Evidence[] = [];
-  if (beforeObs)
-    evidence.push({ ...beforeObs.evidence, file: `before:${beforeObs.evidence.file}` });
-  if (afterObs) evidence.push({ ...afterObs.evidence, file: `after:${afterObs.evidence.file}` });
-  evidence.push(...cmEvidence);
+  if (w.beforeObs)
+    evidence.push({ ...w.beforeObs.evidence, file: `before:${w.beforeObs.evidence.file}` });
+  if (w.afterObs)
+    evidence.push({ ...w.afterObs.evidence, file: `after:${w.afterObs.evidence.file}` });
+  evidence.push(...config.evidence);
   for (const n of nodes) evidence.push(...n.evidence);
+  return evidence;
+}
 
-  const back = afterObs?.toSender;
-  const at = (e?: Evidence) => (e ? ` (${e.file}:${e.line})` : "");
-  const reverse = !afterObs
-    ? "Not captured after the change."
-    : back
-      ? back.replied
-        ? `The replies reach the sender ${afterObs.pod}: seen going back to it after de-NAT${at(back.evidence)}; ${back.progress}.`
-        : `Replies reach the node (${afterObs.source}) but were not seen going back to the pod ${afterObs.pod}: ${back.progress}.`
-      : afterObs.completed
-        ? `The replies reach the sender: ${afterObs.progress}.`
-        : afterObs.replied
-          ? `Replies come back, but the exchange did not finish: ${afterObs.progress}.`
-          : "No reply came back after the change.";
-
+export async function verifyChange(
+  before: Snapshot,
+  after: Snapshot,
+  opts: VerifyOptions = {},
+): Promise<ChangeRecord> {
+  const diagnostics: Diagnostic[] = [];
+  const missing: Missing[] = [];
+  const sides: Sides = { before, after, mb: masqueradeModel(before), ma: masqueradeModel(after) };
+  const { mb, ma } = sides;
+  const dest = proofDestination(opts, sides);
+  const destText = dest ? `${formatIp(dest.ip)}${dest.port ? `:${dest.port}` : ""}` : undefined;
+  const config = configChange(mb.intent, ma.intent, diagnostics);
+  const intended = intendedFor(dest, mb.intent, ma.intent, config.effective);
+  const nodes = nodeChanges(sides, config, missing);
+  const nodeIps: Ip[] = [...mb.facts.nodes, ...ma.facts.nodes].flatMap((n) =>
+    n.internalIPs.map((x) => x.ip),
+  );
+  const wire = await wireOf(sides, dest, nodeIps, diagnostics, missing);
+  const wantAfter: WireObservation["sourceKind"] | undefined =
+    intended === "masquerade" ? "node" : intended === "keep-pod-source" ? "pod" : undefined;
+  const w = wireProof(wire, dest, destText, wantAfter);
+  const staleConnections = staleConnectionsOf(sides, dest, intended, nodes, nodeIps);
+  const stuck = stuckNodes(wire, wantAfter, nodes);
+  const { verdict, verdictText } = verdictOf(
+    {
+      ...(config.afterRefused ? { afterRefused: config.afterRefused } : {}),
+      listChanged: config.removed.length > 0 || config.added.length > 0,
+    },
+    intended,
+    stuck,
+    nodes,
+    w.afterObs,
+    destText,
+  );
   return {
     schemaVersion: 1,
     tool: "podpath",
@@ -457,17 +519,22 @@ export async function verifyChange(
     before: before.name,
     after: after.name,
     ...(destText ? { destination: destText } : {}),
-    proof,
-    nodeProofs,
+    proof: w.proof,
+    nodeProofs: w.nodeProofs,
     verdict,
     verdictText,
     intended,
-    configMap: { removed, added, otherKeysChanged, evidence: cmEvidence },
+    configMap: {
+      removed: config.removed,
+      added: config.added,
+      otherKeysChanged: config.otherKeysChanged,
+      evidence: config.evidence,
+    },
     nodes,
     wire,
-    reverse,
+    reverse: reverseOf(w.afterObs),
     staleConnections,
-    evidence,
+    evidence: recordEvidence(w, config, nodes),
     missing,
     diagnostics: [
       ...before.diagnostics.filter((d) => d.severity === "error"),
