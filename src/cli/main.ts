@@ -54,7 +54,7 @@ function action(load: Loader, prepare?: Prepare) {
         `${name}: options checked, command loaded (arguments: ${positional.join(" ") || "none"})`,
       );
       process.exitCode = await mod.run(positional, opts, theIo);
-      theIo.verbose(`${name}: done, exit ${process.exitCode}`);
+      theIo.verbose(`${name}: answer written, exit ${process.exitCode}`);
     } catch (e) {
       if (e instanceof UsageError || e instanceof UnknownEndpointError) {
         theIo.err(`podpath: ${e.message}\n`);

@@ -13,6 +13,7 @@ import { LAYOUT_HELP } from "../../snapshot/layout.ts";
 import { isEmptySnapshot, loadSnapshot } from "../../snapshot/load.ts";
 import { openSnapshot, SnapshotOpenError } from "../../snapshot/source.ts";
 import { EXIT, type Io, UsageError } from "../io.ts";
+import { snapshotSummary } from "../read-summary.ts";
 
 export interface DiagnoseCliOptions {
   readonly dest?: string;
@@ -38,6 +39,7 @@ export async function diagnoseSnapshotPath(
     throw e;
   }
   const snap = loadSnapshot(source);
+  io.verbose(snapshotSummary(snap));
   if (isEmptySnapshot(snap)) {
     throw new UsageError(`${path}: nothing in it is part of a snapshot.\n${LAYOUT_HELP}`);
   }
@@ -45,6 +47,9 @@ export async function diagnoseSnapshotPath(
     ...(dest ? { dest } : {}),
     ...(from ? { from } : {}),
   });
+  io.verbose(
+    `asked every question: ${answer.findings.length} findings, ${answer.paths.length} paths`,
+  );
   const format = opts.output ?? "text";
   if (format === "json") io.out(renderJson(answer));
   else if (format === "md") io.out(renderMarkdown(answer));
