@@ -12,7 +12,7 @@ import { summarise, type WireObservation } from "./proof-wire.ts";
  * The nodes the change did not reach, with why: a node-level capture after the change that shows
  * the old source leaving means that node's rules never changed, whatever the ConfigMap says.
  */
-export function stuckNodes(
+export function nodesLeftBehind(
   wire: readonly WireObservation[],
   wantAfter: WireObservation["sourceKind"] | undefined,
   nodes: readonly NodeChange[],
@@ -91,7 +91,7 @@ function wireVerdict(
 }
 
 /** The verdict: the wire is the fact; a refused config or a node left behind decides first. */
-export function verdictOf(
+export function changeVerdict(
   config: { readonly afterRefused?: string; readonly listChanged: boolean },
   intended: ChangeRecord["intended"],
   stuck: Map<string, string>,
@@ -137,7 +137,7 @@ export function verdictOf(
 }
 
 /** The reverse direction after the change: whether the replies reach the sender. */
-export function reverseOf(afterObs: WireObservation | undefined): string {
+export function reverseDirection(afterObs: WireObservation | undefined): string {
   if (!afterObs) return "Not captured after the change.";
   const back = afterObs.toSender;
   const at = (e?: Evidence) => (e ? ` (${e.file}:${e.line})` : "");

@@ -21,7 +21,7 @@ import { chooseDestinations } from "./destinations.ts";
 import type { ClusterFacts } from "./facts.ts";
 import type { AgentIntent } from "./intent.ts";
 import { type MasqueradeModel, masqueradeModel } from "./model.ts";
-import { reverseOf, stuckNodes, verdictOf } from "./proof-verdict.ts";
+import { changeVerdict, nodesLeftBehind, reverseDirection } from "./proof-verdict.ts";
 import { classify, observe, pick, summarise, type WireObservation } from "./proof-wire.ts";
 
 export type { WireObservation } from "./proof-wire.ts";
@@ -500,8 +500,8 @@ export async function verifyChange(
     intended === "masquerade" ? "node" : intended === "keep-pod-source" ? "pod" : undefined;
   const w = wireProof(wire, dest, destText, wantAfter);
   const staleConnections = staleConnectionsOf(sides, dest, intended, nodes, nodeIps);
-  const stuck = stuckNodes(wire, wantAfter, nodes);
-  const { verdict, verdictText } = verdictOf(
+  const stuck = nodesLeftBehind(wire, wantAfter, nodes);
+  const { verdict, verdictText } = changeVerdict(
     {
       ...(config.afterRefused ? { afterRefused: config.afterRefused } : {}),
       listChanged: config.removed.length > 0 || config.added.length > 0,
@@ -532,7 +532,7 @@ export async function verifyChange(
     },
     nodes,
     wire,
-    reverse: reverseOf(w.afterObs),
+    reverse: reverseDirection(w.afterObs),
     staleConnections,
     evidence: recordEvidence(w, config, nodes),
     missing,
