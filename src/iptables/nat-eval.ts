@@ -209,19 +209,14 @@ export function compileNat(dump: IptablesDump, ctx: NatContext = {}): NatEvaluat
     }
     return cc;
   };
-  const marksMayBePreset = [...dump.tables.values()].some(
-    (t) =>
-      (t.name === "mangle" || t.name === "raw") &&
-      [...t.chains.values()].some((c) =>
-        c.rules.some(
-          (r) =>
-            r.target &&
-            ["MARK", "CONNMARK", "HMARK"].includes(
-              r.target.kind === "extension" ? r.target.name : r.target.kind,
-            ),
-        ),
-      ),
-  );
+  // the packet-mark bits the mangle/raw rules can change before nat (the others stay as given)
+  let marksMayBePreset = 0;
+  for (const t of dump.tables.values()) {
+    if (t.name !== "mangle" && t.name !== "raw") continue;
+    for (const c of t.chains.values()) {
+      for (const r of c.rules) marksMayBePreset = (marksMayBePreset | markBitsSet(r)) >>> 0;
+    }
+  }
   const engine = new Engine(
     dump,
     ctx,
@@ -231,6 +226,20 @@ export function compileNat(dump: IptablesDump, ctx: NatContext = {}): NatEvaluat
     table === undefined && !excerpt,
   );
   return { evaluate: (flow) => engine.evaluate(flow) };
+}
+
+/**
+ * The packet-mark bits a mangle/raw rule can change: MARK's mask and value, CONNMARK
+ * --restore-mark's nfmask (its other modes change the connection's mark only), every bit for a
+ * target podpath does not read (HMARK, an unparsed MARK).
+ */
+function markBitsSet(r: Rule): number {
+  const t = r.target;
+  if (!t) return 0;
+  if (t.kind === "MARK") return (t.op.mask | t.op.value) >>> 0;
+  if (t.kind === "CONNMARK") return t.mode === "restore" ? t.nfmask >>> 0 : 0;
+  if (t.kind === "extension" && ["MARK", "CONNMARK", "HMARK"].includes(t.name)) return 0xffffffff;
+  return 0;
 }
 
 /**
@@ -378,7 +387,7 @@ class Engine {
   /** The compiled chain of that name (compiled on first use), undefined when not in the dump. */
   private readonly chainNamed: (name: string) => CChain | undefined;
   private readonly knowledge: AddressKnowledge;
-  private readonly marksMayBePreset: boolean;
+  private readonly marksMayBePreset: number;
   private readonly noNatTable: boolean;
   private readonly maxBranches: number;
   private walks = 0;
@@ -389,7 +398,7 @@ class Engine {
     ctx: NatContext,
     chainNamed: (name: string) => CChain | undefined,
     knowledge: AddressKnowledge,
-    marksMayBePreset: boolean,
+    marksMayBePreset: number,
     noNatTable: boolean,
   ) {
     this.dump = dump;
@@ -426,8 +435,8 @@ class Engine {
       );
     }
     let markKnown = 0xffffffff;
-    if (flow.mark === undefined && this.marksMayBePreset) {
-      markKnown = 0;
+    if (flow.mark === undefined && this.marksMayBePreset !== 0) {
+      markKnown = ~this.marksMayBePreset >>> 0;
       notes.push(
         "the mangle/raw tables can set packet marks and the flow's mark was not given: mark matches cannot be decided",
       );
