@@ -19,7 +19,12 @@ import type { ClusterFacts } from "./facts.ts";
 import { evaluateNodeFlow, type FlowOutcome } from "./flow.ts";
 import type { AgentIntent } from "./intent.ts";
 import { masqueradeModel } from "./model.ts";
-import { awsVpcCniExempt, exemptionRule } from "./owner-aws-vpc-cni.ts";
+import {
+  awsVpcCniExempt,
+  awsWireWording,
+  exemptionRule,
+  foreignOwnerText,
+} from "./owner-aws-vpc-cni.ts";
 import { returnPath, siteFor } from "./remote.ts";
 import { chooseSources, type Source } from "./sources.ts";
 import { factsSentence, undecidedFinding } from "./undecided.ts";
@@ -80,7 +85,8 @@ export async function explainMasquerade(
   if (
     !intent.configMap &&
     snap.objects.length > 0 &&
-    (targets.list.length > 0 || intent.daemonSet)
+    (targets.list.length > 0 || intent.daemonSet) &&
+    awsWireWording(snap) === undefined
   ) {
     result.missing.push({
       file: "cluster/ip-masq-agent.yaml",
@@ -365,10 +371,12 @@ function exemptFinding(
   const hostIp = outcome?.hostSource ?? nodeIp;
   const rule0 = { snap, src, target, rule: decidingRule, stops, hostSource: hostIp };
   const owner = awsVpcCniExempt(rule0);
-  if (owner.kind !== "not-mine") return owner.kind === "finding" ? owner.finding : undefined;
+  if (owner.kind === "finding") return { id: "masq/exempt-destination", ...owner.finding };
+  if (owner.kind === "healthy") return undefined;
   const rule = exemptionRule(snap, src.node, decidingRule);
+  const foreign = basis === "rules" ? foreignOwnerText(snap, src.node, rule) : undefined;
   const ex = isExempt(intent.config, target.ip, intent.flags);
-  const entry = ex.exempt && ex.reason === "non-masquerade-cidr" ? ex.entry : undefined;
+  const entry = ex.exempt && ex.reason === "non-masquerade-cidr" && !foreign ? ex.entry : undefined;
   const evidence: Evidence[] = [];
   if (rule) evidence.push(refToEvidence(rule));
   if (entry?.source) evidence.push(refToEvidence(entry.source));
@@ -394,12 +402,14 @@ function exemptFinding(
         : "no installed rule rewrites it (kube-proxy's KUBE-POSTROUTING RETURN only skips kube-proxy's own service masquerade). "
       : "the agent's config exempts it (the node's installed rules are not in the snapshot; this is the intent). ") +
     (outcome ? factsSentence(outcome, src.node) : "") +
-    `The exemption comes from ${entryText}. ` +
+    `The exemption comes from ${foreign ?? entryText}. ` +
     `The node's own traffic is not rewritten either, but it already carries the node's address${hostSource ? ` (${formatIp(hostSource)})` : ""}, which the far side knows: that is why a ping from the node works and one from the pod does not. ` +
     (stops
       ? "The far side has no route back to the pod range, so the replies vanish. Tunnel and routes look fine; the source address is the problem."
       : "Unless the far side routes the pod range back, the replies vanish.") +
-    " Fix: narrow the exemption to the pod range (`podpath plan masquerade`), or teach the far side the pod range (keep pod identity).";
+    (foreign
+      ? " Fix: change the rule where its owner writes it, or teach the far side the pod range (keep pod identity)."
+      : " Fix: narrow the exemption to the pod range (`podpath plan masquerade`), or teach the far side the pod range (keep pod identity).");
   return {
     id: "masq/exempt-destination",
     severity: stops ? "error" : "warning",

@@ -38,7 +38,10 @@ export interface OwnerExemptInput {
 export type OwnerExempt =
   | { readonly kind: "not-mine" }
   | { readonly kind: "healthy"; readonly why: string }
-  | { readonly kind: "finding"; readonly finding: Finding };
+  | { readonly kind: "finding"; readonly finding: ExemptWording };
+
+/** The exempt-destination finding in the owner's words (the case gives it its id). */
+export type ExemptWording = Omit<Finding, "id">;
 
 /** kube-proxy's mark RETURN only skips its own service masquerade: never cited as an exemption. */
 export function exemptionRule(
@@ -139,7 +142,6 @@ function returnedByPlugin(
   return {
     kind: "finding",
     finding: {
-      id: "masq/exempt-destination",
       severity: stops ? "error" : "warning",
       title: `Pod traffic to ${dstText} keeps its pod source address ${formatIp(src.ip)} (AWS VPC CNI: ${exclusion ? `${ENV_EXCLUDE_SNAT_CIDRS} entry ${cidr}` : `VPC CIDR ${cidr}`})`,
       subject: `node/${src.node}`,
@@ -166,7 +168,7 @@ function externalSnatFinding(
   input: OwnerExemptInput,
   intent: AwsNodeIntent,
   lastReturn: Rule | undefined,
-): Finding {
+): ExemptWording {
   const { src, target, stops } = input;
   const dstText = formatIp(target.ip);
   const env = intent.env.get(ENV_EXTERNAL_SNAT);
@@ -174,7 +176,6 @@ function externalSnatFinding(
   if (env) evidence.push(refToEvidence(env.source));
   if (src.evidence) evidence.push(refToEvidence(src.evidence));
   return {
-    id: "masq/exempt-destination",
     severity: stops ? "error" : "warning",
     title: `Pod traffic to ${dstText} keeps its pod source address ${formatIp(src.ip)} (AWS VPC CNI: ${ENV_EXTERNAL_SNAT}=true)`,
     subject: `node/${src.node}`,
@@ -196,4 +197,67 @@ function externalSnatFinding(
       `kubectl -n kube-system set env daemonset aws-node -c aws-node ${ENV_EXTERNAL_SNAT}=${env?.value ?? "true"}   # rollback`,
     ],
   };
+}
+
+/** How the wire findings word the fix and next steps when the plugin owns the pod's source. */
+export interface OwnerWireWording {
+  /** Replaces "(narrow the ip-masq-agent exception list)". */
+  readonly fix: string;
+  readonly next: readonly string[];
+}
+
+/**
+ * The plugin's wording for the wire findings, when it is the snapshot's only SNAT owner: an
+ * aws-node DaemonSet or AWS-SNAT-CHAIN-* chains, and no ip-masq-agent objects or chains.
+ */
+export function awsWireWording(snap: Snapshot): OwnerWireWording | undefined {
+  const nodes = [...snap.nodes.keys()];
+  const aws =
+    readAwsNodeIntent(snap.objects) !== undefined || nodes.some((n) => hasAwsSnatChain(snap, n));
+  const ipMasq =
+    snap.objects.some((o) => o.namespace === "kube-system" && /^ip-masq-agent/.test(o.name)) ||
+    [...snap.nodes.values()].some((n) =>
+      [...(n.iptables?.tables.get("nat")?.chains.keys() ?? [])].some((c) => /^IP-MASQ/.test(c)),
+    );
+  if (!aws || ipMasq) return undefined;
+  return {
+    fix: `(the AWS VPC CNI: take the destination out of ${ENV_EXCLUDE_SNAT_CIDRS}, or set ${ENV_EXTERNAL_SNAT}=false, on the aws-node DaemonSet)`,
+    next: [
+      `${DS_CMD}   # the aws-node container's env`,
+      "iptables-save -t nat | grep -E 'AWS-SNAT-CHAIN|POSTROUTING'   # on the node",
+    ],
+  };
+}
+
+const OWNER_NAMES: Partial<Record<Attribution["owner"], string>> = {
+  kubenet: "kubenet (the kubelet's --non-masquerade-cidr)",
+  "bridge-cni": "the bridge CNI plugin's ipMasq",
+  calico: "Calico",
+  flannel: "Flannel",
+  cilium: "Cilium",
+  docker: "Docker",
+  kubelet: "the kubelet",
+};
+
+/**
+ * Where an exemption comes from when the rule that kept the source is neither ip-masq-agent's nor
+ * GKE's node startup's (nor the AWS VPC CNI's, worded above): its owner, or that podpath cannot
+ * tell, with the reason. Undefined when the rule is theirs or there is no rule.
+ */
+export function foreignOwnerText(
+  snap: Snapshot,
+  node: string,
+  ref: SourceRef | undefined,
+): string | undefined {
+  const owned = ruleOwner(snap, node, ref);
+  if (!owned) return undefined;
+  const { owner, reason } = owned.attribution;
+  if (owner === "ip-masq-agent" || owner === "gke-node-startup" || owner === "aws-vpc-cni") {
+    return undefined;
+  }
+  if (owner === "kube-proxy") return undefined;
+  const name = OWNER_NAMES[owner];
+  return name
+    ? `a rule ${name} writes (${reason}), not ip-masq-agent's`
+    : `a rule podpath cannot attribute to any component it knows (${reason}); not ip-masq-agent's or GKE's node startup's`;
 }

@@ -45,6 +45,8 @@ export interface WireInput {
   readonly dest?: { readonly ip: Ip; readonly port?: number };
   /** Pod addresses known individually (e.g. from pod status), beyond the pod CIDRs. */
   readonly podIps?: readonly Ip[];
+  /** The fix and next steps in the words of the pod source's owner, when it is not ip-masq-agent. */
+  readonly ownerWording?: { readonly fix: string; readonly next: readonly string[] };
 }
 
 type SourceClass = "pod" | "node";
@@ -336,7 +338,7 @@ export function wireFindings(input: WireInput): Finding[] {
             ? `and the far side answered (${o.firstReply?.ref.text ?? "reply seen"}): it routes the pod range back.`
             : "and nothing came back. The far side (or the VPN's traffic selectors) has no route back to the pod range: " +
               "this closes the case — neither the tunnel nor the CNI is at fault. Either masquerade this destination " +
-              "(narrow the ip-masq-agent exception list) or teach the far side a route back to the pod range.") +
+              `${input.ownerWording?.fix ?? "(narrow the ip-masq-agent exception list)"} or teach the far side a route back to the pod range.`) +
           (copies?.text ?? "") +
           assumed +
           afterNote +
@@ -345,8 +347,10 @@ export function wireFindings(input: WireInput): Finding[] {
         next: o.replied
           ? []
           : [
-              "kubectl -n kube-system get configmap ip-masq-agent -o yaml",
-              "podpath plan masquerade <snapshot>",
+              ...(input.ownerWording?.next ?? [
+                "kubectl -n kube-system get configmap ip-masq-agent -o yaml",
+                "podpath plan masquerade <snapshot>",
+              ]),
               `tcpdump -ni any host ${formatIp(o.dst)}   # on the far side: does ${formatIp(o.src)} arrive, does a reply leave?`,
             ],
       });

@@ -11,6 +11,7 @@ import type { Ip } from "../../net/cidr.ts";
 import type { Snapshot } from "../../snapshot/load.ts";
 import type { TracedDestination } from "./destinations.ts";
 import type { ClusterFacts } from "./facts.ts";
+import { awsWireWording } from "./owner-aws-vpc-cni.ts";
 import { hostAddress } from "./sources.ts";
 import { type WireCapture, wireFindings } from "./wire-findings.ts";
 
@@ -70,6 +71,7 @@ export async function wireQuestion(
   }
   const podIps = facts.pods.filter((p) => !p.hostNetwork).flatMap((p) => p.podIPs.map((x) => x.ip));
   const findings: Finding[] = [];
+  const ownerWording = awsWireWording(snap);
   const dests = targets.length > 0 ? targets : [undefined];
   for (const t of dests) {
     findings.push(
@@ -78,6 +80,7 @@ export async function wireQuestion(
         podCidrs: facts.podRanges,
         nodeAddresses,
         podIps,
+        ...(ownerWording ? { ownerWording } : {}),
         ...(t ? { dest: { ip: t.ip, ...(t.port ? { port: t.port } : {}) } } : {}),
       }),
     );
