@@ -198,7 +198,7 @@ plan
     "--write <dir>",
     "write the new and the previous ConfigMap there, as the commands name them",
   )
-  .addOption(output(["text", "json", "yaml"], "text"))
+  .addOption(output(["text", "json", "md", "html", "yaml"], "text"))
   .addHelpText(
     "after",
     "\nExamples:\n  podpath plan masquerade examples/snat-exception-list\n" +
@@ -216,7 +216,12 @@ plan
       .choices(["init-container", "pod-sysctls", "chart-value", "all"])
       .default("all"),
   )
-  .addOption(output(["text", "json", "yaml"], "text"))
+  .addHelpText(
+    "after",
+    "\nExamples:\n  podpath plan vpn examples/vpn-forwarding-off --pod vpn/vpn-openvpn-6d9c7b5f4-x2x7k\n" +
+      "  podpath plan vpn snap/ --pod openvpn-0 -n vpn --strategy pod-sysctls -o yaml",
+  )
+  .addOption(output(["text", "json", "md", "html", "yaml"], "text"))
   .action(
     action(
       () => import("./commands/plan-vpn.ts"),
@@ -234,7 +239,7 @@ program
   .argument("<before>", "snapshot taken before the change")
   .argument("<after>", "snapshot taken after it")
   .option("--dest <ip[:port]>", "the known request whose source address proves the change")
-  .addOption(output(["md", "json", "text"], "md"))
+  .addOption(output(["text", "json", "md", "html"], "text"))
   .addHelpText(
     "after",
     "\nExample:\n  podpath verify examples/snat-exception-list examples/snat-exception-list-fixed",
@@ -246,7 +251,7 @@ capture
   .command("read")
   .description("one packet per line")
   .argument("<file>", "pcap, pcapng, or tcpdump's text output")
-  .addOption(output(["text", "jsonl"], "text"))
+  .addOption(output(["text", "json", "md", "html", "jsonl"], "text"))
   .addHelpText("after", "\nExample:\n  podpath capture read captures/node-1.pcap | less")
   .action(action(() => import("./commands/capture-read.ts")));
 capture
@@ -414,6 +419,10 @@ lab
   .command("up")
   .description("build a replica and keep it running for hands-on work (remove with lab down)")
   .argument("<scenario>", "masquerade | vpn (with lab run's options)")
+  .addHelpText(
+    "after",
+    "\nExample:\n  podpath lab up masquerade --pools default:agent,legacy:no-agent   # then: lab down ID",
+  )
   .allowUnknownOption()
   .allowExcessArguments()
   .action(action(() => import("./commands/lab.ts")));
