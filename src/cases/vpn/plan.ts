@@ -14,6 +14,7 @@ import {
   predictAdmission,
 } from "../../agents/pod-security/predict.ts";
 import type { KubeObject } from "../../evidence/kube-objects.ts";
+import { deleteServerFields } from "../../k8s/server-fields.ts";
 import type { Evidence } from "../../model/types.ts";
 import { refToEvidence } from "../../model/types.ts";
 import { formatCidr, formatIp } from "../../net/cidr.ts";
@@ -102,22 +103,13 @@ export const INIT_CONTAINER = {
   securityContext: { privileged: true },
 } as const;
 
-const SERVER_FIELDS = [
-  "resourceVersion",
-  "uid",
-  "creationTimestamp",
-  "managedFields",
-  "generation",
-  "selfLink",
-];
-
 /** A copy of the object as one would apply it: no status, no server-set metadata. */
 function applyable(obj: KubeObject): Record<string, unknown> {
   const copy = structuredClone(obj.raw) as Record<string, unknown>;
   delete copy["status"];
   const meta = copy["metadata"] as Record<string, unknown> | undefined;
   if (meta) {
-    for (const k of SERVER_FIELDS) delete meta[k];
+    deleteServerFields(meta);
     const ann = meta["annotations"] as Record<string, unknown> | undefined;
     if (ann) delete ann["kubectl.kubernetes.io/last-applied-configuration"];
   }
@@ -177,6 +169,159 @@ export function platformOf(objects: readonly KubeObject[]): Platform {
   return "generic";
 }
 
+/** What every strategy starts from: the workload, a copy to patch and how to apply a patch. */
+interface StrategyBase {
+  readonly wl: NonNullable<VpnContext["workload"]>;
+  readonly path: readonly (string | number)[];
+  /** A fresh applyable copy of the workload; `spec` is its pod spec. */
+  readonly patched: Record<string, unknown>;
+  readonly spec: Record<string, unknown>;
+  readonly isPod: boolean;
+  readonly nsArg: string;
+  readonly kindArg: string;
+  readonly predict: (obj: Record<string, unknown>) => AdmissionPrediction | undefined;
+}
+
+function applyCommands(b: StrategyBase, file: string): string[] {
+  return b.isPod
+    ? [`kubectl delete pod ${b.nsArg} ${b.wl.name}`, `kubectl apply -f ${file}`]
+    : [`kubectl patch ${b.kindArg} ${b.nsArg} --type strategic --patch-file ${file}`];
+}
+
+/** A privileged init container that sets forwarding before the VPN container starts. */
+function initContainerPlan(b: StrategyBase): StrategyPlan {
+  const { spec, path, patched } = b;
+  const inits = Array.isArray(spec["initContainers"]) ? (spec["initContainers"] as unknown[]) : [];
+  spec["initContainers"] = [...inits, structuredClone(INIT_CONTAINER)];
+  const patch = nest(path, { initContainers: [structuredClone(INIT_CONTAINER)] });
+  return {
+    strategy: "init-container",
+    applicable: true,
+    description:
+      "A privileged init container writes net.ipv4.ip_forward=1 in the pod's network namespace before the VPN container starts (containers of a pod share it). Works on any CNI (it runs after the CNI set the namespace up); Pod Security baseline and restricted reject privileged containers.",
+    patch,
+    patched,
+    commands: b.isPod
+      ? applyCommands(b, "pod-patched.yaml")
+      : applyCommands(b, "patch-init-container.yaml"),
+    ...admission(b.predict(patched)),
+  };
+}
+
+/** Pod-level `securityContext.sysctls`: the kubelet sets forwarding when it creates the sandbox. */
+function podSysctlsPlan(b: StrategyBase): StrategyPlan {
+  const { spec, path, patched } = b;
+  const sc = (spec["securityContext"] ?? {}) as Record<string, unknown>;
+  const existing = (
+    Array.isArray(sc["sysctls"]) ? (sc["sysctls"] as { name?: string }[]) : []
+  ).filter((x) => x.name !== IP_FORWARD);
+  const sysctls = [...existing, { name: IP_FORWARD, value: "1" }];
+  spec["securityContext"] = { ...sc, sysctls };
+  // sysctls has no merge key: a strategic merge patch replaces the whole list, so it carries all.
+  const patch = nest(path, { securityContext: { sysctls } });
+  return {
+    strategy: "pod-sysctls",
+    applicable: true,
+    description:
+      "Pod-level securityContext.sysctls: the kubelet sets net.ipv4.ip_forward=1 when it creates the pod sandbox, with no privileged container. It is an unsafe sysctl: the node's kubelet must allowlist it (allowedUnsafeSysctls), and Pod Security baseline forbids it at every version.",
+    patch,
+    patched,
+    commands: b.isPod
+      ? applyCommands(b, "pod-patched.yaml")
+      : applyCommands(b, "patch-pod-sysctls.yaml"),
+    ...admission(b.predict(patched)),
+  };
+}
+
+/** The chart's own switch, `ipForwardInitContainer: true`, when the workload names its chart. */
+function chartValuePlan(b: StrategyBase, ctx: VpnContext): StrategyPlan {
+  const { wl, spec, patched } = b;
+  if (!ctx.chart) {
+    return {
+      strategy: "chart-value",
+      applicable: false,
+      whyNot: `${wl.kind} ${wl.name} carries no chart label (chart: openvpn-X): no chart switch is known; use init-container or pod-sysctls`,
+      description: "",
+      commands: [],
+    };
+  }
+  const inits = (
+    Array.isArray(spec["initContainers"]) ? (spec["initContainers"] as { name?: string }[]) : []
+  ).filter((c) => c.name !== CHART_INIT_CONTAINER.name);
+  spec["initContainers"] = [structuredClone(CHART_INIT_CONTAINER), ...inits];
+  const release = ctx.chart.release ?? "RELEASE";
+  return {
+    strategy: "chart-value",
+    applicable: true,
+    description: `The chart's own switch (stable/openvpn ${ctx.chart.version ?? ""}): ipForwardInitContainer: true renders a privileged init container "sysctl" running sysctl -w net.ipv4.ip_forward=1. The override stays small and survives chart upgrades; admission sees the same privileged container as the init-container strategy.`,
+    helmValues: { ipForwardInitContainer: true },
+    patched,
+    commands: [
+      `helm upgrade ${release} stable/openvpn ${b.nsArg} --reuse-values -f values-ip-forward.yaml`,
+      `# or: helm upgrade ${release} stable/openvpn ${b.nsArg} --reuse-values --set ipForwardInitContainer=true`,
+    ],
+    ...admission(b.predict(patched)),
+  };
+}
+
+/** One strategy's plan: not applicable without the workload's manifest. */
+function strategyPlan(
+  s: Strategy,
+  ctx: VpnContext,
+  base: Omit<StrategyBase, "wl" | "path" | "patched" | "spec" | "isPod">,
+): StrategyPlan {
+  const wl = ctx.workload;
+  if (!wl) {
+    return {
+      strategy: s,
+      applicable: false,
+      whyNot: `the snapshot holds no manifest for ${ctx.namespace}/${ctx.name} (cluster/*.yaml: kubectl get deploy,pod ${base.nsArg} -o yaml)`,
+      description: "",
+      commands: [],
+    };
+  }
+  const path = podSpecPath(wl.kind);
+  const patched = applyable(wl);
+  const b: StrategyBase = {
+    ...base,
+    wl,
+    path,
+    patched,
+    spec: specOf(patched, path),
+    isPod: wl.kind === "Pod",
+  };
+  if (s === "init-container") return initContainerPlan(b);
+  if (s === "pod-sysctls") return podSysctlsPlan(b);
+  return chartValuePlan(b, ctx);
+}
+
+/** Facts that change what every strategy means: a hostNetwork pod shares the node's namespace. */
+function hostNetworkWarnings(wl: VpnContext["workload"]): string[] {
+  if (!wl) return [];
+  const spec = podSpecPath(wl.kind).reduce<unknown>(
+    (c, k) => (c as Record<string | number, unknown> | undefined)?.[k],
+    wl.raw,
+  ) as Record<string, unknown> | undefined;
+  if (spec?.["hostNetwork"] !== true) return [];
+  return [
+    `${wl.kind} ${wl.name} uses hostNetwork: its network namespace is the node's, so net.ipv4.ip_forward there is the node's own setting. An init container would change forwarding for the whole node, and pod-level sysctls for net.* are invalid with hostNetwork. Fix it on the node (sysctl.d or the node pool's system config), or drop hostNetwork.`,
+  ];
+}
+
+/** The checks after the rollout: the new pod forwards, and every hop answers the client. */
+function verifyCommands(ctx: VpnContext, kindArg: string, nsArg: string): string[] {
+  const labels = ctx.pod
+    ? ` -l ${Object.entries(ctx.pod.labels)
+        .map(([k, v]) => `${k}=${v}`)
+        .join(",")}`
+    : "";
+  return [
+    `kubectl rollout status ${kindArg} ${nsArg}`,
+    `${execIn({ namespace: ctx.namespace, name: "NEW_POD" }, `sysctl ${IP_FORWARD}`)}   # must print "${IP_FORWARD} = 1" in the NEW pod (get its name: kubectl get pods ${nsArg}${labels})`,
+    `podpath probe --peer ${ctx.peer ? formatIp(ctx.peer.value) : "PEER"} --pod-ip POD_IP --service-ip SERVICE_IP   # from a VPN client: every hop answers`,
+  ];
+}
+
 /**
  * The plan for one VPN pod.
  * @example planVpn(resolveVpn(input)!, objects, { strategies: ["pod-sysctls"] }).strategies[0].admission?.messages
@@ -186,7 +331,6 @@ export function planVpn(
   objects: readonly KubeObject[],
   opts: PlanOptions = {},
 ): VpnPlan {
-  const wanted = opts.strategies ?? STRATEGIES;
   const wl = ctx.workload;
   const nsLabels = ctx.namespaceObject?.labels ?? {};
   const platform = opts.platform ?? platformOf(objects);
@@ -199,103 +343,9 @@ export function planVpn(
     });
   const kindArg = wl ? `${wl.kind.toLowerCase()}/${wl.name}` : `pod/${ctx.name}`;
   const nsArg = `-n ${ctx.namespace}`;
-  const strategies: StrategyPlan[] = [];
-  for (const s of wanted) {
-    if (!wl) {
-      strategies.push({
-        strategy: s,
-        applicable: false,
-        whyNot: `the snapshot holds no manifest for ${ctx.namespace}/${ctx.name} (cluster/*.yaml: kubectl get deploy,pod ${nsArg} -o yaml)`,
-        description: "",
-        commands: [],
-      });
-      continue;
-    }
-    const path = podSpecPath(wl.kind);
-    const patched = applyable(wl);
-    const spec = specOf(patched, path);
-    const isPod = wl.kind === "Pod";
-    const applyCmds = (file: string) =>
-      isPod
-        ? [`kubectl delete pod ${nsArg} ${wl.name}`, `kubectl apply -f ${file}`]
-        : [`kubectl patch ${kindArg} ${nsArg} --type strategic --patch-file ${file}`];
-    if (s === "init-container") {
-      const inits = Array.isArray(spec["initContainers"])
-        ? (spec["initContainers"] as unknown[])
-        : [];
-      spec["initContainers"] = [...inits, structuredClone(INIT_CONTAINER)];
-      const patch = nest(path, { initContainers: [structuredClone(INIT_CONTAINER)] });
-      strategies.push({
-        strategy: s,
-        applicable: true,
-        description:
-          "A privileged init container writes net.ipv4.ip_forward=1 in the pod's network namespace before the VPN container starts (containers of a pod share it). Works on any CNI (it runs after the CNI set the namespace up); Pod Security baseline and restricted reject privileged containers.",
-        patch,
-        patched,
-        commands: isPod ? applyCmds("pod-patched.yaml") : applyCmds("patch-init-container.yaml"),
-        ...admission(predict(patched)),
-      });
-    } else if (s === "pod-sysctls") {
-      const sc = (spec["securityContext"] ?? {}) as Record<string, unknown>;
-      const existing = (
-        Array.isArray(sc["sysctls"]) ? (sc["sysctls"] as { name?: string }[]) : []
-      ).filter((x) => x.name !== IP_FORWARD);
-      const sysctls = [...existing, { name: IP_FORWARD, value: "1" }];
-      spec["securityContext"] = { ...sc, sysctls };
-      // sysctls has no merge key: a strategic merge patch replaces the whole list, so it carries all.
-      const patch = nest(path, { securityContext: { sysctls } });
-      strategies.push({
-        strategy: s,
-        applicable: true,
-        description:
-          "Pod-level securityContext.sysctls: the kubelet sets net.ipv4.ip_forward=1 when it creates the pod sandbox, with no privileged container. It is an unsafe sysctl: the node's kubelet must allowlist it (allowedUnsafeSysctls), and Pod Security baseline forbids it at every version.",
-        patch,
-        patched,
-        commands: isPod ? applyCmds("pod-patched.yaml") : applyCmds("patch-pod-sysctls.yaml"),
-        ...admission(predict(patched)),
-      });
-    } else {
-      if (!ctx.chart) {
-        strategies.push({
-          strategy: s,
-          applicable: false,
-          whyNot: `${wl.kind} ${wl.name} carries no chart label (chart: openvpn-X): no chart switch is known; use init-container or pod-sysctls`,
-          description: "",
-          commands: [],
-        });
-        continue;
-      }
-      const inits = (
-        Array.isArray(spec["initContainers"]) ? (spec["initContainers"] as { name?: string }[]) : []
-      ).filter((c) => c.name !== CHART_INIT_CONTAINER.name);
-      spec["initContainers"] = [structuredClone(CHART_INIT_CONTAINER), ...inits];
-      const release = ctx.chart.release ?? "RELEASE";
-      strategies.push({
-        strategy: s,
-        applicable: true,
-        description: `The chart's own switch (stable/openvpn ${ctx.chart.version ?? ""}): ipForwardInitContainer: true renders a privileged init container "sysctl" running sysctl -w net.ipv4.ip_forward=1. The override stays small and survives chart upgrades; admission sees the same privileged container as the init-container strategy.`,
-        helmValues: { ipForwardInitContainer: true },
-        patched,
-        commands: [
-          `helm upgrade ${release} stable/openvpn ${nsArg} --reuse-values -f values-ip-forward.yaml`,
-          `# or: helm upgrade ${release} stable/openvpn ${nsArg} --reuse-values --set ipForwardInitContainer=true`,
-        ],
-        ...admission(predict(patched)),
-      });
-    }
-  }
-  const warnings: string[] = [];
-  if (wl) {
-    const spec = podSpecPath(wl.kind).reduce<unknown>(
-      (c, k) => (c as Record<string | number, unknown> | undefined)?.[k],
-      wl.raw,
-    ) as Record<string, unknown> | undefined;
-    if (spec?.["hostNetwork"] === true) {
-      warnings.push(
-        `${wl.kind} ${wl.name} uses hostNetwork: its network namespace is the node's, so net.ipv4.ip_forward there is the node's own setting. An init container would change forwarding for the whole node, and pod-level sysctls for net.* are invalid with hostNetwork. Fix it on the node (sysctl.d or the node pool's system config), or drop hostNetwork.`,
-      );
-    }
-  }
+  const strategies = (opts.strategies ?? STRATEGIES).map((s) =>
+    strategyPlan(s, ctx, { nsArg, kindArg, predict }),
+  );
   return {
     schemaVersion: 1,
     pod: `${ctx.namespace}/${ctx.name}`,
@@ -309,19 +359,9 @@ export function planVpn(
       evidence: refToEvidence(f.source),
     })),
     strategies,
-    warnings,
+    warnings: hostNetworkWarnings(wl),
     returnPath: returnPath(ctx),
-    verify: [
-      `kubectl rollout status ${kindArg} ${nsArg}`,
-      `${execIn({ namespace: ctx.namespace, name: "NEW_POD" }, `sysctl ${IP_FORWARD}`)}   # must print "${IP_FORWARD} = 1" in the NEW pod (get its name: kubectl get pods ${nsArg}${
-        ctx.pod
-          ? ` -l ${Object.entries(ctx.pod.labels)
-              .map(([k, v]) => `${k}=${v}`)
-              .join(",")}`
-          : ""
-      })`,
-      `podpath probe --peer ${ctx.peer ? formatIp(ctx.peer.value) : "PEER"} --pod-ip POD_IP --service-ip SERVICE_IP   # from a VPN client: every hop answers`,
-    ],
+    verify: verifyCommands(ctx, kindArg, nsArg),
   };
 }
 
