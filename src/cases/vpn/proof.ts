@@ -344,6 +344,52 @@ function verdictOf(
   }
 }
 
+/** Whether the after manifest sets forwarding when the pod is created, and what sets it. */
+function durableOf(a: Side): VpnChangeRecord["durable"] {
+  const wl = a.ctx?.workload;
+  const setters = a.ctx ? forwardingSetters(wl, a.ctx.chartValues) : [];
+  return {
+    state: setters.length > 0 ? "yes" : wl ? "no" : "unknown",
+    ...(wl ? { workload: `${wl.kind} ${wl.namespace ?? "default"}/${wl.name}` } : {}),
+    setters: setters.map((s) => ({ kind: s.kind, value: s.value, evidence: ev(s.source) })),
+  };
+}
+
+/** A side without the client's probes: what would decide its first silent hop. */
+function probesMissing(s: Side, missing: Missing[]): void {
+  if (s.walk.hops.length > 0) return;
+  missing.push({
+    file: `${s.phase}: probes/client.txt`,
+    would_decide: `which hop from the client outward is the first silent one ${s.phase} the change`,
+    command: `podpath probe --peer ${s.ctx?.peer ? formatIp(s.ctx.peer.value) : "PEER"} --pod-ip POD_IP --service-ip SERVICE_IP --public 1.1.1.1 --out probes/client.txt`,
+  });
+}
+
+/**
+ * The record's evidence, each tagged with its side: forwarding, the first silent hop before and
+ * the same hop after (else the first silent one after), what sets forwarding, the masquerade.
+ */
+function recordEvidence(
+  r: Pick<VpnChangeRecord, "forwarding" | "durable" | "firstSilentHop" | "client" | "masquerade">,
+): Evidence[] {
+  const evidence: Evidence[] = [];
+  const tag = (phase: VpnPhase, e: Evidence | undefined) => {
+    if (e) evidence.push({ ...e, file: `${phase}:${e.file}` });
+  };
+  tag("before", r.forwarding.before.evidence);
+  tag("after", r.forwarding.after.evidence);
+  tag("before", r.firstSilentHop.before?.evidence);
+  const silentBefore = r.firstSilentHop.before;
+  const answered = silentBefore
+    ? r.client.after.find((h) => h.hop === silentBefore.hop)
+    : undefined;
+  tag("after", answered?.evidence ?? r.firstSilentHop.after?.evidence);
+  for (const s of r.durable.setters) tag("after", s.evidence);
+  tag("before", r.masquerade.before.evidence);
+  tag("after", r.masquerade.after.evidence);
+  return evidence;
+}
+
 /** The change record, or undefined when neither snapshot holds a VPN pod. */
 export function verifyVpnChange(before: Snapshot, after: Snapshot): VpnChangeRecord | undefined {
   const b = readSide("before", before);
@@ -353,23 +399,8 @@ export function verifyVpnChange(before: Snapshot, after: Snapshot): VpnChangeRec
 
   const forwarding = { before: forwardingOf(b, missing), after: forwardingOf(a, missing) };
 
-  const wl = a.ctx?.workload;
-  const setters = a.ctx ? forwardingSetters(wl, a.ctx.chartValues) : [];
-  const durable: VpnChangeRecord["durable"] = {
-    state: setters.length > 0 ? "yes" : wl ? "no" : "unknown",
-    ...(wl ? { workload: `${wl.kind} ${wl.namespace ?? "default"}/${wl.name}` } : {}),
-    setters: setters.map((s) => ({ kind: s.kind, value: s.value, evidence: ev(s.source) })),
-  };
-
-  for (const s of [b, a]) {
-    if (s.walk.hops.length === 0) {
-      missing.push({
-        file: `${s.phase}: probes/client.txt`,
-        would_decide: `which hop from the client outward is the first silent one ${s.phase} the change`,
-        command: `podpath probe --peer ${s.ctx?.peer ? formatIp(s.ctx.peer.value) : "PEER"} --pod-ip POD_IP --service-ip SERVICE_IP --public 1.1.1.1 --out probes/client.txt`,
-      });
-    }
-  }
+  const durable = durableOf(a);
+  for (const s of [b, a]) probesMissing(s, missing);
   const moved = moveOf(b, a);
   const firstSilentHop = {
     ...(b.walk.firstFailed ? { before: hopSide(b.walk.firstFailed) } : {}),
@@ -396,21 +427,7 @@ export function verifyVpnChange(before: Snapshot, after: Snapshot): VpnChangeRec
     masquerade.after,
   );
 
-  const evidence: Evidence[] = [];
-  const tag = (phase: VpnPhase, e: Evidence | undefined) => {
-    if (e) evidence.push({ ...e, file: `${phase}:${e.file}` });
-  };
-  tag("before", forwarding.before.evidence);
-  tag("after", forwarding.after.evidence);
-  tag("before", firstSilentHop.before?.evidence);
-  const answered = firstSilentHop.before
-    ? client.after.find((h) => h.hop === firstSilentHop.before!.hop)
-    : undefined;
-  tag("after", answered?.evidence ?? firstSilentHop.after?.evidence);
-  for (const s of durable.setters) tag("after", s.evidence);
-  tag("before", masquerade.before.evidence);
-  tag("after", masquerade.after.evidence);
-
+  const evidence = recordEvidence({ forwarding, durable, firstSilentHop, client, masquerade });
   return {
     schemaVersion: 1,
     tool: "podpath",
