@@ -34,6 +34,34 @@ function fromRcode(rcode: string, answers: number): ProbeResult {
   return "error"; // SERVFAIL, REFUSED, FORMERR, NOTIMP: the server failed; `status` says how
 }
 
+/** What a DNS lookup tool's output showed, before it is made a {@link ToolReading}. */
+interface DnsSeen {
+  readonly target: string | undefined;
+  readonly targetIp?: Ip | undefined;
+  readonly result: ProbeResult;
+  readonly timingsMs: number[];
+  readonly server: Ip | undefined;
+  readonly answers: Ip[];
+  readonly status: string | undefined;
+  /** The output line that decided the result; without one, the command line is the source. */
+  readonly decided: OutputLine | undefined;
+}
+
+/** The reading of a DNS lookup (dig, nslookup, host): the same keys for every tool. */
+function dnsReading(cmd: CommandLine, commandRef: SourceRef, seen: DnsSeen): ToolReading {
+  const { target, targetIp, server, status, decided } = seen;
+  return {
+    ...(target === undefined ? {} : { target }),
+    ...(targetIp ? { targetIp } : {}),
+    result: seen.result,
+    timingsMs: seen.timingsMs,
+    ...(server ? { dnsServer: server } : {}),
+    answers: seen.answers,
+    ...(status === undefined ? {} : { status }),
+    resultSource: decided ? outputRef(cmd.file, decided) : commandRef,
+  };
+}
+
 export function readDig(
   cmd: CommandLine,
   output: readonly OutputLine[],
@@ -107,16 +135,17 @@ export function readDig(
       'dig output shows neither a "status:" header nor "no servers could be reached"; expected dig\'s full output or +short',
     );
   }
-  return {
-    ...(target === undefined ? {} : { target }),
-    ...(target !== undefined && tryParseIp(target) ? { targetIp: tryParseIp(target)! } : {}),
+  const targetIp = target === undefined ? undefined : tryParseIp(target);
+  return dnsReading(cmd, commandRef, {
+    target,
+    targetIp,
     result,
     timingsMs,
-    ...(server ? { dnsServer: server } : {}),
+    server,
     answers,
-    ...(status === undefined ? {} : { status }),
-    resultSource: decided ? outputRef(cmd.file, decided) : commandRef,
-  };
+    status,
+    decided,
+  });
 }
 
 export function readNslookup(
@@ -175,15 +204,15 @@ export function readNslookup(
       'nslookup output shows no "Name:/Address:" answer, "** server can\'t find" or "no servers could be reached"',
     );
   }
-  return {
-    ...(target === undefined ? {} : { target }),
+  return dnsReading(cmd, commandRef, {
+    target,
     result,
     timingsMs: [],
-    ...(server ? { dnsServer: server } : {}),
+    server,
     answers,
-    ...(status === undefined ? {} : { status }),
-    resultSource: decided ? outputRef(cmd.file, decided) : commandRef,
-  };
+    status,
+    decided,
+  });
 }
 
 const HOST_WITH_VALUE = new Set(["-c", "-N", "-R", "-t", "-W", "-m", "-p"]);
@@ -257,13 +286,13 @@ export function readHost(
       'host output shows no "has address" answer, "Host … not found" or "no servers could be reached"',
     );
   }
-  return {
-    ...(target === undefined ? {} : { target }),
+  return dnsReading(cmd, commandRef, {
+    target,
     result,
     timingsMs,
-    ...(server ? { dnsServer: server } : {}),
+    server,
     answers,
-    ...(status === undefined ? {} : { status }),
-    resultSource: decided ? outputRef(cmd.file, decided) : commandRef,
-  };
+    status,
+    decided,
+  });
 }

@@ -4,7 +4,7 @@
  */
 
 import type { Diagnostic, SourceRef } from "../model/types.ts";
-import { tryParseIp } from "../net/cidr.ts";
+import { type Ip, tryParseIp } from "../net/cidr.ts";
 import { noResult } from "./probe-no-result.ts";
 import type { CommandLine, OutputLine, ProbeResult, ToolReading } from "./probes.ts";
 import { lineMatch, outputRef, positional } from "./probes.ts";
@@ -77,6 +77,36 @@ function connectFailure(detail: string): ProbeResult | undefined {
     return "unreachable";
   if (/timed out|Timeout was reached|TIMEOUT/i.test(detail)) return "timeout";
   return undefined;
+}
+
+/** What a port check (curl, nc, telnet) showed, before it is made a {@link ToolReading}. */
+export interface PortCheckSeen {
+  readonly host: string | undefined;
+  readonly targetIp: Ip | undefined;
+  readonly port: number | undefined;
+  readonly result: ProbeResult;
+  readonly timingsMs: number[];
+  readonly status?: string | undefined;
+  /** The output line that decided the result; without one, the command line is the source. */
+  readonly decided: OutputLine | undefined;
+}
+
+/** The reading of a port check (curl, nc, telnet): the same keys for every tool. */
+export function portCheckReading(
+  cmd: CommandLine,
+  commandRef: SourceRef,
+  seen: PortCheckSeen,
+): ToolReading {
+  const { host, targetIp, port, status, decided } = seen;
+  return {
+    ...(host === undefined ? {} : { target: host }),
+    ...(targetIp ? { targetIp } : {}),
+    ...(port === undefined ? {} : { port }),
+    result: seen.result,
+    timingsMs: seen.timingsMs,
+    ...(status === undefined ? {} : { status }),
+    resultSource: decided ? outputRef(cmd.file, decided) : commandRef,
+  };
 }
 
 export function readCurl(
@@ -157,16 +187,15 @@ export function readCurl(
       'curl output shows no "curl: (N)" error, HTTP status or body; run it with -sS or -v so failures are printed',
     );
   }
-  const targetIp = hp === undefined ? undefined : tryParseIp(hp.host);
-  return {
-    ...(hp === undefined ? {} : { target: hp.host }),
-    ...(targetIp ? { targetIp } : {}),
-    ...(hp?.port === undefined ? {} : { port: hp.port }),
+  return portCheckReading(cmd, commandRef, {
+    host: hp?.host,
+    targetIp: hp === undefined ? undefined : tryParseIp(hp.host),
+    port: hp?.port,
     result,
     timingsMs,
-    ...(status === undefined ? {} : { status }),
-    resultSource: decided ? outputRef(cmd.file, decided) : commandRef,
-  };
+    status,
+    decided,
+  });
 }
 
 const NC_WITH_VALUE = new Set([
@@ -228,13 +257,12 @@ export function readNc(
       "nc output shows neither success nor a failure; run it with -vz so the result is printed",
     );
   }
-  const targetIp = host === undefined ? undefined : tryParseIp(host);
-  return {
-    ...(host === undefined ? {} : { target: host }),
-    ...(targetIp ? { targetIp } : {}),
-    ...(port === undefined ? {} : { port }),
+  return portCheckReading(cmd, commandRef, {
+    host,
+    targetIp: host === undefined ? undefined : tryParseIp(host),
+    port,
     result,
     timingsMs: [],
-    resultSource: decided ? outputRef(cmd.file, decided) : commandRef,
-  };
+    decided,
+  });
 }

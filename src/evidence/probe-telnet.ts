@@ -6,6 +6,7 @@
 import type { Diagnostic, SourceRef } from "../model/types.ts";
 import { type Ip, tryParseIp } from "../net/cidr.ts";
 import { noResult } from "./probe-no-result.ts";
+import { portCheckReading } from "./probe-tcp.ts";
 import type { CommandLine, OutputLine, ProbeResult, ToolReading } from "./probes.ts";
 import { lineMatch, outputRef, positional } from "./probes.ts";
 
@@ -84,13 +85,12 @@ export function readTelnet(
       'telnet output shows neither "Connected to" nor a failure; paste its output up to the error (or to ^C when it hung)',
     );
   }
-  const targetIp = (host === undefined ? undefined : tryParseIp(host)) ?? tried;
-  return {
-    ...(host === undefined ? {} : { target: host }),
-    ...(targetIp ? { targetIp } : {}),
-    ...(port === undefined ? {} : { port }),
+  return portCheckReading(cmd, commandRef, {
+    host,
+    targetIp: (host === undefined ? undefined : tryParseIp(host)) ?? tried,
+    port,
     result,
     timingsMs: [],
-    resultSource: decided ? outputRef(cmd.file, decided) : commandRef,
-  };
+    decided,
+  });
 }
