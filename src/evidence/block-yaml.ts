@@ -8,7 +8,8 @@
  * returns undefined and the caller uses the full parser. Values equal the `yaml` package's
  * (YAML 1.2 core schema), positions equal `evidence/yaml-source`'s; a differential test checks both.
  */
-import { lineAt } from "./yaml-source.ts";
+import { lineAt } from "./text-lines.ts";
+import { offsetAfterEscapedNewlines, sourceLineOf } from "./yaml-source.ts";
 
 export type BlockPath = readonly (string | number)[];
 
@@ -440,30 +441,12 @@ function document(
         return at < 0 ? p.off : firstNonSpace(at + 1);
       }
       if (p.style === "double") {
-        if (n === 1) return p.off + 1;
-        let seen = 0;
-        for (let i = p.off + 1; i < (p.end ?? text.length) - 1; i++) {
-          if (text[i] !== "\\") continue;
-          if (text[i + 1] === "n" && ++seen === n - 1) return i + 2;
-          i++;
-        }
-        return p.off;
+        return offsetAfterEscapedNewlines(text, p.off + 1, p.end ?? text.length, n - 1) ?? p.off;
       }
-      // Plain or single-quoted: as evidence/yaml-source does, find the line's text in order.
+      // Plain or single-quoted: find the line's text in order, as evidence/yaml-source does.
       const lines = v.split("\n");
-      const endLine = lineOf(p.end ?? p.off);
-      let cursor = lineOf(p.off);
-      for (let i = 0; i < n; i++) {
-        const want = lines[i]!.trim();
-        if (want === "") continue;
-        for (let l = cursor; l <= endLine; l++) {
-          if (lineText(l).includes(want.slice(0, 40))) {
-            cursor = l;
-            break;
-          }
-        }
-      }
-      return firstNonSpace(lineStarts()[cursor - 1]!);
+      const line = sourceLineOf(lines, n, lineOf(p.off), lineOf(p.end ?? p.off), lineText);
+      return firstNonSpace(lineStarts()[line - 1]!);
     },
   };
 }

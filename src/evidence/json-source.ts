@@ -5,6 +5,7 @@
  * holds it. Each scanned container's member offsets are kept, so walking a List's items is linear.
  */
 import type { SourceRef } from "../model/types.ts";
+import { lineAt } from "./text-lines.ts";
 
 export type JsonPath = readonly (string | number)[];
 
@@ -149,13 +150,7 @@ export function offsetCiter(text: string, file: string): (offset: number) => Sou
   const starts = [0];
   for (let i = text.indexOf("\n"); i >= 0; i = text.indexOf("\n", i + 1)) starts.push(i + 1);
   return (offset) => {
-    let lo = 0;
-    let hi = starts.length - 1;
-    while (lo < hi) {
-      const mid = (lo + hi + 1) >> 1;
-      if (starts[mid]! <= offset) lo = mid;
-      else hi = mid - 1;
-    }
+    const lo = lineAt(starts, offset) - 1;
     const start = starts[lo]!;
     const end = lo + 1 < starts.length ? starts[lo + 1]! - 1 : text.length;
     const lineText = text

@@ -36,3 +36,15 @@ export function tokens(text: string): string[] {
 export function quote(s: string, max = 60): string {
   return JSON.stringify(s.length > max ? `${s.slice(0, max)}…` : s);
 }
+
+/** 1-based line of `offset`, by binary search over line start offsets. */
+export function lineAt(starts: readonly number[], offset: number): number {
+  let lo = 0;
+  let hi = starts.length - 1;
+  while (lo < hi) {
+    const mid = (lo + hi + 1) >> 1;
+    if (starts[mid]! <= offset) lo = mid;
+    else hi = mid - 1;
+  }
+  return lo + 1;
+}

@@ -15,6 +15,7 @@ import {
   type Scalar,
 } from "yaml";
 import type { Diagnostic, SourceRef } from "../model/types.ts";
+import { lineAt } from "./text-lines.ts";
 
 export type YamlPath = readonly (string | number)[];
 
@@ -59,6 +60,42 @@ export function readYamlSource(
   file: string,
 ): { source: YamlSource; diagnostics: Diagnostic[] } {
   const diagnostics: Diagnostic[] = [];
+  const lines = textLines(text, file);
+  const { refAt } = lines;
+  const documents = readDocuments(text, lines, diagnostics);
+
+  const locate = (root: unknown, path: YamlPath): SourceRef | undefined => {
+    const found = nodeAt(root, path);
+    if (!found) return undefined;
+    // Collections and empty values are cited at their key; scalars where the value is written.
+    const atKey = !isScalar(found.node) || found.node.value === null;
+    const at = atKey && found.key?.range ? found.key : found.node;
+    return at.range ? refAt(at.range[0]) : undefined;
+  };
+  const locateInString = (
+    root: unknown,
+    path: YamlPath,
+    lineWithinString: number,
+  ): SourceRef | undefined => lineInString(text, lines, nodeAt(root, path), lineWithinString);
+
+  return {
+    source: { file, documents, refAt, nodeAt, locate, locateInString },
+    diagnostics,
+  };
+}
+
+/** The lines of a YAML text, cited by offset. */
+interface TextLines {
+  readonly lineStarts: readonly number[];
+  /** Line `line` (1-based) without its end. */
+  lineText(line: number): string;
+  /** The 1-based line holding `offset`. */
+  lineOf(offset: number): number;
+  /** `offset` cited with line, column and (when not too long) the line's text. */
+  refAt(offset: number): SourceRef;
+}
+
+function textLines(text: string, file: string): TextLines {
   const lineStarts = lineStartsOf(text);
   let lineTexts: string[] | undefined;
   const lineText = (line: number): string => {
@@ -72,7 +109,12 @@ export function readYamlSource(
     const t = lineText(line);
     return t.length > 500 ? { file, line, col } : { file, line, col, text: t };
   };
+  return { lineStarts, lineText, lineOf, refAt };
+}
 
+/** Every document of `text`, parsed; syntax errors and warnings become diagnostics. */
+function readDocuments(text: string, lines: TextLines, diagnostics: Diagnostic[]): YamlDocument[] {
+  const { refAt } = lines;
   const documents: YamlDocument[] = [];
   const tooDeep = nestingTooDeep(text);
   if (tooDeep !== undefined) {
@@ -82,136 +124,123 @@ export function readYamlSource(
       message: `brackets nested deeper than ${MAX_DEPTH} levels; expected a Kubernetes object or podpath file, nothing was read`,
       source: refAt(tooDeep),
     });
-  } else {
-    const parsed = parseAllDocuments(text, {
-      uniqueKeys: true,
-      prettyErrors: false,
-      keepSourceTokens: false,
-    });
-    for (const doc of Array.isArray(parsed) ? parsed : []) {
-      for (const e of doc.errors) {
+    return documents;
+  }
+  const parsed = parseAllDocuments(text, {
+    uniqueKeys: true,
+    prettyErrors: false,
+    keepSourceTokens: false,
+  });
+  for (const doc of Array.isArray(parsed) ? parsed : []) {
+    for (const e of doc.errors) {
+      diagnostics.push({
+        code: "YAML_SYNTAX",
+        severity: "error",
+        message: `${firstLine(e.message)} (${e.code}); expected valid YAML or JSON, this document was skipped`,
+        source: refAt(e.pos[0]),
+      });
+    }
+    for (const w of doc.warnings) {
+      diagnostics.push({
+        code: "YAML_WARNING",
+        severity: "warning",
+        message: `${firstLine(w.message)} (${w.code})`,
+        source: refAt(w.pos[0]),
+      });
+    }
+    documents.push(documentOf(doc, lines, diagnostics));
+  }
+  return documents;
+}
+
+/** One parsed document with its JS value, unless it has errors or its aliases make a cycle. */
+function documentOf(
+  doc: Document.Parsed,
+  lines: TextLines,
+  diagnostics: Diagnostic[],
+): YamlDocument {
+  const start = (doc.contents as Node | null)?.range?.[0] ?? doc.range[0];
+  const line = lines.lineOf(start);
+  let value: unknown;
+  let ok = doc.errors.length === 0;
+  if (ok) {
+    try {
+      value = doc.toJS({ maxAliasCount: MAX_ALIAS_COUNT });
+      if (!isAcyclic(value)) {
+        ok = false;
         diagnostics.push({
           code: "YAML_SYNTAX",
           severity: "error",
-          message: `${firstLine(e.message)} (${e.code}); expected valid YAML or JSON, this document was skipped`,
-          source: refAt(e.pos[0]),
+          message:
+            "an alias refers to a collection that contains it, or nesting is too deep; expected a tree, this document was skipped",
+          source: lines.refAt(start),
         });
       }
-      for (const w of doc.warnings) {
-        diagnostics.push({
-          code: "YAML_WARNING",
-          severity: "warning",
-          message: `${firstLine(w.message)} (${w.code})`,
-          source: refAt(w.pos[0]),
-        });
-      }
-      const start = (doc.contents as Node | null)?.range?.[0] ?? doc.range[0];
-      const line = lineOf(start);
-      let value: unknown;
-      let ok = doc.errors.length === 0;
-      if (ok) {
-        try {
-          value = doc.toJS({ maxAliasCount: MAX_ALIAS_COUNT });
-          if (!isAcyclic(value)) {
-            ok = false;
-            diagnostics.push({
-              code: "YAML_SYNTAX",
-              severity: "error",
-              message:
-                "an alias refers to a collection that contains it, or nesting is too deep; expected a tree, this document was skipped",
-              source: refAt(start),
-            });
-          }
-        } catch (e) {
-          ok = false;
-          diagnostics.push({
-            code: "YAML_SYNTAX",
-            severity: "error",
-            message: `${firstLine(e instanceof Error ? e.message : String(e))}; this document was skipped`,
-            source: refAt(start),
-          });
-        }
-      }
-      documents.push({ doc, ok, value: ok ? value : undefined, line });
+    } catch (e) {
+      ok = false;
+      diagnostics.push({
+        code: "YAML_SYNTAX",
+        severity: "error",
+        message: `${firstLine(e instanceof Error ? e.message : String(e))}; this document was skipped`,
+        source: lines.refAt(start),
+      });
     }
   }
+  return { doc, ok, value: ok ? value : undefined, line };
+}
 
-  const nodeAt = (root: unknown, path: YamlPath): { node: Node; key?: Node } | undefined => {
-    let node = root as Node | undefined;
-    let key: Node | undefined;
-    for (const seg of path) {
-      if (isMap(node)) {
-        const pair = node.items.find(
-          (p) => isPair(p) && isScalar(p.key) && String(p.key.value) === String(seg),
-        );
-        if (!pair) return undefined;
-        key = pair.key as Node;
-        node = (pair.value ?? undefined) as Node | undefined;
-      } else if (isSeq(node) && typeof seg === "number") {
-        key = undefined;
-        node = node.items[seg] as Node | undefined;
-      } else {
-        return undefined;
-      }
-      if (node === undefined || node === null) return undefined;
+/** The node at `path` below `root`, with its key when it is a map value. */
+function nodeAt(root: unknown, path: YamlPath): { node: Node; key?: Node } | undefined {
+  let node = root as Node | undefined;
+  let key: Node | undefined;
+  for (const seg of path) {
+    if (isMap(node)) {
+      const pair = node.items.find(
+        (p) => isPair(p) && isScalar(p.key) && String(p.key.value) === String(seg),
+      );
+      if (!pair) return undefined;
+      key = pair.key as Node;
+      node = (pair.value ?? undefined) as Node | undefined;
+    } else if (isSeq(node) && typeof seg === "number") {
+      key = undefined;
+      node = node.items[seg] as Node | undefined;
+    } else {
+      return undefined;
     }
-    if (!node?.range) return undefined;
-    return key ? { node, key } : { node };
-  };
+    if (node === undefined || node === null) return undefined;
+  }
+  if (!node?.range) return undefined;
+  return key ? { node, key } : { node };
+}
 
-  const locate = (root: unknown, path: YamlPath): SourceRef | undefined => {
-    const found = nodeAt(root, path);
-    if (!found) return undefined;
-    // Collections and empty values are cited at their key; scalars where the value is written.
-    const atKey = !isScalar(found.node) || found.node.value === null;
-    const at = atKey && found.key?.range ? found.key : found.node;
-    return at.range ? refAt(at.range[0]) : undefined;
-  };
-
-  const locateInString = (
-    root: unknown,
-    path: YamlPath,
-    lineWithinString: number,
-  ): SourceRef | undefined => {
-    const found = nodeAt(root, path);
-    if (!found || !isScalar(found.node) || typeof found.node.value !== "string") return undefined;
-    const scalar = found.node as Scalar<string>;
-    const lines = scalar.value.split("\n");
-    if (!Number.isInteger(lineWithinString) || lineWithinString < 1) return undefined;
-    if (lineWithinString > lines.length) return undefined;
-    const [from, valueEnd] = scalar.range ?? [0, 0];
-    const startLine = lineOf(from);
-    if (scalar.type === "BLOCK_LITERAL") {
-      // YAML 1.2 §8.1.2: a literal scalar's content lines are the source lines after the header,
-      // one for one (the indentation removed).
-      const line = startLine + lineWithinString;
-      return refAt(firstNonSpace(text, lineStarts[line - 1] ?? from));
-    }
-    if (scalar.type === "QUOTE_DOUBLE" && lineOf(valueEnd) === startLine) {
-      // A JSON-style "a\nb" string on one source line: find the escape that starts the line.
-      const at = offsetAfterEscapedNewlines(text, from + 1, valueEnd, lineWithinString - 1);
-      return at === undefined ? refAt(from) : refAt(at);
-    }
-    // Folded, plain or multi-line quoted scalars: find the line's text in the source, in order.
-    let cursor = startLine;
-    const endLine = lineOf(valueEnd);
-    for (let i = 0; i < lineWithinString; i++) {
-      const want = lines[i]!.trim();
-      if (want === "") continue;
-      for (let l = cursor; l <= endLine; l++) {
-        if (lineText(l).includes(want.slice(0, 40))) {
-          cursor = l;
-          break;
-        }
-      }
-    }
-    return refAt(firstNonSpace(text, lineStarts[cursor - 1] ?? from));
-  };
-
-  return {
-    source: { file, documents, refAt, nodeAt, locate, locateInString },
-    diagnostics,
-  };
+/** Where line `lineWithinString` (1-based) of the string scalar `found` is written. */
+function lineInString(
+  text: string,
+  { lineStarts, lineText, lineOf, refAt }: TextLines,
+  found: { node: Node } | undefined,
+  lineWithinString: number,
+): SourceRef | undefined {
+  if (!found || !isScalar(found.node) || typeof found.node.value !== "string") return undefined;
+  const scalar = found.node as Scalar<string>;
+  const lines = scalar.value.split("\n");
+  if (!Number.isInteger(lineWithinString) || lineWithinString < 1) return undefined;
+  if (lineWithinString > lines.length) return undefined;
+  const [from, valueEnd] = scalar.range ?? [0, 0];
+  const startLine = lineOf(from);
+  if (scalar.type === "BLOCK_LITERAL") {
+    // YAML 1.2 §8.1.2: a literal scalar's content lines are the source lines after the header,
+    // one for one (the indentation removed).
+    const line = startLine + lineWithinString;
+    return refAt(firstNonSpace(text, lineStarts[line - 1] ?? from));
+  }
+  if (scalar.type === "QUOTE_DOUBLE" && lineOf(valueEnd) === startLine) {
+    // A JSON-style "a\nb" string on one source line: find the escape that starts the line.
+    const at = offsetAfterEscapedNewlines(text, from + 1, valueEnd, lineWithinString - 1);
+    return at === undefined ? refAt(from) : refAt(at);
+  }
+  // Folded, plain or multi-line quoted scalars: find the line's text in the source, in order.
+  const line = sourceLineOf(lines, lineWithinString, startLine, lineOf(valueEnd), lineText);
+  return refAt(firstNonSpace(text, lineStarts[line - 1] ?? from));
 }
 
 function firstLine(s: string): string {
@@ -225,8 +254,37 @@ function firstNonSpace(text: string, at: number): number {
   return text[i] === "\n" || text[i] === undefined ? at : i;
 }
 
-/** Offset just after the `n`-th `\n` escape inside a double-quoted scalar between `from` and `to`. */
-function offsetAfterEscapedNewlines(
+/**
+ * The source line (1-based) on which the `n`-th line of a folded, plain or multi-line quoted
+ * scalar stands: each of its first `n` lines is looked for, in order, between `startLine` and
+ * `endLine` (by its first 40 characters, the way the parser folded it).
+ */
+export function sourceLineOf(
+  lines: readonly string[],
+  n: number,
+  startLine: number,
+  endLine: number,
+  lineText: (line: number) => string,
+): number {
+  let cursor = startLine;
+  for (let i = 0; i < n; i++) {
+    const want = lines[i]!.trim();
+    if (want === "") continue;
+    for (let l = cursor; l <= endLine; l++) {
+      if (lineText(l).includes(want.slice(0, 40))) {
+        cursor = l;
+        break;
+      }
+    }
+  }
+  return cursor;
+}
+
+/**
+ * The offset just after the `n`-th `\n` escape in a double-quoted string written between
+ * `from` and `to` (`from` itself when `n` is 0), or undefined when there are fewer.
+ */
+export function offsetAfterEscapedNewlines(
   text: string,
   from: number,
   to: number,
@@ -288,16 +346,4 @@ function lineStartsOf(text: string): number[] {
   const starts = [0];
   for (let i = text.indexOf("\n"); i >= 0; i = text.indexOf("\n", i + 1)) starts.push(i + 1);
   return starts;
-}
-
-/** 1-based line of `offset`, by binary search over line start offsets. */
-export function lineAt(starts: readonly number[], offset: number): number {
-  let lo = 0;
-  let hi = starts.length - 1;
-  while (lo < hi) {
-    const mid = (lo + hi + 1) >> 1;
-    if (starts[mid]! <= offset) lo = mid;
-    else hi = mid - 1;
-  }
-  return lo + 1;
 }

@@ -4,6 +4,7 @@
  * validation with the agent's error texts, and keeping the previous config when the new one is
  * rejected. Every nonMasqueradeCIDRs entry keeps the SourceRef of its line.
  */
+import { lineAt } from "../../evidence/text-lines.ts";
 import type { SourceRef } from "../../model/types.ts";
 import { formatGoDuration, parseGoDuration } from "./go-duration.ts";
 import { type GoValue, goKindName, parseGoJson } from "./go-json.ts";
@@ -96,16 +97,7 @@ export function lineIndex(bytes: Uint8Array): { starts: number[]; lineOf(offset:
   for (let i = 0; i < bytes.length; i++) if (bytes[i] === 0x0a) starts.push(i + 1);
   return {
     starts,
-    lineOf(offset) {
-      let lo = 0;
-      let hi = starts.length - 1;
-      while (lo < hi) {
-        const mid = (lo + hi + 1) >> 1;
-        if (starts[mid]! <= offset) lo = mid;
-        else hi = mid - 1;
-      }
-      return lo;
-    },
+    lineOf: (offset) => lineAt(starts, offset) - 1,
   };
 }
 
