@@ -233,54 +233,51 @@ function foldScalar(value: string, start: number, cont: string): string {
   if (start + [...value].length <= BEST_WIDTH + 1 || !value.includes(" ")) return value;
   const q = value[0];
   const chars = [...value];
-  let col = start;
-  let spaces = false;
-  let res = "";
   if (q === "'" || q === '"') {
     // the quoted text between the quotes; escapes and doubled quotes count as written
-    res = q;
-    col++;
-    const body = chars.slice(1, -1);
-    for (let i = 0; i < body.length; i++) {
-      const c = body[i]!;
-      if (q === '"' && c === "\\") {
-        res += c + (body[i + 1] ?? "");
-        col += 2;
-        i++;
-        spaces = false;
-        continue;
-      }
-      if (c === " ") {
-        const last = i === body.length - 1;
-        const nextSpace = body[i + 1] === " ";
-        const canBreak =
-          !spaces && col > BEST_WIDTH && i !== 0 && !last && (q === '"' || !nextSpace);
-        if (canBreak) {
-          res += `\n${cont}`;
-          col = cont.length;
-          if (q === '"' && nextSpace) {
-            res += "\\";
-            col++;
-          }
-        } else {
-          res += c;
-          col++;
-        }
-        spaces = true;
-        continue;
-      }
-      res += c;
-      col++;
-      spaces = false;
-    }
-    return `${res}${q}`;
+    return `${q}${foldWords(chars.slice(1, -1), start + 1, cont, q)}${q}`;
   }
-  for (let i = 0; i < chars.length; i++) {
-    const c = chars[i]!;
+  return foldWords(chars, start, cont, undefined);
+}
+
+/**
+ * Breaks a scalar's text (between its quotes when `quote` is set) at single spaces past
+ * BEST_WIDTH. Inside quotes a break never falls on the first or last character, a double-quoted
+ * text keeps its escapes whole and escapes the space that follows a break.
+ */
+function foldWords(
+  body: readonly string[],
+  startCol: number,
+  cont: string,
+  quote: "'" | '"' | undefined,
+): string {
+  let col = startCol;
+  let spaces = false;
+  let res = "";
+  for (let i = 0; i < body.length; i++) {
+    const c = body[i]!;
+    if (quote === '"' && c === "\\") {
+      res += c + (body[i + 1] ?? "");
+      col += 2;
+      i++;
+      spaces = false;
+      continue;
+    }
     if (c === " ") {
-      if (!spaces && col > BEST_WIDTH && chars[i + 1] !== " ") {
+      const last = i === body.length - 1;
+      const nextSpace = body[i + 1] === " ";
+      const canBreak =
+        !spaces &&
+        col > BEST_WIDTH &&
+        (quote === undefined || (i !== 0 && !last)) &&
+        (quote === '"' || !nextSpace);
+      if (canBreak) {
         res += `\n${cont}`;
         col = cont.length;
+        if (quote === '"' && nextSpace) {
+          res += "\\";
+          col++;
+        }
       } else {
         res += c;
         col++;
