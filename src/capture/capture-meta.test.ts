@@ -1,6 +1,6 @@
 import assert from "node:assert/strict";
 import { describe, it } from "node:test";
-import { parseCaptureMeta, parseCapturePoint } from "./capture-meta.ts";
+import { parseCaptureMeta } from "./capture-meta.ts";
 
 describe("parseCaptureMeta", () => {
   it("reads point and phase, keeping the point as written and its line", () => {
@@ -21,17 +21,15 @@ describe("parseCaptureMeta", () => {
     assert.ok(r.diagnostics.some((d) => /point/.test(d.message) && d.source?.line === 1));
   });
 
-  it("parses every point form", () => {
-    assert.deepEqual(parseCapturePoint("pod/default/web-1"), {
+  it("reads every point form", () => {
+    const point = (text: string) => parseCaptureMeta(`point: ${text}\n`, "c.yaml").value.point;
+    assert.deepEqual(point("pod/default/web-1"), {
       kind: "pod",
       namespace: "default",
       name: "web-1",
     });
-    assert.deepEqual(parseCapturePoint("remote/onprem-dc1"), {
-      kind: "remote",
-      site: "onprem-dc1",
-    });
-    assert.deepEqual(parseCapturePoint("client"), { kind: "client" });
-    assert.equal(parseCapturePoint("node/"), undefined);
+    assert.deepEqual(point("remote/onprem-dc1"), { kind: "remote", site: "onprem-dc1" });
+    assert.deepEqual(point("client"), { kind: "client" });
+    assert.equal(point("node/"), undefined);
   });
 });

@@ -5,8 +5,8 @@
  * decides what an address on it means (a pod address leaving a node is untranslated traffic; on
  * the far side it is what the far side must route back).
  *
- * The file itself is read by evidence/capture-meta.ts (schema, positions, diagnostics); this is
- * the capture side's view of it.
+ * The file itself, and the point's text, are read by evidence/capture-meta.ts (schema, positions,
+ * diagnostics); this is the capture side's view of it.
  */
 import { readCaptureMeta } from "../evidence/capture-meta.ts";
 import type { Parsed, SourceRef } from "../model/types.ts";
@@ -23,19 +23,6 @@ export interface CapturePlacement {
   readonly pointText?: string;
   readonly phase?: "before" | "after";
   readonly source: SourceRef;
-}
-
-/** Parses `node/NAME | pod/NS/NAME | remote/SITE | client`. */
-export function parseCapturePoint(text: string): CapturePlace | undefined {
-  const parts = text.trim().split("/");
-  if (parts[0] === "client" && parts.length === 1) return { kind: "client" };
-  if (parts[0] === "node" && parts.length === 2 && parts[1])
-    return { kind: "node", name: parts[1] };
-  if (parts[0] === "remote" && parts.length === 2 && parts[1])
-    return { kind: "remote", site: parts[1] };
-  if (parts[0] === "pod" && parts.length === 3 && parts[1] && parts[2])
-    return { kind: "pod", namespace: parts[1], name: parts[2] };
-  return undefined;
 }
 
 export function formatCapturePoint(p: CapturePlace): string {

@@ -35,12 +35,8 @@ export type CopyBasis =
   /** The capture does not say where a packet was seen: IP identification, sequence and time only. */
   | "id";
 
-/** A packet's later copy matched to its first copy. `T` is what the caller attached to each. */
-export interface CopyMatch<T> {
-  /** The packet's first copy in the capture (the one that entered the node), with its tag. */
-  readonly first: { readonly packet: Packet; readonly tag: T };
-  /** How many copies came before this one (1: this is the second). */
-  readonly seenBefore: number;
+/** What a later copy of a packet shows changed since its first copy, and what the pairing rests on. */
+export interface CopyChange {
   /** Source address (and port) rewritten between the first copy and this one (SNAT, MASQUERADE). */
   readonly source?: Rewrite;
   /** Destination rewritten (DNAT: a Service VIP to an endpoint, a NodePort to a pod). */
@@ -52,6 +48,14 @@ export interface CopyMatch<T> {
   readonly ipId?: number;
   /** Time from the first copy to this one. */
   readonly gapNs: bigint;
+}
+
+/** A packet's later copy matched to its first copy. `T` is what the caller attached to each. */
+export interface CopyMatch<T> extends CopyChange {
+  /** The packet's first copy in the capture (the one that entered the node), with its tag. */
+  readonly first: { readonly packet: Packet; readonly tag: T };
+  /** How many copies came before this one (1: this is the second). */
+  readonly seenBefore: number;
 }
 
 /** A first copy and what its later copies added; one per packet offered, kept for the window. */
@@ -300,15 +304,9 @@ export class CopyPairer<T> {
 }
 
 /** One pairing found by {@link findCopies}: packet numbers as `tcpdump -#` prints them. */
-export interface PacketCopy {
+export interface PacketCopy extends CopyChange {
   readonly first: number;
   readonly again: number;
-  readonly source?: Rewrite;
-  readonly destination?: Rewrite;
-  readonly echoId?: { readonly from: number; readonly to: number };
-  readonly basis: CopyBasis;
-  readonly ipId?: number;
-  readonly gapNs: bigint;
 }
 
 /**
