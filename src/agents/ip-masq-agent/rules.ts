@@ -202,6 +202,11 @@ export function agentChain(
   return { family, chain, jump, rules };
 }
 
+/** The chain's rules as the agent restores them, one a line. */
+function restoredRules(c: AgentChain): string {
+  return c.rules.map((r) => `${r.written}\n`).join("");
+}
+
 /**
  * The exact iptables-restore input the agent writes (run with `--noflush`): `*nat`, the chain
  * line (which flushes only that chain), the rules, `COMMIT`. Undefined for IPv6 when disabled.
@@ -213,7 +218,7 @@ export function agentRestoreInput(
 ): string | undefined {
   const c = agentChain(config, family, options);
   if (!c) return undefined;
-  return `*nat\n:${c.chain} - [0:0]\n${c.rules.map((r) => `${r.written}\n`).join("")}COMMIT\n`;
+  return `*nat\n:${c.chain} - [0:0]\n${restoredRules(c)}COMMIT\n`;
 }
 
 /**
@@ -229,7 +234,7 @@ export function agentFakeSave(
   if (!c) return undefined;
   return (
     `*nat\n:POSTROUTING - [0:0]\n:${c.chain} - [0:0]\n${c.jump.written}\n` +
-    `${c.rules.map((r) => `${r.written}\n`).join("")}COMMIT\n`
+    `${restoredRules(c)}COMMIT\n`
   );
 }
 
