@@ -14,7 +14,7 @@ import {
 } from "../agents/ip-masq-agent/config.ts";
 import { DEFAULT_AGENT_FLAGS } from "../agents/ip-masq-agent/flags.ts";
 import { agentChain, agentRestoreInput, jumpComment } from "../agents/ip-masq-agent/rules.ts";
-import type { Namespace } from "./netns.ts";
+import { mustExec as must, type Namespace } from "./netns.ts";
 
 export const AGENT_DEFAULT_NON_MASQUERADE: readonly string[] = DEFAULT_NON_MASQ_CIDRS;
 
@@ -38,13 +38,6 @@ export function agentConfigFrom(
     { nomasqAllReservedRanges: false, enableIpv6 },
   );
   return r.error ? { config: r.config, error: r.error } : { config: r.config };
-}
-
-async function must(ns: Namespace, argv: readonly string[], input?: string): Promise<void> {
-  const r = await ns.exec(argv, input === undefined ? {} : { input });
-  if (r.code !== 0) {
-    throw new Error(`${argv.join(" ")} in ${ns.name} exited ${r.code}: ${r.stderr.trim()}`);
-  }
 }
 
 /** Runs one agent sync for `family` inside `ns` (nothing for IPv6 unless enableIpv6). */

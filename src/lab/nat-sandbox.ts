@@ -9,7 +9,7 @@
  * placed without subnets: client SRC/32 → (default via 169.254.77.1 onlink) → node
  * [inIface 169.254.77.1/32 · outIface nodeIp/32] → far DST/32 (default via nodeIp onlink).
  */
-import { createLab, type Lab, type Namespace } from "./netns.ts";
+import { createLab, type Lab, mustExec as must, type Namespace } from "./netns.ts";
 
 export type SandboxProto = "tcp" | "udp" | "icmp";
 
@@ -61,14 +61,6 @@ export interface NatSandbox {
 const GATEWAY = "169.254.77.1";
 
 type Role = "src" | "local" | "dst";
-
-async function must(ns: Namespace, argv: readonly string[], input?: string): Promise<string> {
-  const r = await ns.exec(argv, input === undefined ? {} : { input });
-  if (r.code !== 0) {
-    throw new Error(`${argv.join(" ")} in ${ns.name} exited ${r.code}: ${r.stderr.trim()}`);
-  }
-  return r.stdout;
-}
 
 const batch = (ns: Namespace, lines: readonly string[]) =>
   lines.length === 0

@@ -137,6 +137,22 @@ export function runCommand(
   });
 }
 
+/**
+ * Runs `argv` in `ns` (with `input` on stdin) and returns its stdout; a non-zero exit throws,
+ * naming the command, the namespace and the command's stderr.
+ */
+export async function mustExec(
+  ns: Namespace,
+  argv: readonly string[],
+  input?: string,
+): Promise<string> {
+  const r = await ns.exec(argv, input === undefined ? {} : { input });
+  if (r.code !== 0) {
+    throw new Error(`${argv.join(" ")} in ${ns.name} exited ${r.code}: ${r.stderr.trim()}`);
+  }
+  return r.stdout;
+}
+
 async function must(argv: readonly string[], what: string): Promise<ExecResult> {
   const r = await runCommand(argv);
   if (r.code !== 0) {

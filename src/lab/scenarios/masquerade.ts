@@ -32,7 +32,7 @@ import {
   KUBE_PROXY_RESTORE,
   renderAgentConfig,
 } from "../masq-rules.ts";
-import type { Namespace } from "../netns.ts";
+import { mustExec as must, type Namespace } from "../netns.ts";
 import type { Scenario, ScenarioContext, ScenarioOutcome } from "./index.ts";
 import {
   agentObjects,
@@ -202,14 +202,6 @@ export function remoteSiteYaml(plan: ReplicaPlan): string {
       },
     ],
   });
-}
-
-async function must(ns: Namespace, argv: readonly string[], input?: string): Promise<string> {
-  const r = await ns.exec(argv, input === undefined ? {} : { input });
-  if (r.code !== 0) {
-    throw new Error(`${argv.join(" ")} in ${ns.name} exited ${r.code}: ${r.stderr.trim()}`);
-  }
-  return r.stdout;
 }
 
 /** Runs `ip -batch -` so one process applies a whole list of ip commands. */
