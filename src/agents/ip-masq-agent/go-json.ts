@@ -76,256 +76,291 @@ class Fail {
   }
 }
 
+const isDigit = (c: number | undefined) => c !== undefined && c >= 0x30 && c <= 0x39;
+
+/** The value of a hexadecimal digit, -1 for anything else. */
+function hexValue(c: number | undefined): number {
+  if (c === undefined) return -1;
+  if (c >= 0x30 && c <= 0x39) return c - 0x30;
+  if (c >= 0x61 && c <= 0x66) return c - 0x61 + 10;
+  if (c >= 0x41 && c <= 0x46) return c - 0x41 + 10;
+  return -1;
+}
+
+/** The one-character escapes of a JSON string, by the byte after the backslash. */
+const SIMPLE_ESCAPES: Record<number, string> = {
+  34: '"',
+  92: "\\",
+  47: "/",
+  98: "\b",
+  102: "\f",
+  110: "\n",
+  114: "\r",
+  116: "\t",
+};
+
+type Key = { value: string; offset: number };
+
+/** An array or object still open while the values inside it are read. */
+type Frame =
+  | { kind: "array"; items: GoValue[]; offset: number }
+  | { kind: "object"; entries: GoEntry[]; offset: number; key: Key };
+
 /**
  * Parses `bytes` as one JSON document the way `json.Unmarshal` checks it (the whole input is
  * validated before decoding, so the first syntax error anywhere wins).
  */
 export function parseGoJson(bytes: Uint8Array): { value: GoValue } | { error: GoJsonSyntaxError } {
-  let pos = 0;
-  const n = bytes.length;
-  const utf8 = new TextDecoder("utf-8");
-
-  const fail = (context: string): never => {
-    if (pos >= n) throw new Fail({ message: "unexpected end of JSON input", offset: n });
-    throw new Fail({
-      message: `invalid character ${goQuoteChar(bytes[pos]!)} ${context}`,
-      offset: pos,
-    });
-  };
-  const skipWs = () => {
-    while (pos < n && WS.has(bytes[pos]!)) pos++;
-  };
-
-  const literal = (word: string, context: string): void => {
-    // the first byte was checked by the caller
-    for (let i = 1; i < word.length; i++) {
-      pos++;
-      if (pos >= n || bytes[pos] !== word.charCodeAt(i)) {
-        fail(`in literal ${context} (expecting '${word[i]}')`);
-      }
-    }
-    pos++;
-  };
-
-  const isDigit = (c: number | undefined) => c !== undefined && c >= 0x30 && c <= 0x39;
-
-  const number = (): GoValue => {
-    const start = pos;
-    if (bytes[pos] === 0x2d) {
-      pos++;
-      if (!isDigit(bytes[pos])) fail("in numeric literal");
-    }
-    if (bytes[pos] === 0x30) pos++;
-    else while (isDigit(bytes[pos])) pos++;
-    if (bytes[pos] === 0x2e) {
-      pos++;
-      if (!isDigit(bytes[pos])) fail("after decimal point in numeric literal");
-      while (isDigit(bytes[pos])) pos++;
-    }
-    if (bytes[pos] === 0x65 || bytes[pos] === 0x45) {
-      pos++;
-      if (bytes[pos] === 0x2b || bytes[pos] === 0x2d) pos++;
-      if (!isDigit(bytes[pos])) fail("in exponent of numeric literal");
-      while (isDigit(bytes[pos])) pos++;
-    }
-    const text = String.fromCharCode(...bytes.subarray(start, pos));
-    return { kind: "number", text, offset: start };
-  };
-
-  const hex = (c: number | undefined): number => {
-    if (c === undefined) return -1;
-    if (c >= 0x30 && c <= 0x39) return c - 0x30;
-    if (c >= 0x61 && c <= 0x66) return c - 0x61 + 10;
-    if (c >= 0x41 && c <= 0x46) return c - 0x41 + 10;
-    return -1;
-  };
-
-  const string = (): { value: string; offset: number } => {
-    const offset = pos;
-    pos++; // opening quote
-    let out = "";
-    let runStart = pos;
-    const flush = () => {
-      out += utf8.decode(bytes.subarray(runStart, pos));
-    };
-    for (;;) {
-      if (pos >= n) fail("in string literal");
-      const c = bytes[pos]!;
-      if (c === 0x22) {
-        flush();
-        pos++;
-        return { value: out, offset };
-      }
-      if (c < 0x20) fail("in string literal");
-      if (c !== 0x5c) {
-        pos++;
-        continue;
-      }
-      flush();
-      pos++;
-      if (pos >= n) fail("in string escape code");
-      const e = bytes[pos]!;
-      const simple: Record<number, string> = {
-        34: '"',
-        92: "\\",
-        47: "/",
-        98: "\b",
-        102: "\f",
-        110: "\n",
-        114: "\r",
-        116: "\t",
-      };
-      if (simple[e] !== undefined) {
-        out += simple[e];
-        pos++;
-      } else if (e === 0x75) {
-        let code = 0;
-        for (let i = 0; i < 4; i++) {
-          pos++;
-          const h = hex(bytes[pos]);
-          if (h < 0) fail("in \\u hexadecimal character escape");
-          code = code * 16 + h;
-        }
-        pos++;
-        // Go pairs surrogates when a second \u escape follows; a lone one becomes U+FFFD
-        if (code >= 0xd800 && code < 0xdc00 && bytes[pos] === 0x5c && bytes[pos + 1] === 0x75) {
-          let low = 0;
-          let ok = true;
-          for (let i = 0; i < 4; i++) {
-            const h = hex(bytes[pos + 2 + i]);
-            if (h < 0) ok = false;
-            low = low * 16 + Math.max(h, 0);
-          }
-          if (ok && low >= 0xdc00 && low < 0xe000) {
-            out += String.fromCharCode(code, low);
-            pos += 6;
-            runStart = pos;
-            continue;
-          }
-        }
-        out += code >= 0xd800 && code < 0xe000 ? "\ufffd" : String.fromCharCode(code);
-      } else {
-        fail("in string escape code");
-      }
-      runStart = pos;
-    }
-  };
-
-  type Frame =
-    | { kind: "array"; items: GoValue[]; offset: number }
-    | {
-        kind: "object";
-        entries: GoEntry[];
-        offset: number;
-        key: { value: string; offset: number };
-      };
-
-  const scalar = (context: string): GoValue => {
-    const c = bytes[pos]!;
-    const offset = pos;
-    switch (c) {
-      case 0x22: {
-        const s = string();
-        return { kind: "string", value: s.value, offset: s.offset };
-      }
-      case 0x74:
-        literal("true", "true");
-        return { kind: "bool", value: true, offset };
-      case 0x66:
-        literal("false", "false");
-        return { kind: "bool", value: false, offset };
-      case 0x6e:
-        literal("null", "null");
-        return { kind: "null", offset };
-      default:
-        if (c === 0x2d || isDigit(c)) return number();
-        return fail(context);
-    }
-  };
-
-  /** Reads `"key" :` inside an object; the caller has skipped whitespace. */
-  const objectKey = (): { value: string; offset: number } => {
-    if (bytes[pos] !== 0x22) fail("looking for beginning of object key string");
-    const key = string();
-    skipWs();
-    if (bytes[pos] !== 0x3a) fail("after object key");
-    pos++;
-    return key;
-  };
-
-  // An explicit stack instead of recursion: Go accepts nesting up to 10000 levels, deeper than
-  // the JS call stack allows.
-  const parse = (): GoValue => {
-    const stack: Frame[] = [];
-    for (;;) {
-      // expecting a value
-      skipWs();
-      if (pos >= n) fail("looking for beginning of value");
-      const c = bytes[pos]!;
-      let done: GoValue | undefined;
-      if (c === 0x7b || c === 0x5b) {
-        if (stack.length >= MAX_NESTING) fail("exceeded max depth");
-        const offset = pos;
-        pos++;
-        skipWs();
-        if (c === 0x7b) {
-          if (bytes[pos] === 0x7d) {
-            pos++;
-            done = { kind: "object", entries: [], offset };
-          } else {
-            stack.push({ kind: "object", entries: [], offset, key: objectKey() });
-            continue;
-          }
-        } else if (bytes[pos] === 0x5d) {
-          pos++;
-          done = { kind: "array", items: [], offset };
-        } else {
-          stack.push({ kind: "array", items: [], offset });
-          continue;
-        }
-      } else {
-        done = scalar("looking for beginning of value");
-      }
-      // a value is complete: attach it and close finished containers
-      for (;;) {
-        const top = stack.at(-1);
-        if (!top) return done;
-        skipWs();
-        if (top.kind === "array") {
-          top.items.push(done);
-          if (bytes[pos] === 0x2c) {
-            pos++;
-            break;
-          }
-          if (bytes[pos] !== 0x5d) fail("after array element");
-          pos++;
-          stack.pop();
-          done = { kind: "array", items: top.items, offset: top.offset };
-        } else {
-          top.entries.push({ key: top.key.value, keyOffset: top.key.offset, value: done });
-          if (bytes[pos] === 0x2c) {
-            pos++;
-            skipWs();
-            top.key = objectKey();
-            break;
-          }
-          if (bytes[pos] !== 0x7d) fail("after object key:value pair");
-          pos++;
-          stack.pop();
-          done = { kind: "object", entries: top.entries, offset: top.offset };
-        }
-      }
-    }
-  };
-
+  const scan = new GoJsonScanner(bytes);
   try {
-    const v = parse();
-    skipWs();
-    if (pos < n) fail("after top-level value");
+    const v = scan.parse();
+    scan.skipWs();
+    if (scan.pos < scan.n) scan.fail("after top-level value");
     return { value: v };
   } catch (e) {
     if (e instanceof Fail) return { error: e.error };
     throw e;
+  }
+}
+
+/** encoding/json's scanner over one document; a syntax error throws {@link Fail}. */
+class GoJsonScanner {
+  pos = 0;
+  readonly n: number;
+  private readonly bytes: Uint8Array;
+  private readonly utf8 = new TextDecoder("utf-8");
+
+  constructor(bytes: Uint8Array) {
+    this.bytes = bytes;
+    this.n = bytes.length;
+  }
+
+  fail(context: string): never {
+    if (this.pos >= this.n)
+      throw new Fail({ message: "unexpected end of JSON input", offset: this.n });
+    throw new Fail({
+      message: `invalid character ${goQuoteChar(this.bytes[this.pos]!)} ${context}`,
+      offset: this.pos,
+    });
+  }
+
+  skipWs(): void {
+    while (this.pos < this.n && WS.has(this.bytes[this.pos]!)) this.pos++;
+  }
+
+  private literal(word: string, context: string): void {
+    // the first byte was checked by the caller
+    for (let i = 1; i < word.length; i++) {
+      this.pos++;
+      if (this.pos >= this.n || this.bytes[this.pos] !== word.charCodeAt(i)) {
+        this.fail(`in literal ${context} (expecting '${word[i]}')`);
+      }
+    }
+    this.pos++;
+  }
+
+  private number(): GoValue {
+    const bytes = this.bytes;
+    const start = this.pos;
+    if (bytes[this.pos] === 0x2d) {
+      this.pos++;
+      if (!isDigit(bytes[this.pos])) this.fail("in numeric literal");
+    }
+    if (bytes[this.pos] === 0x30) this.pos++;
+    else while (isDigit(bytes[this.pos])) this.pos++;
+    if (bytes[this.pos] === 0x2e) {
+      this.pos++;
+      if (!isDigit(bytes[this.pos])) this.fail("after decimal point in numeric literal");
+      while (isDigit(bytes[this.pos])) this.pos++;
+    }
+    if (bytes[this.pos] === 0x65 || bytes[this.pos] === 0x45) {
+      this.pos++;
+      if (bytes[this.pos] === 0x2b || bytes[this.pos] === 0x2d) this.pos++;
+      if (!isDigit(bytes[this.pos])) this.fail("in exponent of numeric literal");
+      while (isDigit(bytes[this.pos])) this.pos++;
+    }
+    const text = String.fromCharCode(...bytes.subarray(start, this.pos));
+    return { kind: "number", text, offset: start };
+  }
+
+  private string(): Key {
+    const bytes = this.bytes;
+    const offset = this.pos;
+    this.pos++; // opening quote
+    let out = "";
+    let runStart = this.pos;
+    for (;;) {
+      if (this.pos >= this.n) this.fail("in string literal");
+      const c = bytes[this.pos]!;
+      if (c === 0x22) {
+        out += this.utf8.decode(bytes.subarray(runStart, this.pos));
+        this.pos++;
+        return { value: out, offset };
+      }
+      if (c < 0x20) this.fail("in string literal");
+      if (c !== 0x5c) {
+        this.pos++;
+        continue;
+      }
+      out += this.utf8.decode(bytes.subarray(runStart, this.pos));
+      out += this.escape();
+      runStart = this.pos;
+    }
+  }
+
+  /** The escape at `pos` (its backslash), read past: the text it stands for. */
+  private escape(): string {
+    const bytes = this.bytes;
+    this.pos++;
+    if (this.pos >= this.n) this.fail("in string escape code");
+    const e = bytes[this.pos]!;
+    if (SIMPLE_ESCAPES[e] !== undefined) {
+      this.pos++;
+      return SIMPLE_ESCAPES[e];
+    }
+    if (e !== 0x75) this.fail("in string escape code");
+    let code = 0;
+    for (let i = 0; i < 4; i++) {
+      this.pos++;
+      const h = hexValue(bytes[this.pos]);
+      if (h < 0) this.fail("in \\u hexadecimal character escape");
+      code = code * 16 + h;
+    }
+    this.pos++;
+    // Go pairs surrogates when a second \u escape follows; a lone one becomes U+FFFD
+    if (
+      code >= 0xd800 &&
+      code < 0xdc00 &&
+      bytes[this.pos] === 0x5c &&
+      bytes[this.pos + 1] === 0x75
+    ) {
+      let low = 0;
+      let ok = true;
+      for (let i = 0; i < 4; i++) {
+        const h = hexValue(bytes[this.pos + 2 + i]);
+        if (h < 0) ok = false;
+        low = low * 16 + Math.max(h, 0);
+      }
+      if (ok && low >= 0xdc00 && low < 0xe000) {
+        this.pos += 6;
+        return String.fromCharCode(code, low);
+      }
+    }
+    return code >= 0xd800 && code < 0xe000 ? "\ufffd" : String.fromCharCode(code);
+  }
+
+  private scalar(context: string): GoValue {
+    const c = this.bytes[this.pos]!;
+    const offset = this.pos;
+    switch (c) {
+      case 0x22: {
+        const s = this.string();
+        return { kind: "string", value: s.value, offset: s.offset };
+      }
+      case 0x74:
+        this.literal("true", "true");
+        return { kind: "bool", value: true, offset };
+      case 0x66:
+        this.literal("false", "false");
+        return { kind: "bool", value: false, offset };
+      case 0x6e:
+        this.literal("null", "null");
+        return { kind: "null", offset };
+      default:
+        if (c === 0x2d || isDigit(c)) return this.number();
+        return this.fail(context);
+    }
+  }
+
+  /** Reads `"key" :` inside an object; the caller has skipped whitespace. */
+  private objectKey(): Key {
+    if (this.bytes[this.pos] !== 0x22) this.fail("looking for beginning of object key string");
+    const key = this.string();
+    this.skipWs();
+    if (this.bytes[this.pos] !== 0x3a) this.fail("after object key");
+    this.pos++;
+    return key;
+  }
+
+  /**
+   * One value. An explicit stack instead of recursion: Go accepts nesting up to 10000 levels,
+   * deeper than the JS call stack allows.
+   */
+  parse(): GoValue {
+    const stack: Frame[] = [];
+    for (;;) {
+      const done = this.openValue(stack);
+      if (done === undefined) continue;
+      const whole = this.attach(stack, done);
+      if (whole !== undefined) return whole;
+    }
+  }
+
+  /**
+   * Starts the value at `pos`: a scalar or an empty container is returned whole; a container
+   * with contents is pushed on `stack` (undefined).
+   */
+  private openValue(stack: Frame[]): GoValue | undefined {
+    const bytes = this.bytes;
+    this.skipWs();
+    if (this.pos >= this.n) this.fail("looking for beginning of value");
+    const c = bytes[this.pos]!;
+    if (c !== 0x7b && c !== 0x5b) return this.scalar("looking for beginning of value");
+    if (stack.length >= MAX_NESTING) this.fail("exceeded max depth");
+    const offset = this.pos;
+    this.pos++;
+    this.skipWs();
+    if (c === 0x7b) {
+      if (bytes[this.pos] === 0x7d) {
+        this.pos++;
+        return { kind: "object", entries: [], offset };
+      }
+      stack.push({ kind: "object", entries: [], offset, key: this.objectKey() });
+      return undefined;
+    }
+    if (bytes[this.pos] === 0x5d) {
+      this.pos++;
+      return { kind: "array", items: [], offset };
+    }
+    stack.push({ kind: "array", items: [], offset });
+    return undefined;
+  }
+
+  /**
+   * A value is complete: attaches it to the open container and closes those it finishes. The
+   * whole document's value when the stack empties; undefined when a further value is expected.
+   */
+  private attach(stack: Frame[], value: GoValue): GoValue | undefined {
+    const bytes = this.bytes;
+    let done = value;
+    for (;;) {
+      const top = stack.at(-1);
+      if (!top) return done;
+      this.skipWs();
+      if (top.kind === "array") {
+        top.items.push(done);
+        if (bytes[this.pos] === 0x2c) {
+          this.pos++;
+          return undefined;
+        }
+        if (bytes[this.pos] !== 0x5d) this.fail("after array element");
+        this.pos++;
+        stack.pop();
+        done = { kind: "array", items: top.items, offset: top.offset };
+      } else {
+        top.entries.push({ key: top.key.value, keyOffset: top.key.offset, value: done });
+        if (bytes[this.pos] === 0x2c) {
+          this.pos++;
+          this.skipWs();
+          top.key = this.objectKey();
+          return undefined;
+        }
+        if (bytes[this.pos] !== 0x7d) this.fail("after object key:value pair");
+        this.pos++;
+        stack.pop();
+        done = { kind: "object", entries: top.entries, offset: top.offset };
+      }
+    }
   }
 }
 
