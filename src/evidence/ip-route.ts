@@ -176,125 +176,125 @@ export function readIpRoute(
   return { value: routes, diagnostics };
 }
 
-function readRoute(
-  parts: readonly string[],
-  options: ReadIpRouteOptions,
-  source: SourceRef,
-): { route: Route; warnings: string[] } | { error: string } {
-  const head = tokens(parts[0] ?? "");
-  const warnings: string[] = [];
+/** What the attribute words of a route line or a `nexthop` line give. */
+interface RouteAttrs {
+  attrs: Record<string, string>;
+  flags: string[];
+  via?: Ip;
+}
+
+/** The address after `what` at `list[at]` (`via inet6 fe80::1` too), and where reading goes on. */
+function readAddr(
+  what: string,
+  list: string[],
+  at: number,
+): { ip: Ip; next: number } | { error: string } {
+  let j = at;
+  // `via inet6 fe80::1` (RFC 5549: an IPv4 route through an IPv6 gateway)
+  if (list[j] === "inet" || list[j] === "inet6") j++;
+  const t = list[j];
+  const ip = t === undefined ? undefined : tryParseIp(t);
+  if (!ip)
+    return {
+      error: `expected an address after ${quote(what)}, found ${quote(t ?? "end of line")}`,
+    };
+  return { ip, next: j + 1 };
+}
+
+/**
+ * Reads the attribute words `list[start..]` into `into`: the error, or undefined. Unknown words
+ * are skipped with a warning.
+ */
+function readAttributes(
+  list: string[],
+  start: number,
+  into: RouteAttrs,
+  warnings: string[],
+): string | undefined {
+  for (let j = start; j < list.length; ) {
+    const k = list[j]!;
+    if (k === "via") {
+      const a = readAddr(k, list, j + 1);
+      if ("error" in a) return a.error;
+      into.via = a.ip;
+      j = a.next;
+    } else if (LOCKABLE.has(k)) {
+      const lock = list[j + 1] === "lock";
+      const v = list[j + (lock ? 2 : 1)];
+      if (v === undefined) return `expected a value after ${quote(k)}`;
+      into.attrs[k] = lock ? `lock ${v}` : v;
+      j += lock ? 3 : 2;
+    } else if (VALUED.has(k)) {
+      const v = list[j + 1];
+      if (v === undefined) return `expected a value after ${quote(k)}`;
+      into.attrs[k] = v;
+      j += 2;
+    } else if (FLAGS.has(k)) {
+      into.flags.push(k);
+      j++;
+      // `ip route get`: `cache <local,brd>`, the cached route's flags
+      const next = list[j];
+      if (k === "cache" && next !== undefined && /^<[a-z_,]*>$/.test(next)) {
+        into.attrs["cache-flags"] = next.slice(1, -1);
+        j++;
+      }
+    } else if (k === "encap") {
+      // lwtunnel encapsulation (`encap mpls 100`, `encap seg6 ...`): kept as text, not modelled.
+      into.attrs.encap = list.slice(j + 1).join(" ");
+      return undefined;
+    } else {
+      warnings.push(
+        `unknown route attribute ${quote(k)} ignored; expected one of iproute2's route keywords`,
+      );
+      j++;
+    }
+  }
+  return undefined;
+}
+
+/** The route's type and destination at the head of its line, and where its attributes start. */
+function readRouteHead(
+  head: string[],
+):
+  | { type: RouteType; dstText: string; dst: Cidr | "default"; family?: Family; next: number }
+  | { error: string } {
   let i = 0;
   let type: RouteType = "unicast";
   if (TYPES.has(head[0] ?? "")) type = head[i++] as RouteType;
   const dstText = head[i++];
   if (dstText === undefined)
     return { error: `expected a destination (CIDR or "default") after ${quote(type)}` };
-  let dst: Cidr | "default";
-  let family: Family | undefined;
-  if (dstText === "default") dst = "default";
-  else {
-    const c = tryParseCidr(dstText);
-    if ("error" in c)
-      return {
-        error: `expected a destination CIDR or "default", found ${quote(dstText)} (${c.error})`,
-      };
-    dst = c.cidr;
-    family = c.cidr.family;
-  }
-  const attrs: Record<string, string> = {};
-  const flags: string[] = [];
-  let src: Ip | undefined;
-  const readAddr = (
-    what: string,
-    list: string[],
-    at: number,
-  ): { ip: Ip; next: number } | { error: string } => {
-    let j = at;
-    // `via inet6 fe80::1` (RFC 5549: an IPv4 route through an IPv6 gateway)
-    if (list[j] === "inet" || list[j] === "inet6") j++;
-    const t = list[j];
-    const ip = t === undefined ? undefined : tryParseIp(t);
-    if (!ip)
-      return {
-        error: `expected an address after ${quote(what)}, found ${quote(t ?? "end of line")}`,
-      };
-    return { ip, next: j + 1 };
-  };
-  const readAttributes = (
-    list: string[],
-    start: number,
-    into: { attrs: Record<string, string>; flags: string[]; via?: Ip },
-  ): string | undefined => {
-    for (let j = start; j < list.length; ) {
-      const k = list[j]!;
-      if (k === "via") {
-        const a = readAddr(k, list, j + 1);
-        if ("error" in a) return a.error;
-        into.via = a.ip;
-        j = a.next;
-      } else if (LOCKABLE.has(k)) {
-        const lock = list[j + 1] === "lock";
-        const v = list[j + (lock ? 2 : 1)];
-        if (v === undefined) return `expected a value after ${quote(k)}`;
-        into.attrs[k] = lock ? `lock ${v}` : v;
-        j += lock ? 3 : 2;
-      } else if (VALUED.has(k)) {
-        const v = list[j + 1];
-        if (v === undefined) return `expected a value after ${quote(k)}`;
-        into.attrs[k] = v;
-        j += 2;
-      } else if (FLAGS.has(k)) {
-        into.flags.push(k);
-        j++;
-        // `ip route get`: `cache <local,brd>`, the cached route's flags
-        const next = list[j];
-        if (k === "cache" && next !== undefined && /^<[a-z_,]*>$/.test(next)) {
-          into.attrs["cache-flags"] = next.slice(1, -1);
-          j++;
-        }
-      } else if (k === "encap") {
-        // lwtunnel encapsulation (`encap mpls 100`, `encap seg6 ...`): kept as text, not modelled.
-        into.attrs.encap = list.slice(j + 1).join(" ");
-        return undefined;
-      } else {
-        warnings.push(
-          `unknown route attribute ${quote(k)} ignored; expected one of iproute2's route keywords`,
-        );
-        j++;
-      }
-    }
-    return undefined;
-  };
-  const main = { attrs, flags } as { attrs: Record<string, string>; flags: string[]; via?: Ip };
-  const err = readAttributes(head, i, main);
-  if (err) return { error: err };
-  const via = main.via;
-  if (attrs.src !== undefined) {
-    src = tryParseIp(attrs.src);
-    if (!src) return { error: `expected an address after "src", found ${quote(attrs.src)}` };
-    delete attrs.src;
-  }
+  if (dstText === "default") return { type, dstText, dst: "default", next: i };
+  const c = tryParseCidr(dstText);
+  if ("error" in c)
+    return {
+      error: `expected a destination CIDR or "default", found ${quote(dstText)} (${c.error})`,
+    };
+  return { type, dstText, dst: c.cidr, family: c.cidr.family, next: i };
+}
+
+/**
+ * The lines joined below a route: `nexthop` lines (multipath), or the `cache` line `ip route get`
+ * prints, whose attributes join the route's (`main`).
+ */
+function readNexthops(
+  parts: readonly string[],
+  main: RouteAttrs,
+  warnings: string[],
+): { nexthops: NextHop[] } | { error: string } {
   const nexthops: NextHop[] = [];
   for (const part of parts.slice(1)) {
     const t = tokens(part);
     if (t.length === 0) continue;
     if (t[0] !== "nexthop") {
       // `ip route get` prints a `cache` line below the route
-      const extra = { attrs, flags } as {
-        attrs: Record<string, string>;
-        flags: string[];
-        via?: Ip;
-      };
-      const e = readAttributes(t, 0, extra);
+      const extra: RouteAttrs = { attrs: main.attrs, flags: main.flags };
+      const e = readAttributes(t, 0, extra, warnings);
       if (e) return { error: e };
       continue;
     }
-    const nh = { attrs: {} as Record<string, string>, flags: [] as string[] } as {
-      attrs: Record<string, string>;
-      flags: string[];
-      via?: Ip;
-    };
-    const e = readAttributes(t, 1, nh);
+    const nh: RouteAttrs = { attrs: {}, flags: [] };
+    const e = readAttributes(t, 1, nh, warnings);
     if (e) return { error: `nexthop: ${e}` };
     const weight = nh.attrs.weight === undefined ? undefined : Number(nh.attrs.weight);
     nexthops.push({
@@ -304,6 +304,35 @@ function readRoute(
       flags: nh.flags,
     });
   }
+  return { nexthops };
+}
+
+function readRoute(
+  parts: readonly string[],
+  options: ReadIpRouteOptions,
+  source: SourceRef,
+): { route: Route; warnings: string[] } | { error: string } {
+  const head = tokens(parts[0] ?? "");
+  const warnings: string[] = [];
+  const h = readRouteHead(head);
+  if ("error" in h) return h;
+  const { type, dstText, dst } = h;
+  let family = h.family;
+  const attrs: Record<string, string> = {};
+  const flags: string[] = [];
+  let src: Ip | undefined;
+  const main: RouteAttrs = { attrs, flags };
+  const err = readAttributes(head, h.next, main, warnings);
+  if (err) return { error: err };
+  const via = main.via;
+  if (attrs.src !== undefined) {
+    src = tryParseIp(attrs.src);
+    if (!src) return { error: `expected an address after "src", found ${quote(attrs.src)}` };
+    delete attrs.src;
+  }
+  const nh = readNexthops(parts, main, warnings);
+  if ("error" in nh) return nh;
+  const nexthops = nh.nexthops;
   family ??= via?.family ?? src?.family ?? nexthops.find((n) => n.via)?.via?.family;
   // `pref` is printed for IPv6 routes only.
   family ??= attrs.pref !== undefined ? 6 : (options.family ?? 4);
