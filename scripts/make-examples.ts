@@ -14,6 +14,7 @@ const root = join(import.meta.dirname, "..");
 const TOOLS = {
   masquerade: "iptables-save, ip route, ip addr, sysctl, conntrack -L, tcpdump -w, ping, nc",
   vpn: "an OpenVPN 2.6 server and client, sysctl, iptables-save, ip addr, ip route, tcpdump -w, ping, curl, dig",
+  "aws-vpc-cni": "iptables-save, ip route, ip addr, sysctl, conntrack -L, tcpdump -w, ping, nc",
 } as const;
 const wanted = process.argv.slice(2);
 const variants = LAB_VARIANTS.filter(

@@ -17,7 +17,7 @@ export interface NodeExpectation {
 export interface LabVariant {
   readonly name: string;
   /** Only masquerade variants are checked by lab-masquerade.test.ts (kernel expectations below). */
-  readonly scenario: "masquerade" | "vpn";
+  readonly scenario: "masquerade" | "vpn" | "aws-vpc-cni";
   /** Arguments after `lab run <scenario>` (paths relative to the repository root). */
   readonly args: readonly string[];
   /** The examples/ folder regenerated from this variant. */
@@ -33,6 +33,24 @@ export interface LabVariant {
 }
 
 export const LAB_VARIANTS: readonly LabVariant[] = [
+  {
+    name: "eks-exclude-snat-cidrs",
+    scenario: "aws-vpc-cni",
+    args: [],
+    example: "eks-exclude-snat-cidrs",
+    description:
+      "EKS: the AWS VPC CNI's AWS_VPC_K8S_CNI_EXCLUDE_SNAT_CIDRS lists the on-prem prefix, so AWS-SNAT-CHAIN-0 returns before its SNAT rule; the pod (secondary VPC CIDR 100.64.0.0/16) reaches on-prem with its own address, and on-prem routes back only 192.168.0.0/16.",
+    nodes: [],
+    findings: {
+      present: ["masq/exempt-destination", "masq/no-return-route", "masq/wire-pod-source"],
+      absent: [
+        "masq/agent-missing",
+        "masq/config-invalid",
+        "masq/intent-rules-drift",
+        "masq/source-undecided",
+      ],
+    },
+  },
   {
     name: "seed",
     scenario: "masquerade",
