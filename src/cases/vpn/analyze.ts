@@ -357,6 +357,15 @@ function peerSelects(
   return selectorMatches(parseLabelSelector(raw, np.locate(path) ?? np.source, problems), labels);
 }
 
+/** What the policy checks share: the pool, the translated source and the rule that translates. */
+interface Translation {
+  readonly ctx: VpnContext;
+  readonly pool: Located<Cidr>;
+  readonly after: Ip;
+  readonly masqEvidence: Evidence;
+  readonly subject: string;
+}
+
 function policySource(
   ctx: VpnContext,
   input: VpnInput,
@@ -366,32 +375,41 @@ function policySource(
 ): void {
   const pool = ctx.pool;
   if (!pool || masq?.kind !== "masqueraded" || !ctx.podIp) return;
-  const after = ctx.podIp.value;
-  const masqEvidence = ev(masq.source);
-  // ipBlocks: the rules that saw the pool and those that see the translated source.
+  const t: Translation = {
+    ctx,
+    pool,
+    after: ctx.podIp.value,
+    masqEvidence: ev(masq.source),
+    subject,
+  };
+  findings.push(
+    ...ipBlockFindings(t, input),
+    ...selectorFindings(t, input),
+    ...allowlistFindings(t, input),
+  );
+}
+
+/** ipBlocks: the rules that saw the pool and those that see the translated source. */
+function ipBlockFindings(t: Translation, input: VpnInput): Finding[] {
+  const { ctx, pool, after, masqEvidence, subject } = t;
   const policies = readNetworkPolicies(input.objects).value;
   const effect = translationEffect(policies, pool.value, after, { direction: "ingress" });
-  for (const m of effect.lost) {
-    findings.push(
-      policyFinding(
-        m.policy,
-        m.source,
-        ctx,
-        pool,
-        after,
-        masqEvidence,
-        subject,
-        "no-longer-matches",
-      ),
-    );
-  }
+  const out = effect.lost.map((m) =>
+    policyFinding(m.policy, m.source, ctx, pool, after, masqEvidence, subject, "no-longer-matches"),
+  );
   const forPool = new Set([...effect.lost, ...effect.kept].map((m) => m.policy));
   for (const m of effect.gained.filter((g) => forPool.has(g.policy))) {
-    findings.push(
+    out.push(
       policyFinding(m.policy, m.source, ctx, pool, after, masqEvidence, subject, "admits-more"),
     );
   }
-  // Selectors: a peer that admits the VPN pod by its labels now admits every client as that pod.
+  return out;
+}
+
+/** Selectors: a peer that admits the VPN pod by its labels now admits every client as that pod. */
+function selectorFindings(t: Translation, input: VpnInput): Finding[] {
+  const { ctx, pool } = t;
+  const out: Finding[] = [];
   for (const np of input.objects.filter((o) => o.kind === "NetworkPolicy")) {
     const spec = (np.raw["spec"] ?? {}) as Record<string, unknown>;
     if (!ctx.pod || !JSON.stringify(spec).includes(formatCidr(pool.value))) continue;
@@ -403,38 +421,59 @@ function policySource(
         ? (rule["from"] as Record<string, unknown>[])
         : [];
       peers.forEach((peer, pi) => {
-        if (!peer?.["podSelector"] && !peer?.["namespaceSelector"]) return;
-        const nsOk = peer["namespaceSelector"]
-          ? peerSelects(
-              np,
-              peer["namespaceSelector"],
-              ["spec", "ingress", ri, "from", pi, "namespaceSelector"],
-              ctx.namespaceObject?.labels ?? { "kubernetes.io/metadata.name": ctx.namespace },
-            )
-          : (np.namespace ?? "default") === ctx.namespace;
-        const podOk = peer["podSelector"]
-          ? peerSelects(
-              np,
-              peer["podSelector"],
-              ["spec", "ingress", ri, "from", pi, "podSelector"],
-              ctx.pod!.labels,
-            )
-          : true;
-        if (nsOk && podOk) {
+        if (peerSelectsVpnPod(np, peer, ["spec", "ingress", ri, "from", pi], ctx)) {
           const where = np.locate(["spec", "ingress", ri, "from", pi]) ?? np.source;
           const name = `${np.namespace ?? "default"}/${np.name}`;
-          findings.push(
-            policyFinding(name, where, ctx, pool, after, masqEvidence, subject, "admits-more"),
+          out.push(
+            policyFinding(
+              name,
+              where,
+              ctx,
+              pool,
+              t.after,
+              t.masqEvidence,
+              t.subject,
+              "admits-more",
+            ),
           );
         }
       });
     });
   }
+  return out;
+}
+
+/** Does this `from` peer (at `path`) select the VPN pod by its namespace's and its own labels? */
+function peerSelectsVpnPod(
+  np: KubeObject,
+  peer: Record<string, unknown> | undefined,
+  path: readonly (string | number)[],
+  ctx: VpnContext,
+): boolean {
+  if (!peer?.["podSelector"] && !peer?.["namespaceSelector"]) return false;
+  const nsOk = peer["namespaceSelector"]
+    ? peerSelects(
+        np,
+        peer["namespaceSelector"],
+        [...path, "namespaceSelector"],
+        ctx.namespaceObject?.labels ?? { "kubernetes.io/metadata.name": ctx.namespace },
+      )
+    : (np.namespace ?? "default") === ctx.namespace;
+  const podOk = peer["podSelector"]
+    ? peerSelects(np, peer["podSelector"], [...path, "podSelector"], ctx.pod!.labels)
+    : true;
+  return nsOk && podOk;
+}
+
+/** Far-side allowlists that name the client pool, which the far side no longer sees. */
+function allowlistFindings(t: Translation, input: VpnInput): Finding[] {
+  const { pool, after, masqEvidence } = t;
+  const out: Finding[] = [];
   for (const site of input.remotes ?? []) {
     for (const al of site.allowlists) {
       const forPool = al.sources.find((s) => overlaps(s.value, pool.value));
       if (forPool && !al.sources.some((s) => contains(s.value, after))) {
-        findings.push({
+        out.push({
           id: "vpn/policy-source-mismatch",
           severity: "error",
           title: `Allowlist ${al.name} names the client pool, but clients now arrive as ${formatIp(after)}`,
@@ -451,6 +490,7 @@ function policySource(
       }
     }
   }
+  return out;
 }
 
 function policyFinding(
