@@ -136,7 +136,13 @@ const program = new Command("podpath")
     writeOut: (s) => process.stdout.write(s),
     writeErr: (s) => process.stderr.write(s),
   })
-  .exitOverride();
+  .exitOverride()
+  .addHelpText(
+    "after",
+    "\nExamples:\n  podpath diagnose examples/snat-exception-list\n" +
+      "  podpath diagnose --help                 # every command has its own help and examples\n" +
+      "  kubectl podpath diagnose --live         # the same, from the current kubeconfig context",
+  );
 
 program
   .command("diagnose")

@@ -168,7 +168,7 @@ describe("a reader that stops early", () => {
 function help(path: readonly string[]): { text: string; subcommands: string[] } {
   const r = podpath([...path, "--help"]);
   assert.equal(r.code, 0, r.stderr);
-  const section = r.stdout.split(/\nCommands:\n/)[1] ?? "";
+  const section = (r.stdout.split(/\nCommands:\n/)[1] ?? "").split("\n\n")[0]!;
   const subcommands = section
     .split("\n")
     .map((l) => /^ {2}([a-z][a-z-]*)/.exec(l)?.[1])
