@@ -109,85 +109,100 @@ function podIpOf(
   return a ? { value: a.local, source: a.source } : undefined;
 }
 
-/** Picks the VPN pod: the one named, else one with an OpenVPN config, a tunnel device or the chart. */
-export function resolveVpn(input: VpnInput): VpnContext | undefined {
-  let ns: string | undefined;
-  let name: string | undefined;
+/** The VPN pod's `NS/NAME`: the one named, else one with an OpenVPN config, a tunnel device or the chart. */
+function vpnPodName(input: VpnInput): { namespace: string; name: string } | undefined {
   if (input.vpnPod) {
-    [ns, name] = input.vpnPod.includes("/")
+    const [namespace, name] = input.vpnPod.includes("/")
       ? input.vpnPod.split("/", 2)
       : ["default", input.vpnPod];
-  } else {
-    const ev =
-      input.pods.find((p) => p.openvpn) ??
-      input.pods.find((p) => p.ipAddr?.interfaces.some(isTun)) ??
-      undefined;
-    if (ev) {
-      ns = ev.namespace;
-      name = ev.name;
-    } else {
-      const pod = input.objects.find((o) => o.kind === "Pod" && recognizeChart(o));
-      const wl = input.objects.find((o) => WORKLOAD_KINDS.includes(o.kind) && recognizeChart(o));
-      const chosen = pod ?? wl;
-      if (!chosen) return undefined;
-      ns = chosen.namespace ?? "default";
-      name = chosen.name;
-    }
+    return namespace === undefined || name === undefined ? undefined : { namespace, name };
   }
-  if (ns === undefined || name === undefined) return undefined;
-  const namespace = ns;
-  const podName = name;
-  const evidence = input.pods.find((p) => p.namespace === namespace && p.name === podName);
-  const pod = input.objects.find(
-    (o) => o.kind === "Pod" && o.name === podName && (o.namespace ?? "default") === namespace,
-  );
-  const workload =
-    workloadOf(input.objects, namespace, podName, pod?.labels) ??
-    pod ??
-    input.objects.find(
-      (o) =>
-        WORKLOAD_KINDS.includes(o.kind) &&
-        o.name === podName &&
-        (o.namespace ?? "default") === namespace,
-    );
-  const namespaceObject = input.objects.find((o) => o.kind === "Namespace" && o.name === namespace);
-  const chart = (workload && recognizeChart(workload)) ?? (pod && recognizeChart(pod));
-  const chartValues = input.chartValues?.[0];
+  const ev =
+    input.pods.find((p) => p.openvpn) ?? input.pods.find((p) => p.ipAddr?.interfaces.some(isTun));
+  if (ev) return { namespace: ev.namespace, name: ev.name };
+  const pod = input.objects.find((o) => o.kind === "Pod" && recognizeChart(o));
+  const wl = input.objects.find((o) => WORKLOAD_KINDS.includes(o.kind) && recognizeChart(o));
+  const chosen = pod ?? wl;
+  return chosen ? { namespace: chosen.namespace ?? "default", name: chosen.name } : undefined;
+}
 
-  // The pool: the server's own config decides; then the chart values; then env; then tun0.
+/** The containers of a workload's pod template (or of the Pod), with the path to them. */
+function containersOf(workload: KubeObject): { path: string[]; containers: unknown[] } {
+  const path = workload.kind === "Pod" ? ["spec"] : ["spec", "template", "spec"];
+  let c: unknown = workload.raw;
+  for (const p of path) c = rec(c)?.[p];
+  const list = rec(c)?.["containers"];
+  return { path, containers: Array.isArray(list) ? list : [] };
+}
+
+/** The client pool: the server's own config decides; then the chart values; then env; then tun0. */
+function clientPoolOf(
+  evidence: VpnPodEvidence | undefined,
+  chartValues: OpenvpnChartValues | undefined,
+  workload: KubeObject | undefined,
+): Located<Cidr> | undefined {
   let pool: Located<Cidr> | undefined = evidence?.openvpn
     ? clientPools(evidence.openvpn)[0]
     : undefined;
   pool ??= chartValues?.clientPool;
   if (!pool && workload) {
-    const path = workload.kind === "Pod" ? ["spec"] : ["spec", "template", "spec"];
-    const containers = (() => {
-      let c: unknown = workload.raw;
-      for (const p of path) c = rec(c)?.[p];
-      return Array.isArray(rec(c)?.["containers"]) ? (rec(c)?.["containers"] as unknown[]) : [];
-    })();
+    const { path, containers } = containersOf(workload);
     for (let i = 0; i < containers.length && !pool; i++) {
       pool = envClientPool(workload, [...path, "containers", i]);
     }
   }
-  const tun = evidence?.ipAddr?.interfaces.find(isTun);
-  const tunAddr = tun?.addresses?.find((a) => a.family === 4);
+  const tunAddr = tunAddressOf(evidence);
   if (!pool && tunAddr) {
     const c = cidrOf(formatCidr(tunAddr.cidr));
     if (c) pool = { value: c, source: tunAddr.source };
   }
-  let peer: Located<Ip> | undefined;
-  if (tunAddr) peer = { value: tunAddr.local, source: tunAddr.source };
-  else if (evidence?.openvpn?.server) {
-    const s = evidence.openvpn.server;
-    peer = { value: { family: 4, value: s.value.start + 1n }, source: s.source };
-  } else if (pool && pool.value.family === 4) {
-    peer = { value: { family: 4, value: pool.value.start + 1n }, source: pool.source };
-  }
+  return pool;
+}
+
+const tunAddressOf = (evidence: VpnPodEvidence | undefined) =>
+  evidence?.ipAddr?.interfaces.find(isTun)?.addresses?.find((a) => a.family === 4);
+
+/** The server's tunnel address: tun0's, else the first of `server`, else the first of the pool. */
+function peerOf(
+  evidence: VpnPodEvidence | undefined,
+  pool: Located<Cidr> | undefined,
+): Located<Ip> | undefined {
+  const tunAddr = tunAddressOf(evidence);
+  if (tunAddr) return { value: tunAddr.local, source: tunAddr.source };
+  const s = evidence?.openvpn?.server;
+  if (s) return { value: { family: 4, value: s.value.start + 1n }, source: s.source };
+  if (pool && pool.value.family === 4)
+    return { value: { family: 4, value: pool.value.start + 1n }, source: pool.source };
+  return undefined;
+}
+
+/** Picks the VPN pod (see `vpnPodName`) and resolves what is known about it. */
+export function resolveVpn(input: VpnInput): VpnContext | undefined {
+  const named = vpnPodName(input);
+  if (!named) return undefined;
+  const { namespace, name } = named;
+  const evidence = input.pods.find((p) => p.namespace === namespace && p.name === name);
+  const pod = input.objects.find(
+    (o) => o.kind === "Pod" && o.name === name && (o.namespace ?? "default") === namespace,
+  );
+  const workload =
+    workloadOf(input.objects, namespace, name, pod?.labels) ??
+    pod ??
+    input.objects.find(
+      (o) =>
+        WORKLOAD_KINDS.includes(o.kind) &&
+        o.name === name &&
+        (o.namespace ?? "default") === namespace,
+    );
+  const namespaceObject = input.objects.find((o) => o.kind === "Namespace" && o.name === namespace);
+  const chart = (workload && recognizeChart(workload)) ?? (pod && recognizeChart(pod));
+  const chartValues = input.chartValues?.[0];
+  const pool = clientPoolOf(evidence, chartValues, workload);
+  const peer = peerOf(evidence, pool);
   const podIp = podIpOf(evidence, pod ? readPod(pod).value : undefined);
   return {
     namespace,
-    name: podName,
+    name,
     ...(evidence ? { evidence } : {}),
     ...(pod ? { pod } : {}),
     ...(workload ? { workload } : {}),
