@@ -188,29 +188,46 @@ function applyCommands(b: StrategyBase, file: string): string[] {
     : [`kubectl patch ${b.kindArg} ${b.nsArg} --type strategic --patch-file ${file}`];
 }
 
+/**
+ * A strategy applied as a strategic-merge patch (`patch-STRATEGY.yaml`; a bare Pod is replaced
+ * from its patched manifest), with the admission prediction for the patched workload.
+ */
+function patchPlan(
+  b: StrategyBase,
+  strategy: "init-container" | "pod-sysctls",
+  description: string,
+  patch: Record<string, unknown>,
+): StrategyPlan {
+  return {
+    strategy,
+    applicable: true,
+    description,
+    patch,
+    patched: b.patched,
+    commands: b.isPod
+      ? applyCommands(b, "pod-patched.yaml")
+      : applyCommands(b, `patch-${strategy}.yaml`),
+    ...admission(b.predict(b.patched)),
+  };
+}
+
 /** A privileged init container that sets forwarding before the VPN container starts. */
 function initContainerPlan(b: StrategyBase): StrategyPlan {
-  const { spec, path, patched } = b;
+  const { spec, path } = b;
   const inits = Array.isArray(spec["initContainers"]) ? (spec["initContainers"] as unknown[]) : [];
   spec["initContainers"] = [...inits, structuredClone(INIT_CONTAINER)];
   const patch = nest(path, { initContainers: [structuredClone(INIT_CONTAINER)] });
-  return {
-    strategy: "init-container",
-    applicable: true,
-    description:
-      "A privileged init container writes net.ipv4.ip_forward=1 in the pod's network namespace before the VPN container starts (containers of a pod share it). Works on any CNI (it runs after the CNI set the namespace up); Pod Security baseline and restricted reject privileged containers.",
+  return patchPlan(
+    b,
+    "init-container",
+    "A privileged init container writes net.ipv4.ip_forward=1 in the pod's network namespace before the VPN container starts (containers of a pod share it). Works on any CNI (it runs after the CNI set the namespace up); Pod Security baseline and restricted reject privileged containers.",
     patch,
-    patched,
-    commands: b.isPod
-      ? applyCommands(b, "pod-patched.yaml")
-      : applyCommands(b, "patch-init-container.yaml"),
-    ...admission(b.predict(patched)),
-  };
+  );
 }
 
 /** Pod-level `securityContext.sysctls`: the kubelet sets forwarding when it creates the sandbox. */
 function podSysctlsPlan(b: StrategyBase): StrategyPlan {
-  const { spec, path, patched } = b;
+  const { spec, path } = b;
   const sc = (spec["securityContext"] ?? {}) as Record<string, unknown>;
   const existing = (
     Array.isArray(sc["sysctls"]) ? (sc["sysctls"] as { name?: string }[]) : []
@@ -219,18 +236,12 @@ function podSysctlsPlan(b: StrategyBase): StrategyPlan {
   spec["securityContext"] = { ...sc, sysctls };
   // sysctls has no merge key: a strategic merge patch replaces the whole list, so it carries all.
   const patch = nest(path, { securityContext: { sysctls } });
-  return {
-    strategy: "pod-sysctls",
-    applicable: true,
-    description:
-      "Pod-level securityContext.sysctls: the kubelet sets net.ipv4.ip_forward=1 when it creates the pod sandbox, with no privileged container. It is an unsafe sysctl: the node's kubelet must allowlist it (allowedUnsafeSysctls), and Pod Security baseline forbids it at every version.",
+  return patchPlan(
+    b,
+    "pod-sysctls",
+    "Pod-level securityContext.sysctls: the kubelet sets net.ipv4.ip_forward=1 when it creates the pod sandbox, with no privileged container. It is an unsafe sysctl: the node's kubelet must allowlist it (allowedUnsafeSysctls), and Pod Security baseline forbids it at every version.",
     patch,
-    patched,
-    commands: b.isPod
-      ? applyCommands(b, "pod-patched.yaml")
-      : applyCommands(b, "patch-pod-sysctls.yaml"),
-    ...admission(b.predict(patched)),
-  };
+  );
 }
 
 /** The chart's own switch, `ipForwardInitContainer: true`, when the workload names its chart. */
