@@ -74,6 +74,93 @@ function modeOf(cmd: TcpdumpCommand | undefined): Mode {
 }
 
 /**
+ * Relative times (-ttt deltas, -ttttt offsets): packets are held until a decrease shows deltas or
+ * enough show offsets, then released with times since the first packet.
+ */
+class RelativeTimes {
+  /** The reading mode; `relative` is decided here. */
+  mode: Mode;
+  pending: Packet[] = [];
+  private lastRelative = -1n;
+  private deltaSum = 0n;
+  /** Offsets were assumed: too few packets to see a decrease. */
+  assumedOffsets = false;
+
+  constructor(mode: Mode) {
+    this.mode = mode;
+  }
+
+  /** A new tcpdump command: its mode, and times counted afresh. */
+  restart(mode: Mode): void {
+    this.mode = mode;
+    this.lastRelative = -1n;
+    this.deltaSum = 0n;
+  }
+
+  private settle(p: Packet): Packet {
+    if (p.timeBasis !== "since-first" || this.mode.relative !== "delta") return p;
+    this.deltaSum += p.timeNs;
+    return { ...p, timeNs: this.deltaSum };
+  }
+
+  /** The packets `p` lets go (undefined: the end or a prompt, everything held goes). */
+  *release(p: Packet | undefined): Generator<Packet> {
+    const mode = this.mode;
+    if (p !== undefined && p.timeBasis === "since-first" && mode.relative === undefined) {
+      if (this.lastRelative >= 0n && p.timeNs < this.lastRelative) mode.relative = "delta";
+      this.lastRelative = p.timeNs;
+      this.pending.push(p);
+      if (mode.relative === undefined && this.pending.length < MAX_RELATIVE_PENDING) return;
+    }
+    if (this.pending.length > 0) {
+      if (mode.relative === undefined) {
+        mode.relative = "since-first";
+        this.assumedOffsets = this.pending.length < MAX_RELATIVE_PENDING;
+      }
+      const held = this.pending;
+      this.pending = [];
+      for (const q of held) yield this.settle(q);
+      if (p !== undefined && held[held.length - 1] === p) return;
+    }
+    if (p !== undefined) yield this.settle(p);
+  }
+}
+
+/** A line without a time that starts a packet: after -t, or the first line of a fresh paste. */
+function startsUntimedPacket(
+  text: string,
+  indented: boolean,
+  mode: Mode,
+  fresh: boolean,
+  cur: Block | undefined,
+): boolean {
+  const mayStartUntimed =
+    (mode.untimed || (fresh && cur === undefined)) && !(cur !== undefined && expectsInner(cur));
+  return (
+    mayStartUntimed &&
+    (isUntimedHead(text) ||
+      (mode.untimed &&
+        !mode.ascii &&
+        !indented &&
+        looksLikePacket(text) &&
+        !NOISE.test(text) &&
+        readPrompt(text) === undefined))
+  );
+}
+
+function newBlock(head: Head | undefined, text: string, line: number): Block {
+  return {
+    line,
+    head: head === undefined ? text : head.rest,
+    ...(head?.number === undefined ? {} : { number: head.number }),
+    timeNs: head?.timeNs ?? 0n,
+    kind: head?.kind ?? "none",
+    cont: [],
+    payload: false,
+  };
+}
+
+/**
  * Parses tcpdump text, line by line, into packets. `lines` may be any (async) iterable of lines
  * without their newline; `file` names the input in diagnostics.
  */
@@ -82,103 +169,39 @@ export async function* parseTcpdumpLines(
   file: string,
   diag: DiagnosticSink,
 ): AsyncGenerator<Packet> {
-  let lineNo = 0;
+  const counts: TextCounts = { lineNo: 0, index: 0, unparsed: 0, named: 0, firstNamedLine: 0 };
   let cur: Block | undefined;
-  let index = 0;
-  let unparsed = 0;
-  let mode = modeOf(undefined);
+  const times = new RelativeTimes(modeOf(undefined));
   /** No packet yet since the start or the last prompt: the next may start without a time. */
   let fresh = true;
-  const report = (line: number, text: string) => {
-    unparsed++;
-    if (unparsed <= MAX_UNPARSED_REPORTS) {
-      diag({
-        code: "TCPDUMP_UNPARSED",
-        severity: "warning",
-        message: `${file}:${line}: not a line tcpdump prints (expected a packet line starting with a time or a -# number, or an indented continuation): ${JSON.stringify(text.slice(0, 80))}`,
-        source: { file, line, text: text.slice(0, 200) },
-      });
-    }
-  };
   const bases = new Map<string, number>();
-  let named = 0;
-  let firstNamedLine = 0;
   const finish = (b: Block): Packet => {
-    index++;
-    const p = blockToPacket(b, b.number ?? index, file, diag);
+    counts.index++;
+    const p = blockToPacket(b, b.number ?? counts.index, file, diag);
     if (isNamedPacket(p)) {
-      named++;
-      if (firstNamedLine === 0) firstNamedLine = b.line;
+      counts.named++;
+      if (counts.firstNamedLine === 0) counts.firstNamedLine = b.line;
     }
     return absoluteSequence(p, bases);
   };
-  // Relative times: held until a decrease shows deltas (-ttt) or enough show offsets (-ttttt).
-  let pending: Packet[] = [];
-  let lastRelative = -1n;
-  let deltaSum = 0n;
-  let assumedOffsets = false;
-  const settle = (p: Packet): Packet => {
-    if (p.timeBasis !== "since-first" || mode.relative !== "delta") return p;
-    deltaSum += p.timeNs;
-    return { ...p, timeNs: deltaSum };
-  };
-  function* release(p: Packet | undefined): Generator<Packet> {
-    if (p !== undefined && p.timeBasis === "since-first" && mode.relative === undefined) {
-      if (lastRelative >= 0n && p.timeNs < lastRelative) mode.relative = "delta";
-      lastRelative = p.timeNs;
-      pending.push(p);
-      if (mode.relative === undefined && pending.length < MAX_RELATIVE_PENDING) return;
-    }
-    if (pending.length > 0) {
-      if (mode.relative === undefined) {
-        mode.relative = "since-first";
-        assumedOffsets = pending.length < MAX_RELATIVE_PENDING;
-      }
-      const held = pending;
-      pending = [];
-      for (const q of held) yield settle(q);
-      if (p !== undefined && held[held.length - 1] === p) return;
-    }
-    if (p !== undefined) yield settle(p);
-  }
-  const startBlock = (head: Head | undefined, text: string): Block => ({
-    line: lineNo,
-    head: head === undefined ? text : head.rest,
-    ...(head?.number === undefined ? {} : { number: head.number }),
-    timeNs: head?.timeNs ?? 0n,
-    kind: head?.kind ?? "none",
-    cont: [],
-    payload: false,
-  });
   for await (const raw of lines) {
-    lineNo++;
+    const lineNo = ++counts.lineNo;
+    const mode = times.mode;
     // A paste often keeps the ^C that stopped tcpdump in front of its summary line.
     const text = raw.startsWith("^C") ? raw.slice(2) : raw;
     const indented = text.startsWith(" ") || text.startsWith("\t");
     const head = parseHead(text);
-    const mayStartUntimed =
-      head === undefined &&
-      (mode.untimed || (fresh && cur === undefined)) &&
-      !(cur !== undefined && expectsInner(cur));
-    const untimedHead =
-      mayStartUntimed &&
-      (isUntimedHead(text) ||
-        (mode.untimed &&
-          !mode.ascii &&
-          !indented &&
-          looksLikePacket(text) &&
-          !NOISE.test(text) &&
-          readPrompt(text) === undefined));
+    const untimedHead = head === undefined && startsUntimedPacket(text, indented, mode, fresh, cur);
     if (head !== undefined || untimedHead) {
       if (cur !== undefined) {
         const p = finish(cur);
         // The common case without a generator per packet: nothing held, no relative time.
-        if (pending.length === 0 && p.timeBasis !== "since-first") yield p;
-        else yield* release(p);
+        if (times.pending.length === 0 && p.timeBasis !== "since-first") yield p;
+        else yield* times.release(p);
       }
       if (head === undefined || (head.kind === "none" && fresh)) mode.untimed = true;
       fresh = false;
-      cur = startBlock(head, text);
+      cur = newBlock(head, text, lineNo);
       continue;
     }
     if (NOISE.test(text)) continue;
@@ -186,14 +209,12 @@ export async function* parseTcpdumpLines(
       // A -A payload line may look like a prompt; only one that runs tcpdump ends the packet.
       const prompt = cur?.payload && !text.includes("tcpdump") ? undefined : readPrompt(text);
       if (prompt !== undefined && !(mode.ascii && cur !== undefined && !prompt.command)) {
-        if (cur !== undefined) yield* release(finish(cur));
-        yield* release(undefined);
+        if (cur !== undefined) yield* times.release(finish(cur));
+        yield* times.release(undefined);
         cur = undefined;
         fresh = true;
         if (prompt.command !== undefined) {
-          mode = modeOf(prompt.command);
-          lastRelative = -1n;
-          deltaSum = 0n;
+          times.restart(modeOf(prompt.command));
           diag(commandNote(prompt.command, file, lineNo, text));
         }
         continue;
@@ -210,10 +231,47 @@ export async function* parseTcpdumpLines(
       cur.payload = true;
       continue;
     }
-    report(lineNo, text);
+    reportUnparsed(counts, file, text, diag);
   }
-  if (cur !== undefined) yield* release(finish(cur));
-  yield* release(undefined);
+  if (cur !== undefined) yield* times.release(finish(cur));
+  yield* times.release(undefined);
+  reportSummary(counts, times.assumedOffsets, file, diag);
+}
+
+/** What reading tcpdump text counts, for the summary diagnostics. */
+interface TextCounts {
+  lineNo: number;
+  /** Packets read. */
+  index: number;
+  /** Lines that are not tcpdump output. */
+  unparsed: number;
+  /** Packets that name hosts or services (printed without -n), and the first one's line. */
+  named: number;
+  firstNamedLine: number;
+}
+
+/** A line that is not tcpdump output: reported, up to MAX_UNPARSED_REPORTS of them. */
+function reportUnparsed(counts: TextCounts, file: string, text: string, diag: DiagnosticSink) {
+  counts.unparsed++;
+  if (counts.unparsed <= MAX_UNPARSED_REPORTS) {
+    const line = counts.lineNo;
+    diag({
+      code: "TCPDUMP_UNPARSED",
+      severity: "warning",
+      message: `${file}:${line}: not a line tcpdump prints (expected a packet line starting with a time or a -# number, or an indented continuation): ${JSON.stringify(text.slice(0, 80))}`,
+      source: { file, line, text: text.slice(0, 200) },
+    });
+  }
+}
+
+/** The notes at the end: assumed offsets, names instead of numbers, more lines not read, no packet at all. */
+function reportSummary(
+  counts: TextCounts,
+  assumedOffsets: boolean,
+  file: string,
+  diag: DiagnosticSink,
+): void {
+  const { named, firstNamedLine, unparsed, index, lineNo } = counts;
   if (assumedOffsets) {
     diag({
       code: "TCPDUMP_RELATIVE_TIMES",
