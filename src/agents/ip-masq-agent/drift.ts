@@ -172,18 +172,57 @@ export function compareAgentChain(
   const mayLack = (name: string) =>
     installed.excerpt !== undefined && (nat?.chains.get(name)?.partial ?? true);
 
-  // the POSTROUTING jump (EnsureRule appends it when missing)
-  const jumps = (nat?.chains.get("POSTROUTING")?.rules ?? []).filter(
+  compareJump(expected, canon, nat?.chains.get("POSTROUTING")?.rules ?? [], {
+    where,
+    postroutingMayLack: mayLack("POSTROUTING"),
+    drift,
+    notes,
+  });
+
+  if (!chain) {
+    if (installed.excerpt !== undefined) return { inSync: drift.length === 0, drift, notes };
+    drift.push({
+      kind: "chain-missing",
+      chain: expected.chain,
+      message: `chain ${expected.chain} does not exist in the nat table of ${where}: the agent has not written its rules on this node`,
+    });
+    return { inSync: false, drift, notes };
+  }
+  const chainMayLack = mayLack(expected.chain);
+
+  const installedRules = chain.rules;
+  const { matchOf, used } = matchRules(canon, installedRules);
+  reportReordered(expected, installedRules, matchOf, drift);
+  reportMissingAndExtra(expected, canon, installedRules, matchOf, used, chainMayLack, drift);
+  return { inSync: drift.length === 0, drift, notes };
+}
+
+type Canon = ReturnType<typeof canonicalExpected>;
+
+/** The POSTROUTING jump to the agent's chain (EnsureRule appends it when missing). */
+function compareJump(
+  expected: AgentChain,
+  canon: Canon,
+  postrouting: readonly Rule[],
+  out: {
+    where: string;
+    postroutingMayLack: boolean;
+    drift: AgentChainDrift[];
+    notes: string[];
+  },
+): void {
+  const { drift, notes } = out;
+  const jumps = postrouting.filter(
     (r) => r.target?.kind === "chain" && r.target.name === expected.chain,
   );
   const exact = jumps.filter((r) => sameRule(r, renderRule(r), canon.jump, canon.jumpRule));
   const legacy = jumps.filter((r) => renderRule(r) === legacyJump(canon.jump, expected.chain));
   if (jumps.length === 0) {
-    if (!mayLack("POSTROUTING"))
+    if (!out.postroutingMayLack)
       drift.push({
         kind: "jump-missing",
         expected: canon.jump,
-        message: `nat POSTROUTING has no jump to ${expected.chain} in ${where}: the agent's chain is never consulted, so none of its rules apply`,
+        message: `nat POSTROUTING has no jump to ${expected.chain} in ${out.where}: the agent's chain is never consulted, so none of its rules apply`,
       });
   } else if (exact.length === 0 && legacy.length === 0) {
     const r = jumps[0]!;
@@ -206,20 +245,17 @@ export function compareAgentChain(
       );
     }
   }
+}
 
-  if (!chain) {
-    if (installed.excerpt !== undefined) return { inSync: drift.length === 0, drift, notes };
-    drift.push({
-      kind: "chain-missing",
-      chain: expected.chain,
-      message: `chain ${expected.chain} does not exist in the nat table of ${where}: the agent has not written its rules on this node`,
-    });
-    return { inSync: false, drift, notes };
-  }
-  const chainMayLack = mayLack(expected.chain);
-
-  // match expected and installed rules by canonical text, first unused occurrence
-  const installedRules = chain.rules;
+/**
+ * Matches expected and installed rules by canonical text, first unused occurrence: for each
+ * expected rule the installed position it matched (undefined: none), and which installed rules
+ * were used.
+ */
+function matchRules(
+  canon: Canon,
+  installedRules: readonly Rule[],
+): { matchOf: (number | undefined)[]; used: boolean[] } {
   const installedCanon = installedRules.map((r) => renderRule(r));
   const used = new Array<boolean>(installedRules.length).fill(false);
   const matchOf: (number | undefined)[] = canon.rules.map((text, e) => {
@@ -231,6 +267,16 @@ export function compareAgentChain(
     used[i] = true;
     return i;
   });
+  return { matchOf, used };
+}
+
+/** Matched rules outside the longest run in order are reordered: order decides which wins. */
+function reportReordered(
+  expected: AgentChain,
+  installedRules: readonly Rule[],
+  matchOf: readonly (number | undefined)[],
+  drift: AgentChainDrift[],
+): void {
   const matchedExpected = matchOf
     .map((inst, exp) => ({ exp, inst }))
     .filter((m): m is { exp: number; inst: number } => m.inst !== undefined);
@@ -248,8 +294,21 @@ export function compareAgentChain(
       message: `${r.source.file}:${r.source.line}: rule ${m.inst + 1} of ${expected.chain} belongs at position ${m.exp + 1}; order decides which rule wins`,
     });
   });
+}
 
-  // pair a missing expected rule with an extra installed rule in the same gap as "changed"
+/**
+ * Unmatched rules: a missing expected rule and an extra installed rule in the same gap pair as
+ * "changed"; the rest are "missing" (unless the dump may not show them) and "extra".
+ */
+function reportMissingAndExtra(
+  expected: AgentChain,
+  canon: Canon,
+  installedRules: readonly Rule[],
+  matchOf: readonly (number | undefined)[],
+  used: readonly boolean[],
+  chainMayLack: boolean,
+  drift: AgentChainDrift[],
+): void {
   const missing = matchOf.flatMap((inst, exp) => (inst === undefined ? [exp] : []));
   const extra = installedRules.flatMap((_, i) => (used[i] ? [] : [i]));
   const anchorBefore = (exp: number): number => {
@@ -294,5 +353,4 @@ export function compareAgentChain(
       message: `${r.source.file}:${r.source.line}: rule ${i + 1} of ${expected.chain} is not one the agent writes for this config`,
     });
   }
-  return { inSync: drift.length === 0, drift, notes };
 }
