@@ -151,70 +151,8 @@ function readRule(
   if (Array.isArray(rawPeers) && rawPeers.length > 0) {
     peers = [];
     for (const [i, p] of rawPeers.entries()) {
-      const where = at([...base, peerKey, i]);
-      const peer = rec(p) ?? {};
-      const ipBlock = rec(peer["ipBlock"]);
-      if (ipBlock) {
-        const parsed = tryParseCidr(String(ipBlock["cidr"] ?? ""));
-        if ("error" in parsed) {
-          diagnostics.push({
-            code: "SCHEMA",
-            severity: "error",
-            message: `${where.file}:${where.line}: ipBlock.cidr ${JSON.stringify(ipBlock["cidr"])}: ${parsed.error}; this peer matches nothing`,
-            source: where,
-          });
-          continue;
-        }
-        const except: Cidr[] = [];
-        for (const e of Array.isArray(ipBlock["except"]) ? ipBlock["except"] : []) {
-          const x = tryParseCidr(String(e));
-          if ("error" in x || !contains(parsed.cidr, x.cidr)) {
-            diagnostics.push({
-              code: "SCHEMA",
-              severity: "error",
-              message: `${where.file}:${where.line}: ipBlock.except ${JSON.stringify(e)}: ${"error" in x ? x.error : `not inside ${formatCidr(parsed.cidr)}`}`,
-              source: where,
-            });
-            if ("error" in x) continue;
-          }
-          except.push(x.cidr);
-        }
-        peers.push({ kind: "ipBlock", cidr: parsed.cidr, except, source: where });
-        continue;
-      }
-      const hasPod = peer["podSelector"] !== undefined && peer["podSelector"] !== null;
-      const hasNs = peer["namespaceSelector"] !== undefined && peer["namespaceSelector"] !== null;
-      if (!hasPod && !hasNs) {
-        diagnostics.push({
-          code: "SCHEMA",
-          severity: "error",
-          message: `${where.file}:${where.line}: a ${peerKey} peer needs podSelector, namespaceSelector or ipBlock; this peer matches nothing`,
-          source: where,
-        });
-        continue;
-      }
-      peers.push({
-        kind: "selector",
-        ...(hasPod
-          ? {
-              podSelector: parseLabelSelector(
-                peer["podSelector"],
-                at([...base, peerKey, i, "podSelector"]),
-                diagnostics,
-              ),
-            }
-          : {}),
-        ...(hasNs
-          ? {
-              namespaceSelector: parseLabelSelector(
-                peer["namespaceSelector"],
-                at([...base, peerKey, i, "namespaceSelector"]),
-                diagnostics,
-              ),
-            }
-          : {}),
-        source: where,
-      });
+      const peer = readPeer(rec(p) ?? {}, peerKey, [...base, peerKey, i], at, diagnostics);
+      if (peer) peers.push(peer);
     }
   }
   const rawPorts = r["ports"];
@@ -222,45 +160,8 @@ function readRule(
   if (Array.isArray(rawPorts) && rawPorts.length > 0) {
     ports = [];
     for (const [i, p] of rawPorts.entries()) {
-      const where = at([...base, "ports", i]);
-      const x = rec(p) ?? {};
-      const protocol = String(x["protocol"] ?? "TCP");
-      if (protocol !== "TCP" && protocol !== "UDP" && protocol !== "SCTP") {
-        diagnostics.push({
-          code: "SCHEMA",
-          severity: "error",
-          message: `${where.file}:${where.line}: protocol ${JSON.stringify(protocol)}: expected TCP, UDP or SCTP; this port matches nothing`,
-          source: where,
-        });
-        continue;
-      }
-      const port = x["port"];
-      const endPort = x["endPort"];
-      const entry: {
-        protocol: Protocol;
-        port?: number | string;
-        endPort?: number;
-        source: SourceRef;
-      } = {
-        protocol,
-        source: where,
-      };
-      if (typeof port === "number" || (typeof port === "string" && port !== "")) {
-        entry.port = typeof port === "string" && /^[0-9]+$/.test(port) ? Number(port) : port;
-      }
-      if (typeof endPort === "number") {
-        if (typeof entry.port !== "number" || endPort < entry.port) {
-          diagnostics.push({
-            code: "SCHEMA",
-            severity: "error",
-            message: `${where.file}:${where.line}: endPort ${endPort} needs a numeric port not above it; endPort ignored`,
-            source: where,
-          });
-        } else {
-          entry.endPort = endPort;
-        }
-      }
-      ports.push(entry);
+      const port = readPort(rec(p) ?? {}, at([...base, "ports", i]), diagnostics);
+      if (port) ports.push(port);
     }
     if (ports.length === 0) ports = [];
   }
@@ -271,4 +172,128 @@ function readRule(
     ...(ports === undefined ? {} : { ports }),
     source,
   };
+}
+
+/** One `from`/`to` peer at `path`: an ipBlock or selectors; undefined (with a diagnostic) when it matches nothing. */
+function readPeer(
+  peer: Record<string, unknown>,
+  peerKey: "from" | "to",
+  path: readonly (string | number)[],
+  at: (path: readonly (string | number)[]) => SourceRef,
+  diagnostics: Diagnostic[],
+): PolicyPeer | undefined {
+  const where = at(path);
+  const ipBlock = rec(peer["ipBlock"]);
+  if (ipBlock) return readIpBlock(ipBlock, where, diagnostics);
+  const hasPod = peer["podSelector"] !== undefined && peer["podSelector"] !== null;
+  const hasNs = peer["namespaceSelector"] !== undefined && peer["namespaceSelector"] !== null;
+  if (!hasPod && !hasNs) {
+    diagnostics.push({
+      code: "SCHEMA",
+      severity: "error",
+      message: `${where.file}:${where.line}: a ${peerKey} peer needs podSelector, namespaceSelector or ipBlock; this peer matches nothing`,
+      source: where,
+    });
+    return undefined;
+  }
+  return {
+    kind: "selector",
+    ...(hasPod
+      ? {
+          podSelector: parseLabelSelector(
+            peer["podSelector"],
+            at([...path, "podSelector"]),
+            diagnostics,
+          ),
+        }
+      : {}),
+    ...(hasNs
+      ? {
+          namespaceSelector: parseLabelSelector(
+            peer["namespaceSelector"],
+            at([...path, "namespaceSelector"]),
+            diagnostics,
+          ),
+        }
+      : {}),
+    source: where,
+  };
+}
+
+/** `ipBlock: {cidr, except}`; a bad cidr matches nothing, a bad except entry is left out. */
+function readIpBlock(
+  ipBlock: Record<string, unknown>,
+  where: SourceRef,
+  diagnostics: Diagnostic[],
+): PolicyPeer | undefined {
+  const parsed = tryParseCidr(String(ipBlock["cidr"] ?? ""));
+  if ("error" in parsed) {
+    diagnostics.push({
+      code: "SCHEMA",
+      severity: "error",
+      message: `${where.file}:${where.line}: ipBlock.cidr ${JSON.stringify(ipBlock["cidr"])}: ${parsed.error}; this peer matches nothing`,
+      source: where,
+    });
+    return undefined;
+  }
+  const except: Cidr[] = [];
+  for (const e of Array.isArray(ipBlock["except"]) ? ipBlock["except"] : []) {
+    const x = tryParseCidr(String(e));
+    if ("error" in x || !contains(parsed.cidr, x.cidr)) {
+      diagnostics.push({
+        code: "SCHEMA",
+        severity: "error",
+        message: `${where.file}:${where.line}: ipBlock.except ${JSON.stringify(e)}: ${"error" in x ? x.error : `not inside ${formatCidr(parsed.cidr)}`}`,
+        source: where,
+      });
+      if ("error" in x) continue;
+    }
+    except.push(x.cidr);
+  }
+  return { kind: "ipBlock", cidr: parsed.cidr, except, source: where };
+}
+
+/** One `ports` entry; undefined (with a diagnostic) for a protocol other than TCP, UDP, SCTP. */
+function readPort(
+  x: Record<string, unknown>,
+  where: SourceRef,
+  diagnostics: Diagnostic[],
+): PolicyPort | undefined {
+  const protocol = String(x["protocol"] ?? "TCP");
+  if (protocol !== "TCP" && protocol !== "UDP" && protocol !== "SCTP") {
+    diagnostics.push({
+      code: "SCHEMA",
+      severity: "error",
+      message: `${where.file}:${where.line}: protocol ${JSON.stringify(protocol)}: expected TCP, UDP or SCTP; this port matches nothing`,
+      source: where,
+    });
+    return undefined;
+  }
+  const port = x["port"];
+  const endPort = x["endPort"];
+  const entry: {
+    protocol: Protocol;
+    port?: number | string;
+    endPort?: number;
+    source: SourceRef;
+  } = {
+    protocol,
+    source: where,
+  };
+  if (typeof port === "number" || (typeof port === "string" && port !== "")) {
+    entry.port = typeof port === "string" && /^[0-9]+$/.test(port) ? Number(port) : port;
+  }
+  if (typeof endPort === "number") {
+    if (typeof entry.port !== "number" || endPort < entry.port) {
+      diagnostics.push({
+        code: "SCHEMA",
+        severity: "error",
+        message: `${where.file}:${where.line}: endPort ${endPort} needs a numeric port not above it; endPort ignored`,
+        source: where,
+      });
+    } else {
+      entry.endPort = endPort;
+    }
+  }
+  return entry;
 }
