@@ -25,21 +25,10 @@ import type { RemoteSiteInput, VpnInput, VpnPodEvidence } from "./input.ts";
 
 type MutablePod = { -readonly [K in keyof VpnPodEvidence]: VpnPodEvidence[K] };
 
-/**
- * The VPN checks' input. `diagnostics` are the problems met reading what only these checks read
- * (the snapshot's own reading problems are in `snap.diagnostics`).
- */
-export function vpnInputFromSnapshot(
-  snap: Snapshot,
-  vpnPod?: string,
-): { input: VpnInput; diagnostics: Diagnostic[] } {
-  const diagnostics: Diagnostic[] = [];
-  const take = <T>(r: { value: T; diagnostics: Diagnostic[] }): T => {
-    diagnostics.push(...r.diagnostics);
-    return r.value;
-  };
-  const readText = (rel: string) => readSnapshotText(snap.source, rel, diagnostics);
+type Take = <T>(r: { value: T; diagnostics: Diagnostic[] }) => T;
 
+/** What was read inside each pod's namespace, and its server config (a file, else the chart's ConfigMap). */
+function podEvidence(snap: Snapshot, take: Take): MutablePod[] {
   const pods: MutablePod[] = [];
   for (const p of snap.pods.values()) {
     const e: MutablePod = { namespace: p.namespace, name: p.name };
@@ -62,15 +51,12 @@ export function vpnInputFromSnapshot(
     const owner = pods.find((p) => p.namespace === (cm.namespace ?? "default") && !p.openvpn);
     if (owner) owner.openvpn = parsed;
   }
+  return pods;
+}
 
-  const nodeRoutes: { node: string; file: string; routes: Route[] }[] = [];
-  for (const n of snap.nodes.values()) {
-    const file = n.files["ip-route"];
-    if (n.routes && file) nodeRoutes.push({ node: n.name, file, routes: n.routes });
-  }
-
-  // the far sides as the masquerade question reads them (its reading problems are its own)
-  const remotes: RemoteSiteInput[] = readSites(snap).sites.map((s) => ({
+/** The far sides as the masquerade question reads them (its reading problems are its own). */
+function remotesOf(snap: Snapshot): RemoteSiteInput[] {
+  return readSites(snap).sites.map((s) => ({
     name: s.name,
     file: s.source.file,
     allowlists: s.allowlists.map((a) => ({
@@ -78,27 +64,65 @@ export function vpnInputFromSnapshot(
       sources: a.sources.map((e) => ({ value: e.cidr, source: e.source })),
     })),
   }));
+}
 
-  const kubeletConfigs: KubeletSysctlConfig[] = [];
+function kubeletConfigsOf(
+  snap: Snapshot,
+  take: Take,
+  readText: (rel: string) => string | undefined,
+): KubeletSysctlConfig[] {
+  const out: KubeletSysctlConfig[] = [];
   for (const rel of snap.kubeletConfigFiles) {
     const text = readText(rel);
     if (text === undefined) continue;
     const role = classifyPath(rel);
     const node = role.kind === "kubelet-config" ? role.node : undefined;
     const c = take(readKubeletSysctlConfig(text, rel, node));
-    if (c) kubeletConfigs.push(c);
+    if (c) out.push(c);
   }
+  return out;
+}
 
-  const chartValues: OpenvpnChartValues[] = [];
+function chartValuesOf(
+  snap: Snapshot,
+  take: Take,
+  readText: (rel: string) => string | undefined,
+): OpenvpnChartValues[] {
+  const out: OpenvpnChartValues[] = [];
   for (const rel of snap.chartValuesFiles) {
     const text = readText(rel);
     if (text === undefined) continue;
     const { source } = readYamlSource(text, rel);
     if (source.documents.some((d) => d.ok && looksLikeChartValues(d.value))) {
-      chartValues.push(take(readChartValues(text, rel)));
+      out.push(take(readChartValues(text, rel)));
     }
   }
+  return out;
+}
 
+/**
+ * The VPN checks' input. `diagnostics` are the problems met reading what only these checks read
+ * (the snapshot's own reading problems are in `snap.diagnostics`).
+ */
+export function vpnInputFromSnapshot(
+  snap: Snapshot,
+  vpnPod?: string,
+): { input: VpnInput; diagnostics: Diagnostic[] } {
+  const diagnostics: Diagnostic[] = [];
+  const take: Take = (r) => {
+    diagnostics.push(...r.diagnostics);
+    return r.value;
+  };
+  const readText = (rel: string) => readSnapshotText(snap.source, rel, diagnostics);
+  const pods = podEvidence(snap, take);
+  const nodeRoutes: { node: string; file: string; routes: Route[] }[] = [];
+  for (const n of snap.nodes.values()) {
+    const file = n.files["ip-route"];
+    if (n.routes && file) nodeRoutes.push({ node: n.name, file, routes: n.routes });
+  }
+  const remotes = remotesOf(snap);
+  const kubeletConfigs = kubeletConfigsOf(snap, take, readText);
+  const chartValues = chartValuesOf(snap, take, readText);
   return {
     input: {
       pods,
