@@ -1,8 +1,18 @@
 /**
- * @module capture/render — packets and conversations as text lines and JSON objects for
- * `podpath capture read|flows`. Pure: data in, strings and plain objects out (bigint as string).
+ * @module capture/render — packets and conversations as text lines, JSON objects and document
+ * blocks (report/document) for `podpath capture read|flows`. Pure: data in, strings and plain
+ * objects out (bigint as string).
  */
 import { formatIp, type Ip } from "../net/cidr.ts";
+import {
+  type Block,
+  code,
+  type Document,
+  list,
+  paragraph,
+  section,
+  table,
+} from "../report/document.ts";
 import type { AddressPort, Conversation, PacketRef } from "./conversations.ts";
 import { formatTime } from "./conversations.ts";
 import {
@@ -261,4 +271,40 @@ export function conversationJson(c: Conversation): Record<string, unknown> {
 
 export function formatAddress(i: Ip): string {
   return formatIp(i);
+}
+
+/** `capture read -o md|html`: the packets as a table, one row per packet. */
+export function packetsDocument(
+  file: string,
+  packets: readonly Packet[],
+  format: string | undefined,
+): Document {
+  return {
+    question: "capture read",
+    title: `podpath capture read ${file}`,
+    blocks: [
+      paragraph(`${packets.length} packets${format === undefined ? "" : ` (${format})`}`),
+      table(
+        ["#", "time", "where", "packet", "length"],
+        packets.map((p) => [
+          String(p.index),
+          formatTime(p.timeNs, p.timeOfDayOnly === true),
+          [p.iface, p.direction].filter((x) => x !== undefined).join(" "),
+          code(describeFrame(p)),
+          p.length === undefined ? "" : String(p.length),
+        ]),
+      ),
+    ],
+  };
+}
+
+/** One conversation: its first line as the title, the rest under it. */
+export function conversationBlock(c: Conversation): Block {
+  const [head, ...rest] = conversationLines(c);
+  return section(head!, [
+    list(
+      rest.map((l) => l.trim()),
+      false,
+    ),
+  ]);
 }

@@ -13,6 +13,7 @@ import {
   type FindingId,
   type Missing,
 } from "../model/types.ts";
+import type { Document } from "../report/document.ts";
 import type { Snapshot } from "../snapshot/load.ts";
 import type { Destination, FromEndpoint } from "./endpoints.ts";
 
@@ -46,7 +47,8 @@ export type ProofVerdict = "intended" | "not-intended";
 
 /**
  * One case's change record, as `verify` hands it on: the case's own record (what `-o json`
- * writes), the one line that proves or disproves the change, and the record rendered.
+ * writes inside the envelope), the one line that proves or disproves the change, and the record
+ * as a document (report/ renders it as text, Markdown and HTML) and rendered as text and Markdown.
  */
 export interface CaseProof {
   /** The case's name (`masquerade`, `vpn`). */
@@ -59,6 +61,8 @@ export interface CaseProof {
     readonly tool: "podpath";
     readonly question: "verify";
   };
+  /** The record as a document; text and markdown are its renderings. */
+  readonly document?: Document;
   readonly text: string;
   readonly markdown: string;
 }

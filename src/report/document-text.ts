@@ -163,7 +163,9 @@ function blockText(b: Block, indent: string, p: Paint, out: string[]): void {
 function blocksText(blocks: readonly Block[], indent: string, p: Paint, out: string[]): void {
   let prev: Block | undefined;
   for (const b of blocks) {
-    if (prev && (SPACED_AFTER.has(prev.kind) || SPACED_BEFORE.has(b.kind))) out.push("");
+    // a heading keeps what it heads right under it
+    const spaced = SPACED_AFTER.has(prev?.kind ?? "heading") || SPACED_BEFORE.has(b.kind);
+    if (prev && prev.kind !== "heading" && spaced) out.push("");
     blockText(b, indent, p, out);
     prev = b;
   }

@@ -122,8 +122,18 @@ describe("podpath plan masquerade (built CLI)", () => {
 });
 
 describe("podpath verify (built CLI)", () => {
-  it("writes the change record, exit 0 when fixed", () => {
+  it("writes the change record as text by default, exit 0 when fixed", () => {
     const r = podpath("verify", BEFORE, FIXED);
+    assert.equal(r.code, 0, r.stderr);
+    const text = r.stdout.split("\n");
+    assert.equal(text[0], "Change record: ip-masq-agent non-masquerade list");
+    assert.equal(text[2], "- Proof:");
+    assert.match(text[3]!, /^ {2}tcp 10\.4\.0\.5 → 10\.20\.30\.40:5432: before 10\.4\.0\.5 /);
+    assert.match(r.stdout, /^- Verdict: FIXED: /m);
+  });
+
+  it("writes the change record as Markdown with -o md", () => {
+    const r = podpath("verify", BEFORE, FIXED, "-o", "md");
     assert.equal(r.code, 0, r.stderr);
     const lines = r.stdout.split("\n");
     assert.match(

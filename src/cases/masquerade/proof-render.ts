@@ -1,8 +1,24 @@
 /**
- * @module cases/masquerade/proof-render — the change record as Markdown ready to paste into a change ticket (its
- * first evidence line is the proof), and as plain text.
+ * @module cases/masquerade/proof-render — the change record as a document (report/document) whose
+ * first evidence line is the proof; report/ renders it as text, Markdown (ready to paste into a
+ * change ticket) and HTML.
  */
-import { mdEscape } from "../../report/markdown.ts";
+import {
+  type Block,
+  code,
+  codeBlock,
+  type Document,
+  item,
+  type ListItem,
+  list,
+  paragraph,
+  section,
+  strong,
+  type Text,
+  table,
+} from "../../report/document.ts";
+import { renderDocumentMarkdown } from "../../report/document-markdown.ts";
+import { renderDocumentText } from "../../report/document-text.ts";
 import type { ChangeRecord } from "./proof.ts";
 
 const VERDICT_TITLE: Record<ChangeRecord["verdict"], string> = {
@@ -15,118 +31,149 @@ const VERDICT_TITLE: Record<ChangeRecord["verdict"], string> = {
   undecided: "UNDECIDED",
 };
 
-const code = (s: string) => `\`${s.replace(/`/g, "'")}\``;
+/** The change record as a document: the proof first, then the ConfigMap, nodes, wire, evidence. */
+export function changeRecordDocument(r: ChangeRecord): Document {
+  const at = (e: { file: string; line: number }) => code(`${e.file}:${e.line}`);
+  const head: (Text | ListItem)[] = [
+    ["Proof: ", code(r.proof)],
+    ["Verdict: ", strong(VERDICT_TITLE[r.verdict]), ": ", r.verdictText],
+  ];
+  if (r.nodeProofs.length > 0)
+    head.push(
+      item(
+        "Per node:",
+        r.nodeProofs.map((l) => code(l)),
+      ),
+    );
+  head.push([
+    "Before: ",
+    code(r.before),
+    " · After: ",
+    code(r.after),
+    ...(r.destination ? [" · Known request: ", code(r.destination)] : []),
+  ]);
+  const blocks: Block[] = [list(head)];
 
-export function renderChangeRecordMarkdown(r: ChangeRecord): string {
-  const out: string[] = [];
-  out.push(`# Change record: ip-masq-agent non-masquerade list`, "");
-  out.push(`- Proof: ${code(r.proof)}`);
-  out.push(`- Verdict: **${VERDICT_TITLE[r.verdict]}**: ${mdEscape(r.verdictText)}`);
-  if (r.nodeProofs.length > 0) {
-    out.push("- Per node:");
-    for (const l of r.nodeProofs) out.push(`  - ${code(l)}`);
-  }
-  out.push(
-    `- Before: ${code(r.before)} · After: ${code(r.after)}${r.destination ? ` · Known request: ${code(r.destination)}` : ""}`,
-    "",
+  const cm = r.configMap;
+  const unchanged =
+    cm.removed.length === 0 && cm.added.length === 0 && cm.otherKeysChanged.length === 0;
+  blocks.push(
+    section(
+      "ConfigMap kube-system/ip-masq-agent",
+      unchanged
+        ? [paragraph("No change to nonMasqueradeCIDRs.")]
+        : [
+            codeBlock(
+              [
+                " nonMasqueradeCIDRs:",
+                ...cm.removed.map((e) => `-  - ${e}`),
+                ...cm.added.map((e) => `+  - ${e}`),
+              ].join("\n"),
+              "diff",
+            ),
+            ...(cm.otherKeysChanged.length
+              ? [paragraph(`Other keys changed: ${cm.otherKeysChanged.join(", ")}`)]
+              : []),
+          ],
+    ),
   );
-  out.push("## ConfigMap kube-system/ip-masq-agent", "");
-  if (
-    r.configMap.removed.length === 0 &&
-    r.configMap.added.length === 0 &&
-    r.configMap.otherKeysChanged.length === 0
-  ) {
-    out.push("No change to nonMasqueradeCIDRs.", "");
-  } else {
-    out.push(
-      "```diff",
-      " nonMasqueradeCIDRs:",
-      ...r.configMap.removed.map((e) => `-  - ${e}`),
-      ...r.configMap.added.map((e) => `+  - ${e}`),
-      "```",
-    );
-    if (r.configMap.otherKeysChanged.length)
-      out.push("", `Other keys changed: ${r.configMap.otherKeysChanged.join(", ")}`);
-    out.push("");
-  }
-  out.push(
-    "## Nodes",
-    "",
-    "| node | agent picked it up | rules changed | agent pod restarted | note |",
-    "|---|---|---|---|---|",
-  );
-  for (const n of r.nodes) {
-    out.push(
-      `| ${mdEscape(n.node)} | ${n.pickedUp} | ${n.rulesChanged === undefined ? "unknown" : n.rulesChanged ? "yes" : "no"} | ${
-        n.agentRestarted === undefined ? "unknown" : n.agentRestarted ? "yes" : "no"
-      } | ${mdEscape(n.note)} |`,
-    );
-  }
-  out.push("");
+
+  const yesNo = (b: boolean | undefined) => (b === undefined ? "unknown" : b ? "yes" : "no");
+  const chains: Block[] = [];
   for (const n of r.nodes) {
     if (!n.rulesChanged || !n.rulesBefore || !n.rulesAfter) continue;
-    out.push(
-      `<details><summary>${mdEscape(n.node)}: agent chain before → after</summary>`,
-      "",
-      "```diff",
-    );
-    for (const l of n.rulesBefore) if (!n.rulesAfter.includes(l)) out.push(`- ${l}`);
-    for (const l of n.rulesAfter) if (!n.rulesBefore.includes(l)) out.push(`+ ${l}`);
-    out.push("```", "", "</details>", "");
+    const before = n.rulesBefore;
+    const after = n.rulesAfter;
+    chains.push({
+      kind: "section",
+      title: `${n.node}: agent chain before → after`,
+      collapsed: true,
+      blocks: [
+        codeBlock(
+          [
+            ...before.filter((l) => !after.includes(l)).map((l) => `- ${l}`),
+            ...after.filter((l) => !before.includes(l)).map((l) => `+ ${l}`),
+          ].join("\n"),
+          "diff",
+        ),
+      ],
+    });
   }
-  out.push("## The wire", "");
-  if (r.wire.length === 0) out.push("No capture of the known request in either snapshot.", "");
-  else {
-    out.push("| phase | capture | point | source | what happened |", "|---|---|---|---|---|");
-    for (const w of r.wire) {
-      out.push(
-        `| ${w.phase} | ${code(`${w.evidence.file}:${w.evidence.line}`)} | ${mdEscape(w.point ?? "?")} | ${code(w.source)} (${w.sourceKind}) | ${mdEscape(w.progress)} |`,
-      );
-    }
-    out.push("");
-  }
-  out.push(`Reverse direction: ${mdEscape(r.reverse)}`, "");
+  blocks.push(
+    section("Nodes", [
+      table(
+        ["node", "agent picked it up", "rules changed", "agent pod restarted", "note"],
+        r.nodes.map((n) => [
+          n.node,
+          n.pickedUp,
+          yesNo(n.rulesChanged),
+          yesNo(n.agentRestarted),
+          n.note,
+        ]),
+      ),
+      ...chains,
+    ]),
+  );
+
+  blocks.push(
+    section("The wire", [
+      r.wire.length === 0
+        ? paragraph("No capture of the known request in either snapshot.")
+        : table(
+            ["phase", "capture", "point", "source", "what happened"],
+            r.wire.map((w) => [
+              w.phase,
+              at(w.evidence),
+              w.point ?? "?",
+              [code(w.source), ` (${w.sourceKind})`],
+              w.progress,
+            ]),
+          ),
+      paragraph(`Reverse direction: ${r.reverse}`),
+    ]),
+  );
+
   if (r.staleConnections.length > 0) {
-    out.push("## Connections that keep the old translation", "");
-    out.push(
-      "New connections use the new rules; these keep their pod source until they expire (or are cleared with `conntrack -D -s POD_IP -d DEST`):",
-      "",
+    blocks.push(
+      section("Connections that keep the old translation", [
+        paragraph([
+          "New connections use the new rules; these keep their pod source until they expire (or are cleared with ",
+          code("conntrack -D -s POD_IP -d DEST"),
+          "):",
+        ]),
+        list(
+          r.staleConnections.map((s) => [`${s.node}: `, code(s.entry), " (", at(s.evidence), ")"]),
+        ),
+      ]),
     );
-    for (const s of r.staleConnections)
-      out.push(
-        `- ${mdEscape(s.node)}: ${code(s.entry)} (${code(`${s.evidence.file}:${s.evidence.line}`)})`,
-      );
-    out.push("");
   }
-  out.push("## Evidence", "");
-  for (const e of r.evidence)
-    out.push(`- ${code(`${e.file}:${e.line}`)}${e.text ? ` ${code(e.text.trim())}` : ""}`);
-  out.push("");
+  blocks.push(
+    section("Evidence", [
+      list(r.evidence.map((e) => [at(e), ...(e.text ? [" ", code(e.text.trim())] : [])])),
+    ]),
+  );
   if (r.missing.length > 0) {
-    out.push("## What would decide more", "");
-    for (const m of r.missing)
-      out.push(
-        `- ${code(m.file)}: ${mdEscape(m.would_decide)}${m.command ? ` (${code(m.command)})` : ""}`,
-      );
-    out.push("");
+    blocks.push(
+      section("What would decide more", [
+        list(
+          r.missing.map((m) => [
+            code(m.file),
+            `: ${m.would_decide}`,
+            ...(m.command ? [" (", code(m.command), ")"] : []),
+          ]),
+        ),
+      ]),
+    );
   }
-  return out.join("\n");
+  return { question: "verify", title: "Change record: ip-masq-agent non-masquerade list", blocks };
 }
 
+/** The change record as Markdown; its first evidence line is the proof. */
+export function renderChangeRecordMarkdown(r: ChangeRecord): string {
+  return renderDocumentMarkdown(changeRecordDocument(r));
+}
+
+/** The change record as text. */
 export function renderChangeRecordText(r: ChangeRecord): string {
-  const out = [
-    `proof:   ${r.proof}`,
-    `verdict: ${VERDICT_TITLE[r.verdict]}: ${r.verdictText}`,
-    ...r.nodeProofs.map((l) => `node proof ${l}`),
-    `config:  ${[...r.configMap.removed.map((e) => `-${e}`), ...r.configMap.added.map((e) => `+${e}`)].join(" ") || "no change"}`,
-  ];
-  for (const n of r.nodes) out.push(`node ${n.node}: picked up ${n.pickedUp}; ${n.note}`);
-  for (const w of r.wire)
-    out.push(
-      `wire ${w.phase} ${w.evidence.file}:${w.evidence.line} ${w.point ?? ""} src ${w.source}: ${w.progress}`,
-    );
-  out.push(`reverse: ${r.reverse}`);
-  for (const s of r.staleConnections) out.push(`stale ${s.node}: ${s.entry}`);
-  for (const m of r.missing) out.push(`missing ${m.file}: ${m.would_decide}`);
-  return `${out.join("\n")}\n`;
+  return renderDocumentText(changeRecordDocument(r));
 }

@@ -6,7 +6,11 @@
 import { type Case, idsOfArea } from "../case.ts";
 import { explainVpn } from "./explain.ts";
 import { verifyVpnChange } from "./proof.ts";
-import { renderVpnChangeRecordMarkdown, renderVpnChangeRecordText } from "./proof-render.ts";
+import {
+  renderVpnChangeRecordMarkdown,
+  renderVpnChangeRecordText,
+  vpnChangeRecordDocument,
+} from "./proof-render.ts";
 
 export const vpnCase = {
   name: "vpn",
@@ -22,6 +26,7 @@ export const vpnCase = {
           verdict: record.verdict,
           proofLine: record.proof,
           record,
+          document: vpnChangeRecordDocument(record),
           text: renderVpnChangeRecordText(record),
           markdown: renderVpnChangeRecordMarkdown(record),
         }

@@ -1,22 +1,30 @@
 /**
- * @module cases/vpn/proof-render — the VPN change record as Markdown ready to paste into a change
- * ticket (its first evidence line is the proof), and as plain text.
+ * @module cases/vpn/proof-render — the VPN change record as a document (report/document) whose
+ * first evidence line is the proof; report/ renders it as text, Markdown (ready to paste into a
+ * change ticket) and HTML.
  */
 import type { Evidence } from "../../model/types.ts";
-import { mdEscape } from "../../report/markdown.ts";
-import type { ForwardingSide, HopSide, MasqueradeSide, VpnChangeRecord } from "./proof.ts";
+import {
+  type Block,
+  code,
+  type Document,
+  list,
+  paragraph,
+  section,
+  strong,
+  type Text,
+  table,
+} from "../../report/document.ts";
+import { renderDocumentMarkdown } from "../../report/document-markdown.ts";
+import { renderDocumentText } from "../../report/document-text.ts";
+import type { HopSide, MasqueradeSide, VpnChangeRecord } from "./proof.ts";
 
 const VERDICT_TITLE: Record<VpnChangeRecord["verdict"], string> = {
   intended: "INTENDED",
   "not-intended": "NOT INTENDED",
 };
 
-const code = (s: string) => `\`${s.replace(/`/g, "'")}\``;
 const at = (e: Evidence | undefined) => (e ? `${e.file}:${e.line}` : "not read");
-
-function forwardingText(f: ForwardingSide): string {
-  return f.value === undefined ? "unknown" : `${f.value} (${at(f.evidence)})`;
-}
 
 function hopText(h: HopSide | undefined): string {
   return h
@@ -37,83 +45,91 @@ function durableText(r: VpnChangeRecord): string {
     : "unknown: no workload manifest in the after snapshot";
 }
 
-export function renderVpnChangeRecordText(r: VpnChangeRecord): string {
-  const out = [
-    `proof:   ${r.proof}`,
-    `verdict: ${VERDICT_TITLE[r.verdict]}: ${r.verdictText}`,
-    `forwarding in pod ${r.forwarding.after.pod ?? r.forwarding.before.pod ?? "?"}: before ${forwardingText(r.forwarding.before)} · after ${forwardingText(r.forwarding.after)}`,
-    `durable after: ${durableText(r)}`,
-    `first silent hop: before ${hopText(r.firstSilentHop.before)} · after ${hopText(r.firstSilentHop.after)} (${r.firstSilentHop.moved})`,
+/** The VPN change record as a document: the proof first, forwarding, the client's walk, masquerade. */
+export function vpnChangeRecordDocument(r: VpnChangeRecord): Document {
+  const blocks: Block[] = [
+    list([
+      ["Proof: ", code(r.proof)],
+      ["Verdict: ", strong(VERDICT_TITLE[r.verdict]), ": ", r.verdictText],
+      ["Before: ", code(r.before), " · After: ", code(r.after)],
+    ]),
+    section("Forwarding in the VPN pod's own namespace", [
+      table(
+        ["", "pod", "net.ipv4.ip_forward", "evidence"],
+        (["before", "after"] as const).map((phase) => {
+          const f = r.forwarding[phase];
+          return [
+            phase,
+            f.pod ?? "?",
+            f.value === undefined ? "unknown" : String(f.value),
+            f.evidence ? code(at(f.evidence)) : "not read",
+          ];
+        }),
+      ),
+      paragraph(`Durable after the change: ${durableText(r)}`),
+    ]),
   ];
-  for (const phase of ["before", "after"] as const) {
-    for (const h of r.client[phase]) out.push(`client ${phase} ${h.state} ${hopText(h)}`);
-  }
-  out.push(
-    `masquerade of ${r.masquerade.pool ?? "the client pool"}: before ${masqText(r.masquerade.before)} · after ${masqText(r.masquerade.after)}`,
-  );
-  for (const m of r.missing) out.push(`missing: ${m.file}: ${m.would_decide}`);
-  for (const d of r.diagnostics)
-    out.push(`diagnostic: ${d.source ? `${d.source.file}:${d.source.line}: ` : ""}${d.message}`);
-  return `${out.join("\n")}\n`;
-}
-
-export function renderVpnChangeRecordMarkdown(r: VpnChangeRecord): string {
-  const out: string[] = [];
-  out.push("# Change record: VPN pod forwarding", "");
-  out.push(`- Proof: ${code(r.proof)}`);
-  out.push(`- Verdict: **${VERDICT_TITLE[r.verdict]}**: ${mdEscape(r.verdictText)}`);
-  out.push(`- Before: ${code(r.before)} · After: ${code(r.after)}`, "");
-  out.push(
-    "## Forwarding in the VPN pod's own namespace",
-    "",
-    "| | pod | net.ipv4.ip_forward | evidence |",
-    "|---|---|---|---|",
-  );
-  for (const phase of ["before", "after"] as const) {
-    const f = r.forwarding[phase];
-    out.push(
-      `| ${phase} | ${mdEscape(f.pod ?? "?")} | ${f.value ?? "unknown"} | ${f.evidence ? code(at(f.evidence)) : "not read"} |`,
-    );
-  }
-  out.push("", `Durable after the change: ${mdEscape(durableText(r))}`, "");
-  out.push(
-    "## The client's walk",
-    "",
-    `First silent hop: before ${code(hopText(r.firstSilentHop.before))} · after ${code(hopText(r.firstSilentHop.after))} (${r.firstSilentHop.moved})`,
-    "",
-    "| hop | before | after |",
-    "|---|---|---|",
-  );
   const hops = [...new Set([...r.client.before, ...r.client.after].map((h) => h.hop))];
-  for (const hop of hops) {
-    const cell = (h: HopSide | undefined) =>
-      h
-        ? `${h.state}: ${code(`${h.command} → ${h.result}`)} (${code(at(h.evidence))})`
-        : "not probed";
-    out.push(
-      `| ${hop} | ${cell(r.client.before.find((h) => h.hop === hop))} | ${cell(r.client.after.find((h) => h.hop === hop))} |`,
-    );
-  }
-  out.push(
-    "",
-    `## Masquerade of the client pool${r.masquerade.pool ? ` ${r.masquerade.pool}` : ""}`,
-    "",
-    `- Before: ${mdEscape(masqText(r.masquerade.before))}`,
-    `- After: ${mdEscape(masqText(r.masquerade.after))}`,
+  const cell = (h: HopSide | undefined): Text =>
+    h
+      ? [`${h.state}: `, code(`${h.command} → ${h.result}`), " (", code(at(h.evidence)), ")"]
+      : "not probed";
+  blocks.push(
+    section("The client's walk", [
+      paragraph([
+        "First silent hop: before ",
+        code(hopText(r.firstSilentHop.before)),
+        " · after ",
+        code(hopText(r.firstSilentHop.after)),
+        ` (${r.firstSilentHop.moved})`,
+      ]),
+      table(
+        ["hop", "before", "after"],
+        hops.map((hop) => [
+          hop,
+          cell(r.client.before.find((h) => h.hop === hop)),
+          cell(r.client.after.find((h) => h.hop === hop)),
+        ]),
+      ),
+    ]),
+    section(`Masquerade of the client pool${r.masquerade.pool ? ` ${r.masquerade.pool}` : ""}`, [
+      list([`Before: ${masqText(r.masquerade.before)}`, `After: ${masqText(r.masquerade.after)}`]),
+    ]),
   );
   if (r.missing.length > 0) {
-    out.push("", "## Missing evidence", "");
-    for (const m of r.missing)
-      out.push(
-        `- ${code(m.file)}: ${mdEscape(m.would_decide)}${m.command ? ` (${code(m.command)})` : ""}`,
-      );
+    blocks.push(
+      section("Missing evidence", [
+        list(
+          r.missing.map((m) => [
+            code(m.file),
+            `: ${m.would_decide}`,
+            ...(m.command ? [" (", code(m.command), ")"] : []),
+          ]),
+        ),
+      ]),
+    );
   }
   if (r.diagnostics.length > 0) {
-    out.push("", "## Diagnostics", "");
-    for (const d of r.diagnostics)
-      out.push(
-        `- ${d.source ? `${code(`${d.source.file}:${d.source.line}`)}: ` : ""}${mdEscape(d.message)}`,
-      );
+    blocks.push(
+      section("Diagnostics", [
+        list(
+          r.diagnostics.map((d) => [
+            ...(d.source ? [code(`${d.source.file}:${d.source.line}`), ": "] : []),
+            d.message,
+          ]),
+        ),
+      ]),
+    );
   }
-  return `${out.join("\n")}\n`;
+  return { question: "verify", title: "Change record: VPN pod forwarding", blocks };
+}
+
+/** The VPN change record as text. */
+export function renderVpnChangeRecordText(r: VpnChangeRecord): string {
+  return renderDocumentText(vpnChangeRecordDocument(r));
+}
+
+/** The VPN change record as Markdown; its first evidence line is the proof. */
+export function renderVpnChangeRecordMarkdown(r: VpnChangeRecord): string {
+  return renderDocumentMarkdown(vpnChangeRecordDocument(r));
 }

@@ -143,8 +143,9 @@ describe("verifyVpnChange", () => {
     const r = verifyVpnChange(load(lab("forwarding-off")), load(lab("fixed")));
     assert.ok(r);
     const text = renderVpnChangeRecordText(r).split("\n");
-    assert.equal(text[0], `proof:   ${r.proof}`);
-    assert.match(text[1]!, /^verdict: INTENDED: /);
+    assert.equal(text[0], "Change record: VPN pod forwarding");
+    assert.equal(`${text[2]}\n${text[3]}`, `- Proof:\n  ${r.proof}`);
+    assert.ok(text.some((l) => /^- Verdict: INTENDED: /.test(l)));
     const md = renderVpnChangeRecordMarkdown(r).split("\n");
     assert.equal(md[2], `- Proof: \`${r.proof}\``);
     assert.match(md[3]!, /^- Verdict: \*\*INTENDED\*\*/);

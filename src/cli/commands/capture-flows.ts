@@ -1,5 +1,5 @@
 /**
- * @module cli/commands/capture-flows — `podpath capture flows FILE [--host IP] [-o text|json]`:
+ * @module cli/commands/capture-flows — `podpath capture flows FILE [--host IP] [-o text|json|md|html]`:
  * conversations and their verdicts. With `--talkers` (needs `--host`): which addresses sent to
  * HOST and whether each got replies, counted straight from the capture's bytes (fast path).
  * A `NAME.yaml` beside the capture (point, phase) is read and shown.
@@ -7,7 +7,18 @@
 import { existsSync, readFileSync } from "node:fs";
 import { basename, dirname, extname, join } from "node:path";
 import type { CapturePlacement } from "../../capture/capture-meta.ts";
+import { envelope } from "../../model/envelope.ts";
 import { formatIp, type Ip, tryParseIp } from "../../net/cidr.ts";
+import {
+  codeBlock,
+  type Document,
+  fields,
+  list,
+  paragraph,
+  section,
+  toned,
+} from "../../report/document.ts";
+import { isFormat, renderReport } from "../../report/render.ts";
 import { EXIT, type Io, UsageError } from "../io.ts";
 import { captureArg, printDiagnostic } from "./capture-read.ts";
 
@@ -32,7 +43,7 @@ export async function run(
 ): Promise<number> {
   const path = captureArg(args, io);
   const file = args[0]!;
-  const json = opts["output"] === "json";
+  const format = isFormat(opts["output"]) ? opts["output"] : "text";
   let host: Ip | undefined;
   if (typeof opts["host"] === "string") {
     host = tryParseIp(opts["host"]);
@@ -45,47 +56,46 @@ export async function run(
     const { hostTalkers } = await import("../../capture/host-talkers.ts");
     const t = await hostTalkers(path, host, { file });
     for (const d of t.diagnostics) printDiagnostic(io, d);
-    if (json) {
-      io.out(
-        `${JSON.stringify(
-          {
-            schemaVersion: 1,
-            tool: "podpath",
-            question: "capture talkers",
-            file,
-            host: formatIp(host),
-            records: t.records,
-            rows: t.rows.map((r) => ({
-              count: r.packets,
-              src: formatIp(r.src),
-              dst: formatIp(r.dst),
-            })),
-            senders: t.senders.map((s) => ({
-              address: formatIp(s.peer),
-              sent: s.sent,
-              replies: s.received,
-              replied: s.received > 0,
-            })),
-          },
-          null,
-          2,
-        )}\n`,
-      );
-    } else {
-      let out = "";
-      for (const r of t.rows)
-        out += `${String(r.packets).padStart(7)} ${formatIp(r.src)} ${formatIp(r.dst)}\n`;
-      out += `\nsenders to ${formatIp(host)} (${t.records} records read):\n`;
-      for (const s of t.senders)
-        out += `  ${formatIp(s.peer).padEnd(16)} sent ${s.sent}, ${s.received > 0 ? `replies ${s.received}` : "NO REPLY"}\n`;
-      io.out(out);
-    }
+    const hostText = formatIp(host);
+    const json = envelope("capture talkers", {
+      file,
+      host: hostText,
+      records: t.records,
+      rows: t.rows.map((r) => ({ count: r.packets, src: formatIp(r.src), dst: formatIp(r.dst) })),
+      senders: t.senders.map((s) => ({
+        address: formatIp(s.peer),
+        sent: s.sent,
+        replies: s.received,
+        replied: s.received > 0,
+      })),
+    });
+    const document: Document = {
+      question: "capture talkers",
+      blocks: [
+        codeBlock(
+          t.rows
+            .map((r) => `${String(r.packets).padStart(7)} ${formatIp(r.src)} ${formatIp(r.dst)}`)
+            .join("\n"),
+        ),
+        section(`senders to ${hostText} (${t.records} records read):`, [
+          fields(
+            t.senders.map((s) => [
+              formatIp(s.peer),
+              s.received > 0
+                ? `sent ${s.sent}, replies ${s.received}`
+                : [`sent ${s.sent}, `, toned("bad", "NO REPLY")],
+            ]),
+          ),
+        ]),
+      ],
+    };
+    io.out(renderReport({ json, document }, format, io.colors));
     return t.diagnostics.some((d) => d.severity === "error") ? EXIT.usage : EXIT.ok;
   }
   const meta = await metaBeside(path, io);
   const { conversations } = await import("../../capture/conversations.ts");
   const { readCapture } = await import("../../capture/read-capture.ts");
-  const { conversationJson, conversationLines } = await import("../../capture/render.ts");
+  const { conversationBlock, conversationJson } = await import("../../capture/render.ts");
   const cap = readCapture(path, { file, onDiagnostic: (d) => printDiagnostic(io, d) });
   const summary = await conversations(cap, { file, ...(host === undefined ? {} : { host }) });
   const assumptions = [...summary.assumptions];
@@ -93,36 +103,27 @@ export async function run(
     assumptions.unshift(
       `where the capture was taken is not stated (no ${basename(path, extname(path))}.yaml with point and phase beside it): addresses are read as seen at one unknown point`,
     );
-  if (json) {
-    io.out(
-      `${JSON.stringify(
-        {
-          schemaVersion: 1,
-          tool: "podpath",
-          question: "capture flows",
-          file,
-          format: cap.format,
-          ...(meta?.meta.pointText === undefined ? {} : { point: meta.meta.pointText }),
-          ...(meta?.meta.phase === undefined ? {} : { phase: meta.meta.phase }),
-          packets: summary.packets,
-          conversations: summary.conversations.map(conversationJson),
-          assumptions,
-          diagnostics: cap.diagnostics,
-        },
-        null,
-        2,
-      )}\n`,
-    );
-  } else {
-    const head = `${file}: ${summary.packets} packets, ${summary.conversations.length} conversations${
-      meta?.meta.pointText === undefined ? "" : `, taken at ${meta.meta.pointText}`
-    }${meta?.meta.phase === undefined ? "" : ` (${meta.meta.phase})`}\n\n`;
-    const body = summary.conversations.map((c) => conversationLines(c).join("\n")).join("\n\n");
-    const tail =
-      assumptions.length === 0
-        ? ""
-        : `\n\nassumed:\n${assumptions.map((a) => `  - ${a}`).join("\n")}`;
-    io.out(`${head}${body}${tail}\n`);
-  }
+  const json = envelope("capture flows", {
+    file,
+    format: cap.format,
+    ...(meta?.meta.pointText === undefined ? {} : { point: meta.meta.pointText }),
+    ...(meta?.meta.phase === undefined ? {} : { phase: meta.meta.phase }),
+    packets: summary.packets,
+    conversations: summary.conversations.map(conversationJson),
+    assumptions,
+    diagnostics: cap.diagnostics,
+  });
+  const head = `${file}: ${summary.packets} packets, ${summary.conversations.length} conversations${
+    meta?.meta.pointText === undefined ? "" : `, taken at ${meta.meta.pointText}`
+  }${meta?.meta.phase === undefined ? "" : ` (${meta.meta.phase})`}`;
+  const document: Document = {
+    question: "capture flows",
+    blocks: [
+      paragraph(head),
+      ...summary.conversations.map(conversationBlock),
+      ...(assumptions.length === 0 ? [] : [section("assumed:", [list(assumptions)])]),
+    ],
+  };
+  io.out(renderReport({ json, document }, format, io.colors));
   return cap.diagnostics.some((d) => d.severity === "error") ? EXIT.usage : EXIT.ok;
 }

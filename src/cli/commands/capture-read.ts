@@ -1,10 +1,12 @@
 /**
- * @module cli/commands/capture-read — `podpath capture read FILE [-o text|jsonl]`: one packet per
- * line from pcap, pcapng or tcpdump text. Damage is reported on stderr with its byte offset or
- * line after every packet before it has been printed.
+ * @module cli/commands/capture-read — `podpath capture read FILE [-o text|jsonl|json|md|html]`:
+ * one packet per line (text, jsonl: streamed) or one document of every packet (json in the
+ * envelope, md, html) from pcap, pcapng or tcpdump text. Damage is reported on stderr with its
+ * byte offset or line after every packet before it has been printed.
  */
 import { existsSync, statSync } from "node:fs";
 import { resolve } from "node:path";
+import type { Packet } from "../../capture/packet.ts";
 import type { Diagnostic } from "../../model/types.ts";
 import { EXIT, type Io, UsageError } from "../io.ts";
 
@@ -32,11 +34,30 @@ export async function run(
 ): Promise<number> {
   const path = captureArg(args, io);
   const file = args[0]!;
-  const jsonl = opts["output"] === "jsonl";
+  const format = opts["output"] ?? "text";
+  const jsonl = format === "jsonl";
   // Loaded here, not at the top: `capture flows` shares this file's helpers without the readers.
   const { readCapture } = await import("../../capture/read-capture.ts");
-  const { packetJson, packetLine } = await import("../../capture/render.ts");
+  const { packetJson, packetLine, packetsDocument } = await import("../../capture/render.ts");
   const cap = readCapture(path, { file, onDiagnostic: (d) => printDiagnostic(io, d) });
+  if (format === "json" || format === "md" || format === "html") {
+    // one document: every packet is held (text and jsonl stream instead)
+    const packets: Packet[] = [];
+    for await (const p of cap) {
+      packets.push(p);
+      if (io.signal.aborted) break;
+    }
+    const { envelope } = await import("../../model/envelope.ts");
+    const { renderReport } = await import("../../report/render.ts");
+    const json = envelope("capture read", {
+      file,
+      ...(cap.format === undefined ? {} : { format: cap.format }),
+      packets: packets.map(packetJson),
+      diagnostics: cap.diagnostics,
+    });
+    io.out(renderReport({ json, document: packetsDocument(file, packets, cap.format) }, format));
+    return cap.diagnostics.some((d) => d.severity === "error") ? EXIT.usage : EXIT.ok;
+  }
   let buffered = "";
   for await (const p of cap) {
     buffered += `${jsonl ? JSON.stringify(packetJson(p)) : packetLine(p)}\n`;

@@ -1,17 +1,20 @@
 /**
  * @module cli/commands/plan-masquerade — `podpath plan masquerade <snapshot>`: the plan, and with
- * `--replay` (root) the proposed rules proven on a real kernel for every node the snapshot has.
+ * `--replay` (root) the proposed rules proven on a real kernel for every node the snapshot has;
+ * `-o text|json|md|html` through report/, `-o yaml` the plan as YAML.
  */
 
 import { mkdirSync, writeFileSync } from "node:fs";
 import { parseDestination } from "../../cases/endpoints.ts";
 import { type MasqueradeStrategy, PlanError, planMasquerade } from "../../cases/masquerade/plan.ts";
 import {
+  masqueradePlanDocument,
   type ReplayLine,
-  renderMasqueradePlanText,
   renderMasqueradePlanYaml,
 } from "../../cases/masquerade/plan-render.ts";
+import { envelope } from "../../model/envelope.ts";
 import { type Cidr, tryParseCidr } from "../../net/cidr.ts";
+import { isFormat, renderReport } from "../../report/render.ts";
 import { LAYOUT_HELP } from "../../snapshot/layout.ts";
 import { isEmptySnapshot, loadSnapshot } from "../../snapshot/load.ts";
 import { openSnapshot, SnapshotOpenError } from "../../snapshot/source.ts";
@@ -86,17 +89,13 @@ export async function run(
   let replay: ReplayLine[] = [];
   if (opts["replay"] === true) replay = await replayPlan(snap, plan, io);
   const format = opts["output"] ?? "text";
-  if (format === "json") io.out(`${JSON.stringify({ ...plan, replay }, null, 2)}\n`);
-  else if (format === "yaml") io.out(renderMasqueradePlanYaml(plan));
+  if (format === "yaml") io.out(renderMasqueradePlanYaml(plan));
   else {
-    const c = io.colors;
-    io.out(
-      renderMasqueradePlanText(
-        plan,
-        { red: c.red, yellow: c.yellow, cyan: c.cyan, green: c.green, bold: c.bold, dim: c.dim },
-        replay,
-      ),
-    );
+    const report = {
+      json: envelope("plan masquerade", { ...plan, replay }),
+      document: masqueradePlanDocument(plan, replay),
+    };
+    io.out(renderReport(report, isFormat(format) ? format : "text", io.colors));
   }
   if (plan.narrow?.validationError) return EXIT.findings;
   if (replay.some((r) => r.agree === false)) return EXIT.findings;

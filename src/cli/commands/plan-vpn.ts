@@ -1,18 +1,16 @@
 /**
  * @module cli/commands/plan-vpn — `podpath plan vpn <snapshot> --pod NS/NAME [--strategy S]
- * [-o text|json|yaml]`: wiring only. Reads the snapshot, resolves the VPN pod, asks plans/vpn for
- * the durable fix per strategy, and renders it.
+ * [-o text|json|md|html|yaml]`: wiring only. Reads the snapshot, resolves the VPN pod, asks
+ * cases/vpn for the durable fix per strategy, and renders it through report/ (the plan's
+ * document, cases/vpn/plan-render; JSON in the envelope, schemaVersion first).
  */
 import { stringify } from "yaml";
 import { analyzeVpn } from "../../cases/vpn/analyze.ts";
-import {
-  planVpn,
-  STRATEGIES,
-  type Strategy,
-  type StrategyPlan,
-  type VpnPlan,
-} from "../../cases/vpn/plan.ts";
+import { planVpn, STRATEGIES, type Strategy } from "../../cases/vpn/plan.ts";
+import { vpnPlanDocument } from "../../cases/vpn/plan-render.ts";
 import { vpnInputFromSnapshot } from "../../cases/vpn/snapshot-input.ts";
+import { envelope } from "../../model/envelope.ts";
+import { isFormat, renderReport } from "../../report/render.ts";
 import { loadSnapshot } from "../../snapshot/load.ts";
 import { readSites } from "../../snapshot/sites.ts";
 import { openSnapshot, SnapshotOpenError } from "../../snapshot/source.ts";
@@ -59,82 +57,16 @@ export async function run(
     ...(input.kubeletConfigs?.[0] ? { kubeletConfig: input.kubeletConfigs[0] } : {}),
   });
   const format = String(opts["output"] ?? "text");
-  if (format === "json")
-    io.out(`${JSON.stringify({ tool: "podpath", question: "plan vpn", ...plan }, null, 2)}\n`);
-  else if (format === "yaml")
+  if (format === "yaml")
     io.out(
       stringify(
         { tool: "podpath", question: "plan vpn", ...plan },
         { aliasDuplicateObjects: false },
       ),
     );
-  else io.out(renderPlanText(plan));
+  else {
+    const report = { json: envelope("plan vpn", plan), document: vpnPlanDocument(plan) };
+    io.out(renderReport(report, isFormat(format) ? format : "text", io.colors));
+  }
   return EXIT.ok;
-}
-
-const indent = (text: string, pad = "    ") =>
-  text
-    .replace(/\n$/, "")
-    .split("\n")
-    .map((l) => pad + l)
-    .join("\n");
-
-function strategyText(s: StrategyPlan): string {
-  const lines: string[] = [`== ${s.strategy}`];
-  if (!s.applicable) {
-    lines.push(`  not applicable: ${s.whyNot ?? ""}`);
-    return lines.join("\n");
-  }
-  lines.push(`  ${s.description}`);
-  const a = s.admission;
-  if (a) {
-    const verdict = a.allowed === "yes" ? "admitted" : a.allowed === "no" ? "REJECTED" : "unknown";
-    lines.push(`  admission: ${verdict}`);
-    for (const m of a.messages) lines.push(`    ${m}`);
-    for (const n of a.notes) lines.push(`    ${n}`);
-  }
-  if (s.helmValues)
-    lines.push(
-      "  values override (values-ip-forward.yaml):",
-      indent(stringify(s.helmValues, { aliasDuplicateObjects: false })),
-    );
-  if (s.patch)
-    lines.push(
-      "  strategic-merge patch:",
-      indent(stringify(s.patch, { aliasDuplicateObjects: false })),
-    );
-  if (s.commands.length > 0) lines.push("  apply:", ...s.commands.map((c) => `    ${c}`));
-  if (s.patched)
-    lines.push(
-      "  full patched manifest:",
-      indent(stringify(s.patched, { aliasDuplicateObjects: false })),
-    );
-  return lines.join("\n");
-}
-
-/** Text rendering of a plan: state, strategies with admission, return path, checks after rollout. */
-export function renderPlanText(plan: VpnPlan): string {
-  const out: string[] = [`Durable forwarding for VPN pod ${plan.pod}`];
-  if (plan.workload) {
-    out.push(
-      `  workload: ${plan.workload.kind} ${plan.workload.name} (${plan.workload.evidence.file}:${plan.workload.evidence.line})`,
-    );
-  }
-  if (plan.forwardingNow) {
-    out.push(
-      `  now: net.ipv4.ip_forward = ${plan.forwardingNow.value} (${plan.forwardingNow.evidence.file}:${plan.forwardingNow.evidence.line})`,
-    );
-  }
-  for (const a of plan.alreadySet)
-    out.push(`  already set by ${a.kind}: ${a.value} (${a.evidence.file}:${a.evidence.line})`);
-  for (const w of plan.warnings) out.push(`  WARNING: ${w}`);
-  out.push("");
-  for (const s of plan.strategies) out.push(strategyText(s), "");
-  out.push("== return path");
-  out.push(`  ${plan.returnPath.explanation}`);
-  if (plan.returnPath.command) out.push(`    ${plan.returnPath.command}`);
-  if (plan.returnPath.route) out.push(`    ${plan.returnPath.route}`);
-  out.push("", "== after the rollout");
-  for (const v of plan.verify) out.push(`  ${v}`);
-  return `${out.join("\n")}\n`;
 }

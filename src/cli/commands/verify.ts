@@ -1,10 +1,17 @@
 /**
  * @module cli/commands/verify — `podpath verify <before> <after>`: the change record of every case
  * that has something to compare (`questions/verify`). One record is written as it is (`-o json`:
- * the record; md and text: its rendering); several follow one another (`-o json`: an array).
+ * the record in its envelope; text, md, html: its document rendered by report/); several follow
+ * one another (`-o json`: an array; html: one page, a section per record).
  */
+import type { CaseProof } from "../../cases/case.ts";
 import { parseDestination } from "../../cases/endpoints.ts";
+import { envelope, toJson } from "../../model/envelope.ts";
 import { allIntended, verifySnapshots } from "../../questions/verify.ts";
+import { type Document, section } from "../../report/document.ts";
+import { renderDocumentHtml } from "../../report/document-html.ts";
+import { renderDocumentMarkdown } from "../../report/document-markdown.ts";
+import { renderDocumentText } from "../../report/document-text.ts";
 import { LAYOUT_HELP } from "../../snapshot/layout.ts";
 import { isEmptySnapshot, loadSnapshot, type Snapshot } from "../../snapshot/load.ts";
 import { openSnapshot, SnapshotOpenError } from "../../snapshot/source.ts";
@@ -22,6 +29,30 @@ function load(path: string): Snapshot {
   }
 }
 
+/** A record's document; a case that gives none has its Markdown shown as it is. */
+function documentOf(r: CaseProof): Document {
+  return (
+    r.document ?? {
+      question: "verify",
+      title: `Change record: ${r.case}`,
+      blocks: [{ kind: "code", text: r.markdown, lang: "markdown" }],
+    }
+  );
+}
+
+/** Several records on one page: a section per record. */
+function onePage(records: readonly CaseProof[]): Document {
+  if (records.length === 1) return documentOf(records[0]!);
+  return {
+    question: "verify",
+    title: "Change records",
+    blocks: records.map((r) => {
+      const d = documentOf(r);
+      return section(d.title ?? r.case, d.blocks);
+    }),
+  };
+}
+
 export async function run(
   args: readonly string[],
   opts: Readonly<Record<string, unknown>>,
@@ -37,11 +68,20 @@ export async function run(
     throw new UsageError(
       `verify: neither ${b} nor ${a} holds anything a case compares (an ip-masq-agent ConfigMap, agent or chain, a far side; a VPN pod)\n${LAYOUT_HELP}`,
     );
-  const format = opts["output"] ?? "md";
+  const format = opts["output"] ?? "text";
   if (format === "json") {
-    const json = records.length === 1 ? records[0]!.record : records.map((r) => r.record);
-    io.out(`${JSON.stringify(json, (_k, v) => (typeof v === "bigint" ? v.toString() : v), 2)}\n`);
-  } else if (format === "text") io.out(records.map((r) => r.text).join("\n"));
-  else io.out(records.map((r) => r.markdown).join("\n"));
+    const json = records.map((r) => envelope("verify", r.record));
+    io.out(toJson(json.length === 1 ? json[0] : json));
+  } else if (format === "html") io.out(renderDocumentHtml(onePage(records)));
+  else if (format === "md")
+    io.out(
+      records.map((r) => (r.document ? renderDocumentMarkdown(r.document) : r.markdown)).join("\n"),
+    );
+  else
+    io.out(
+      records
+        .map((r) => (r.document ? renderDocumentText(r.document, io.colors) : r.text))
+        .join("\n"),
+    );
   return allIntended(records) ? EXIT.ok : EXIT.findings;
 }
