@@ -16,6 +16,10 @@ export interface AgentCase {
   readonly flags: readonly string[];
   /** Which iptables the agent finds on its PATH. */
   readonly backend: "nft" | "legacy";
+  /** The text mounted for the agent when podpath reads another file (a whole ConfigMap). */
+  readonly mounted?: string;
+  /** A known disagreement: the case runs and is reported as todo instead of failing. */
+  readonly todo?: string;
 }
 
 type Config = Readonly<Record<string, unknown>>;
@@ -105,6 +109,85 @@ export function vectorCases(): AgentCase[] {
   const ports = [...v.interval.parse_interval, ...v.interval.parse_intervals].map((x) => x.input);
   for (const p of [...new Set(ports)])
     add(`interval/--to-ports=${p}`, undefined, [`--to-ports=${p}`]);
+  return cases;
+}
+
+/**
+ * Config files whose reading depends on the agent's YAML and JSON libraries: YAML 1.1 booleans,
+ * key case, quoting, comments, duplicate keys, wrong types, flow style, a ConfigMap-shaped file.
+ */
+export function edgeCases(): AgentCase[] {
+  const files: readonly [string, string][] = [
+    ["yaml11-bools", "masqLinkLocal: yes\nmasqLinkLocalIPv6: on\n"],
+    ["yaml11-bools-no", "masqLinkLocal: No\n"],
+    ["key-case", "NonMasqueradeCIDRs:\n  - 10.0.0.0/8\n"],
+    ["key-case-lower", "nonmasqueradecidrs:\n  - 10.0.0.0/8\ncidrlimit: 0\n"],
+    ["unknown-key", "nonMasqueradeCIDRs: [10.0.0.0/8]\nextra: 1\n"],
+    ["duplicate-key", "cidrLimit: 1\ncidrLimit: 2\n"],
+    ["comment-only", "# nothing here\n"],
+    ["empty-file", ""],
+    ["whitespace-file", "\n\n  \n"],
+    ["document-marker", "---\nnonMasqueradeCIDRs: [10.0.0.0/8]\n"],
+    ["two-documents", "cidrLimit: 3\n---\ncidrLimit: 4\n"],
+    ["cidr-limit-string", "cidrLimit: '5'\n"],
+    ["cidr-limit-float", "cidrLimit: 5.0\n"],
+    ["cidr-limit-negative", "cidrLimit: -1\nnonMasqueradeCIDRs: []\n"],
+    ["cidr-limit-huge", "cidrLimit: 99999999999999999999\n"],
+    ["resync-number", "resyncInterval: 5\n"],
+    ["resync-bad", "resyncInterval: soon\n"],
+    ["resync-negative", "resyncInterval: -1s\n"],
+    ["resync-null", "resyncInterval: null\n"],
+    ["cidrs-string", "nonMasqueradeCIDRs: 10.0.0.0/8\n"],
+    ["cidrs-number-entry", "nonMasqueradeCIDRs:\n  - 10\n"],
+    // past the default list's length a null entry is "" for the agent too
+    ["cidrs-null-fourth", "nonMasqueradeCIDRs: [null, null, null, null]\n"],
+    ["cidrs-flow-quoted", "nonMasqueradeCIDRs: [\"10.0.0.0/8\", '192.168.0.0/16']\n"],
+    ["cidr-trailing-comment", "nonMasqueradeCIDRs:\n  - 10.0.0.0/8 # pods\n"],
+    ["bool-string", 'masqLinkLocal: "true"\n'],
+    ["tab-indent", "nonMasqueradeCIDRs:\n\t- 10.0.0.0/8\n"],
+    ["not-a-map", "- 10.0.0.0/8\n"],
+    ["scalar", "hello\n"],
+    ["json-trailing-comma", '{"cidrLimit": 3,}\n'],
+    ["anchor-alias", "a: &x [10.0.0.0/8]\nnonMasqueradeCIDRs: *x\n"],
+    ["v4-mapped-v6", "nonMasqueradeCIDRs:\n  - ::ffff:10.0.0.0/104\n"],
+    ["leading-zero-prefix", "nonMasqueradeCIDRs:\n  - 10.0.0.0/08\n"],
+    ["cidrs-object-entry", "nonMasqueradeCIDRs:\n  - {a: 1}\n"],
+    ["cidrs-bool-entry", "nonMasqueradeCIDRs:\n  - true\n"],
+    ["cidrs-object", "nonMasqueradeCIDRs: {}\n"],
+    ["cidr-limit-null", "cidrLimit: null\nnonMasqueradeCIDRs: [10.0.0.0/8]\n"],
+    ["link-local-null", "masqLinkLocal: null\n"],
+    ["key-case-duplicate", "cidrLimit: 1\nCidrLimit: 2\n"],
+  ];
+  const cases: AgentCase[] = files.map(([id, file]) => ({
+    id: `edge/${id}`,
+    file,
+    flags: [],
+    backend: "nft",
+  }));
+  // podpath also reads the ConfigMap as kubectl prints it; the agent sees its data key `config`
+  cases.push({
+    id: "edge/configmap-shape",
+    file: "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: ip-masq-agent\n  namespace: kube-system\ndata:\n  config: |\n    cidrLimit: 1\n",
+    mounted: "cidrLimit: 1\n",
+    flags: [],
+    backend: "nft",
+  });
+  // a null list entry: Go's JSON decoder reuses the default list's backing array and leaves the
+  // element as it was, so the agent keeps the default CIDR at that position (an empty string past
+  // the defaults' length); podpath reads the null as an empty CIDR
+  const nullTodo =
+    'podpath reads a null nonMasqueradeCIDRs entry as the CIDR ""; the agent keeps the default list\'s entry at that index';
+  for (const [id, file, flags] of [
+    ["cidrs-null-entry", "nonMasqueradeCIDRs:\n  - null\n", []],
+    ["cidrs-null-second", "nonMasqueradeCIDRs: [192.168.0.0/16, null]\n", []],
+    [
+      "cidrs-null-reserved",
+      "nonMasqueradeCIDRs: [null, null, null, null]\n",
+      ["--nomasq-all-reserved-ranges=true"],
+    ],
+  ] as const) {
+    cases.push({ id: `edge/${id}`, file, flags, backend: "nft", todo: nullTodo });
+  }
   return cases;
 }
 
