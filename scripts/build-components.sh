@@ -90,8 +90,9 @@ elif probe="$(cd "$cluster" && go list -m -json k8s.io/ip-masq-agent@latest 2>&1
     echo "$s" >"$out/ip-masq-agent.stamp"
   fi
   rm -f "$out/ip-masq-agent.unavailable"
+elif [[ -x "$out/ip-masq-agent" ]]; then
+  echo "build-components: ip-masq-agent: the module proxy does not serve it; keeping the one built before"
 else
-  rm -f "$out/ip-masq-agent" "$out/ip-masq-agent.stamp"
   printf 'the Go module proxy does not serve k8s.io/ip-masq-agent: %s\n' \
     "$(tr -s '[:space:]' ' ' <<<"$probe" | sed -E 's#https?://[^/ ]+#<proxy>#g;s/ $//')" \
     >"$out/ip-masq-agent.unavailable"
