@@ -57,10 +57,11 @@ const COMMENT_ROWS: readonly Row[] = [
   { owner: "ip-masq-agent", test: /^ip-masq-agent: /, what: 'ip-masq-agent\'s "ip-masq-agent: …"' },
   // GKE's configure-helper.sh writes the IP-MASQ chain with "ip-masq: …" comments
   { owner: "gke-node-startup", test: /^ip-masq: /, what: 'GKE node startup\'s "ip-masq: …"' },
-  // amazon-vpc-cni-k8s pkg/networkutils/network.go and iptables_connmark.go
+  // amazon-vpc-cni-k8s pkg/networkutils/network.go and iptables_connmark.go (v1.23.1; the
+  // ", VPC CIDR" / ", EXCLUDED CIDR" connmark comments are those of the chained form before #2697)
   {
     owner: "aws-vpc-cni",
-    test: /^(AWS SNAT CHAIN( EXCLUSION)?|AWS, SNAT|AWS, primary ENI|AWS, outbound connections|AWS, CONNMARK|AWS CONNMARK CHAIN)$/,
+    test: /^(AWS SNAT CHAIN( EXCLUSION)?|AWS, SNAT|AWS, primary ENI|AWS, outbound connections|AWS, CONNMARK|AWS CONNMARK CHAIN(, VPC CIDR|, EXCLUDED CIDR)?)$/,
     what: "the AWS VPC CNI's",
   },
   // kubelet kubenet plugin (pkg/kubelet/dockershim/network/kubenet)

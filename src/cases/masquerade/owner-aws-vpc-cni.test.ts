@@ -103,6 +103,32 @@ describe("masquerade case on the EKS example (AWS VPC CNI)", () => {
     assert.doesNotMatch(f.explanation, /AWS_VPC_K8S_CNI_EXCLUDE_SNAT_CIDRS/);
   });
 
+  it("reads the plugin's older chained form (! -d each CIDR, before v1.16) the same way", async () => {
+    const chained = [
+      '-A AWS-SNAT-CHAIN-0 ! -d 192.168.0.0/16 -m comment --comment "AWS SNAT CHAIN" -j AWS-SNAT-CHAIN-1',
+      '-A AWS-SNAT-CHAIN-1 ! -d 100.64.0.0/16 -m comment --comment "AWS SNAT CHAIN" -j AWS-SNAT-CHAIN-2',
+      '-A AWS-SNAT-CHAIN-2 ! -d 10.20.0.0/16 -m comment --comment "AWS SNAT CHAIN EXCLUSION" -j AWS-SNAT-CHAIN-3',
+      '-A AWS-SNAT-CHAIN-3 ! -o vlan+ -m comment --comment "AWS, SNAT" -m addrtype ! --dst-type LOCAL -j SNAT --to-source 192.168.1.10 --random-fully',
+    ];
+    const root = variant(DUMP, (t) => {
+      const lines = t.split("\n").filter((l) => !l.startsWith("-A AWS-SNAT-CHAIN-0 "));
+      const decl = lines.indexOf(":AWS-SNAT-CHAIN-0 - [0:0]");
+      lines.splice(decl + 1, 0, ...[1, 2, 3].map((n) => `:AWS-SNAT-CHAIN-${n} - [0:0]`));
+      const kube = lines.findIndex((l) => l.startsWith("-A KUBE-POSTROUTING"));
+      lines.splice(kube, 0, ...chained);
+      return lines.join("\n");
+    });
+    const a = await run(root);
+    const f = a.findings.find((x) => x.id === "masq/exempt-destination");
+    assert.ok(f);
+    assert.match(f.title, /AWS VPC CNI: AWS_VPC_K8S_CNI_EXCLUDE_SNAT_CIDRS entry 10\.20\.0\.0\/16/);
+    assert.match(f.evidence[0]?.text ?? "", /^-A AWS-SNAT-CHAIN-2 ! -d 10\.20\.0\.0\/16/);
+    assert.match(f.explanation, /older chained form/);
+    assert.doesNotMatch(JSON.stringify(a.findings), /KUBE-POSTROUTING -m mark/);
+    const vpc = await run(root, "192.168.2.20");
+    assert.ok(!vpc.findings.some((x) => x.id === "masq/exempt-destination"), "inside the VPC");
+  });
+
   it("EXTERNALSNAT=true with no AWS SNAT chain: the env line is the exemption, not kube-proxy's RETURN", async () => {
     const root = variant(DUMP, (t) =>
       t

@@ -10,7 +10,7 @@ import { ENV_EXCLUDE_SNAT_CIDRS, ENV_EXTERNAL_SNAT } from "../../agents/aws-vpc-
 import type { Rule } from "../../iptables/dump.ts";
 import { type Attribution, attributeRule, factsOfRule, ruleAtLine } from "../../iptables/owners.ts";
 import { type Evidence, type Finding, refToEvidence, type SourceRef } from "../../model/types.ts";
-import { formatCidr, formatIp, type Ip } from "../../net/cidr.ts";
+import { contains, formatCidr, formatIp, type Ip } from "../../net/cidr.ts";
 import type { Snapshot } from "../../snapshot/load.ts";
 import type { TracedDestination } from "./destinations.ts";
 import type { Source } from "./sources.ts";
@@ -64,6 +64,24 @@ export function ruleOwner(
   return rule ? { rule, attribution: attributeRule(factsOfRule(rule)) } : undefined;
 }
 
+/**
+ * In the plugin's older chained form (`-A AWS-SNAT-CHAIN-<n> ! -d <cidr> … -j AWS-SNAT-CHAIN-<n+1>`)
+ * the rule that keeps an address is the first whose CIDR holds the destination: the walk stops
+ * there without a RETURN of its own.
+ */
+function chainedRuleNotTaken(snap: Snapshot, node: string, dst: Ip): Rule | undefined {
+  const nat = snap.nodes.get(node)?.iptables?.tables.get("nat");
+  const chains = [...(nat?.chains.values() ?? [])]
+    .filter((c) => SNAT_CHAIN_RE.test(c.name))
+    .sort((a, b) => Number(a.name.split("-").pop()) - Number(b.name.split("-").pop()));
+  for (const c of chains) {
+    for (const r of c.rules) {
+      if (r.dst?.negated && r.target?.kind === "chain" && contains(r.dst.cidr, dst)) return r;
+    }
+  }
+  return undefined;
+}
+
 /** The node's dump has the plugin's SNAT chain (an older node may name it -1…). */
 function hasAwsSnatChain(snap: Snapshot, node: string): boolean {
   const nat = snap.nodes.get(node)?.iptables?.tables.get("nat");
@@ -85,6 +103,10 @@ export function awsVpcCniExempt(input: OwnerExemptInput): OwnerExempt {
   // No AWS rule kept it: the plugin installed no SNAT (external SNAT), or kube-proxy's mark
   // RETURN is the last RETURN on the way (it only skips kube-proxy's own service masquerade).
   const keptByNoRule = !owned || owned.attribution.owner === "kube-proxy";
+  const notTaken = keptByNoRule ? chainedRuleNotTaken(snap, src.node, input.target.ip) : undefined;
+  if (notTaken) {
+    return returnedByPlugin(input, notTaken, attributeRule(factsOfRule(notTaken)), intent);
+  }
   if (keptByNoRule && intent && !hasAwsSnatChain(snap, src.node) && intent.settings.externalSnat) {
     return { kind: "finding", finding: externalSnatFinding(input, intent, owned?.rule) };
   }
@@ -101,7 +123,12 @@ function returnedByPlugin(
   const dstText = formatIp(target.ip);
   const comment = factsOfRule(rule).comment ?? "";
   const exclusion = /EXCLUSION/.test(comment);
-  const cidr = rule.dst && !rule.dst.negated ? formatCidr(rule.dst.cidr) : "0.0.0.0/0";
+  const cidr = rule.dst ? formatCidr(rule.dst.cidr) : "0.0.0.0/0";
+  // the plugin's chained form before v1.16 (#2697): `! -d <cidr> -j AWS-SNAT-CHAIN-<n+1>`
+  const verb =
+    rule.target?.kind === "chain"
+      ? "does not pass it on toward its SNAT rule (the older chained form: `! -d` each CIDR)"
+      : "returns before its SNAT rule";
   const ref = rule.source;
   if (!exclusion && !stops) {
     return {
@@ -116,11 +143,11 @@ function returnedByPlugin(
   const remaining = (intent?.settings.excludeSnatCidrs ?? []).filter((c) => c !== cidr);
   const previous = envEntry?.value;
   const why = exclusion
-    ? `the AWS VPC CNI's rule ${ruleText(ref)} returns before its SNAT rule because ${cidr} is listed in ${ENV_EXCLUDE_SNAT_CIDRS}` +
+    ? `the AWS VPC CNI's rule ${ruleText(ref)} ${verb} because ${cidr} is listed in ${ENV_EXCLUDE_SNAT_CIDRS}` +
       (envEntry
         ? ` on the aws-node DaemonSet (${envEntry.source.file}:${envEntry.source.line}: "${envEntry.value ?? "(valueFrom)"}")`
         : " (the aws-node DaemonSet is not in the snapshot to show the env line)")
-    : `the AWS VPC CNI's rule ${ruleText(ref)} returns before its SNAT rule because ${cidr} is a VPC CIDR (the plugin writes one RETURN per VPC CIDR, always)`;
+    : `the AWS VPC CNI's rule ${ruleText(ref)} ${verb} because ${cidr} is a VPC CIDR (the plugin writes one rule per VPC CIDR, always)`;
   const explanation =
     `A packet from pod ${formatIp(src.ip)} to ${dstText} leaves ${src.node} with the pod's own address: ${why}. ` +
     `(Attribution: ${attribution.reason}.) ` +
