@@ -89,6 +89,12 @@ function selectorOf(ds: ApiObject): string | undefined {
 
 const podKey = (p: ApiObject) => `${p.metadata?.namespace}/${p.metadata?.name}`;
 
+/** Runs one collection step: a failure is recorded and the next step runs, unless it ends the run. */
+type Step = (subject: string, what: string, f: () => Promise<void>) => Promise<void>;
+
+/** The signal, as the options of a list or get call. */
+type Sig = { signal?: AbortSignal };
+
 /**
  * Collects and writes the objects; returns the selected nodes (names) and the target pods as the
  * API returned them. Failures of one kind are recorded and the others still collected.
@@ -96,8 +102,8 @@ const podKey = (p: ApiObject) => `${p.metadata?.namespace}/${p.metadata?.name}`;
 export async function collectObjects(
   run: RunContext,
 ): Promise<{ nodes: string[]; pods: ApiObject[] }> {
-  const { source: src, options: o, signal } = run;
-  const sig = signal === undefined ? {} : { signal };
+  const { signal } = run;
+  const sig: Sig = signal === undefined ? {} : { signal };
   const out = { nodes: [] as string[], pods: [] as ApiObject[] };
   async function step(subject: string, what: string, f: () => Promise<void>): Promise<void> {
     try {
@@ -112,49 +118,78 @@ export async function collectObjects(
   }
 
   await step("cluster/nodes", "list nodes", async () => {
-    const selector = o.nodes !== undefined && isLabelSelector(o.nodes) ? o.nodes : undefined;
-    let nodes = await listAll(src, RESOURCES.nodes, {
-      ...(selector === undefined ? {} : { labelSelector: selector }),
-      ...sig,
-    });
-    if (o.nodes !== undefined && selector === undefined) {
-      const wanted = o.nodes
-        .split(",")
-        .map((s) => s.trim())
-        .filter((s) => s !== "");
-      const have = new Set(nodes.map((n) => n.metadata?.name));
-      for (const w of wanted) {
-        if (!have.has(w)) run.fail(`node/${w}`, "find the node", "no node with this name");
-      }
-      nodes = nodes.filter((n) => wanted.includes(n.metadata?.name ?? ""));
-    }
-    out.nodes = nodes
-      .map((n) => n.metadata?.name)
-      .filter((n): n is string => typeof n === "string" && n !== "");
-    await run.write("cluster/nodes.yaml", renderKubectlList(RESOURCES.nodes, nodes));
+    await collectNodes(run, sig, out);
   });
-
   await step("cluster/namespaces", "list namespaces", async () => {
-    const items = await listAll(src, RESOURCES.namespaces, sig);
+    const items = await listAll(run.source, RESOURCES.namespaces, sig);
     await run.write("cluster/namespaces.yaml", renderKubectlList(RESOURCES.namespaces, items));
   });
-
-  await step("cluster/configmaps", "get ConfigMap kube-system/ip-masq-agent", async () => {
-    try {
-      const cm = await src.get(RESOURCES.configmaps, "ip-masq-agent", {
-        namespace: "kube-system",
-        ...sig,
-      });
-      await run.write(
-        "cluster/configmap-ip-masq-agent.yaml",
-        renderKubectlObject(RESOURCES.configmaps, cm),
-      );
-    } catch (e) {
-      // absent is a fact, not a failure: the agent then runs with its defaults
-      if (!(e instanceof ClusterError && e.reason === "NotFound")) throw e;
-    }
+  await step("cluster/configmaps", "get ConfigMap kube-system/ip-masq-agent", () =>
+    collectAgentConfigMap(run, sig),
+  );
+  out.pods = await collectPods(run, step, sig);
+  await collectScoped(run, step, sig);
+  await step("cluster/egressnatpolicies", "list EgressNATPolicies", async () => {
+    const src = run.source;
+    if (!(await src.serves(RESOURCES.egressnatpolicies, sig))) return;
+    const items = await listAll(src, RESOURCES.egressnatpolicies, sig);
+    await run.write(
+      "cluster/egressnatpolicies.yaml",
+      renderKubectlList(RESOURCES.egressnatpolicies, items),
+    );
   });
+  return out;
+}
 
+/** The nodes `--nodes` selects (by label selector or by names): their names in `out`, then written. */
+async function collectNodes(run: RunContext, sig: Sig, out: { nodes: string[] }): Promise<void> {
+  const o = run.options;
+  const selector = o.nodes !== undefined && isLabelSelector(o.nodes) ? o.nodes : undefined;
+  let nodes = await listAll(run.source, RESOURCES.nodes, {
+    ...(selector === undefined ? {} : { labelSelector: selector }),
+    ...sig,
+  });
+  if (o.nodes !== undefined && selector === undefined) {
+    const wanted = o.nodes
+      .split(",")
+      .map((s) => s.trim())
+      .filter((s) => s !== "");
+    const have = new Set(nodes.map((n) => n.metadata?.name));
+    for (const w of wanted) {
+      if (!have.has(w)) run.fail(`node/${w}`, "find the node", "no node with this name");
+    }
+    nodes = nodes.filter((n) => wanted.includes(n.metadata?.name ?? ""));
+  }
+  out.nodes = nodes
+    .map((n) => n.metadata?.name)
+    .filter((n): n is string => typeof n === "string" && n !== "");
+  await run.write("cluster/nodes.yaml", renderKubectlList(RESOURCES.nodes, nodes));
+}
+
+/** ConfigMap kube-system/ip-masq-agent, written when it exists. */
+async function collectAgentConfigMap(run: RunContext, sig: Sig): Promise<void> {
+  try {
+    const cm = await run.source.get(RESOURCES.configmaps, "ip-masq-agent", {
+      namespace: "kube-system",
+      ...sig,
+    });
+    await run.write(
+      "cluster/configmap-ip-masq-agent.yaml",
+      renderKubectlObject(RESOURCES.configmaps, cm),
+    );
+  } catch (e) {
+    // absent is a fact, not a failure: the agent then runs with its defaults
+    if (!(e instanceof ClusterError && e.reason === "NotFound")) throw e;
+  }
+}
+
+/**
+ * The masquerading DaemonSets (written) and their pods, kube-proxy's pods and the target pods,
+ * written together; the target pods as the API returned them.
+ */
+async function collectPods(run: RunContext, step: Step, sig: Sig): Promise<ApiObject[]> {
+  const src = run.source;
+  const targets: ApiObject[] = [];
   const pods = new Map<string, ApiObject>();
   await step("cluster/daemonsets", "list DaemonSets in kube-system", async () => {
     const all = await listAll(src, RESOURCES.daemonsets, { namespace: "kube-system", ...sig });
@@ -186,15 +221,20 @@ export async function collectObjects(
     }))
       pods.set(podKey(p), p);
   });
-  for (const t of o.pods ?? []) {
+  for (const t of run.options.pods ?? []) {
     await step(`pod/${t.namespace}/${t.name}`, "get the pod", async () => {
       const p = await src.get(RESOURCES.pods, t.name, { namespace: t.namespace, ...sig });
       pods.set(podKey(p), p);
-      out.pods.push(p);
+      targets.push(p);
     });
   }
   await run.write("cluster/pods.yaml", renderKubectlList(RESOURCES.pods, [...pods.values()]));
+  return targets;
+}
 
+/** Services and NetworkPolicies: of `--namespace` and the target pods' namespaces, or all. */
+async function collectScoped(run: RunContext, step: Step, sig: Sig): Promise<void> {
+  const o = run.options;
   const scoped = o.namespace === undefined ? {} : { namespace: o.namespace };
   const targetNamespaces = new Set((o.pods ?? []).map((t: PodTarget) => t.namespace));
   for (const [res, file] of [
@@ -202,24 +242,14 @@ export async function collectObjects(
     [RESOURCES.networkpolicies, "cluster/networkpolicies.yaml"],
   ] as const) {
     await step(`cluster/${res.resource}`, `list ${res.resource}`, async () => {
-      const items = await listAll(src, res, { ...scoped, ...sig });
+      const items = await listAll(run.source, res, { ...scoped, ...sig });
       if (o.namespace !== undefined) {
         for (const ns of targetNamespaces) {
           if (ns !== o.namespace)
-            items.push(...(await listAll(src, res, { namespace: ns, ...sig })));
+            items.push(...(await listAll(run.source, res, { namespace: ns, ...sig })));
         }
       }
       await run.write(file, renderKubectlList(res, items));
     });
   }
-
-  await step("cluster/egressnatpolicies", "list EgressNATPolicies", async () => {
-    if (!(await src.serves(RESOURCES.egressnatpolicies, sig))) return;
-    const items = await listAll(src, RESOURCES.egressnatpolicies, sig);
-    await run.write(
-      "cluster/egressnatpolicies.yaml",
-      renderKubectlList(RESOURCES.egressnatpolicies, items),
-    );
-  });
-  return out;
 }
