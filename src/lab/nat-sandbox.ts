@@ -135,19 +135,48 @@ export async function createNatSandbox(opts: NatSandboxOptions = {}): Promise<Na
   }
 }
 
+/** The sandbox's addresses: which namespace holds each (see {@link addressPlacer}). */
+type SandboxConfig = { inIface: string; outIface: string; nodeIp: string };
+
 function sandbox(
   lab: Lab,
   client: Namespace,
   node: Namespace,
   far: Namespace,
   senders: { client: Sender; node: Sender },
-  cfg: { inIface: string; outIface: string; nodeIp: string },
+  cfg: SandboxConfig,
 ): NatSandbox {
-  /**
-   * Where each address lives: a forwarded source in `client`, a second local address of `node`,
-   * or a destination in `far`. Addresses stay in place between calls (setting them up is most of
-   * a call's cost); one whose role changes is moved.
-   */
+  const place = addressPlacer(client, node, far, cfg);
+  return {
+    lab,
+    node,
+    nodeIp: cfg.nodeIp,
+    async loadNat(restoreText) {
+      const r = await node.exec(["iptables-restore", "-w"], { input: restoreText });
+      return r.code === 0 ? undefined : r.stderr.trim() || `iptables-restore exited ${r.code}`;
+    },
+    async observe(flows) {
+      await place(flows);
+      await node.exec(["conntrack", "-F"]);
+      const sendErrors = await sendFlows(flows, client, node, senders);
+      const listing = await node.exec(["conntrack", "-L"]);
+      return observationsOf(flows, listing.stdout, sendErrors);
+    },
+    destroy: () => lab.destroy(),
+  };
+}
+
+/**
+ * Where each address lives: a forwarded source in `client`, a second local address of `node`,
+ * or a destination in `far`. Addresses stay in place between calls (setting them up is most of
+ * a call's cost); one whose role changes is moved. The function places a batch of flows' addresses.
+ */
+function addressPlacer(
+  client: Namespace,
+  node: Namespace,
+  far: Namespace,
+  cfg: SandboxConfig,
+): (flows: readonly SandboxFlow[]) => Promise<void> {
   const placed = new Map<string, Role>();
   const undo: { readonly [R in Role]: (a: string) => [Namespace, string][] } = {
     src: (a) => [
@@ -171,7 +200,7 @@ function sandbox(
       [node, `route replace ${a}/32 dev ${cfg.outIface}`],
     ],
   };
-  const place = async (flows: readonly SandboxFlow[]) => {
+  return async (flows) => {
     const want = new Map<string, Role>();
     const claim = (a: string, role: Role) => {
       const had = want.get(a);
@@ -201,64 +230,66 @@ function sandbox(
       );
     }
   };
-  return {
-    lab,
-    node,
-    nodeIp: cfg.nodeIp,
-    async loadNat(restoreText) {
-      const r = await node.exec(["iptables-restore", "-w"], { input: restoreText });
-      return r.code === 0 ? undefined : r.stderr.trim() || `iptables-restore exited ${r.code}`;
-    },
-    async observe(flows) {
-      await place(flows);
-      await node.exec(["conntrack", "-F"]);
-      const sendErrors: string[] = [];
-      for (const [ns, local] of [
-        [client, false],
-        [node, true],
-      ] as const) {
-        const mine = flows.filter((f) => (f.local ?? false) === local);
-        const sockets = mine.filter((f) => f.proto !== "icmp");
-        if (sockets.length > 0) {
-          const err = await senders[local ? "node" : "client"].send(sockets);
-          if (err !== undefined) sendErrors.push(err);
-        }
-        for (const f of mine.filter((x) => x.proto === "icmp")) {
-          // the far side drops everything: no need to wait for a reply
-          await ns.exec(["ping", "-c", "1", "-W", "0.01", "-I", f.src, f.dst], {
-            timeoutMs: 5_000,
-          });
-        }
-      }
-      const listing = await node.exec(["conntrack", "-L"]);
-      const entries = listing.stdout.split("\n").map((l) => ({ l, p: parseConntrackLine(l) }));
-      const result = flows.map((f): KernelObservation => {
-        const hit = entries.find(
-          ({ p }) =>
-            p !== undefined &&
-            p.proto === f.proto &&
-            p.orig["src"] === f.src &&
-            p.orig["dst"] === f.dst &&
-            (f.proto === "icmp" || Number(p.orig["sport"]) === f.sport),
-        );
-        if (!hit?.p) {
-          return {
-            error: sendErrors[0] ?? "no conntrack entry: the packet never left the node",
-          };
-        }
-        const { reply } = hit.p;
-        return {
-          ...(reply["dst"] === undefined ? {} : { source: reply["dst"] }),
-          ...(reply["dport"] === undefined ? {} : { sport: Number(reply["dport"]) }),
-          ...(reply["src"] === undefined ? {} : { destination: reply["src"] }),
-          ...(reply["sport"] === undefined ? {} : { dport: Number(reply["sport"]) }),
-          entry: hit.l,
-        };
+}
+
+/** Sends each flow once, forwarded ones from `client`, local ones from `node`: the send errors. */
+async function sendFlows(
+  flows: readonly SandboxFlow[],
+  client: Namespace,
+  node: Namespace,
+  senders: { client: Sender; node: Sender },
+): Promise<string[]> {
+  const sendErrors: string[] = [];
+  for (const [ns, local] of [
+    [client, false],
+    [node, true],
+  ] as const) {
+    const mine = flows.filter((f) => (f.local ?? false) === local);
+    const sockets = mine.filter((f) => f.proto !== "icmp");
+    if (sockets.length > 0) {
+      const err = await senders[local ? "node" : "client"].send(sockets);
+      if (err !== undefined) sendErrors.push(err);
+    }
+    for (const f of mine.filter((x) => x.proto === "icmp")) {
+      // the far side drops everything: no need to wait for a reply
+      await ns.exec(["ping", "-c", "1", "-W", "0.01", "-I", f.src, f.dst], {
+        timeoutMs: 5_000,
       });
-      return result;
-    },
-    destroy: () => lab.destroy(),
-  };
+    }
+  }
+  return sendErrors;
+}
+
+/** What the kernel did to each flow, from its conntrack entry (`conntrack -L` text). */
+function observationsOf(
+  flows: readonly SandboxFlow[],
+  conntrackList: string,
+  sendErrors: readonly string[],
+): KernelObservation[] {
+  const entries = conntrackList.split("\n").map((l) => ({ l, p: parseConntrackLine(l) }));
+  return flows.map((f): KernelObservation => {
+    const hit = entries.find(
+      ({ p }) =>
+        p !== undefined &&
+        p.proto === f.proto &&
+        p.orig["src"] === f.src &&
+        p.orig["dst"] === f.dst &&
+        (f.proto === "icmp" || Number(p.orig["sport"]) === f.sport),
+    );
+    if (!hit?.p) {
+      return {
+        error: sendErrors[0] ?? "no conntrack entry: the packet never left the node",
+      };
+    }
+    const { reply } = hit.p;
+    return {
+      ...(reply["dst"] === undefined ? {} : { source: reply["dst"] }),
+      ...(reply["dport"] === undefined ? {} : { sport: Number(reply["dport"]) }),
+      ...(reply["src"] === undefined ? {} : { destination: reply["src"] }),
+      ...(reply["sport"] === undefined ? {} : { dport: Number(reply["sport"]) }),
+      entry: hit.l,
+    };
+  });
 }
 
 /**
