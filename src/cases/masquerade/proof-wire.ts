@@ -80,6 +80,117 @@ function rankOf(o: WireObservation): number {
   return o.replied ? 5 : 0;
 }
 
+/** The node that owns an address: its InternalIP, its pod range, or a pod scheduled on it. */
+function nodeOfIp(ip: Ip, facts: readonly ClusterFacts[]): string | undefined {
+  for (const f of facts) {
+    const n =
+      f.nodes.find((x) => x.internalIPs.some((a) => a.ip.value === ip.value)) ??
+      f.nodes.find((x) => x.podCIDRs.some((r) => contains(r.cidr, ip)));
+    if (n) return n.name;
+    const p = f.pods.find(
+      (x) => !x.hostNetwork && x.nodeName && x.podIPs.some((a) => a.ip.value === ip.value),
+    );
+    if (p?.nodeName) return p.nodeName;
+  }
+  return undefined;
+}
+
+/**
+ * The pod's copy of a request whose other copy left the node with another source address
+ * (capture/packet-copies.ts paired them): the leg before NAT, even where directions are unknown.
+ */
+const isBeforeNat = (c: Conversation) =>
+  c.translation?.side === "before" && c.translation.source !== undefined;
+
+/** The node a capture was taken on, from its point (`node/NAME`). */
+const captureNode = (cap: WireCapture): string | undefined =>
+  cap.meta?.point?.startsWith("node/") ? cap.meta.point.slice(5) : undefined;
+
+type WireCapture = Awaited<ReturnType<typeof readWireCaptures>>[number];
+
+interface PodLeg {
+  readonly pod: string;
+  readonly conversation: Conversation;
+}
+
+/**
+ * Node-level captures whose pod legs show a pod's request entering the node and not leaving it
+ * with the pod address (so it left translated): a node address toward the destination counts
+ * as that pod's translated request only with one, otherwise it may be the node's own traffic
+ * (its ping works either way).
+ */
+function podLegsByNode(
+  caps: readonly WireCapture[],
+  isRequest: (c: Conversation) => boolean,
+  facts: readonly ClusterFacts[],
+  nodeIps: readonly Ip[],
+): Map<string, PodLeg[]> {
+  const podLegs = new Map<string, PodLeg[]>();
+  for (const cap of caps) {
+    const node = captureNode(cap);
+    if (!node) continue;
+    const legs = podLegs.get(node) ?? [];
+    for (const c of cap.conversations) {
+      if (!isRequest(c) || classify(c.initiator.ip, facts, nodeIps) !== "pod") continue;
+      if (!isBeforeNat(c) && c.seenOn.some((x) => / out$/.test(x))) continue;
+      legs.push({ pod: formatIp(c.initiator.ip), conversation: c });
+    }
+    podLegs.set(node, legs);
+  }
+  return podLegs;
+}
+
+/** The replies on their last hop, going back out to the pod (the reverse direction). */
+function toSenderOf(leg: Conversation): NonNullable<WireObservation["toSender"]> {
+  return {
+    replied: leg.replied,
+    progress: leg.verdict,
+    ...(leg.firstReply
+      ? {
+          evidence: {
+            file: leg.firstReply.ref.file,
+            line: leg.firstReply.ref.line,
+            ...(leg.firstReply.ref.text ? { text: leg.firstReply.ref.text } : {}),
+          },
+        }
+      : {}),
+  };
+}
+
+/** One conversation of a capture as an observation of the request. */
+function observation(
+  phase: "before" | "after",
+  cap: WireCapture,
+  c: Conversation,
+  seen: { kind: "pod" | "node"; node?: string; pod?: string; leg?: Conversation },
+): WireObservation {
+  const { kind, node, pod, leg } = seen;
+  return {
+    phase,
+    ...(leg ? { toSender: toSenderOf(leg) } : {}),
+    capture: cap.file,
+    ...(cap.meta?.point ? { point: cap.meta.point } : {}),
+    ...(node ? { node } : {}),
+    ...(pod ? { pod } : {}),
+    source: formatIp(c.initiator.ip),
+    sourceKind: kind,
+    replied: c.replied,
+    progress: c.verdict,
+    ...(c.tcp
+      ? {
+          tcpProgress: c.tcp.progress,
+          cleanClose: c.tcp.finFrom.length === 2 && c.tcp.rstFrom.length === 0,
+        }
+      : {}),
+    completed: completedOf(c),
+    evidence: {
+      file: c.first.ref.file,
+      line: c.first.ref.line,
+      ...(c.first.ref.text ? { text: c.first.ref.text } : {}),
+    },
+  };
+}
+
 export async function observe(
   snap: Snapshot,
   phase: "before" | "after",
@@ -90,61 +201,29 @@ export async function observe(
 ): Promise<WireObservation[]> {
   const out: WireObservation[] = [];
   const caps = await readWireCaptures(snap, diagnostics, dest.ip);
-  const nodeOfIp = (ip: Ip): string | undefined => {
-    for (const f of facts) {
-      const n =
-        f.nodes.find((x) => x.internalIPs.some((a) => a.ip.value === ip.value)) ??
-        f.nodes.find((x) => x.podCIDRs.some((r) => contains(r.cidr, ip)));
-      if (n) return n.name;
-      const p = f.pods.find(
-        (x) => !x.hostNetwork && x.nodeName && x.podIPs.some((a) => a.ip.value === ip.value),
-      );
-      if (p?.nodeName) return p.nodeName;
-    }
-    return undefined;
-  };
-  // The pod's copy of a request whose other copy left the node with another source address
-  // (capture/packet-copies.ts paired them): the leg before NAT, even where directions are unknown.
-  const beforeNat = (c: Conversation) =>
-    c.translation?.side === "before" && c.translation.source !== undefined;
   const isRequest = (c: Conversation) =>
     c.responder.ip.value === dest.ip.value &&
     // the known request: the same port when one is given (a ping is not the request)
     (dest.port === undefined ? c.protocol === "icmp" : c.responder.port === dest.port);
-  // Node-level captures whose pod legs show a pod's request entering the node and not leaving it
-  // with the pod address (so it left translated): a node address toward the destination counts
-  // as that pod's translated request only with one, otherwise it may be the node's own traffic
-  // (its ping works either way).
-  const podLegs = new Map<string, { pod: string; conversation: Conversation }[]>();
-  for (const cap of caps) {
-    const node = cap.meta?.point?.startsWith("node/") ? cap.meta.point.slice(5) : undefined;
-    if (!node) continue;
-    const legs = podLegs.get(node) ?? [];
-    for (const c of cap.conversations) {
-      if (!isRequest(c) || classify(c.initiator.ip, facts, nodeIps) !== "pod") continue;
-      if (!beforeNat(c) && c.seenOn.some((x) => / out$/.test(x))) continue;
-      legs.push({ pod: formatIp(c.initiator.ip), conversation: c });
-    }
-    podLegs.set(node, legs);
-  }
+  const podLegs = podLegsByNode(caps, isRequest, facts, nodeIps);
   // A snapshot is one moment; its captures' phase labels only sort out a snapshot that holds
   // both. A rollback pair passes an "after" snapshot as the state before the rollback.
   const mixed =
     caps.some((c) => c.meta?.phase === "before") && caps.some((c) => c.meta?.phase === "after");
   for (const cap of caps) {
     if (mixed && cap.meta?.phase && cap.meta.phase !== phase) continue;
-    const capNode = cap.meta?.point?.startsWith("node/") ? cap.meta.point.slice(5) : undefined;
+    const capNode = captureNode(cap);
     for (const c of cap.conversations) {
       if (!isRequest(c)) continue;
       const kind = classify(c.initiator.ip, facts, nodeIps);
       if (kind === "other") continue;
       // On a node capture (-i any) the pod's packet is also seen arriving from its veth before
       // NAT; only a pod address seen leaving the node says the rules did not rewrite it.
-      if (kind === "pod" && beforeNat(c)) continue;
+      if (kind === "pod" && isBeforeNat(c)) continue;
       if (kind === "pod" && capNode && c.seenOn.length > 0) {
         if (!c.seenOn.some((x) => / out$/.test(x))) continue;
       }
-      const node = capNode ?? nodeOfIp(c.initiator.ip);
+      const node = capNode ?? nodeOfIp(c.initiator.ip, facts);
       const legs = node ? podLegs.get(node) : undefined;
       if (kind === "node" && legs && legs.length === 0) continue;
       const pod =
@@ -155,46 +234,14 @@ export async function observe(
             : undefined;
       // the replies on their last hop: going back out to the pod (the reverse direction)
       const leg = kind === "node" && legs?.length === 1 && pod ? legs[0]!.conversation : undefined;
-      out.push({
-        phase,
-        ...(leg
-          ? {
-              toSender: {
-                replied: leg.replied,
-                progress: leg.verdict,
-                ...(leg.firstReply
-                  ? {
-                      evidence: {
-                        file: leg.firstReply.ref.file,
-                        line: leg.firstReply.ref.line,
-                        ...(leg.firstReply.ref.text ? { text: leg.firstReply.ref.text } : {}),
-                      },
-                    }
-                  : {}),
-              },
-            }
-          : {}),
-        capture: cap.file,
-        ...(cap.meta?.point ? { point: cap.meta.point } : {}),
-        ...(node ? { node } : {}),
-        ...(pod ? { pod } : {}),
-        source: formatIp(c.initiator.ip),
-        sourceKind: kind,
-        replied: c.replied,
-        progress: c.verdict,
-        ...(c.tcp
-          ? {
-              tcpProgress: c.tcp.progress,
-              cleanClose: c.tcp.finFrom.length === 2 && c.tcp.rstFrom.length === 0,
-            }
-          : {}),
-        completed: completedOf(c),
-        evidence: {
-          file: c.first.ref.file,
-          line: c.first.ref.line,
-          ...(c.first.ref.text ? { text: c.first.ref.text } : {}),
-        },
-      });
+      out.push(
+        observation(phase, cap, c, {
+          kind,
+          ...(node ? { node } : {}),
+          ...(pod ? { pod } : {}),
+          ...(leg ? { leg } : {}),
+        }),
+      );
     }
   }
   return out;
