@@ -271,7 +271,7 @@ capture
     "\nExamples:\n  podpath capture flows captures/node-1.pcap\n" +
       "  podpath capture flows captures/node-1.pcap --host 10.20.30.40 --talkers",
   )
-  .addOption(output(["text", "json"], "text"))
+  .addOption(output(["text", "json", "md", "html"], "text"))
   .action(
     action(
       () => import("./commands/capture-flows.ts"),
@@ -303,7 +303,7 @@ for (const sub of ["config", "rules"] as const) {
       "--iptables-version <v>",
       "rules: iptables in the agent's image (--random-fully needs 1.6.2 or later)",
     )
-    .addOption(output(["text", "json"], sub === "config" ? "json" : "text"))
+    .addOption(output(["text", "json", "md", "html"], sub === "config" ? "json" : "text"))
     .addHelpText(
       "after",
       "\nAgent flags take Go's forms: --enable-ipv6, --random-fully=false. Flags given here override\n" +
@@ -368,7 +368,7 @@ program
   .option("--count <n>", "pings per target", "3")
   .option("--all", "keep probing past the first hop that does not answer")
   .option("--out <file>", "also write the transcript here")
-  .addOption(output(["text", "json"], "text"))
+  .addOption(output(["text", "json", "md", "html"], "text"))
   .addHelpText(
     "after",
     "\nExamples:\n  podpath probe --peer 10.8.0.1 --pod-ip 10.4.0.5 --out probes/client.txt\n" +
@@ -380,6 +380,7 @@ program
   .command("collect")
   .description("gather a snapshot from a cluster (read-only unless --node-state)")
   .requiredOption("--out <dir>", "folder to write the snapshot into (new or empty)")
+  .addOption(output(["text", "json", "md", "html"], "text"))
   .option("--context <name>", "kubeconfig context (default: the current one)")
   .option("--kubeconfig <file>", "kubeconfig file (default: $KUBECONFIG, ~/.kube/config)")
   .option("-n, --namespace <ns>", "namespace for --pod NAME and Services/NetworkPolicies")
@@ -410,6 +411,7 @@ lab
   .description("build a replica, probe and capture it, write a snapshot to --out, tear it down")
   .argument("<scenario>", "masquerade | vpn")
   .requiredOption("--out <dir>", "folder to write the snapshot into")
+  .addOption(output(["text", "json", "md", "html"], "text"))
   .allowUnknownOption()
   .allowExcessArguments()
   .addHelpText(
@@ -447,7 +449,7 @@ lab
     "--flow <src,dst[:port]>",
     "the packet: SRC,DST[:PORT], or 'SRC->DST[:PORT]' quoted (> is a shell redirect)",
   )
-  .addOption(output(["text", "json"], "text"))
+  .addOption(output(["text", "json", "md", "html"], "text"))
   .allowUnknownOption()
   .allowExcessArguments()
   .addHelpText(

@@ -1,7 +1,8 @@
 /**
  * @module cli/commands/collect — `podpath collect`: options → open the cluster (kubectl's
  * kubeconfig rules) → collect into a folder → progress and failures on stderr, the snapshot path
- * on stdout. Also used by `diagnose --live` through `collectLive`.
+ * on stdout (`-o json|md|html`: the collect report, in the envelope or as a document). Also used
+ * by `diagnose --live` through `collectLive`.
  */
 import { readdir } from "node:fs/promises";
 import { resolve } from "node:path";
@@ -15,7 +16,10 @@ import type {
   Progress,
 } from "../../live/collect-types.ts";
 import { folderWriter } from "../../live/collect-writer.ts";
+import { envelope } from "../../model/envelope.ts";
 import { tryParseIp } from "../../net/cidr.ts";
+import { code, fields, list, paragraph, section } from "../../report/document.ts";
+import { isFormat, type Report, renderReport } from "../../report/render.ts";
 import { EXIT, type Io, UsageError } from "../io.ts";
 
 /** Options shared by `collect` and `diagnose --live`, as commander hands them over. */
@@ -204,6 +208,36 @@ export async function collectLive(args: LiveArgs, dir: string, io: Io): Promise<
   return { code: report.failures.length > 0 ? EXIT.live : EXIT.ok, report };
 }
 
+/** What was collected: the envelope (the collect report as it is) and its document. */
+function collectReport(dir: string, report: CollectReport): Report {
+  const n = report.nodes;
+  return {
+    json: envelope("collect", report, dir),
+    document: {
+      question: "collect",
+      title: "podpath collect",
+      blocks: [
+        fields([
+          ["snapshot", code(dir)],
+          ["context", report.context],
+          ["files", String(report.files.length)],
+          ["nodes", n.total > 0 ? `${n.done - n.failed}/${n.total} read` : "none asked"],
+          ["started", report.startedAt],
+          ["finished", report.finishedAt],
+        ]),
+        ...(report.failures.length > 0
+          ? [
+              section("Not collected", [
+                list(report.failures.map((f) => `${f.subject}: ${f.what}: ${f.why}`)),
+              ]),
+            ]
+          : []),
+        ...(report.aborted ? [paragraph("Interrupted: the snapshot is partial.")] : []),
+      ],
+    },
+  };
+}
+
 export async function run(
   _args: readonly string[],
   opts: Readonly<Record<string, unknown>>,
@@ -225,7 +259,9 @@ export async function run(
     io.err(
       `podpath: ${r.report.files.length} files written${r.report.nodes.total > 0 ? `; nodes ${r.report.nodes.done - r.report.nodes.failed}/${r.report.nodes.total} read` : ""}\n`,
     );
-    io.out(`${dir}\n`);
+    const format = isFormat(opts["output"]) ? opts["output"] : "text";
+    // text is the snapshot's path alone (scripts read it: `snap=$(podpath collect --out …)`)
+    io.out(format === "text" ? `${dir}\n` : renderReport(collectReport(dir, r.report), format));
   }
   return r.code;
 }

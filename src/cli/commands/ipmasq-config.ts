@@ -1,11 +1,15 @@
 /**
  * @module cli/commands/ipmasq-config — `podpath ipmasq config [FILE] [agent flags]`: the config
- * the agent would run with, under its own key names, or its exact error text (exit 2).
+ * the agent would run with, under its own key names, or its exact error text (exit 2). `-o json`
+ * (the default) is the agent's own JSON; text, md and html show the config with where each value
+ * comes from.
  */
 
 import type { MasqConfig } from "../../agents/ip-masq-agent/config.ts";
 import { goJsonString, renderMasqConfigJson } from "../../agents/ip-masq-agent/config.ts";
 import { formatGoDuration } from "../../agents/ip-masq-agent/go-duration.ts";
+import { codeBlock } from "../../report/document.ts";
+import { isFormat, renderReport } from "../../report/render.ts";
 import { EXIT, type Io } from "../io.ts";
 import { explainRejected, loadAgentView } from "./ipmasq-common.ts";
 
@@ -42,10 +46,28 @@ export async function run(
   io: Io,
 ): Promise<number> {
   const view = await loadAgentView(args, opts, io);
-  const json = opts["output"] === "json";
+  const format = isFormat(opts["output"]) ? opts["output"] : "json";
+  // JSON is the agent's own (json.Marshal of its config, or the error it stops with), not an
+  // envelope: it is compared with what the agent logs. The other formats render a document.
+  const answer = (json: string, text: string, lang?: string) =>
+    format === "json"
+      ? json
+      : format === "text"
+        ? text
+        : renderReport(
+            {
+              json: undefined,
+              document: {
+                question: "ipmasq config",
+                title: "podpath ipmasq config",
+                blocks: [codeBlock(text, lang)],
+              },
+            },
+            format,
+          );
   if (view.flags.fatal !== undefined || !view.outcome) {
     const text = view.flags.fatal ?? "the agent does not start";
-    io.out(json ? `{"error": ${goJsonString(text)}}\n` : `${text}\n`);
+    io.out(answer(`{"error": ${goJsonString(text)}}\n`, `${text}\n`));
     return EXIT.usage;
   }
   const { outcome } = view;
@@ -53,16 +75,19 @@ export async function run(
     explainRejected(view, io);
     const src = outcome.error.source;
     io.out(
-      json
-        ? `{"error": ${goJsonString(outcome.error.message)}${src ? `, "file": ${JSON.stringify(src.file)}, "line": ${src.line}` : ""}}\n`
-        : `${outcome.error.message}\n`,
+      answer(
+        `{"error": ${goJsonString(outcome.error.message)}${src ? `, "file": ${JSON.stringify(src.file)}, "line": ${src.line}` : ""}}\n`,
+        `${outcome.error.message}\n`,
+      ),
     );
     return EXIT.usage;
   }
   io.out(
-    json
-      ? `${renderMasqConfigJson(outcome.config, 2)}\n`
-      : renderText(outcome.config, outcome.usedDefaults),
+    answer(
+      `${renderMasqConfigJson(outcome.config, 2)}\n`,
+      renderText(outcome.config, outcome.usedDefaults),
+      "yaml",
+    ),
   );
   return EXIT.ok;
 }

@@ -2,13 +2,16 @@
  * @module cli/commands/ipmasq-rules — `podpath ipmasq rules [FILE] [agent flags]`: the exact
  * iptables-restore input the agent writes (load it with `iptables-restore --noflush`), for IPv4
  * or, with `--family 6`, for IPv6; `-o json` adds the POSTROUTING jump and the lines a real
- * iptables-save prints afterwards.
+ * iptables-save prints afterwards (the shape `ipmasq config -o json` keeps: no envelope); md and
+ * html show the input as a code block.
  */
 import {
   agentChain,
   agentRestoreInput,
   agentSavedLines,
 } from "../../agents/ip-masq-agent/rules.ts";
+import { codeBlock } from "../../report/document.ts";
+import { isFormat, renderReport } from "../../report/render.ts";
 import { EXIT, type Io, UsageError } from "../io.ts";
 import { explainRejected, loadAgentView } from "./ipmasq-common.ts";
 
@@ -75,7 +78,22 @@ export async function run(
   io.err(
     `note: the agent also ensures the POSTROUTING jump (appended when missing, not part of this input):\n  ${family === 4 ? "iptables" : "ip6tables"} -t nat ${chain.jump.written.replace(/--comment (.*?) -m addrtype/, '--comment "$1" -m addrtype')}\n`,
   );
-  io.out(text);
+  const format = isFormat(opts["output"]) ? opts["output"] : "text";
+  io.out(
+    format === "text"
+      ? text
+      : renderReport(
+          {
+            json: undefined,
+            document: {
+              question: "ipmasq rules",
+              title: `podpath ipmasq rules: the ${family === 4 ? "iptables" : "ip6tables"}-restore input`,
+              blocks: [codeBlock(text)],
+            },
+          },
+          format,
+        ),
+  );
   // the real iptables-restore refuses part of it (already explained on stderr)
   return view.diagnostics.some((d) => d.code === "IPMASQ_RESTORE_REFUSED")
     ? EXIT.findings

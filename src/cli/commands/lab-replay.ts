@@ -1,6 +1,7 @@
 /**
  * @module cli/commands/lab-replay — `podpath lab replay --iptables FILE --flow SRC->DST[:PORT]`:
- * wiring and rendering only; the work is lab/replay.ts.
+ * wiring and its document only (rendered by report/, JSON in the envelope); the work is
+ * lab/replay.ts.
  */
 import { readFileSync } from "node:fs";
 import { resolve } from "node:path";
@@ -8,6 +9,9 @@ import { z } from "zod";
 import { formatFlowSpec, parseFlowSpec } from "../../lab/flow-spec.ts";
 import { ReplayError, type ReplayResult, replayFlow } from "../../lab/replay.ts";
 import { parseScenarioArgs } from "../../lab/scenarios/index.ts";
+import { envelope } from "../../model/envelope.ts";
+import { type Document, fields, type Text } from "../../report/document.ts";
+import { isFormat, renderReport } from "../../report/render.ts";
 import { EXIT, type Io, UsageError } from "../io.ts";
 
 const IFACE = z.string().regex(/^[A-Za-z0-9_.-]{1,15}$/, "an interface name of 1-15 characters");
@@ -72,7 +76,8 @@ export async function runReplay(opts: Readonly<Record<string, unknown>>, io: Io)
   for (const d of result.diagnostics.filter((x) => x.severity !== "info")) {
     io.err(`${d.source ? `${d.source.file}:${d.source.line}: ` : ""}${d.severity}: ${d.message}\n`);
   }
-  io.out(opts["output"] === "json" ? renderJson(result) : renderText(result));
+  const format = isFormat(opts["output"]) ? opts["output"] : "text";
+  io.out(renderReport({ json: replayJson(result), document: replayDocument(result) }, format));
   return result.agree === false ? EXIT.findings : EXIT.ok;
 }
 
@@ -83,7 +88,8 @@ function decidingRule(r: ReplayResult) {
     : undefined;
 }
 
-function renderText(r: ReplayResult): string {
+/** The replay as key/value rows: the flow, what the kernel did, what the evaluator predicts. */
+function replayDocument(r: ReplayResult): Document {
   const k = r.kernel;
   const rule = decidingRule(r);
   const verdict =
@@ -92,24 +98,30 @@ function renderText(r: ReplayResult): string {
       : r.agree === false
         ? `DISAGREE: ${r.agreement.why}`
         : "the evaluator cannot decide this flow (not a disagreement)";
-  const lines = [
-    `flow       ${formatFlowSpec(r.flow)}`,
-    `kernel     ${k.error ? `nothing left the node (${k.error})` : `source ${k.source}${k.sport === undefined ? "" : `:${k.sport}`} on the wire, to ${k.destination}${k.dport === undefined ? "" : `:${k.dport}`}`}`,
-    ...(k.entry ? [`           conntrack: ${k.entry.replace(/\s+/g, " ").trim()}`] : []),
-    `evaluator  ${r.predicted}`,
-    ...(rule ? [`           ${rule.file}:${rule.line}${rule.text ? `  ${rule.text}` : ""}`] : []),
-    `verdict    ${verdict}`,
+  const rows: [string, Text][] = [
+    ["flow", formatFlowSpec(r.flow)],
+    [
+      "kernel",
+      k.error
+        ? `nothing left the node (${k.error})`
+        : `source ${k.source}${k.sport === undefined ? "" : `:${k.sport}`} on the wire, to ${k.destination}${k.dport === undefined ? "" : `:${k.dport}`}`,
+    ],
+    ...(k.entry
+      ? [["", `conntrack: ${k.entry.replace(/\s+/g, " ").trim()}`] as [string, Text]]
+      : []),
+    ["evaluator", r.predicted],
+    ...(rule
+      ? [["", `${rule.file}:${rule.line}${rule.text ? `  ${rule.text}` : ""}`] as [string, Text]]
+      : []),
+    ["verdict", verdict],
   ];
-  return `${lines.join("\n")}\n`;
+  return { question: "lab replay", blocks: [fields(rows)] };
 }
 
-function renderJson(r: ReplayResult): string {
+function replayJson(r: ReplayResult) {
   const k = r.kernel;
   const rule = decidingRule(r);
-  const out = {
-    schemaVersion: 1,
-    tool: "podpath",
-    question: "lab-replay",
+  return envelope("lab-replay", {
     flow: formatFlowSpec(r.flow),
     kernel: {
       source: k.source ?? null,
@@ -126,6 +138,5 @@ function renderJson(r: ReplayResult): string {
     },
     agree: r.agree ?? null,
     why: r.agreement.why,
-  };
-  return `${JSON.stringify(out, null, 2)}\n`;
+  });
 }

@@ -1,12 +1,16 @@
 /**
  * @module cli/commands/lab — `podpath lab run|up|down|replay`: wiring only. Scenarios live in
- * lab/scenarios/, the harness in lab/netns.ts, replay in lab/replay.ts.
+ * lab/scenarios/, the harness in lab/netns.ts, replay in lab/replay.ts. `lab run -o
+ * json|md|html`: where the snapshot went and what the scenario saw, through report/.
  */
 import { existsSync, readdirSync } from "node:fs";
 import { resolve } from "node:path";
 import type { z } from "zod";
 import { createLab, type Lab, labUnavailableReason, listLabs, removeLab } from "../../lab/netns.ts";
 import { parseScenarioArgs, SCENARIOS, type Scenario } from "../../lab/scenarios/index.ts";
+import { envelope } from "../../model/envelope.ts";
+import { code, list, paragraph } from "../../report/document.ts";
+import { isFormat, renderReport } from "../../report/render.ts";
 import { EXIT, type Io, UsageError } from "../io.ts";
 
 export async function run(
@@ -103,10 +107,24 @@ async function runScenario(
         `lab ${lab.id} is up (${scenario.name}); remove it with: podpath lab down ${lab.id}\n`,
       );
       for (const ns of lab.namespaces) io.out(`  ip netns exec ${ns.name} bash\n`);
-    } else {
-      io.out(`snapshot written to ${outDir} (${outcome.files.length} files)\n`);
+      for (const line of outcome.summary) io.out(`  ${line}\n`);
+      return EXIT.ok;
     }
-    for (const line of outcome.summary) io.out(`  ${line}\n`);
+    const report = {
+      json: envelope(
+        "lab run",
+        { scenario: scenario.name, files: outcome.files, summary: outcome.summary },
+        outDir,
+      ),
+      document: {
+        question: "lab run",
+        blocks: [
+          paragraph(["snapshot written to ", code(outDir!), ` (${outcome.files.length} files)`]),
+          list(outcome.summary, false),
+        ],
+      },
+    };
+    io.out(renderReport(report, isFormat(opts["output"]) ? opts["output"] : "text"));
     return EXIT.ok;
   } catch (e) {
     io.err(`podpath lab ${command} ${scenario.name}: ${(e as Error).message}\n`);

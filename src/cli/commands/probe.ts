@@ -7,7 +7,10 @@ import { writeFileSync } from "node:fs";
 import { hostname, networkInterfaces } from "node:os";
 import { resolve } from "node:path";
 import { type ProbeTargets, parseIpPort, probeOutward, realSystem } from "../../live/probe.ts";
+import { envelope } from "../../model/envelope.ts";
 import { tryParseIp } from "../../net/cidr.ts";
+import { codeBlock } from "../../report/document.ts";
+import { isFormat, renderReport } from "../../report/render.ts";
 import { EXIT, type Io, UsageError } from "../io.ts";
 
 const HOST =
@@ -103,20 +106,18 @@ export async function run(
     },
   });
   const out = opts["out"] === undefined ? undefined : resolve(io.cwd, String(opts["out"]));
-  const json = `${JSON.stringify(
-    {
-      schemaVersion: 1,
-      tool: "podpath",
-      question: "probe",
+  const report = {
+    json: envelope("probe", {
       stoppedAt: result.stoppedAt ?? null,
       steps: result.steps,
       transcript: result.transcript.replace(/\n$/, "").split("\n"),
-    },
-    null,
-    2,
-  )}\n`;
-  const format = String(opts["output"] ?? "text");
-  const body = format === "json" ? json : result.transcript;
+    }),
+    // the transcript as it is (the `probes/` form): text is exactly what --out writes
+    document: { question: "probe", blocks: [codeBlock(result.transcript)] },
+  };
+  const json = renderReport(report, "json");
+  const format = isFormat(opts["output"]) ? opts["output"] : "text";
+  const body = format === "text" ? result.transcript : renderReport(report, format);
   if (out) {
     try {
       writeFileSync(out, out.endsWith(".json") ? json : result.transcript);
