@@ -181,229 +181,262 @@ export function interpretMatch(
       }
     }
   }
+  return { match: matchOf(module, options, family, problems), problems };
+}
+
+/** The match a module's options make; what is wrong with them goes to `problems`. */
+function matchOf(
+  module: string,
+  options: readonly ModuleOption[],
+  family: Family,
+  problems: string[],
+): Match {
   switch (module) {
     case "icmp":
       return {
-        match: {
-          kind: "opaque",
-          module,
-          options: options.map((o) =>
-            o.name === "--icmp-type" && o.values[0] !== undefined
-              ? { ...o, values: [ICMP_TYPES[o.values[0]] ?? o.values[0]] }
-              : o,
-          ),
-        },
-        problems,
+        kind: "opaque",
+        module,
+        options: options.map((o) =>
+          o.name === "--icmp-type" && o.values[0] !== undefined
+            ? { ...o, values: [ICMP_TYPES[o.values[0]] ?? o.values[0]] }
+            : o,
+        ),
       };
     case "tcp":
     case "udp":
     case "udplite":
     case "dccp":
-    case "sctp": {
-      let sport: PortsSpec | undefined;
-      let dport: PortsSpec | undefined;
-      const out: ModuleOption[] = [];
-      for (const o of options) {
-        if (o.name === "--sport" || o.name === "--dport") {
-          const { spec, opt } = portsOption(o, false, problems);
-          if (o.name === "--sport") sport = spec;
-          else dport = spec;
-          out.push(opt);
-        } else if (o.name === "--icmp-type" && o.values[0] !== undefined) {
-          out.push({ ...o, values: [ICMP_TYPES[o.values[0]] ?? o.values[0]] });
-        } else if (o.name === "--syn") {
-          // libxt_tcp saves --syn as the flags test it stands for
-          out.push({ name: "--tcp-flags", negated: o.negated, values: ["FIN,SYN,RST,ACK", "SYN"] });
-        } else out.push(o);
-      }
-      const m: Match = {
-        kind: "ports",
-        module,
-        ...(sport ? { sport } : {}),
-        ...(dport ? { dport } : {}),
-        options: sortOptions(out, MODULE_OPTIONS[module]),
-      };
-      return { match: m, problems };
-    }
-    case "multiport": {
-      const out: ModuleOption[] = [];
-      const specs: { sports?: PortsSpec; dports?: PortsSpec; ports?: PortsSpec } = {};
-      for (const o of options) {
-        if (o.name === "--sports" || o.name === "--dports" || o.name === "--ports") {
-          const { spec, opt } = portsOption(o, true, problems);
-          if (spec) specs[o.name.slice(2) as "sports" | "dports" | "ports"] = spec;
-          out.push(opt);
-        } else out.push(o);
-      }
-      return { match: { kind: "multiport", module, ...specs, options: out }, problems };
-    }
-    case "addrtype": {
-      const out: ModuleOption[] = [];
-      let src: TypeSet | undefined;
-      let dst: TypeSet | undefined;
-      for (const o of options) {
-        if (o.name === "--src-type" || o.name === "--dst-type") {
-          const types = orderTypes(o.values[0] ?? "", ADDRTYPE_ORDER, "address type", problems);
-          const set = { types, negated: o.negated };
-          if (o.name === "--src-type") src = set;
-          else dst = set;
-          out.push({ name: o.name, negated: o.negated, values: [types.join(",")] });
-        } else out.push(o);
-      }
-      const m: Match = {
-        kind: "addrtype",
-        module,
-        ...(src ? { src } : {}),
-        ...(dst ? { dst } : {}),
-        limitIfaceIn: options.some((o) => o.name === "--limit-iface-in"),
-        limitIfaceOut: options.some((o) => o.name === "--limit-iface-out"),
-        options: sortOptions(out, MODULE_OPTIONS[module]),
-      };
-      return { match: m, problems };
-    }
+    case "sctp":
+      return portsMatch(module, options, problems);
+    case "multiport":
+      return multiportMatch(module, options, problems);
+    case "addrtype":
+      return addrtypeMatch(module, options, problems);
     case "comment": {
       const c = options.find((o) => o.name === "--comment");
       if (!c) problems.push('match "comment" needs --comment');
-      return {
-        match: { kind: "comment", module, comment: c?.values[0] ?? "", options },
-        problems,
-      };
+      return { kind: "comment", module, comment: c?.values[0] ?? "", options };
     }
     case "mark":
-    case "connmark": {
-      const o = options.find((x) => x.name === "--mark");
-      if (!o) {
-        problems.push(`match "${module}" needs --mark`);
-        return { match: { kind: "opaque", module, options }, problems };
-      }
-      const r = parseMarkMask(o.values[0] ?? "");
-      if (!r.ok) {
-        problems.push(`--mark: ${r.error}`);
-        return { match: { kind: "opaque", module, options }, problems };
-      }
-      const mask = r.value.mask ?? 0xffffffff;
-      const value = r.value.value;
-      const text = mask === 0xffffffff ? hex(value) : `${hex(value)}/${hex(mask)}`;
-      return {
-        match: {
-          kind: "mark",
-          module,
-          mark: { value, mask, negated: o.negated },
-          options: [{ name: "--mark", negated: o.negated, values: [text] }],
-        },
-        problems,
-      };
-    }
+    case "connmark":
+      return markMatch(module, options, problems);
     case "conntrack":
-    case "state": {
-      const out: ModuleOption[] = [];
-      const fields: {
-        ctstate?: TypeSet;
-        ctstatus?: TypeSet;
-        ctorigsrc?: AddrMatch;
-        ctorigdst?: AddrMatch;
-        ctreplsrc?: AddrMatch;
-        ctrepldst?: AddrMatch;
-        ctdir?: "ORIGINAL" | "REPLY";
-      } = {};
-      for (const o of options) {
-        if (o.name === "--ctstate" || o.name === "--state") {
-          const types = orderTypes(o.values[0] ?? "", CTSTATE_ORDER, "conntrack state", problems);
-          fields.ctstate = { types, negated: o.negated };
-          out.push({ name: o.name, negated: o.negated, values: [types.join(",")] });
-        } else if (o.name === "--ctstatus") {
-          const types = orderTypes(o.values[0] ?? "", CTSTATUS_ORDER, "conntrack status", problems);
-          fields.ctstatus = { types, negated: o.negated };
-          out.push({ name: o.name, negated: o.negated, values: [types.join(",")] });
-        } else if (
-          o.name === "--ctorigsrc" ||
-          o.name === "--ctorigdst" ||
-          o.name === "--ctreplsrc" ||
-          o.name === "--ctrepldst"
-        ) {
-          const { addr, opt } = addrOption(o, family, problems);
-          if (addr) fields[o.name.slice(2) as "ctorigsrc"] = addr;
-          out.push(opt);
-        } else if (o.name === "--ctdir") {
-          const d = (o.values[0] ?? "").toUpperCase();
-          if (d === "ORIGINAL" || d === "REPLY") fields.ctdir = d;
-          else problems.push(`--ctdir ${JSON.stringify(o.values[0])}: expected ORIGINAL or REPLY`);
-          out.push({ name: o.name, negated: false, values: [d] });
-        } else out.push(o);
-      }
-      return {
-        match: {
-          kind: "conntrack",
-          module,
-          ...fields,
-          options: sortOptions(out, MODULE_OPTIONS[module]),
-        },
-        problems,
-      };
-    }
-    case "statistic": {
-      const get = (n: string) => options.find((o) => o.name === n);
-      const mode = get("--mode")?.values[0];
-      if (mode === "random") {
-        const p = get("--probability");
-        const num = Number(p?.values[0]);
-        if (!p || !Number.isFinite(num) || num < 0 || num > 1) {
-          problems.push("statistic --mode random needs --probability between 0 and 1");
-          return { match: { kind: "opaque", module, options }, problems };
-        }
-        const q = quantiseProbability(num);
-        return {
-          match: {
-            kind: "statistic",
-            module,
-            mode,
-            probability: q / 0x80000000,
-            negated: p.negated,
-            options: [
-              { name: "--mode", negated: false, values: ["random"] },
-              { name: "--probability", negated: p.negated, values: [formatProbability(q)] },
-            ],
-          },
-          problems,
-        };
-      }
-      if (mode === "nth") {
-        const e = get("--every");
-        const pk = get("--packet");
-        const every = Number(e?.values[0]);
-        const packet = pk ? Number(pk.values[0]) : 0;
-        if (
-          !e ||
-          !Number.isInteger(every) ||
-          every < 1 ||
-          !Number.isInteger(packet) ||
-          packet >= every
-        ) {
-          problems.push("statistic --mode nth needs --every N (>= 1) and --packet P (< N)");
-          return { match: { kind: "opaque", module, options }, problems };
-        }
-        return {
-          match: {
-            kind: "statistic",
-            module,
-            mode,
-            probability: 1 / every,
-            every,
-            packet,
-            negated: e.negated,
-            options: [
-              { name: "--mode", negated: false, values: ["nth"] },
-              { name: "--every", negated: e.negated, values: [String(every)] },
-              { name: "--packet", negated: false, values: [String(packet)] },
-            ],
-          },
-          problems,
-        };
-      }
-      problems.push(`statistic --mode ${JSON.stringify(mode)}: expected random or nth`);
-      return { match: { kind: "opaque", module, options }, problems };
-    }
+    case "state":
+      return conntrackMatch(module, options, family, problems);
+    case "statistic":
+      return statisticMatch(module, options, problems);
     default:
-      return { match: { kind: "opaque", module, options }, problems };
+      return { kind: "opaque", module, options };
   }
+}
+
+/** tcp, udp, udplite, dccp, sctp: the ports read, `--syn` saved as the flags test. */
+function portsMatch(module: string, options: readonly ModuleOption[], problems: string[]): Match {
+  let sport: PortsSpec | undefined;
+  let dport: PortsSpec | undefined;
+  const out: ModuleOption[] = [];
+  for (const o of options) {
+    if (o.name === "--sport" || o.name === "--dport") {
+      const { spec, opt } = portsOption(o, false, problems);
+      if (o.name === "--sport") sport = spec;
+      else dport = spec;
+      out.push(opt);
+    } else if (o.name === "--icmp-type" && o.values[0] !== undefined) {
+      out.push({ ...o, values: [ICMP_TYPES[o.values[0]] ?? o.values[0]] });
+    } else if (o.name === "--syn") {
+      // libxt_tcp saves --syn as the flags test it stands for
+      out.push({ name: "--tcp-flags", negated: o.negated, values: ["FIN,SYN,RST,ACK", "SYN"] });
+    } else out.push(o);
+  }
+  return {
+    kind: "ports",
+    module,
+    ...(sport ? { sport } : {}),
+    ...(dport ? { dport } : {}),
+    options: sortOptions(out, MODULE_OPTIONS[module]),
+  };
+}
+
+function multiportMatch(
+  module: "multiport",
+  options: readonly ModuleOption[],
+  problems: string[],
+): Match {
+  const out: ModuleOption[] = [];
+  const specs: { sports?: PortsSpec; dports?: PortsSpec; ports?: PortsSpec } = {};
+  for (const o of options) {
+    if (o.name === "--sports" || o.name === "--dports" || o.name === "--ports") {
+      const { spec, opt } = portsOption(o, true, problems);
+      if (spec) specs[o.name.slice(2) as "sports" | "dports" | "ports"] = spec;
+      out.push(opt);
+    } else out.push(o);
+  }
+  return { kind: "multiport", module, ...specs, options: out };
+}
+
+function addrtypeMatch(
+  module: "addrtype",
+  options: readonly ModuleOption[],
+  problems: string[],
+): Match {
+  const out: ModuleOption[] = [];
+  let src: TypeSet | undefined;
+  let dst: TypeSet | undefined;
+  for (const o of options) {
+    if (o.name === "--src-type" || o.name === "--dst-type") {
+      const types = orderTypes(o.values[0] ?? "", ADDRTYPE_ORDER, "address type", problems);
+      const set = { types, negated: o.negated };
+      if (o.name === "--src-type") src = set;
+      else dst = set;
+      out.push({ name: o.name, negated: o.negated, values: [types.join(",")] });
+    } else out.push(o);
+  }
+  return {
+    kind: "addrtype",
+    module,
+    ...(src ? { src } : {}),
+    ...(dst ? { dst } : {}),
+    limitIfaceIn: options.some((o) => o.name === "--limit-iface-in"),
+    limitIfaceOut: options.some((o) => o.name === "--limit-iface-out"),
+    options: sortOptions(out, MODULE_OPTIONS[module]),
+  };
+}
+
+/** mark and connmark: `--mark value[/mask]`, saved in hex with the mask only when partial. */
+function markMatch(
+  module: "mark" | "connmark",
+  options: readonly ModuleOption[],
+  problems: string[],
+): Match {
+  const o = options.find((x) => x.name === "--mark");
+  if (!o) {
+    problems.push(`match "${module}" needs --mark`);
+    return { kind: "opaque", module, options };
+  }
+  const r = parseMarkMask(o.values[0] ?? "");
+  if (!r.ok) {
+    problems.push(`--mark: ${r.error}`);
+    return { kind: "opaque", module, options };
+  }
+  const mask = r.value.mask ?? 0xffffffff;
+  const value = r.value.value;
+  const text = mask === 0xffffffff ? hex(value) : `${hex(value)}/${hex(mask)}`;
+  return {
+    kind: "mark",
+    module,
+    mark: { value, mask, negated: o.negated },
+    options: [{ name: "--mark", negated: o.negated, values: [text] }],
+  };
+}
+
+/** conntrack and state: states and statuses in the kernel's order, the tuple's addresses. */
+function conntrackMatch(
+  module: "conntrack" | "state",
+  options: readonly ModuleOption[],
+  family: Family,
+  problems: string[],
+): Match {
+  const out: ModuleOption[] = [];
+  const fields: {
+    ctstate?: TypeSet;
+    ctstatus?: TypeSet;
+    ctorigsrc?: AddrMatch;
+    ctorigdst?: AddrMatch;
+    ctreplsrc?: AddrMatch;
+    ctrepldst?: AddrMatch;
+    ctdir?: "ORIGINAL" | "REPLY";
+  } = {};
+  for (const o of options) {
+    if (o.name === "--ctstate" || o.name === "--state") {
+      const types = orderTypes(o.values[0] ?? "", CTSTATE_ORDER, "conntrack state", problems);
+      fields.ctstate = { types, negated: o.negated };
+      out.push({ name: o.name, negated: o.negated, values: [types.join(",")] });
+    } else if (o.name === "--ctstatus") {
+      const types = orderTypes(o.values[0] ?? "", CTSTATUS_ORDER, "conntrack status", problems);
+      fields.ctstatus = { types, negated: o.negated };
+      out.push({ name: o.name, negated: o.negated, values: [types.join(",")] });
+    } else if (
+      o.name === "--ctorigsrc" ||
+      o.name === "--ctorigdst" ||
+      o.name === "--ctreplsrc" ||
+      o.name === "--ctrepldst"
+    ) {
+      const { addr, opt } = addrOption(o, family, problems);
+      if (addr) fields[o.name.slice(2) as "ctorigsrc"] = addr;
+      out.push(opt);
+    } else if (o.name === "--ctdir") {
+      const d = (o.values[0] ?? "").toUpperCase();
+      if (d === "ORIGINAL" || d === "REPLY") fields.ctdir = d;
+      else problems.push(`--ctdir ${JSON.stringify(o.values[0])}: expected ORIGINAL or REPLY`);
+      out.push({ name: o.name, negated: false, values: [d] });
+    } else out.push(o);
+  }
+  return {
+    kind: "conntrack",
+    module,
+    ...fields,
+    options: sortOptions(out, MODULE_OPTIONS[module]),
+  };
+}
+
+/** statistic: `--mode random --probability P` (quantised as the kernel keeps it) or `--mode nth`. */
+function statisticMatch(
+  module: "statistic",
+  options: readonly ModuleOption[],
+  problems: string[],
+): Match {
+  const get = (n: string) => options.find((o) => o.name === n);
+  const mode = get("--mode")?.values[0];
+  if (mode === "random") {
+    const p = get("--probability");
+    const num = Number(p?.values[0]);
+    if (!p || !Number.isFinite(num) || num < 0 || num > 1) {
+      problems.push("statistic --mode random needs --probability between 0 and 1");
+      return { kind: "opaque", module, options };
+    }
+    const q = quantiseProbability(num);
+    return {
+      kind: "statistic",
+      module,
+      mode,
+      probability: q / 0x80000000,
+      negated: p.negated,
+      options: [
+        { name: "--mode", negated: false, values: ["random"] },
+        { name: "--probability", negated: p.negated, values: [formatProbability(q)] },
+      ],
+    };
+  }
+  if (mode === "nth") {
+    const e = get("--every");
+    const pk = get("--packet");
+    const every = Number(e?.values[0]);
+    const packet = pk ? Number(pk.values[0]) : 0;
+    if (
+      !e ||
+      !Number.isInteger(every) ||
+      every < 1 ||
+      !Number.isInteger(packet) ||
+      packet >= every
+    ) {
+      problems.push("statistic --mode nth needs --every N (>= 1) and --packet P (< N)");
+      return { kind: "opaque", module, options };
+    }
+    return {
+      kind: "statistic",
+      module,
+      mode,
+      probability: 1 / every,
+      every,
+      packet,
+      negated: e.negated,
+      options: [
+        { name: "--mode", negated: false, values: ["nth"] },
+        { name: "--every", negated: e.negated, values: [String(every)] },
+        { name: "--packet", negated: false, values: [String(packet)] },
+      ],
+    };
+  }
+  problems.push(`statistic --mode ${JSON.stringify(mode)}: expected random or nth`);
+  return { kind: "opaque", module, options };
 }
