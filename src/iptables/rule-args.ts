@@ -193,6 +193,20 @@ function interpretCtx(c: Ctx, family: Family, problems: string[]): Match | Targe
   return r.match;
 }
 
+/** One rule's arguments being read: what has been read so far. */
+interface ArgsReading {
+  readonly tokens: readonly string[];
+  readonly quoted: readonly number[];
+  readonly family: Family;
+  readonly problems: string[];
+  readonly parts: RuleParts;
+  /** The `-m` modules, in order (and the protocol's implicit module when one is needed). */
+  readonly contexts: Ctx[];
+  target: Ctx | undefined;
+  /** The module or target named last: its options come next. */
+  lastCtx: Ctx | undefined;
+}
+
 /**
  * Reads rule arguments `tokens[from..]`. `quoted` marks arguments that were in quotes (always
  * values). Problems are appended to `problems` as text; the caller attaches file and line.
@@ -204,10 +218,16 @@ export function parseRuleArgs(
   family: Family,
   problems: string[],
 ): RuleParts {
-  const parts: RuleParts = { matches: [] };
-  const contexts: Ctx[] = [];
-  let target: Ctx | undefined;
-  let lastCtx: Ctx | undefined;
+  const r: ArgsReading = {
+    tokens,
+    quoted,
+    family,
+    problems,
+    parts: { matches: [] },
+    contexts: [],
+    target: undefined,
+    lastCtx: undefined,
+  };
   let negate = false;
   const n = tokens.length;
 
@@ -225,168 +245,14 @@ export function parseRuleArgs(
     if (base !== undefined) {
       const neg = negate;
       negate = false;
-      if (base === "f") {
-        parts.fragment = { negated: neg };
-        i++;
-        continue;
-      }
-      if (base === "4" || base === "6") {
-        i++;
-        continue;
-      }
-      // old syntax: `-s ! 10.0.0.0/8`
-      let j = i + 1;
-      let neg2 = neg;
-      if (
-        tokens[j] === "!" &&
-        !isQuotedAt(quoted, j) &&
-        base !== "m" &&
-        base !== "j" &&
-        base !== "g"
-      ) {
-        neg2 = !neg2;
-        j++;
-      }
-      const value = tokens[j];
-      if (value === undefined) {
-        problems.push(`${tok} needs a value`);
-        break;
-      }
-      if (base === "c") {
-        const pk = tokens[j];
-        const by = tokens[j + 1];
-        if (pk === undefined || by === undefined || !/^[0-9]+$/.test(pk) || !/^[0-9]+$/.test(by)) {
-          problems.push(`${tok} needs two counters (packets bytes)`);
-          i = j + 1;
-          continue;
-        }
-        parts.counters = { packets: BigInt(pk), bytes: BigInt(by) };
-        i = j + 2;
-        continue;
-      }
-      i = j + 1;
-      switch (base) {
-        case "s":
-        case "d": {
-          if (value.includes(",")) {
-            problems.push(
-              `${tok} ${value}: address lists are expanded into several rules by iptables; save output never has them`,
-            );
-          }
-          const r = parseAddr(value, family);
-          if (!r.ok) problems.push(`${tok}: ${r.error}`);
-          else if (r.value.prefix === 0 && !neg2) {
-            // matches every address: iptables stores no address test and prints none
-          } else if (base === "s") parts.src = { cidr: r.value, negated: neg2 };
-          else parts.dst = { cidr: r.value, negated: neg2 };
-          break;
-        }
-        case "i":
-        case "o": {
-          const r = parseIface(value, neg2);
-          if (typeof r === "string") problems.push(`${tok}: ${r}`);
-          else if (base === "i") parts.inIface = r;
-          else parts.outIface = r;
-          break;
-        }
-        case "p": {
-          const lower = value.toLowerCase();
-          const name = PROTO_NAMES[lower] ?? (lower === "icmpv6" ? "ipv6-icmp" : lower);
-          if (name === "all" || name === "0") {
-            if (neg2) problems.push("! -p all matches nothing");
-          } else parts.protocol = protoMatch(name, neg2);
-          break;
-        }
-        case "m": {
-          const ctx: Ctx = {
-            module: value.toLowerCase(),
-            options: [],
-            isTarget: false,
-            isGoto: false,
-          };
-          contexts.push(ctx);
-          lastCtx = ctx;
-          break;
-        }
-        case "j":
-        case "g": {
-          if (target) problems.push(`second ${tok} ${value}: a rule has one target`);
-          target = { module: value, options: [], isTarget: true, isGoto: base === "g" };
-          lastCtx = target;
-          break;
-        }
-      }
+      i = readBaseOption(r, i, base, neg);
+      if (i < 0) break;
       continue;
     }
     if (!q && tok.startsWith("--")) {
-      const name = OPTION_ALIASES[tok] ?? tok;
       const neg = negate;
       negate = false;
-      let j = i + 1;
-      let postNeg = false;
-      // old syntax: `--dport ! 80`
-      if (
-        tokens[j] === "!" &&
-        !isQuotedAt(quoted, j) &&
-        j + 1 < n &&
-        isValueAt(tokens, quoted, j + 1)
-      ) {
-        postNeg = true;
-        j++;
-      }
-      const values: string[] = [];
-      // getopt gives an option its required arguments even when they look like options
-      // (`--comment -A`); unknown options take what follows until the next option
-      const arity = ARITY[name];
-      if (arity !== undefined) {
-        for (let k = 0; k < arity && j < n; k++) values.push(tokens[j++]!);
-        if (values.length < arity) {
-          // as iptables-restore refuses it: `option "--comment" requires an argument`
-          problems.push(
-            `option ${tok} requires ${arity === 1 ? "an argument" : `${arity} arguments`}`,
-          );
-        }
-      } else {
-        while (j < n && isValueAt(tokens, quoted, j)) values.push(tokens[j++]!);
-      }
-      i = j;
-      const opt: ModuleOption = { name, negated: neg !== postNeg, values };
-      // who owns it: the latest module/target if it knows it, else the other, else the
-      // protocol's implicit module, else whoever came last (unknown extensions take anything)
-      const lastMatch = contexts.length > 0 ? contexts[contexts.length - 1] : undefined;
-      const first = lastCtx === target ? target : lastMatch;
-      const second = lastCtx === target ? lastMatch : target;
-      let owner: Ctx | undefined;
-      if (first !== undefined && knows(first, name)) owner = first;
-      else if (second !== undefined && knows(second, name)) owner = second;
-      if (!owner && parts.protocol) {
-        const implicit = PROTO_MODULE[parts.protocol.name];
-        if (
-          implicit &&
-          (MODULE_OPTIONS[implicit]!.includes(name) || (implicit === "tcp" && name === "--syn"))
-        ) {
-          owner = contexts.find((c) => c.module === implicit);
-          if (!owner) {
-            owner = {
-              module: implicit,
-              options: [],
-              isTarget: false,
-              isGoto: false,
-              implicit: true,
-            };
-            contexts.push(owner);
-          }
-        }
-      }
-      if (!owner) {
-        if (first !== undefined && !isKnownCtx(first)) owner = first;
-        else if (second !== undefined && !isKnownCtx(second)) owner = second;
-      }
-      if (!owner) {
-        problems.push(`option ${tok} belongs to no match or target on this rule`);
-        continue;
-      }
-      owner.options.push(opt);
+      i = readLongOption(r, i, neg);
       continue;
     }
     problems.push(`unexpected argument ${JSON.stringify(tok)}`);
@@ -394,9 +260,189 @@ export function parseRuleArgs(
   }
   if (negate) problems.push('"!" at the end of the rule negates nothing');
 
-  for (const c of contexts) parts.matches.push(interpretCtx(c, family, problems) as Match);
-  if (target) parts.target = interpretCtx(target, family, problems) as Target;
+  const parts = r.parts;
+  for (const c of r.contexts) parts.matches.push(interpretCtx(c, family, problems) as Match);
+  if (r.target) parts.target = interpretCtx(r.target, family, problems) as Target;
   return parts;
+}
+
+/**
+ * The base option at `tokens[i]` (`-s`, `-p`, `-m`, `-j`, `-f`, `-c`, …) with its value: where
+ * reading goes on, or -1 when the value is missing (reading stops).
+ */
+function readBaseOption(r: ArgsReading, i: number, base: string, neg: boolean): number {
+  const { tokens, quoted, problems, parts } = r;
+  const tok = tokens[i]!;
+  if (base === "f") {
+    parts.fragment = { negated: neg };
+    return i + 1;
+  }
+  if (base === "4" || base === "6") return i + 1;
+  // old syntax: `-s ! 10.0.0.0/8`
+  let j = i + 1;
+  let neg2 = neg;
+  if (tokens[j] === "!" && !isQuotedAt(quoted, j) && base !== "m" && base !== "j" && base !== "g") {
+    neg2 = !neg2;
+    j++;
+  }
+  const value = tokens[j];
+  if (value === undefined) {
+    problems.push(`${tok} needs a value`);
+    return -1;
+  }
+  if (base === "c") {
+    const pk = tokens[j];
+    const by = tokens[j + 1];
+    if (pk === undefined || by === undefined || !/^[0-9]+$/.test(pk) || !/^[0-9]+$/.test(by)) {
+      problems.push(`${tok} needs two counters (packets bytes)`);
+      return j + 1;
+    }
+    parts.counters = { packets: BigInt(pk), bytes: BigInt(by) };
+    return j + 2;
+  }
+  applyBaseOption(r, tok, base, value, neg2);
+  return j + 1;
+}
+
+/** `-s/-d`, `-i/-o`, `-p`, `-m`, `-j/-g` with its value (negated when `neg`). */
+function applyBaseOption(
+  r: ArgsReading,
+  tok: string,
+  base: string,
+  value: string,
+  neg: boolean,
+): void {
+  const { problems, parts } = r;
+  switch (base) {
+    case "s":
+    case "d": {
+      if (value.includes(",")) {
+        problems.push(
+          `${tok} ${value}: address lists are expanded into several rules by iptables; save output never has them`,
+        );
+      }
+      const a = parseAddr(value, r.family);
+      if (!a.ok) problems.push(`${tok}: ${a.error}`);
+      else if (a.value.prefix === 0 && !neg) {
+        // matches every address: iptables stores no address test and prints none
+      } else if (base === "s") parts.src = { cidr: a.value, negated: neg };
+      else parts.dst = { cidr: a.value, negated: neg };
+      break;
+    }
+    case "i":
+    case "o": {
+      const f = parseIface(value, neg);
+      if (typeof f === "string") problems.push(`${tok}: ${f}`);
+      else if (base === "i") parts.inIface = f;
+      else parts.outIface = f;
+      break;
+    }
+    case "p": {
+      const lower = value.toLowerCase();
+      const name = PROTO_NAMES[lower] ?? (lower === "icmpv6" ? "ipv6-icmp" : lower);
+      if (name === "all" || name === "0") {
+        if (neg) problems.push("! -p all matches nothing");
+      } else parts.protocol = protoMatch(name, neg);
+      break;
+    }
+    case "m": {
+      const ctx: Ctx = {
+        module: value.toLowerCase(),
+        options: [],
+        isTarget: false,
+        isGoto: false,
+      };
+      r.contexts.push(ctx);
+      r.lastCtx = ctx;
+      break;
+    }
+    case "j":
+    case "g": {
+      if (r.target) problems.push(`second ${tok} ${value}: a rule has one target`);
+      r.target = { module: value, options: [], isTarget: true, isGoto: base === "g" };
+      r.lastCtx = r.target;
+      break;
+    }
+  }
+}
+
+/** The `--option` at `tokens[i]` with its values, given to its module or target: where reading goes on. */
+function readLongOption(r: ArgsReading, i: number, neg: boolean): number {
+  const { tokens, quoted, problems } = r;
+  const n = tokens.length;
+  const tok = tokens[i]!;
+  const name = OPTION_ALIASES[tok] ?? tok;
+  let j = i + 1;
+  let postNeg = false;
+  // old syntax: `--dport ! 80`
+  if (
+    tokens[j] === "!" &&
+    !isQuotedAt(quoted, j) &&
+    j + 1 < n &&
+    isValueAt(tokens, quoted, j + 1)
+  ) {
+    postNeg = true;
+    j++;
+  }
+  const values: string[] = [];
+  // getopt gives an option its required arguments even when they look like options
+  // (`--comment -A`); unknown options take what follows until the next option
+  const arity = ARITY[name];
+  if (arity !== undefined) {
+    for (let k = 0; k < arity && j < n; k++) values.push(tokens[j++]!);
+    if (values.length < arity) {
+      // as iptables-restore refuses it: `option "--comment" requires an argument`
+      problems.push(`option ${tok} requires ${arity === 1 ? "an argument" : `${arity} arguments`}`);
+    }
+  } else {
+    while (j < n && isValueAt(tokens, quoted, j)) values.push(tokens[j++]!);
+  }
+  const owner = optionOwner(r, name);
+  if (!owner) {
+    problems.push(`option ${tok} belongs to no match or target on this rule`);
+    return j;
+  }
+  owner.options.push({ name, negated: neg !== postNeg, values });
+  return j;
+}
+
+/**
+ * Who owns option `name`: the latest module/target if it knows it, else the other, else the
+ * protocol's implicit module (added when first needed), else whoever came last (unknown
+ * extensions take anything).
+ */
+function optionOwner(r: ArgsReading, name: string): Ctx | undefined {
+  const { contexts, target, parts } = r;
+  const lastMatch = contexts.length > 0 ? contexts[contexts.length - 1] : undefined;
+  const first = r.lastCtx === target ? target : lastMatch;
+  const second = r.lastCtx === target ? lastMatch : target;
+  let owner: Ctx | undefined;
+  if (first !== undefined && knows(first, name)) owner = first;
+  else if (second !== undefined && knows(second, name)) owner = second;
+  if (!owner && parts.protocol) {
+    const implicit = PROTO_MODULE[parts.protocol.name];
+    if (
+      implicit &&
+      (MODULE_OPTIONS[implicit]!.includes(name) || (implicit === "tcp" && name === "--syn"))
+    ) {
+      owner = contexts.find((c) => c.module === implicit);
+      if (!owner) {
+        owner = {
+          module: implicit,
+          options: [],
+          isTarget: false,
+          isGoto: false,
+          implicit: true,
+        };
+        contexts.push(owner);
+      }
+    }
+  }
+  if (!owner) {
+    if (first !== undefined && !isKnownCtx(first)) owner = first;
+    else if (second !== undefined && !isKnownCtx(second)) owner = second;
+  }
+  return owner;
 }
 
 const protoCache = new Map<string, ProtoMatch>();
