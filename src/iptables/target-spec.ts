@@ -229,115 +229,124 @@ export function interpretTarget(
         problems.push(`option ${o.name} is not an option of target ${name}`);
     }
   }
+  return { target: targetOf(name, options, family, problems), problems };
+}
+
+/** The target extension `name` with its options; what is wrong with them goes to `problems`. */
+function targetOf(
+  name: string,
+  options: readonly ModuleOption[],
+  family: Family,
+  problems: string[],
+): Target {
   switch (name) {
     case "ACCEPT":
     case "DROP":
     case "RETURN":
     case "QUEUE":
-      return { target: { kind: "verdict", name }, problems };
+      return { kind: "verdict", name };
     case "MASQUERADE": {
       const tp = ports(val(options, "--to-ports"), problems);
       return {
-        target: {
-          kind: "MASQUERADE",
-          name,
-          ...(tp ? { toPorts: tp } : {}),
-          random: has(options, "--random"),
-          randomFully: has(options, "--random-fully"),
-        },
-        problems,
+        kind: "MASQUERADE",
+        name,
+        ...(tp ? { toPorts: tp } : {}),
+        random: has(options, "--random"),
+        randomFully: has(options, "--random-fully"),
       };
     }
     case "REDIRECT": {
       const tp = ports(val(options, "--to-ports"), problems);
       return {
-        target: {
-          kind: "REDIRECT",
-          name,
-          ...(tp ? { toPorts: tp } : {}),
-          random: has(options, "--random"),
-        },
-        problems,
+        kind: "REDIRECT",
+        name,
+        ...(tp ? { toPorts: tp } : {}),
+        random: has(options, "--random"),
       };
     }
     case "SNAT":
-    case "DNAT": {
-      const optName = name === "SNAT" ? "--to-source" : "--to-destination";
-      const all = options.filter((o) => o.name === optName);
-      let to: NatRange | undefined;
-      if (all.length === 0) problems.push(`${name} needs ${optName}`);
-      else {
-        if (all.length > 1)
-          problems.push(`${name} with several ${optName}: only the first is modelled`);
-        const r = parseNatRange(all[0]!.values[0] ?? "", family);
-        if (r.ok) to = r.value;
-        else problems.push(`${optName}: ${r.error}`);
-      }
-      return {
-        target: {
-          kind: name,
-          name,
-          ...(to ? { to } : {}),
-          random: has(options, "--random"),
-          randomFully: has(options, "--random-fully"),
-          persistent: has(options, "--persistent"),
-        },
-        problems,
-      };
-    }
+    case "DNAT":
+      return natTarget(name, options, family, problems);
     case "NETMAP": {
       const r = parseAddr(val(options, "--to") ?? "", family);
       if (!r.ok) {
         problems.push(`NETMAP --to: ${r.error}`);
-        return { target: { kind: "extension", name, options }, problems };
+        return { kind: "extension", name, options };
       }
-      return { target: { kind: "NETMAP", name, to: r.value }, problems };
+      return { kind: "NETMAP", name, to: r.value };
     }
     case "MARK": {
       const op = markOpFrom(options, problems);
       if (!op) {
         if (problems.length === 0)
           problems.push("MARK needs --set-xmark, --set-mark, --or-mark, --and-mark or --xor-mark");
-        return { target: { kind: "extension", name, options }, problems };
+        return { kind: "extension", name, options };
       }
-      return { target: { kind: "MARK", name, op }, problems };
+      return { kind: "MARK", name, op };
     }
-    case "CONNMARK": {
-      const save = has(options, "--save-mark");
-      const restore = has(options, "--restore-mark");
-      if (save || restore) {
-        const m = (n: string) => {
-          const v = val(options, n);
-          if (v === undefined) return undefined;
-          const r = parseMarkMask(v);
-          if (!r.ok) problems.push(`${n}: ${r.error}`);
-          return r.ok ? r.value.value : undefined;
-        };
-        const mask = m("--mask");
-        return {
-          target: {
-            kind: "CONNMARK",
-            name,
-            mode: save ? "save" : "restore",
-            op: { value: 0, mask: 0 },
-            nfmask: m("--nfmask") ?? mask ?? 0xffffffff,
-            ctmask: m("--ctmask") ?? mask ?? 0xffffffff,
-          },
-          problems,
-        };
-      }
-      const op = markOpFrom(options, problems);
-      if (!op) {
-        if (problems.length === 0)
-          problems.push("CONNMARK needs a mark operation, --save-mark or --restore-mark");
-        return { target: { kind: "extension", name, options }, problems };
-      }
-      return {
-        target: { kind: "CONNMARK", name, mode: "set", op, nfmask: 0xffffffff, ctmask: 0xffffffff },
-        problems,
-      };
-    }
+    case "CONNMARK":
+      return connmarkTarget(options, problems);
     default:
-      return { target: { kind: "extension", name, options }, problems };
+      return { kind: "extension", name, options };
   }
+}
+
+/** SNAT `--to-source` or DNAT `--to-destination` (the first; several are not modelled). */
+function natTarget(
+  name: "SNAT" | "DNAT",
+  options: readonly ModuleOption[],
+  family: Family,
+  problems: string[],
+): Target {
+  const optName = name === "SNAT" ? "--to-source" : "--to-destination";
+  const all = options.filter((o) => o.name === optName);
+  let to: NatRange | undefined;
+  if (all.length === 0) problems.push(`${name} needs ${optName}`);
+  else {
+    if (all.length > 1)
+      problems.push(`${name} with several ${optName}: only the first is modelled`);
+    const r = parseNatRange(all[0]!.values[0] ?? "", family);
+    if (r.ok) to = r.value;
+    else problems.push(`${optName}: ${r.error}`);
+  }
+  return {
+    kind: name,
+    name,
+    ...(to ? { to } : {}),
+    random: has(options, "--random"),
+    randomFully: has(options, "--random-fully"),
+    persistent: has(options, "--persistent"),
+  };
+}
+
+/** CONNMARK: `--save-mark`/`--restore-mark` with their masks, or a mark operation on the connection. */
+function connmarkTarget(options: readonly ModuleOption[], problems: string[]): Target {
+  const name = "CONNMARK";
+  const save = has(options, "--save-mark");
+  const restore = has(options, "--restore-mark");
+  if (save || restore) {
+    const m = (n: string) => {
+      const v = val(options, n);
+      if (v === undefined) return undefined;
+      const r = parseMarkMask(v);
+      if (!r.ok) problems.push(`${n}: ${r.error}`);
+      return r.ok ? r.value.value : undefined;
+    };
+    const mask = m("--mask");
+    return {
+      kind: "CONNMARK",
+      name,
+      mode: save ? "save" : "restore",
+      op: { value: 0, mask: 0 },
+      nfmask: m("--nfmask") ?? mask ?? 0xffffffff,
+      ctmask: m("--ctmask") ?? mask ?? 0xffffffff,
+    };
+  }
+  const op = markOpFrom(options, problems);
+  if (!op) {
+    if (problems.length === 0)
+      problems.push("CONNMARK needs a mark operation, --save-mark or --restore-mark");
+    return { kind: "extension", name, options };
+  }
+  return { kind: "CONNMARK", name, mode: "set", op, nfmask: 0xffffffff, ctmask: 0xffffffff };
 }
