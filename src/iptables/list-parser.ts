@@ -61,35 +61,19 @@ export function parseIptablesList(
   file: string,
   options: ParseIptablesListOptions = {},
 ): Parsed<IptablesDump> {
-  const diagnostics: Diagnostic[] = [];
-  const diag = (
-    code: string,
-    severity: Diagnostic["severity"],
-    line: number,
-    lineText: string,
-    message: string,
-  ) => {
-    const cited = lineText.length > MAX_CITED ? undefined : lineText;
-    diagnostics.push({
-      code,
-      severity,
-      message,
-      source: cited === undefined ? { file, line } : { file, line, text: cited },
-    });
-  };
   const family = options.family ?? options.command?.family ?? detectFamily(text);
-  const sections: Section[] = [];
-  let section: Section = { chains: [], lastLineBroken: false };
-  if (options.command) section = { ...section, command: options.command };
-  sections.push(section);
-  let chain: ListedChain | undefined;
-  let layout: ListLayout | undefined;
-  let legacyTablesPresent = false;
-  let numeric = options.command?.numeric ?? /(?:^|\s)(?:0\.0\.0\.0\/0|::\/0|\*)\s/m.test(text);
-  /** A line that cannot be read: the section's last line is broken, and a syntax error says why. */
-  const unreadable = (line: number, lineText: string, message: string) => {
-    section.lastLineBroken = true;
-    diag("IPTABLES_LIST_SYNTAX", "error", line, lineText, message);
+  let first: Section = { chains: [], lastLineBroken: false };
+  if (options.command) first = { ...first, command: options.command };
+  const r: ListReading = {
+    file,
+    family,
+    diagnostics: [],
+    sections: [first],
+    section: first,
+    chain: undefined,
+    layout: undefined,
+    numeric: options.command?.numeric ?? /(?:^|\s)(?:0\.0\.0\.0\/0|::\/0|\*)\s/m.test(text),
+    legacyTablesPresent: false,
   };
   const lines = text.split("\n");
   for (let i = 0; i < lines.length; i++) {
@@ -97,99 +81,154 @@ export function parseIptablesList(
     let line = lines[i]!;
     if (line.endsWith("\r")) line = line.slice(0, -1);
     const trimmed = line.trim();
-    section.lastLineBroken = false;
+    r.section.lastLineBroken = false;
     if (trimmed.length === 0) continue;
     const noise = iptablesNoise(line);
     if (noise === "legacy-warning") {
-      legacyTablesPresent = true;
+      r.legacyTablesPresent = true;
       continue;
     }
     const cmd = trimmed.startsWith("Chain ") ? undefined : readCommandLine(line);
     if (cmd !== undefined) {
-      section = { command: cmd, commandLine: lineNo, chains: [], lastLineBroken: false };
-      sections.push(section);
-      chain = undefined;
-      layout = undefined;
-      numeric = cmd.numeric;
+      r.section = { command: cmd, commandLine: lineNo, chains: [], lastLineBroken: false };
+      r.sections.push(r.section);
+      r.chain = undefined;
+      r.layout = undefined;
+      r.numeric = cmd.numeric;
       continue;
     }
     if (noise === "error") {
-      diag("IPTABLES_TOOL_ERROR", "warning", lineNo, line, `iptables said: ${trimmed}`);
+      listDiag(r, "IPTABLES_TOOL_ERROR", "warning", lineNo, line, `iptables said: ${trimmed}`);
       continue;
     }
     if (trimmed.startsWith("#")) continue;
     const cm = CHAIN_LINE.exec(trimmed);
     if (cm) {
-      const name = cm[1]!;
-      if (section.chains.some((c) => c.name === name)) {
-        // a second listing pasted without its command line
-        section = { chains: [], lastLineBroken: false };
-        sections.push(section);
-      }
-      const counters = exactCounters(cm[3], cm[4]);
-      chain = {
-        name,
-        ...(cm[2] !== undefined ? { policy: cm[2] } : {}),
-        ...(counters ? { counters } : {}),
-        ...(cm[5] !== undefined ? { references: Number(cm[5]) } : {}),
-        declared: { file, line: lineNo, text: trimmed },
-        rules: [],
-        partial: false,
-      };
-      section.chains.push(chain);
-      layout = undefined;
+      openChain(r, cm, lineNo, trimmed);
       continue;
     }
     const header = readHeaderLine(line);
     if (header) {
-      layout = header;
+      r.layout = header;
       continue;
     }
-    if (!chain) {
-      unreadable(
-        lineNo,
-        line,
-        'line outside a chain: an iptables -L listing starts each chain with "Chain NAME (policy ...)" or "Chain NAME (N references)"',
-      );
-      continue;
-    }
-    const read = readRule(line, layout, numeric, family, chain.name);
-    if ("error" in read) {
-      unreadable(
-        lineNo,
-        line,
-        `rule line of chain ${chain.name}: ${read.error}; expected the columns of the header "${describeLayout(layout)}"`,
-      );
-      continue;
-    }
-    if (layout === undefined) {
-      layout = read.layout;
-      diag(
-        "IPTABLES_LIST_NO_HEADER",
-        "info",
-        lineNo,
-        line,
-        `chain ${chain.name} has no column header line; its rules were read as "${describeLayout(layout)}"`,
-      );
-    }
-    for (const p of read.problems) diag("IPTABLES_RULE", "error", lineNo, line, p);
-    const index = chain.rules.length + 1;
-    const num = read.rule.num;
-    if (num !== undefined && num !== index) {
-      chain.partial = true;
-      diag(
-        "IPTABLES_LIST_NUMBER",
-        "warning",
-        lineNo,
-        line,
-        `rule numbered ${num} is rule ${index} of chain ${chain.name} as listed: ${
-          num > index ? "rules are missing before it" : "the numbers repeat or go back"
-        }; the chain may not be shown whole`,
-      );
-    }
-    chain.rules.push({ line: lineNo, text: line, rule: read.rule });
+    addListedRule(r, line, lineNo);
   }
-  return build(file, family, sections, legacyTablesPresent, options, diagnostics);
+  return build(file, family, r.sections, r.legacyTablesPresent, options, r.diagnostics);
+}
+
+/** Reading an `iptables -L` listing: where it is. */
+interface ListReading {
+  readonly file: string;
+  readonly family: Family;
+  readonly diagnostics: Diagnostic[];
+  readonly sections: Section[];
+  /** The listing being read (one per command line, or per chain listed twice). */
+  section: Section;
+  chain: ListedChain | undefined;
+  /** The columns of the chain's header line; undefined until one is seen or guessed. */
+  layout: ListLayout | undefined;
+  /** Addresses are numbers (-n), not names. */
+  numeric: boolean;
+  legacyTablesPresent: boolean;
+}
+
+/** A diagnostic on line `line`, citing its text when it is not too long. */
+function listDiag(
+  r: ListReading,
+  code: string,
+  severity: Diagnostic["severity"],
+  line: number,
+  lineText: string,
+  message: string,
+): void {
+  const cited = lineText.length > MAX_CITED ? undefined : lineText;
+  r.diagnostics.push({
+    code,
+    severity,
+    message,
+    source: cited === undefined ? { file: r.file, line } : { file: r.file, line, text: cited },
+  });
+}
+
+/** A line that cannot be read: the section's last line is broken, and a syntax error says why. */
+function unreadable(r: ListReading, line: number, lineText: string, message: string): void {
+  r.section.lastLineBroken = true;
+  listDiag(r, "IPTABLES_LIST_SYNTAX", "error", line, lineText, message);
+}
+
+/** `Chain NAME (policy P …)` or `Chain NAME (N references)`: the chain its rules go to. */
+function openChain(r: ListReading, cm: RegExpExecArray, lineNo: number, trimmed: string): void {
+  const name = cm[1]!;
+  if (r.section.chains.some((c) => c.name === name)) {
+    // a second listing pasted without its command line
+    r.section = { chains: [], lastLineBroken: false };
+    r.sections.push(r.section);
+  }
+  const counters = exactCounters(cm[3], cm[4]);
+  r.chain = {
+    name,
+    ...(cm[2] !== undefined ? { policy: cm[2] } : {}),
+    ...(counters ? { counters } : {}),
+    ...(cm[5] !== undefined ? { references: Number(cm[5]) } : {}),
+    declared: { file: r.file, line: lineNo, text: trimmed },
+    rules: [],
+    partial: false,
+  };
+  r.section.chains.push(r.chain);
+  r.layout = undefined;
+}
+
+/** A rule line of the current chain, read by the chain's columns (guessed when it has no header). */
+function addListedRule(r: ListReading, line: string, lineNo: number): void {
+  const chain = r.chain;
+  if (!chain) {
+    unreadable(
+      r,
+      lineNo,
+      line,
+      'line outside a chain: an iptables -L listing starts each chain with "Chain NAME (policy ...)" or "Chain NAME (N references)"',
+    );
+    return;
+  }
+  const read = readRule(line, r.layout, r.numeric, r.family, chain.name);
+  if ("error" in read) {
+    unreadable(
+      r,
+      lineNo,
+      line,
+      `rule line of chain ${chain.name}: ${read.error}; expected the columns of the header "${describeLayout(r.layout)}"`,
+    );
+    return;
+  }
+  if (r.layout === undefined) {
+    r.layout = read.layout;
+    listDiag(
+      r,
+      "IPTABLES_LIST_NO_HEADER",
+      "info",
+      lineNo,
+      line,
+      `chain ${chain.name} has no column header line; its rules were read as "${describeLayout(r.layout)}"`,
+    );
+  }
+  for (const p of read.problems) listDiag(r, "IPTABLES_RULE", "error", lineNo, line, p);
+  const index = chain.rules.length + 1;
+  const num = read.rule.num;
+  if (num !== undefined && num !== index) {
+    chain.partial = true;
+    listDiag(
+      r,
+      "IPTABLES_LIST_NUMBER",
+      "warning",
+      lineNo,
+      line,
+      `rule numbered ${num} is rule ${index} of chain ${chain.name} as listed: ${
+        num > index ? "rules are missing before it" : "the numbers repeat or go back"
+      }; the chain may not be shown whole`,
+    );
+  }
+  chain.rules.push({ line: lineNo, text: line, rule: read.rule });
 }
 
 function describeLayout(l: ListLayout | undefined): string {
