@@ -34,6 +34,7 @@ import {
 import { KUBE_PROXY_RESTORE } from "../masq-rules.ts";
 import type { Namespace } from "../netns.ts";
 import type { Scenario, ScenarioContext, ScenarioOutcome } from "./index.ts";
+import { DB_PORT, ONPREM_IP, ONPREM_PREFIX, SITE_NAME } from "./masquerade.ts";
 import { kubectlList } from "./masquerade-cluster.ts";
 
 export const VPC_CIDRS = ["192.168.0.0/16", "100.64.0.0/16"] as const;
@@ -41,12 +42,8 @@ export const NODE_NAME = "ip-192-168-1-10.eu-west-1.compute.internal";
 export const NODE_IP = "192.168.1.10";
 export const POD_IP = "100.64.1.50";
 export const POD_NAME = "billing-7d4b9c6f5-x2kqp";
-export const ONPREM_IP = "10.20.30.40";
-export const ONPREM_PREFIX = "10.20.0.0/16";
 export const VPC_HOST_IP = "192.168.2.20";
-export const SITE_NAME = "onprem-dc1";
 export const VPC_SITE_NAME = "vpc-services";
-export const DB_PORT = 5432;
 const HOST_VETH = "eni3f1c2a9b7d0";
 const ROUTER_NODE_IP = "192.168.1.1";
 const ROUTER_VPC_IP = "192.168.2.1";
