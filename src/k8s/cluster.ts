@@ -295,6 +295,20 @@ interface Socket {
   terminate(): void;
 }
 
+type K8s = typeof import("@kubernetes/client-node");
+type KubeConfig = import("@kubernetes/client-node").KubeConfig;
+type WebSocketHandlerClass =
+  typeof import("@kubernetes/client-node/dist/web-socket-handler.js").WebSocketHandler;
+
+/** An API call as sent: the status and the body's text. */
+type Request = (
+  method: string,
+  path: string,
+  req: ApiRequest,
+  body?: unknown,
+  signal?: AbortSignal,
+) => Promise<{ status: number; text: string }>;
+
 /**
  * Opens the cluster the kubeconfig names, as kubectl would: `--kubeconfig` wins over
  * `KUBECONFIG` (a path list whose files merge, first wins), then `~/.kube/config`, then the
@@ -303,34 +317,33 @@ interface Socket {
 export async function openCluster(opts: OpenClusterOptions): Promise<ClusterSource> {
   const k8s = await import("@kubernetes/client-node");
   const { WebSocketHandler } = await import("@kubernetes/client-node/dist/web-socket-handler.js");
-  const { delimiter } = await import("node:path");
   const kc = new k8s.KubeConfig();
   const connect: ApiRequest = { verb: "connect", resource: "kubeconfig" };
+  await loadKubeconfig(k8s, kc, opts, connect);
+  const server = selectCluster(kc, opts.context, connect);
+  const request = await httpRequester(kc, server, opts.requestTimeoutMs ?? 30_000);
+  return clusterSource(kc, server, request, (namespace, pod, argv, o) =>
+    execInPod(k8s, WebSocketHandler, kc, namespace, pod, argv, o),
+  );
+}
+
+/**
+ * Loads the kubeconfig into `kc`: `--kubeconfig`, else the KUBECONFIG files merged (kubectl's
+ * rules), else the default places. Any failure is ClusterError("ContextNotFound") saying why.
+ */
+async function loadKubeconfig(
+  k8s: K8s,
+  kc: KubeConfig,
+  opts: OpenClusterOptions,
+  connect: ApiRequest,
+): Promise<void> {
+  const { delimiter } = await import("node:path");
   try {
     const list = opts.env["KUBECONFIG"]?.split(delimiter).filter((f) => f !== "") ?? [];
     if (opts.kubeconfig !== undefined) {
       kc.loadFromFile(opts.kubeconfig);
     } else if (list.length > 0) {
-      // kubectl's merge: files that do not exist are skipped; for every name (cluster, user,
-      // context) and for current-context the first file that sets it wins
-      const { existsSync } = await import("node:fs");
-      const files = list.filter((f) => existsSync(f));
-      if (files.length === 0) {
-        throw Object.assign(new Error("none of the KUBECONFIG files exist"), { code: "ENOENT" });
-      }
-      kc.loadFromFile(files[0]!);
-      for (const f of files.slice(1)) {
-        const more = new k8s.KubeConfig();
-        more.loadFromFile(f);
-        const has = (xs: readonly { name: string }[], name: string) =>
-          xs.some((x) => x.name === name);
-        for (const c of more.getClusters()) if (!has(kc.getClusters(), c.name)) kc.addCluster(c);
-        for (const u of more.getUsers()) if (!has(kc.getUsers(), u.name)) kc.addUser(u);
-        for (const c of more.getContexts()) if (!has(kc.getContexts(), c.name)) kc.addContext(c);
-        if (!kc.getCurrentContext() && more.getCurrentContext()) {
-          kc.setCurrentContext(more.getCurrentContext());
-        }
-      }
+      await mergeKubeconfigs(k8s, kc, list);
     } else {
       kc.loadFromDefault();
       // client-node's last resort when nothing is configured; kubectl would fail the same way
@@ -353,10 +366,41 @@ export async function openCluster(opts: OpenClusterOptions): Promise<ClusterSour
         : `kubeconfig ${file} ${code === "ENOENT" ? "does not exist" : `cannot be read (${e instanceof Error ? e.message.split("\n")[0] : String(e)})`}`;
     throw new ClusterError("ContextNotFound", connect, { apiMessage: why, cause: e });
   }
-  if (opts.context !== undefined) {
-    if (!kc.getContextObject(opts.context)) {
+}
+
+/**
+ * kubectl's merge of the KUBECONFIG files: files that do not exist are skipped; for every name
+ * (cluster, user, context) and for current-context the first file that sets it wins.
+ */
+async function mergeKubeconfigs(k8s: K8s, kc: KubeConfig, list: readonly string[]) {
+  const { existsSync } = await import("node:fs");
+  const files = list.filter((f) => existsSync(f));
+  if (files.length === 0) {
+    throw Object.assign(new Error("none of the KUBECONFIG files exist"), { code: "ENOENT" });
+  }
+  kc.loadFromFile(files[0]!);
+  for (const f of files.slice(1)) {
+    const more = new k8s.KubeConfig();
+    more.loadFromFile(f);
+    const has = (xs: readonly { name: string }[], name: string) => xs.some((x) => x.name === name);
+    for (const c of more.getClusters()) if (!has(kc.getClusters(), c.name)) kc.addCluster(c);
+    for (const u of more.getUsers()) if (!has(kc.getUsers(), u.name)) kc.addUser(u);
+    for (const c of more.getContexts()) if (!has(kc.getContexts(), c.name)) kc.addContext(c);
+    if (!kc.getCurrentContext() && more.getCurrentContext()) {
+      kc.setCurrentContext(more.getCurrentContext());
+    }
+  }
+}
+
+/**
+ * Sets the context asked for (when one is) and checks its cluster: the server's URL without a
+ * trailing slash. A missing context or cluster, or plain http without skip-tls, is refused.
+ */
+function selectCluster(kc: KubeConfig, context: string | undefined, connect: ApiRequest): string {
+  if (context !== undefined) {
+    if (!kc.getContextObject(context)) {
       throw new ClusterError("ContextNotFound", connect, {
-        apiMessage: `context "${opts.context}" is not in the kubeconfig (contexts: ${
+        apiMessage: `context "${context}" is not in the kubeconfig (contexts: ${
           kc
             .getContexts()
             .map((c) => c.name)
@@ -364,7 +408,7 @@ export async function openCluster(opts: OpenClusterOptions): Promise<ClusterSour
         })`,
       });
     }
-    kc.setCurrentContext(opts.context);
+    kc.setCurrentContext(context);
   }
   const cluster = kc.getCurrentCluster();
   if (!cluster) {
@@ -378,11 +422,14 @@ export async function openCluster(opts: OpenClusterOptions): Promise<ClusterSour
       apiMessage: `the cluster of context "${kc.getCurrentContext()}" is a plain http:// server (${server}) without insecure-skip-tls-verify: true, and credentials are not sent unencrypted`,
     });
   }
-  const timeoutMs = opts.requestTimeoutMs ?? 30_000;
+  return server;
+}
+
+/** Sends API requests to `server` with the kubeconfig's credentials and TLS settings. */
+async function httpRequester(kc: KubeConfig, server: string, timeoutMs: number): Promise<Request> {
   const http = await import("node:http");
   const https = await import("node:https");
-
-  async function request(
+  return async function request(
     method: string,
     path: string,
     req: ApiRequest,
@@ -440,9 +487,12 @@ export async function openCluster(opts: OpenClusterOptions): Promise<ClusterSour
       r.on("error", (e) => reject(wrapNetworkError(e, req, signal)));
       r.end(payload);
     });
-  }
+  };
+}
 
-  async function call<T>(
+/** An API call whose answer must be a 2xx with a JSON body: the body, parsed. */
+function apiCaller(request: Request) {
+  return async function call<T>(
     method: string,
     path: string,
     req: ApiRequest,
@@ -460,20 +510,31 @@ export async function openCluster(opts: OpenClusterOptions): Promise<ClusterSour
         cause: e,
       });
     }
-  }
+  };
+}
 
-  const reqOf = (
-    verb: ApiRequest["verb"],
-    res: ApiResource,
-    namespace?: string,
-    name?: string,
-  ): ApiRequest => ({
-    verb,
-    resource: res.resource,
-    group: res.group,
-    ...(res.namespaced && namespace !== undefined ? { namespace } : {}),
-    ...(name === undefined ? {} : { name }),
-  });
+/** The request as errors name it: verb, resource, namespace, name. */
+const reqOf = (
+  verb: ApiRequest["verb"],
+  res: ApiResource,
+  namespace?: string,
+  name?: string,
+): ApiRequest => ({
+  verb,
+  resource: res.resource,
+  group: res.group,
+  ...(res.namespaced && namespace !== undefined ? { namespace } : {}),
+  ...(name === undefined ? {} : { name }),
+});
+
+/** The ClusterSource over one server: API calls through `request`, exec through `exec`. */
+function clusterSource(
+  kc: KubeConfig,
+  server: string,
+  request: Request,
+  exec: ClusterSource["exec"],
+): ClusterSource {
+  const call = apiCaller(request);
 
   return {
     contextName: kc.getCurrentContext(),
@@ -547,95 +608,104 @@ export async function openCluster(opts: OpenClusterOptions): Promise<ClusterSour
         return false;
       }
     },
-    async exec(namespace, pod, argv, o) {
-      const r: ApiRequest = { verb: "exec", resource: "pods/exec", namespace, name: pod };
-      if (o.signal?.aborted) throw new ClusterError("Aborted", r);
-      const out: Buffer[] = [];
-      const err: Buffer[] = [];
-      const sink = (into: Buffer[]) =>
-        new Writable({
-          write(chunk: Buffer, _enc, cb) {
-            into.push(Buffer.from(chunk));
-            cb();
-          },
-        });
-      const stdout = sink(out);
-      const stderr = sink(err);
-      // Give the handler our own streams: on a v5 close frame it ends the streams it was given,
-      // and its default streams are the process's own stdout and stderr.
-      const handler = new WebSocketHandler(kc, undefined, {
-        stdin: new PassThrough(),
-        stdout,
-        stderr,
-      });
-      let status:
-        | { status?: string; message?: string; reason?: string; details?: unknown }
-        | undefined;
-      let timedOut = false;
-      const started = Date.now();
-      let timer: NodeJS.Timeout | undefined;
-      const deadline = new Promise<never>((_, reject) => {
-        timer = setTimeout(() => {
-          timedOut = true;
-          reject(new ClusterError("Timeout", r, { apiMessage: `no answer in ${o.timeoutMs} ms` }));
-        }, o.timeoutMs);
-      });
-      let ws: Socket | undefined;
-      try {
-        const opening = new k8s.Exec(kc, handler).exec(
-          namespace,
-          pod,
-          o.container ?? "",
-          [...argv],
-          stdout,
-          stderr,
-          null,
-          false,
-          (s) => {
-            status = s as typeof status;
-          },
-        );
-        ws = (await Promise.race([opening, deadline])) as unknown as Socket;
-        const sock = ws;
-        const onAbort = () => sock.close();
-        o.signal?.addEventListener("abort", onAbort, { once: true });
-        try {
-          await Promise.race([
-            deadline,
-            new Promise<void>((resolve) => {
-              if (sock.readyState === sock.CLOSED) resolve();
-              sock.on("close", () => resolve());
-            }),
-          ]);
-        } finally {
-          o.signal?.removeEventListener("abort", onAbort);
-        }
-      } catch (e) {
-        if (timedOut) {
-          ws?.terminate();
-          return {
-            code: undefined,
-            stdout: Buffer.concat(out),
-            stderr: Buffer.concat(err).toString("utf8"),
-            message: `timed out after ${Date.now() - started} ms`,
-            timedOut: true,
-          };
-        }
-        throw wrapNetworkError(e, r, o.signal);
-      } finally {
-        clearTimeout(timer);
-      }
-      if (o.signal?.aborted) throw new ClusterError("Aborted", r);
+    exec,
+  };
+}
+
+/** Runs `argv` in a pod's container over the exec WebSocket, as `kubectl exec` does. */
+async function execInPod(
+  k8s: K8s,
+  WebSocketHandler: WebSocketHandlerClass,
+  kc: KubeConfig,
+  namespace: string,
+  pod: string,
+  argv: readonly string[],
+  o: PodExecOptions,
+): Promise<PodExecResult> {
+  const r: ApiRequest = { verb: "exec", resource: "pods/exec", namespace, name: pod };
+  if (o.signal?.aborted) throw new ClusterError("Aborted", r);
+  const out: Buffer[] = [];
+  const err: Buffer[] = [];
+  const sink = (into: Buffer[]) =>
+    new Writable({
+      write(chunk: Buffer, _enc, cb) {
+        into.push(Buffer.from(chunk));
+        cb();
+      },
+    });
+  const stdout = sink(out);
+  const stderr = sink(err);
+  // Give the handler our own streams: on a v5 close frame it ends the streams it was given,
+  // and its default streams are the process's own stdout and stderr.
+  const handler = new WebSocketHandler(kc, undefined, {
+    stdin: new PassThrough(),
+    stdout,
+    stderr,
+  });
+  let status: { status?: string; message?: string; reason?: string; details?: unknown } | undefined;
+  let timedOut = false;
+  const started = Date.now();
+  let timer: NodeJS.Timeout | undefined;
+  const deadline = new Promise<never>((_, reject) => {
+    timer = setTimeout(() => {
+      timedOut = true;
+      reject(new ClusterError("Timeout", r, { apiMessage: `no answer in ${o.timeoutMs} ms` }));
+    }, o.timeoutMs);
+  });
+  let ws: Socket | undefined;
+  try {
+    const opening = new k8s.Exec(kc, handler).exec(
+      namespace,
+      pod,
+      o.container ?? "",
+      [...argv],
+      stdout,
+      stderr,
+      null,
+      false,
+      (s) => {
+        status = s as typeof status;
+      },
+    );
+    ws = (await Promise.race([opening, deadline])) as unknown as Socket;
+    const sock = ws;
+    const onAbort = () => sock.close();
+    o.signal?.addEventListener("abort", onAbort, { once: true });
+    try {
+      await Promise.race([
+        deadline,
+        new Promise<void>((resolve) => {
+          if (sock.readyState === sock.CLOSED) resolve();
+          sock.on("close", () => resolve());
+        }),
+      ]);
+    } finally {
+      o.signal?.removeEventListener("abort", onAbort);
+    }
+  } catch (e) {
+    if (timedOut) {
+      ws?.terminate();
       return {
-        code: exitCodeOf(status),
+        code: undefined,
         stdout: Buffer.concat(out),
         stderr: Buffer.concat(err).toString("utf8"),
-        ...(status?.status === "Success" || status?.message === undefined
-          ? {}
-          : { message: status.message }),
-        timedOut: false,
+        message: `timed out after ${Date.now() - started} ms`,
+        timedOut: true,
       };
-    },
+    }
+    throw wrapNetworkError(e, r, o.signal);
+  } finally {
+    clearTimeout(timer);
+  }
+  if (o.signal?.aborted) throw new ClusterError("Aborted", r);
+  return {
+    code: exitCodeOf(status),
+    stdout: Buffer.concat(out),
+    stderr: Buffer.concat(err).toString("utf8"),
+    ...(status?.status === "Success" || status?.message === undefined
+      ? {}
+      : { message: status.message }),
+    timedOut: false,
   };
 }
 
