@@ -55,8 +55,13 @@ export interface Verdict {
   readonly subject?: string;
 }
 
-/** The diagnose answer: the envelope's head (model/envelope), then its body. */
-export interface Answer extends EnvelopeHead {
+// The diagnose answer: the envelope's head (model/envelope, written out here as the published
+// schema names it), then its body. (A line comment: a JSDoc here would enter the schema.)
+export interface Answer {
+  readonly schemaVersion: EnvelopeHead["schemaVersion"];
+  readonly tool: EnvelopeHead["tool"];
+  readonly question: string;
+  readonly snapshot?: string;
   /** One verdict over the findings and paths (model/verdict). */
   readonly verdict: Verdict;
   readonly findings: readonly Finding[];
