@@ -74,24 +74,68 @@ export function readIptablesText(
   const family = options.family;
   // the fast path: a real iptables-save file is read as it always was
   if (isPlainSave(text)) return parseIptablesSave(text, file, { family });
-  if (text.trim().length === 0) {
-    // iptables-save prints nothing at all when no table is loaded in the namespace
-    const tool = family === 6 ? "ip6tables" : "iptables";
-    return {
-      value: { ...parseIptablesSave("", file, { family }).value, tables: new Map() },
-      diagnostics: [
-        {
-          code: "IPTABLES_NO_TABLES",
-          severity: "info",
-          message: `${file} is empty: read as ${tool}-save's output where no table is loaded (no rules). If it was meant to hold a paste, run \`${tool}-save > ${file}\` on the node`,
-          source: { file, line: 1 },
-        },
-      ],
-    };
-  }
+  if (text.trim().length === 0) return emptyFile(file, family);
 
   const lines = text.split("\n");
   const diagnostics: Diagnostic[] = [];
+  const { segments, blank, legacyWarning } = segmentsOf(lines);
+  const used = segments.filter((s) => s.firstContent !== undefined || s.command !== undefined);
+  const dumps: IptablesDump[] = [];
+  for (const s of used) {
+    const d = readSegment(s, { lines, blank, text, file, family }, diagnostics);
+    if (d !== undefined) dumps.push(d);
+  }
+  if (dumps.length === 0) {
+    if (!diagnostics.some((d) => d.severity === "error")) {
+      const first = lines.findIndex((l) => l.trim().length > 0);
+      diagnostics.push(
+        first < 0
+          ? {
+              code: "IPTABLES_UNRECOGNISED",
+              severity: "error",
+              message: `${file} is empty; run \`${family === 6 ? "ip6tables" : "iptables"}-save > ${file}\` on the node (or \`-t nat\` for the nat table only)`,
+              source: { file, line: 1 },
+            }
+          : unrecognised(file, first + 1, lines[first]!, family),
+      );
+    }
+    return { value: undefined, diagnostics };
+  }
+  const merged = merge(dumps, diagnostics);
+  return {
+    value:
+      legacyWarning && !merged.legacyTablesPresent
+        ? { ...merged, legacyTablesPresent: true }
+        : merged,
+    diagnostics,
+  };
+}
+
+/** iptables-save prints nothing at all when no table is loaded in the namespace. */
+function emptyFile(file: string, family: Family): Parsed<IptablesDump> {
+  const tool = family === 6 ? "ip6tables" : "iptables";
+  return {
+    value: { ...parseIptablesSave("", file, { family }).value, tables: new Map() },
+    diagnostics: [
+      {
+        code: "IPTABLES_NO_TABLES",
+        severity: "info",
+        message: `${file} is empty: read as ${tool}-save's output where no table is loaded (no rules). If it was meant to hold a paste, run \`${tool}-save > ${file}\` on the node`,
+        source: { file, line: 1 },
+      },
+    ],
+  };
+}
+
+/**
+ * The text cut at its command lines into segments, each with where its content starts and its
+ * form; lines that are commands or tool noise are `blank`.
+ */
+function segmentsOf(lines: readonly string[]): {
+  segments: Segment[];
+  blank: Set<number>;
+  legacyWarning: boolean;
+} {
   const segments: Segment[] = [{ from: 0, to: lines.length }];
   const blank = new Set<number>();
   let legacyWarning = false;
@@ -119,73 +163,61 @@ export function readIptablesText(
         noteContent(segments, i, line);
     }
   }
-  const used = segments.filter((s) => s.firstContent !== undefined || s.command !== undefined);
-  const dumps: IptablesDump[] = [];
-  for (const s of used) {
-    const at = s.firstContent;
-    if (s.command !== undefined && s.command.family !== family) {
-      const want = family === 6 ? "ip6tables-save" : "iptables-save";
-      diagnostics.push({
-        code: "IPTABLES_FAMILY",
-        severity: "error",
-        message: `${s.command.tool} output in ${file}, which holds IPv${family} rules: not read; put it in ${s.command.family === 6 ? "ip6tables-save.txt" : "iptables-save.txt"} beside it, or run ${want} here`,
-        source: { file, line: (s.commandLine ?? 0) + 1 },
-      });
-      continue;
-    }
-    if (at === undefined) {
-      diagnostics.push({
-        code: "IPTABLES_EMPTY",
-        severity: "warning",
-        message: `the command "${lines[s.commandLine!]!.trim().slice(0, MAX_CITED)}" has no output below it in ${file}`,
-        source: { file, line: s.commandLine! + 1 },
-      });
-      continue;
-    }
-    const kind = s.kind ?? s.command?.kind;
-    if (kind === undefined) {
-      diagnostics.push(unrecognised(file, at + 1, lines[at]!, family));
-      continue;
-    }
-    const view = viewOf(lines, s, blank, text);
-    const r =
-      kind === "list"
-        ? parseIptablesList(view, file, {
-            family,
-            ...(s.command ? { command: s.command } : {}),
-          })
-        : parseIptablesSave(view, file, {
-            family,
-            ...(s.command?.table ? { table: s.command.table } : {}),
-            asHandedOver: true,
-          });
-    diagnostics.push(...r.diagnostics);
-    dumps.push(kind === "list" ? r.value : withPipe(r.value, s.command));
+  return { segments, blank, legacyWarning };
+}
+
+/** One segment read in its form (save, spec or list); undefined, with a diagnostic, when it cannot be. */
+function readSegment(
+  s: Segment,
+  c: {
+    lines: readonly string[];
+    blank: Set<number>;
+    text: string;
+    file: string;
+    family: Family;
+  },
+  diagnostics: Diagnostic[],
+): IptablesDump | undefined {
+  const { lines, file, family } = c;
+  const at = s.firstContent;
+  if (s.command !== undefined && s.command.family !== family) {
+    const want = family === 6 ? "ip6tables-save" : "iptables-save";
+    diagnostics.push({
+      code: "IPTABLES_FAMILY",
+      severity: "error",
+      message: `${s.command.tool} output in ${file}, which holds IPv${family} rules: not read; put it in ${s.command.family === 6 ? "ip6tables-save.txt" : "iptables-save.txt"} beside it, or run ${want} here`,
+      source: { file, line: (s.commandLine ?? 0) + 1 },
+    });
+    return undefined;
   }
-  if (dumps.length === 0) {
-    if (!diagnostics.some((d) => d.severity === "error")) {
-      const first = lines.findIndex((l) => l.trim().length > 0);
-      diagnostics.push(
-        first < 0
-          ? {
-              code: "IPTABLES_UNRECOGNISED",
-              severity: "error",
-              message: `${file} is empty; run \`${family === 6 ? "ip6tables" : "iptables"}-save > ${file}\` on the node (or \`-t nat\` for the nat table only)`,
-              source: { file, line: 1 },
-            }
-          : unrecognised(file, first + 1, lines[first]!, family),
-      );
-    }
-    return { value: undefined, diagnostics };
+  if (at === undefined) {
+    diagnostics.push({
+      code: "IPTABLES_EMPTY",
+      severity: "warning",
+      message: `the command "${lines[s.commandLine!]!.trim().slice(0, MAX_CITED)}" has no output below it in ${file}`,
+      source: { file, line: s.commandLine! + 1 },
+    });
+    return undefined;
   }
-  const merged = merge(dumps, diagnostics);
-  return {
-    value:
-      legacyWarning && !merged.legacyTablesPresent
-        ? { ...merged, legacyTablesPresent: true }
-        : merged,
-    diagnostics,
-  };
+  const kind = s.kind ?? s.command?.kind;
+  if (kind === undefined) {
+    diagnostics.push(unrecognised(file, at + 1, lines[at]!, family));
+    return undefined;
+  }
+  const view = viewOf(lines, s, c.blank, c.text);
+  const r =
+    kind === "list"
+      ? parseIptablesList(view, file, {
+          family,
+          ...(s.command ? { command: s.command } : {}),
+        })
+      : parseIptablesSave(view, file, {
+          family,
+          ...(s.command?.table ? { table: s.command.table } : {}),
+          asHandedOver: true,
+        });
+  diagnostics.push(...r.diagnostics);
+  return kind === "list" ? r.value : withPipe(r.value, s.command);
 }
 
 function noteContent(segments: Segment[], i: number, line: string): void {
