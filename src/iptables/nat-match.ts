@@ -469,34 +469,9 @@ function compileMatch(m: Match, k: AddressKnowledge, preds: Pred[]): void {
   switch (m.kind) {
     case "comment":
       return;
-    case "ports": {
-      if (m.sport) preds.push(portPred(m.sport, "sport", label));
-      if (m.dport) preds.push(portPred(m.dport, "dport", label));
-      for (const o of m.options) {
-        if (o.name === "--sport" || o.name === "--dport") continue;
-        if (
-          o.name === "--tcp-flags" &&
-          o.values[0] === "FIN,SYN,RST,ACK" &&
-          o.values[1] === "SYN"
-        ) {
-          // --syn: the packet that creates a TCP connection is a SYN
-          const neg = o.negated;
-          const unknownFlags = undecidable(
-            `${label}: the TCP flags of a packet of an existing connection are not known`,
-            `the packet's TCP flags match ${label}`,
-          );
-          preds.push((s) => (s.ctstate !== "NEW" ? unknownFlags(s) : neg ? NO : YES));
-          continue;
-        }
-        preds.push(
-          undecidable(
-            `${label}: ${o.name} depends on packet contents podpath does not model`,
-            `the packet matches ${label}`,
-          ),
-        );
-      }
+    case "ports":
+      portsPreds(m, label, preds);
       return;
-    }
     case "multiport":
       if (m.sports) preds.push(portPred(m.sports, "sport", label));
       if (m.dports) preds.push(portPred(m.dports, "dport", label));
@@ -522,61 +497,97 @@ function compileMatch(m: Match, k: AddressKnowledge, preds: Pred[]): void {
       );
       return;
     case "conntrack":
-      if (m.ctstate) preds.push(ctstatePred(m.ctstate));
-      if (m.ctstatus) preds.push(ctstatusPred(m.ctstatus, label));
-      if (m.ctorigsrc) preds.push(addrPred(m.ctorigsrc, "origSrc"));
-      if (m.ctorigdst) preds.push(addrPred(m.ctorigdst, "origDst"));
-      // before source NAT the reply tuple is (current destination -> original source)
-      if (m.ctreplsrc) preds.push(addrPred(m.ctreplsrc, "dst"));
-      if (m.ctrepldst) preds.push(addrPred(m.ctrepldst, "origSrc"));
-      if (m.ctdir) {
-        const d = m.ctdir;
-        preds.push(() => (d === "ORIGINAL" ? YES : NO));
-      }
-      for (const o of m.options) {
-        if (
-          [
-            "--ctstate",
-            "--state",
-            "--ctstatus",
-            "--ctorigsrc",
-            "--ctorigdst",
-            "--ctreplsrc",
-            "--ctrepldst",
-            "--ctdir",
-          ].includes(o.name)
-        ) {
-          continue;
-        }
-        preds.push(
-          undecidable(`${label}: ${o.name} is not modelled`, `the packet matches ${label}`, {
-            command: "conntrack -L   # on the node",
-          }),
-        );
-      }
+      conntrackPreds(m, label, preds);
       return;
     case "statistic":
       preds.push(statisticPred(m));
       return;
-    case "opaque": {
-      if (
-        m.module === "recent" &&
-        m.options.every((o) =>
-          ["--set", "--name", "--mask", "--rsource", "--rdest"].includes(o.name),
-        )
-      ) {
-        return; // `recent --set` records the address and always matches
-      }
-      preds.push(
-        undecidable(
-          `${label}: match "${m.module}" depends on state podpath does not have`,
-          `the packet matches ${label}`,
-          moduleDecider(m.module, m),
-        ),
-      );
+    case "opaque":
+      opaquePreds(m, label, preds);
       return;
-    }
   }
+}
+
+/** tcp/udp/…: the ports, `--syn`, and any other option undecidable. */
+function portsPreds(m: Extract<Match, { kind: "ports" }>, label: string, preds: Pred[]): void {
+  if (m.sport) preds.push(portPred(m.sport, "sport", label));
+  if (m.dport) preds.push(portPred(m.dport, "dport", label));
+  for (const o of m.options) {
+    if (o.name === "--sport" || o.name === "--dport") continue;
+    if (o.name === "--tcp-flags" && o.values[0] === "FIN,SYN,RST,ACK" && o.values[1] === "SYN") {
+      // --syn: the packet that creates a TCP connection is a SYN
+      const neg = o.negated;
+      const unknownFlags = undecidable(
+        `${label}: the TCP flags of a packet of an existing connection are not known`,
+        `the packet's TCP flags match ${label}`,
+      );
+      preds.push((s) => (s.ctstate !== "NEW" ? unknownFlags(s) : neg ? NO : YES));
+      continue;
+    }
+    preds.push(
+      undecidable(
+        `${label}: ${o.name} depends on packet contents podpath does not model`,
+        `the packet matches ${label}`,
+      ),
+    );
+  }
+}
+
+/** conntrack/state: state, status, the tuple's addresses, direction; other options undecidable. */
+function conntrackPreds(
+  m: Extract<Match, { kind: "conntrack" }>,
+  label: string,
+  preds: Pred[],
+): void {
+  if (m.ctstate) preds.push(ctstatePred(m.ctstate));
+  if (m.ctstatus) preds.push(ctstatusPred(m.ctstatus, label));
+  if (m.ctorigsrc) preds.push(addrPred(m.ctorigsrc, "origSrc"));
+  if (m.ctorigdst) preds.push(addrPred(m.ctorigdst, "origDst"));
+  // before source NAT the reply tuple is (current destination -> original source)
+  if (m.ctreplsrc) preds.push(addrPred(m.ctreplsrc, "dst"));
+  if (m.ctrepldst) preds.push(addrPred(m.ctrepldst, "origSrc"));
+  if (m.ctdir) {
+    const d = m.ctdir;
+    preds.push(() => (d === "ORIGINAL" ? YES : NO));
+  }
+  for (const o of m.options) {
+    if (
+      [
+        "--ctstate",
+        "--state",
+        "--ctstatus",
+        "--ctorigsrc",
+        "--ctorigdst",
+        "--ctreplsrc",
+        "--ctrepldst",
+        "--ctdir",
+      ].includes(o.name)
+    ) {
+      continue;
+    }
+    preds.push(
+      undecidable(`${label}: ${o.name} is not modelled`, `the packet matches ${label}`, {
+        command: "conntrack -L   # on the node",
+      }),
+    );
+  }
+}
+
+/** A module podpath does not model: undecidable, except `recent --set` (always matches). */
+function opaquePreds(m: Extract<Match, { kind: "opaque" }>, label: string, preds: Pred[]): void {
+  if (
+    m.module === "recent" &&
+    m.options.every((o) => ["--set", "--name", "--mask", "--rsource", "--rdest"].includes(o.name))
+  ) {
+    return; // `recent --set` records the address and always matches
+  }
+  preds.push(
+    undecidable(
+      `${label}: match "${m.module}" depends on state podpath does not have`,
+      `the packet matches ${label}`,
+      moduleDecider(m.module, m),
+    ),
+  );
 }
 
 /** All predicates of a rule, in the kernel's order (addresses, interfaces, protocol, modules). */
