@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Builds the real Kubernetes components the component tests (test/components/) run, into
 # .components/ (ignored), with the machine's Go and the Go module proxy:
-#   kube-proxy     k8s.io/kubernetes/cmd/kube-proxy, the version test/cluster/go.mod pins
+#   kube-proxy, kube-apiserver  k8s.io/kubernetes/cmd/..., the release test/cluster/go.mod pins
+#   etcd           go.etcd.io/etcd/server/v3 (etcdmain), the version that release requires
 #   ip-masq-agent  k8s.io/ip-masq-agent, when the module proxy serves it; it refuses that module
 #                  today, so the refusal is recorded in .components/ip-masq-agent.unavailable
 #                  (the tests show it as their skip reason). IP_MASQ_AGENT_SRC=<a checkout of
@@ -31,23 +32,29 @@ timed() { # name command...: runs it and prints how long it took
   echo "build-components: $name built in $((SECONDS - start))s"
 }
 
-# kube-proxy: a tool of the module test/cluster (go.mod pins k8s.io/kubernetes and its staging
-# modules), built from the module cache: no copied source.
+# kube-proxy and kube-apiserver (tools of the module test/cluster, whose go.mod pins
+# k8s.io/kubernetes and its staging modules) and etcd (test/cluster/etcd: etcdmain of
+# go.etcd.io/etcd/server/v3, the version k8s.io/kubernetes requires), built from the module
+# cache: no copied source.
 cluster="$root/test/cluster"
-s="$(stamp_of "$cluster/go.mod" "$cluster/go.sum")"
-if up_to_date kube-proxy "$s"; then
-  echo "build-components: kube-proxy up to date ($out/kube-proxy)"
-else
-  # the version it reports is the pinned module's (a module build has no git tree to ask)
-  v="$(cd "$cluster" && go list -m -f '{{.Version}}' k8s.io/kubernetes)"
-  minor="${v#v1.}"
-  minor="${minor%%.*}"
-  pkg=k8s.io/component-base/version
-  (cd "$cluster" && timed kube-proxy go build -trimpath \
+s="$(stamp_of "$cluster/go.mod" "$cluster/go.sum" "$cluster/etcd/main.go")"
+# the version a Kubernetes binary reports is the pinned module's (a module build has no git tree)
+v="$(cd "$cluster" && go list -m -f '{{.Version}}' k8s.io/kubernetes)"
+minor="${v#v1.}"
+minor="${minor%%.*}"
+pkg=k8s.io/component-base/version
+for c in kube-proxy:k8s.io/kubernetes/cmd/kube-proxy \
+  kube-apiserver:k8s.io/kubernetes/cmd/kube-apiserver etcd:./etcd; do
+  name="${c%%:*}"
+  if up_to_date "$name" "$s"; then
+    echo "build-components: $name up to date ($out/$name)"
+    continue
+  fi
+  (cd "$cluster" && timed "$name" go build -trimpath \
     -ldflags "-X $pkg.gitVersion=$v -X $pkg.gitMajor=1 -X $pkg.gitMinor=$minor" \
-    -o "$out/kube-proxy" k8s.io/kubernetes/cmd/kube-proxy)
-  echo "$s" >"$out/kube-proxy.stamp"
-fi
+    -o "$out/$name" "${c#*:}")
+  echo "$s" >"$out/$name.stamp"
+done
 
 # ip-masq-agent
 build_ipmasq_from() { # directory holding go.mod of k8s.io/ip-masq-agent (with its vendor/)
