@@ -18,6 +18,7 @@ import type {
   CollectFailure,
   CollectOptions,
   CollectReport,
+  Progress,
   SnapshotWriter,
 } from "./collect-types.ts";
 
@@ -74,72 +75,20 @@ export async function collectSnapshot(
       progress({ kind: "warning", message: `${subject}: ${what}: ${why}` });
     },
   };
-  const nodes = { total: 0, done: 0, failed: 0 };
-  const created: string[] = [];
-  const removed: string[] = [];
-  let staleRemoved: string[] = [];
+  const collectors: Collectors = {
+    nodes: { total: 0, done: 0, failed: 0 },
+    created: [],
+    removed: [],
+    staleRemoved: [],
+  };
+  const { created, removed } = collectors;
   let aborted = false;
   try {
     progress({ kind: "phase", message: `reading objects from context "${source.contextName}"` });
     const found = await collectObjects(run);
-
-    for (const pod of found.pods) {
-      const ns = pod.metadata?.namespace ?? "";
-      const name = pod.metadata?.name ?? "";
-      progress({ kind: "phase", message: `reading pod state of ${ns}/${name}` });
-      const container = defaultContainer(pod);
-      try {
-        const fails = await runReadCommands(
-          source,
-          { namespace: ns, pod: name, ...(container === undefined ? {} : { container }) },
-          POD_COMMANDS,
-          `pods/${ns}/${name}`,
-          run.write,
-          { timeoutMs: options.execTimeoutMs ?? 30_000, signal },
-        );
-        for (const f of fails) run.fail(`pod/${ns}/${name}`, f.command, f.why);
-      } catch (e) {
-        if (signal?.aborted) throw e;
-        run.fail(`pod/${ns}/${name}`, "exec the read commands", e);
-      }
-    }
-
+    await readPodStates(run, found.pods, progress);
     if (options.nodeState && found.nodes.length > 0) {
-      const spec = {
-        runId: options.runId ?? newRunId(now()),
-        image: options.collectorImage ?? DEFAULT_COLLECTOR_IMAGE,
-        namespace: options.collectorNamespace ?? DEFAULT_COLLECTOR_NAMESPACE,
-        lifetimeSeconds: Math.ceil(
-          ((options.podStartTimeoutMs ?? 120_000) +
-            (options.execTimeoutMs ?? 60_000) * 8 +
-            (options.capture?.seconds ?? 0) * 1000) /
-            1000,
-        ),
-        now: now(),
-      };
-      progress({ kind: "phase", message: `removing expired collectors in ${spec.namespace}` });
-      try {
-        staleRemoved = await removeStale(source, spec.namespace, spec.runId, now(), signal);
-      } catch (e) {
-        if (signal?.aborted) throw e;
-        run.fail("cluster/collectors", "remove expired collectors", e);
-      }
-      progress({
-        kind: "phase",
-        message: `starting collector pods on ${found.nodes.length} node(s) in ${spec.namespace}`,
-      });
-      const nodeRun: NodeRun = {
-        ...run,
-        spec,
-        created,
-        removed,
-        progress: (p) => {
-          Object.assign(nodes, p);
-          progress({ kind: "nodes", ...p });
-        },
-      };
-      nodes.total = found.nodes.length;
-      await collectNodeState(nodeRun, found.nodes);
+      await readNodeStates(run, found.nodes, now, progress, collectors);
     }
   } catch (e) {
     if (!signal?.aborted) throw e;
@@ -156,12 +105,97 @@ export async function collectSnapshot(
     finishedAt: now().toISOString(),
     files,
     failures,
-    nodes,
+    nodes: collectors.nodes,
     collectorsCreated: created,
     collectorsRemoved: removed,
-    staleRemoved,
+    staleRemoved: collectors.staleRemoved,
     aborted,
   };
+}
+
+/** The collector pods of a run: how the nodes went, which pods were made and removed. */
+interface Collectors {
+  readonly nodes: { total: number; done: number; failed: number };
+  readonly created: string[];
+  readonly removed: string[];
+  /** Collectors of earlier runs removed because they outlived their lifetime. */
+  staleRemoved: string[];
+}
+
+/** The read commands run in each target pod; a pod that fails is a failure, not the end. */
+async function readPodStates(
+  run: RunContext,
+  pods: readonly ApiObject[],
+  progress: (p: Progress) => void,
+): Promise<void> {
+  const { source, options, signal } = run;
+  for (const pod of pods) {
+    const ns = pod.metadata?.namespace ?? "";
+    const name = pod.metadata?.name ?? "";
+    progress({ kind: "phase", message: `reading pod state of ${ns}/${name}` });
+    const container = defaultContainer(pod);
+    try {
+      const fails = await runReadCommands(
+        source,
+        { namespace: ns, pod: name, ...(container === undefined ? {} : { container }) },
+        POD_COMMANDS,
+        `pods/${ns}/${name}`,
+        run.write,
+        { timeoutMs: options.execTimeoutMs ?? 30_000, signal },
+      );
+      for (const f of fails) run.fail(`pod/${ns}/${name}`, f.command, f.why);
+    } catch (e) {
+      if (signal?.aborted) throw e;
+      run.fail(`pod/${ns}/${name}`, "exec the read commands", e);
+    }
+  }
+}
+
+/** Node state through collector pods: expired collectors removed, then one pod a node. */
+async function readNodeStates(
+  run: RunContext,
+  nodeNames: string[],
+  now: () => Date,
+  progress: (p: Progress) => void,
+  collectors: Collectors,
+): Promise<void> {
+  const { source, options, signal } = run;
+  const spec = {
+    runId: options.runId ?? newRunId(now()),
+    image: options.collectorImage ?? DEFAULT_COLLECTOR_IMAGE,
+    namespace: options.collectorNamespace ?? DEFAULT_COLLECTOR_NAMESPACE,
+    lifetimeSeconds: Math.ceil(
+      ((options.podStartTimeoutMs ?? 120_000) +
+        (options.execTimeoutMs ?? 60_000) * 8 +
+        (options.capture?.seconds ?? 0) * 1000) /
+        1000,
+    ),
+    now: now(),
+  };
+  progress({ kind: "phase", message: `removing expired collectors in ${spec.namespace}` });
+  try {
+    collectors.staleRemoved = await removeStale(source, spec.namespace, spec.runId, now(), signal);
+  } catch (e) {
+    if (signal?.aborted) throw e;
+    run.fail("cluster/collectors", "remove expired collectors", e);
+  }
+  progress({
+    kind: "phase",
+    message: `starting collector pods on ${nodeNames.length} node(s) in ${spec.namespace}`,
+  });
+  const { nodes } = collectors;
+  const nodeRun: NodeRun = {
+    ...run,
+    spec,
+    created: collectors.created,
+    removed: collectors.removed,
+    progress: (p) => {
+      Object.assign(nodes, p);
+      progress({ kind: "nodes", ...p });
+    },
+  };
+  nodes.total = nodeNames.length;
+  await collectNodeState(nodeRun, nodeNames);
 }
 
 function renderReadme(r: {
