@@ -107,6 +107,62 @@ export async function probeOutward(
   sys: ProbeSystem,
   opts: ProbeOptions,
 ): Promise<ProbeRun> {
+  const steps = probeSteps(targets, sys, opts);
+  const header = `# client: ${opts.clientName ?? "client"}${opts.vpnAddress ? ` vpn-address: ${opts.vpnAddress}` : ""}`;
+  const lines: string[] = [header];
+  const results: ProbeStepResult[] = [];
+  let stoppedAt: ProbeRun["stoppedAt"];
+  for (const step of steps) {
+    if (opts.signal?.aborted) break;
+    const { command, output } = await step.run();
+    const block = [
+      `$ ${command}  # ${step.role}`,
+      ...output
+        .replace(/\n+$/, "")
+        .split("\n")
+        .filter((l, _i, a) => !(a.length === 1 && l === "")),
+    ];
+    lines.push(...block);
+    opts.onStep?.(block[0]!);
+    const parsed = parseProbeTranscript(block.join("\n"), "step").value.commands[0];
+    const answered =
+      parsed !== undefined &&
+      (step.role === "name" ? parsed.result === "ok" : hopState(parsed) === "answered");
+    results.push({
+      role: step.role,
+      target: step.target,
+      result: parsed?.result ?? "error",
+      answered,
+    });
+    if (!answered && stoppedAt === undefined) {
+      stoppedAt = stopOf(step.role);
+      if (!opts.all) break;
+    }
+  }
+  const transcript = `${lines.join("\n")}\n`;
+  return {
+    transcript,
+    parsed: parseProbeTranscript(transcript, "probe").value,
+    steps: results,
+    ...(stoppedAt ? { stoppedAt } : {}),
+  };
+}
+
+/** Where the walk stopped when the step of `role` got no answer: the hop's layer, or DNS. */
+function stopOf(role: ProbeRole): NonNullable<ProbeRun["stoppedAt"]> {
+  const hop = HOP_ORDER.find((h) => h === role);
+  return hop
+    ? { role, ...LAYER_OF[hop] }
+    : {
+        role: "name",
+        layer: "dns",
+        explain:
+          "name resolution: the DNS server the client uses and whether it is reachable through the tunnel",
+      };
+}
+
+/** The steps for the targets named, in walk order: peer, pod, Service, public address, name. */
+function probeSteps(targets: ProbeTargets, sys: ProbeSystem, opts: ProbeOptions): Step[] {
   const { timeoutMs, count } = opts;
   const ping = (role: ProbeRole, target: string): Step => ({
     role,
@@ -138,80 +194,34 @@ export async function probeOutward(
   if (targets.public) steps.push(ping("public", targets.public));
   if (targets.name) {
     const name = targets.name;
-    const server = targets.dnsServer;
     steps.push({
       role: "name",
       target: name,
-      run: async () => {
-        if (sys.has("dig")) {
-          const secs = String(Math.max(1, Math.ceil(timeoutMs / 1000)));
-          const argv = [
-            "dig",
-            ...(server ? [`@${server}`] : []),
-            name,
-            `+time=${secs}`,
-            "+tries=1",
-          ];
-          const r = await sys.exec(argv, timeoutMs + 2_000);
-          return { command: shown(argv), output: r.output };
-        }
-        const r = await sys.resolve(name, server, timeoutMs);
-        const lines = r.addresses.map(
-          (a) => `${name} has ${a.includes(":") ? "IPv6 " : ""}address ${a}`,
-        );
-        if (r.code) lines.push(`${resolveFailure(r.code)} (${r.code}) after ${r.ms} ms`);
-        return {
-          command: `resolve ${name}${server ? ` @${server}` : ""}`,
-          output: lines.join("\n"),
-        };
-      },
+      run: () => lookUp(name, targets.dnsServer, sys, timeoutMs),
     });
   }
-  const header = `# client: ${opts.clientName ?? "client"}${opts.vpnAddress ? ` vpn-address: ${opts.vpnAddress}` : ""}`;
-  const lines: string[] = [header];
-  const results: ProbeStepResult[] = [];
-  let stoppedAt: ProbeRun["stoppedAt"];
-  for (const step of steps) {
-    if (opts.signal?.aborted) break;
-    const { command, output } = await step.run();
-    const block = [
-      `$ ${command}  # ${step.role}`,
-      ...output
-        .replace(/\n+$/, "")
-        .split("\n")
-        .filter((l, _i, a) => !(a.length === 1 && l === "")),
-    ];
-    lines.push(...block);
-    opts.onStep?.(block[0]!);
-    const parsed = parseProbeTranscript(block.join("\n"), "step").value.commands[0];
-    const answered =
-      parsed !== undefined &&
-      (step.role === "name" ? parsed.result === "ok" : hopState(parsed) === "answered");
-    results.push({
-      role: step.role,
-      target: step.target,
-      result: parsed?.result ?? "error",
-      answered,
-    });
-    if (!answered && stoppedAt === undefined) {
-      const hop = HOP_ORDER.find((h) => h === step.role);
-      stoppedAt = hop
-        ? { role: step.role, ...LAYER_OF[hop] }
-        : {
-            role: "name",
-            layer: "dns",
-            explain:
-              "name resolution: the DNS server the client uses and whether it is reachable through the tunnel",
-          };
-      if (!opts.all) break;
-    }
+  return steps;
+}
+
+/** Looks `name` up with dig when the client has it, else with the system resolver. */
+async function lookUp(
+  name: string,
+  server: string | undefined,
+  sys: ProbeSystem,
+  timeoutMs: number,
+): Promise<{ command: string; output: string }> {
+  if (sys.has("dig")) {
+    const secs = String(Math.max(1, Math.ceil(timeoutMs / 1000)));
+    const argv = ["dig", ...(server ? [`@${server}`] : []), name, `+time=${secs}`, "+tries=1"];
+    const r = await sys.exec(argv, timeoutMs + 2_000);
+    return { command: shown(argv), output: r.output };
   }
-  const transcript = `${lines.join("\n")}\n`;
+  const r = await sys.resolve(name, server, timeoutMs);
+  const lines = r.addresses.map((a) => `${name} has ${a.includes(":") ? "IPv6 " : ""}address ${a}`);
+  if (r.code) lines.push(`${resolveFailure(r.code)} (${r.code}) after ${r.ms} ms`);
   return {
-    transcript,
-    parsed: parseProbeTranscript(transcript, "probe").value,
-    steps: results,
-    ...(stoppedAt ? { stoppedAt } : {}),
+    command: `resolve ${name}${server ? ` @${server}` : ""}`,
+    output: lines.join("\n"),
   };
 }
 
