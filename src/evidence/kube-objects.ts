@@ -54,59 +54,8 @@ export function readKubeObjects(text: string, file: string): Parsed<KubeObject[]
     value: Json,
     inherited?: { apiVersion: string; kind: string },
   ) => {
-    const here = (path: YamlPath) => [...base, ...path];
-    const at = doc.locate(base) ?? start;
-    const meta = isRecord(value.metadata) ? value.metadata : {};
-    const apiVersion =
-      typeof value.apiVersion === "string" ? value.apiVersion : inherited?.apiVersion;
-    const kind = typeof value.kind === "string" ? value.kind : inherited?.kind;
-    if (apiVersion === undefined || kind === undefined) {
-      diagnostics.push({
-        code: "KUBE_NOT_OBJECT",
-        severity: "error",
-        message: `expected a Kubernetes object with string fields apiVersion and kind; this ${
-          base.length ? "list item" : "document"
-        } was skipped`,
-        source: at,
-      });
-      return;
-    }
-    const name = typeof meta.name === "string" ? meta.name : "";
-    if (name === "") {
-      diagnostics.push({
-        code: "KUBE_MISSING_NAME",
-        severity: "warning",
-        message: `${kind} has no metadata.name; expected the name kubectl prints for every object`,
-        source: at,
-      });
-    }
-    const labels = stringMap(
-      meta.labels,
-      "labels",
-      kind,
-      () => doc.locate(here(["metadata", "labels"])) ?? at,
-      diagnostics,
-    );
-    const annotations = stringMap(
-      meta.annotations,
-      "annotations",
-      kind,
-      () => doc.locate(here(["metadata", "annotations"])) ?? at,
-      diagnostics,
-    );
-    const obj: KubeObject = {
-      apiVersion,
-      kind,
-      name,
-      ...(typeof meta.namespace === "string" ? { namespace: meta.namespace } : {}),
-      labels,
-      annotations,
-      raw: value,
-      source: at,
-      locate: (path) => doc.locate(here(path)),
-      locateInString: (path, line) => doc.locateInString(here(path), line),
-    };
-    objects.push(obj);
+    const obj = objectOf(doc, base, value, inherited, start, diagnostics);
+    if (obj) objects.push(obj);
   };
 
   for (const d of documents) {
@@ -146,6 +95,73 @@ export function readKubeObjects(text: string, file: string): Parsed<KubeObject[]
     make(d, [], v);
   }
   return { value: objects, diagnostics };
+}
+
+/**
+ * The object `value` at `base` of a document (a list item inherits its list's apiVersion and
+ * kind); undefined, with a diagnostic, when it has no apiVersion or kind.
+ */
+function objectOf(
+  doc: Located,
+  base: YamlPath,
+  value: Json,
+  inherited: { apiVersion: string; kind: string } | undefined,
+  start: SourceRef,
+  diagnostics: Diagnostic[],
+): KubeObject | undefined {
+  const here = (path: YamlPath) => [...base, ...path];
+  const at = doc.locate(base) ?? start;
+  const meta = isRecord(value.metadata) ? value.metadata : {};
+  const apiVersion =
+    typeof value.apiVersion === "string" ? value.apiVersion : inherited?.apiVersion;
+  const kind = typeof value.kind === "string" ? value.kind : inherited?.kind;
+  if (apiVersion === undefined || kind === undefined) {
+    diagnostics.push({
+      code: "KUBE_NOT_OBJECT",
+      severity: "error",
+      message: `expected a Kubernetes object with string fields apiVersion and kind; this ${
+        base.length ? "list item" : "document"
+      } was skipped`,
+      source: at,
+    });
+    return undefined;
+  }
+  const name = typeof meta.name === "string" ? meta.name : "";
+  if (name === "") {
+    diagnostics.push({
+      code: "KUBE_MISSING_NAME",
+      severity: "warning",
+      message: `${kind} has no metadata.name; expected the name kubectl prints for every object`,
+      source: at,
+    });
+  }
+  const labels = stringMap(
+    meta.labels,
+    "labels",
+    kind,
+    () => doc.locate(here(["metadata", "labels"])) ?? at,
+    diagnostics,
+  );
+  const annotations = stringMap(
+    meta.annotations,
+    "annotations",
+    kind,
+    () => doc.locate(here(["metadata", "annotations"])) ?? at,
+    diagnostics,
+  );
+  const obj: KubeObject = {
+    apiVersion,
+    kind,
+    name,
+    ...(typeof meta.namespace === "string" ? { namespace: meta.namespace } : {}),
+    labels,
+    annotations,
+    raw: value,
+    source: at,
+    locate: (path) => doc.locate(here(path)),
+    locateInString: (path, line) => doc.locateInString(here(path), line),
+  };
+  return obj;
 }
 
 function stringMap(
