@@ -174,73 +174,7 @@ export function loadSnapshot(source: SnapshotSource): Snapshot {
     unknownFiles: [],
   };
   const captureMeta = new Map<string, string>();
-  const readText = (rel: string) => readSnapshotText(source, rel, snap.diagnostics);
-
-  for (const rel of source.paths) {
-    const role = classifyPath(rel);
-    switch (role.kind) {
-      case "cluster": {
-        const text = readText(rel);
-        if (text === undefined) break;
-        const r = readKubeObjects(text, rel);
-        snap.objects.push(...r.value);
-        snap.diagnostics.push(...r.diagnostics);
-        break;
-      }
-      case "node": {
-        const text = readText(rel);
-        if (text === undefined) break;
-        let node = snap.nodes.get(role.node);
-        if (!node) {
-          node = { name: role.node, files: {} };
-          snap.nodes.set(role.node, node);
-        }
-        readHostArtifact(node, role.artifact, rel, text, snap.diagnostics);
-        break;
-      }
-      case "pod": {
-        const text = readText(rel);
-        if (text === undefined) break;
-        const pod = podOf(snap, role.namespace, role.pod);
-        readHostArtifact(pod, role.artifact, rel, text, snap.diagnostics);
-        break;
-      }
-      case "vpn-config": {
-        const text = readText(rel);
-        if (text === undefined || role.namespace === undefined || role.pod === undefined) break;
-        podOf(snap, role.namespace, role.pod).vpnConfigs.push({ file: rel, text });
-        break;
-      }
-      case "capture":
-        snap.captures.push({ name: role.name, file: rel, format: role.format });
-        break;
-      case "capture-meta":
-        captureMeta.set(role.name, rel);
-        break;
-      case "remote":
-        snap.remoteFiles.push(rel);
-        break;
-      case "probe": {
-        const text = readText(rel);
-        if (text === undefined) break;
-        const r = parseProbeFile(text, rel);
-        snap.probes.push(r.value);
-        snap.diagnostics.push(...r.diagnostics);
-        break;
-      }
-      case "kubelet-config":
-        snap.kubeletConfigFiles.push(rel);
-        break;
-      case "chart-values":
-        snap.chartValuesFiles.push(rel);
-        break;
-      case "ignored":
-        break;
-      case "unknown":
-        snap.unknownFiles.push(rel);
-        break;
-    }
-  }
+  for (const rel of source.paths) readSnapshotFile(snap, source, rel, captureMeta);
   for (let i = 0; i < snap.captures.length; i++) {
     const c = snap.captures[i]!;
     const meta = captureMeta.get(c.name);
@@ -256,6 +190,82 @@ export function loadSnapshot(source: SnapshotSource): Snapshot {
     });
   }
   return snap;
+}
+
+/**
+ * Reads one file of the snapshot into `snap` by where it lies in the layout; a capture's
+ * metadata file is noted in `captureMeta` by the capture's name.
+ */
+function readSnapshotFile(
+  snap: Snapshot,
+  source: SnapshotSource,
+  rel: string,
+  captureMeta: Map<string, string>,
+): void {
+  const readText = (rel: string) => readSnapshotText(source, rel, snap.diagnostics);
+  const role = classifyPath(rel);
+  switch (role.kind) {
+    case "cluster": {
+      const text = readText(rel);
+      if (text === undefined) return;
+      const r = readKubeObjects(text, rel);
+      snap.objects.push(...r.value);
+      snap.diagnostics.push(...r.diagnostics);
+      return;
+    }
+    case "node": {
+      const text = readText(rel);
+      if (text === undefined) return;
+      let node = snap.nodes.get(role.node);
+      if (!node) {
+        node = { name: role.node, files: {} };
+        snap.nodes.set(role.node, node);
+      }
+      readHostArtifact(node, role.artifact, rel, text, snap.diagnostics);
+      return;
+    }
+    case "pod": {
+      const text = readText(rel);
+      if (text === undefined) return;
+      const pod = podOf(snap, role.namespace, role.pod);
+      readHostArtifact(pod, role.artifact, rel, text, snap.diagnostics);
+      return;
+    }
+    case "vpn-config": {
+      const text = readText(rel);
+      if (text === undefined || role.namespace === undefined || role.pod === undefined) return;
+      podOf(snap, role.namespace, role.pod).vpnConfigs.push({ file: rel, text });
+      return;
+    }
+    case "capture":
+      snap.captures.push({ name: role.name, file: rel, format: role.format });
+      return;
+    case "capture-meta":
+      captureMeta.set(role.name, rel);
+      return;
+    case "remote":
+      snap.remoteFiles.push(rel);
+      return;
+    case "probe": {
+      const text = readText(rel);
+      if (text === undefined) return;
+      const r = parseProbeFile(text, rel);
+      snap.probes.push(r.value);
+      snap.diagnostics.push(...r.diagnostics);
+      return;
+    }
+    case "kubelet-config":
+      snap.kubeletConfigFiles.push(rel);
+      return;
+    case "chart-values":
+      snap.chartValuesFiles.push(rel);
+      return;
+    case "ignored":
+      return;
+    case "unknown":
+      snap.unknownFiles.push(rel);
+      return;
+  }
 }
 
 function podOf(snap: Snapshot, namespace: string, name: string): PodEvidence {
