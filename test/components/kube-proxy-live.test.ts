@@ -1,0 +1,189 @@
+/**
+ * Component test: the real kube-proxy runs in iptables mode inside a lab network namespace against
+ * the real kube-apiserver (test/components/cluster.ts). The API server listens on the root
+ * namespace's loopback; the namespace reaches it through a Unix socket (a path on the shared
+ * filesystem) bridged to a TCP port on the namespace's own loopback. A Node, Services and an
+ * EndpointSlice are created through the API; once kube-proxy has written their rules, the real
+ * `iptables-save` is read by podpath without errors and holds the Service's chains.
+ */
+import assert from "node:assert/strict";
+import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { connect, createServer, type Server } from "node:net";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { after, before, describe, it } from "node:test";
+import { parseIptablesSave } from "../../src/iptables/save-parser.ts";
+import { createLab, type Lab, type Namespace } from "../../src/lab/netns.ts";
+import { type Cluster, startCluster } from "./cluster.ts";
+import { componentPath, componentSkip } from "./component-guard.ts";
+
+const skip =
+  componentSkip("kube-proxy") ||
+  componentSkip("kube-apiserver", { kernel: false }) ||
+  componentSkip("etcd", { kernel: false });
+const NODE_IP = "10.128.0.2";
+const INNER_PORT = 6443;
+
+/** Pipes every connection accepted by `server` to a new connection made by `open`. */
+function bridge(server: Server, open: () => ReturnType<typeof connect>): Server {
+  server.on("connection", (c) => {
+    const u = open();
+    c.pipe(u);
+    u.pipe(c);
+    u.on("error", () => c.destroy());
+    c.on("error", () => u.destroy());
+  });
+  return server;
+}
+
+const INNER_FORWARDER = `const net = require("node:net");
+const [port, sock] = process.argv.slice(1);
+net.createServer((c) => {
+  const u = net.connect(sock);
+  c.pipe(u); u.pipe(c);
+  u.on("error", () => c.destroy()); c.on("error", () => u.destroy());
+}).listen(Number(port), "127.0.0.1", () => console.log("listening"));`;
+
+describe("kube-proxy (iptables mode) against the real API server", { skip }, () => {
+  let cluster: Cluster | undefined;
+  let lab: Lab | undefined;
+  let ns: Namespace | undefined;
+  let outer: Server | undefined;
+  let dir = "";
+  let log = "";
+
+  before(async () => {
+    dir = mkdtempSync(join(tmpdir(), "podpath-kube-proxy-"));
+    cluster = await startCluster();
+    const apiPort = Number(new URL(cluster.url).port);
+    const sock = join(dir, "api.sock");
+    outer = bridge(createServer(), () => connect(apiPort, "127.0.0.1"));
+    await new Promise<void>((r) => outer!.listen(sock, r));
+    lab = await createLab();
+    ns = await lab.addNamespace("node");
+    // the node's interface: a veth to a second namespace (nothing is sent over it)
+    await lab.link(ns, "eth0", await lab.addNamespace("net"), "eth0");
+    for (const argv of [
+      ["ip", "addr", "add", `${NODE_IP}/24`, "dev", "eth0"],
+      ["ip", "link", "set", "eth0", "up"],
+    ]) {
+      const r = await ns.exec(argv);
+      assert.equal(r.code, 0, r.stderr);
+    }
+    const fwd = ns.spawn([process.execPath, "-e", INNER_FORWARDER, String(INNER_PORT), sock]);
+    await new Promise<void>((resolve, reject) => {
+      fwd.stdout?.on("data", (d: Buffer) => (d.toString().includes("listening") ? resolve() : 0));
+      fwd.once("exit", (code) => reject(new Error(`forwarder exited ${code}`)));
+    });
+    writeFileSync(
+      join(dir, "kubeconfig"),
+      JSON.stringify({
+        apiVersion: "v1",
+        kind: "Config",
+        clusters: [
+          {
+            name: "c",
+            cluster: {
+              server: `https://127.0.0.1:${INNER_PORT}`,
+              "certificate-authority": cluster.caFile,
+            },
+          },
+        ],
+        users: [{ name: "u", user: { token: cluster.adminToken } }],
+        contexts: [{ name: "x", context: { cluster: "c", user: "u" } }],
+        "current-context": "x",
+      }),
+    );
+  });
+  after(async () => {
+    await lab?.destroy();
+    outer?.close();
+    await cluster?.stop();
+    if (dir) rmSync(dir, { recursive: true, force: true });
+  });
+
+  it("writes the rules of a Service created through the API, and podpath reads them without errors", async () => {
+    const c = cluster!;
+    const post = async (path: string, body: unknown) => {
+      const r = await c.api("POST", path, c.adminToken, body);
+      assert.equal(r.status, 201, `${path}: ${JSON.stringify(r.body)}`);
+      return r.body as Record<string, unknown>;
+    };
+    await post("/api/v1/nodes", {
+      apiVersion: "v1",
+      kind: "Node",
+      metadata: { name: "node1" },
+    });
+    const svc = await post("/api/v1/namespaces/default/services", {
+      apiVersion: "v1",
+      kind: "Service",
+      metadata: { name: "web" },
+      spec: { type: "ClusterIP", ports: [{ name: "http", port: 80, targetPort: 8080 }] },
+    });
+    const clusterIP = (svc["spec"] as { clusterIP: string }).clusterIP;
+    await post("/apis/discovery.k8s.io/v1/namespaces/default/endpointslices", {
+      apiVersion: "discovery.k8s.io/v1",
+      kind: "EndpointSlice",
+      metadata: {
+        name: "web-1",
+        labels: {
+          "kubernetes.io/service-name": "web",
+          "endpointslice.kubernetes.io/managed-by": "podpath-test",
+        },
+      },
+      addressType: "IPv4",
+      ports: [{ name: "http", port: 8080, protocol: "TCP" }],
+      endpoints: [
+        { addresses: ["10.4.1.5"], conditions: { ready: true }, nodeName: "node1" },
+        { addresses: ["10.4.2.7"], conditions: { ready: true }, nodeName: "node2" },
+      ],
+    });
+
+    const proxy = ns!.spawn([
+      componentPath("kube-proxy"),
+      `--kubeconfig=${join(dir, "kubeconfig")}`,
+      "--proxy-mode=iptables",
+      "--hostname-override=node1",
+      `--bind-address=${NODE_IP}`,
+      "--cluster-cidr=10.4.0.0/16",
+      // conntrack limits are the whole machine's: leave them alone
+      "--conntrack-max-per-core=0",
+      "--conntrack-min=0",
+      "--conntrack-tcp-timeout-established=0",
+      "--conntrack-tcp-timeout-close-wait=0",
+      "--v=2",
+    ]);
+    proxy.stderr?.on("data", (d: Buffer) => {
+      log = (log + d.toString()).slice(-30_000);
+    });
+    let exited = false;
+    proxy.once("exit", () => {
+      exited = true;
+    });
+
+    // wait until kube-proxy has written the Service's rules
+    let dump = "";
+    const deadline = Date.now() + 120_000;
+    for (;;) {
+      const r = await ns!.exec(["iptables-save"]);
+      dump = r.stdout;
+      if (dump.includes(`-d ${clusterIP}/32`) && dump.includes("KUBE-SEP-")) break;
+      assert.ok(!exited, `kube-proxy exited:\n${log}`);
+      assert.ok(Date.now() < deadline, `no rules for ${clusterIP} in 120 s:\n${log}\n${dump}`);
+      await new Promise((r) => setTimeout(r, 250));
+    }
+
+    // podpath reads the real dump without errors
+    const parsed = parseIptablesSave(dump, "iptables-save.txt");
+    const errors = parsed.diagnostics.filter((d) => d.severity === "error");
+    assert.deepEqual(errors, [], dump);
+
+    // the Service's chain jumps to one chain per endpoint
+    const svcChain = /^-A KUBE-SERVICES .*-d (\S+)\/32 .*-j (KUBE-SVC-\w+)$/m.exec(dump);
+    assert.ok(svcChain && svcChain[1] === clusterIP, dump);
+    const seps = dump
+      .split("\n")
+      .filter((l) => l.startsWith(`-A ${svcChain[2]} `) && l.includes("-j KUBE-SEP-"));
+    assert.equal(seps.length, 2, dump);
+  });
+});
