@@ -53,10 +53,11 @@ describe("podpath plan vpn", () => {
       "pod-sysctls",
     );
     assert.equal(r.code, 0, r.stderr);
-    assert.match(r.stdout, /== pod-sysctls/);
-    assert.doesNotMatch(r.stdout, /== init-container/);
-    assert.match(r.stdout, /strategic-merge patch:/);
-    assert.match(r.stdout, /== after the rollout/);
+    // a section per strategy, its title flush left (the plan's document rendered as text)
+    assert.match(r.stdout, /^pod-sysctls$/m);
+    assert.doesNotMatch(r.stdout, /^init-container$/m);
+    assert.match(r.stdout, /^ {2}strategic-merge patch$/m);
+    assert.match(r.stdout, /^after the rollout$/m);
   });
 
   it("refuses a bad --pod and a missing snapshot with one line and exit 2", () => {
