@@ -94,86 +94,11 @@ export function agentFlagsFromArgs(
   const diag = (code: string, severity: Diagnostic["severity"], message: string): Diagnostic =>
     source ? { code, severity, message, source } : { code, severity, message };
 
-  let rest = [...args];
-  while (rest.length > 0 && fatal === undefined) {
-    const s = rest[0]!;
-    if (s.length < 2 || s[0] !== "-") {
-      diagnostics.push(
-        diag(
-          "IPMASQ_FLAG_STOP",
-          "warning",
-          `argument ${goQuote(s)} is not a flag: Go's flag parsing stops there, so the agent ignores it and every argument after it (${rest.length - 1} more)`,
-        ),
-      );
-      break;
-    }
-    let minuses = 1;
-    if (s[1] === "-") {
-      minuses = 2;
-      if (s.length === 2) {
-        rest = rest.slice(1);
-        if (rest.length > 0) {
-          diagnostics.push(
-            diag(
-              "IPMASQ_FLAG_STOP",
-              "warning",
-              `"--" ends the flags: the agent ignores the ${rest.length} argument(s) after it`,
-            ),
-          );
-        }
-        break;
-      }
-    }
-    let name = s.slice(minuses);
-    if (name.length === 0 || name[0] === "-" || name[0] === "=") {
-      fatal = `bad flag syntax: ${s}`;
-      break;
-    }
-    rest = rest.slice(1);
-    let value: string | undefined;
-    const eq = name.indexOf("=", 1);
-    if (eq > 0) {
-      value = name.slice(eq + 1);
-      name = name.slice(0, eq);
-    }
-    const known = (AGENT_FLAG_NAMES as Record<string, keyof AgentFlags>)[name];
-    const isBool = BOOL_FLAGS.has(name) || KLOG_BOOL_FLAGS.has(name);
-    if (!known && !isBool && !KLOG_VALUE_FLAGS.has(name)) {
-      fatal =
-        name === "help" || name === "h"
-          ? `-${name}: the agent prints its usage and exits`
-          : `flag provided but not defined: -${name}`;
-      break;
-    }
-    if (isBool) {
-      const text = value ?? "true";
-      const b = goParseBool(text);
-      if (b === undefined) {
-        fatal = `invalid boolean value ${goQuote(text)} for -${name}: parse error`;
-        break;
-      }
-      if (known) {
-        (flags as Record<string, unknown>)[known] = b;
-        set.push(known);
-      }
-      continue;
-    }
-    if (value === undefined) {
-      if (rest.length === 0) {
-        fatal = `flag needs an argument: -${name}`;
-        break;
-      }
-      value = rest[0]!;
-      rest = rest.slice(1);
-    }
-    if (known) {
-      (flags as Record<string, unknown>)[known] = value;
-      set.push(known);
-    } else if (name === "v" && !/^[+-]?[0-9]+$/.test(value)) {
-      // klog's Level.Set: strconv.ParseInt(value, 10, 32)
-      fatal = `invalid value ${goQuote(value)} for flag -v: strconv.ParseInt: parsing ${goQuote(value)}: invalid syntax`;
-    }
+  const r: FlagReading = { rest: [...args], flags, set, fatal: undefined, diagnostics, diag };
+  while (r.rest.length > 0 && r.fatal === undefined) {
+    if (!nextFlag(r)) break;
   }
+  fatal = r.fatal;
 
   let toPorts: PortInterval[] = [];
   if (fatal === undefined && flags.toPorts !== "") {
@@ -189,6 +114,98 @@ export function agentFlagsFromArgs(
   const value: AgentFlagsResult =
     fatal === undefined ? { flags, set, toPorts } : { flags, set, toPorts, fatal };
   return { value, diagnostics };
+}
+
+/** Reading the agent's arguments: what is left, what is set, and the fatal error if any. */
+interface FlagReading {
+  rest: string[];
+  readonly flags: { -readonly [K in keyof AgentFlags]: AgentFlags[K] };
+  readonly set: (keyof AgentFlags)[];
+  fatal: string | undefined;
+  readonly diagnostics: Diagnostic[];
+  readonly diag: (code: string, severity: Diagnostic["severity"], message: string) => Diagnostic;
+}
+
+/** Reads the flag at the head of `r.rest` (and its value): false when flag parsing stops. */
+function nextFlag(r: FlagReading): boolean {
+  const s = r.rest[0]!;
+  if (s.length < 2 || s[0] !== "-") {
+    r.diagnostics.push(
+      r.diag(
+        "IPMASQ_FLAG_STOP",
+        "warning",
+        `argument ${goQuote(s)} is not a flag: Go's flag parsing stops there, so the agent ignores it and every argument after it (${r.rest.length - 1} more)`,
+      ),
+    );
+    return false;
+  }
+  let minuses = 1;
+  if (s[1] === "-") {
+    minuses = 2;
+    if (s.length === 2) {
+      r.rest = r.rest.slice(1);
+      if (r.rest.length > 0) {
+        r.diagnostics.push(
+          r.diag(
+            "IPMASQ_FLAG_STOP",
+            "warning",
+            `"--" ends the flags: the agent ignores the ${r.rest.length} argument(s) after it`,
+          ),
+        );
+      }
+      return false;
+    }
+  }
+  let name = s.slice(minuses);
+  if (name.length === 0 || name[0] === "-" || name[0] === "=") {
+    r.fatal = `bad flag syntax: ${s}`;
+    return false;
+  }
+  r.rest = r.rest.slice(1);
+  let value: string | undefined;
+  const eq = name.indexOf("=", 1);
+  if (eq > 0) {
+    value = name.slice(eq + 1);
+    name = name.slice(0, eq);
+  }
+  const known = (AGENT_FLAG_NAMES as Record<string, keyof AgentFlags>)[name];
+  const isBool = BOOL_FLAGS.has(name) || KLOG_BOOL_FLAGS.has(name);
+  if (!known && !isBool && !KLOG_VALUE_FLAGS.has(name)) {
+    r.fatal =
+      name === "help" || name === "h"
+        ? `-${name}: the agent prints its usage and exits`
+        : `flag provided but not defined: -${name}`;
+    return false;
+  }
+  if (isBool) {
+    const text = value ?? "true";
+    const b = goParseBool(text);
+    if (b === undefined) {
+      r.fatal = `invalid boolean value ${goQuote(text)} for -${name}: parse error`;
+      return false;
+    }
+    if (known) {
+      (r.flags as Record<string, unknown>)[known] = b;
+      r.set.push(known);
+    }
+    return true;
+  }
+  if (value === undefined) {
+    if (r.rest.length === 0) {
+      r.fatal = `flag needs an argument: -${name}`;
+      return false;
+    }
+    value = r.rest[0]!;
+    r.rest = r.rest.slice(1);
+  }
+  if (known) {
+    (r.flags as Record<string, unknown>)[known] = value;
+    r.set.push(known);
+  } else if (name === "v" && !/^[+-]?[0-9]+$/.test(value)) {
+    // klog's Level.Set: strconv.ParseInt(value, 10, 32)
+    r.fatal = `invalid value ${goQuote(value)} for flag -v: strconv.ParseInt: parsing ${goQuote(value)}: invalid syntax`;
+  }
+  return true;
 }
 
 /** Is `name` one of the agent's own flags (not klog's)? */
