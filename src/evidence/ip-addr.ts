@@ -314,6 +314,46 @@ type JsonObj = Record<string, unknown>;
 const isObj = (v: unknown): v is JsonObj =>
   typeof v === "object" && v !== null && !Array.isArray(v);
 
+/** One `addr_info` entry of `ip -j addr`; undefined (with a warning) when it lacks family, local or prefixlen. */
+function jsonAddress(
+  a: JsonObj,
+  ifname: string,
+  source: SourceRef,
+  diagnostics: Diagnostic[],
+): InterfaceAddress | undefined {
+  const family: Family | undefined = a.family === "inet" ? 4 : a.family === "inet6" ? 6 : undefined;
+  const local = typeof a.local === "string" ? tryParseIp(a.local) : undefined;
+  const prefixlen = typeof a.prefixlen === "number" ? a.prefixlen : undefined;
+  const peerText = typeof a.address === "string" && a.address !== a.local ? a.address : undefined;
+  const own =
+    local && prefixlen !== undefined
+      ? tryParseCidr(`${peerText ?? a.local}/${prefixlen}`)
+      : undefined;
+  if (!family || !local || local.family !== family || !own || "error" in own) {
+    diagnostics.push({
+      code: "ADDR_SYNTAX",
+      severity: "warning",
+      message: `${ifname}: expected addr_info with family, local and prefixlen, found ${quote(JSON.stringify(a))}`,
+      source,
+    });
+    return undefined;
+  }
+  const peer = peerText === undefined ? undefined : tryParseIp(peerText);
+  const flags: string[] = [];
+  for (const f of ADDRESS_FLAGS) if (a[f] === true) flags.push(f);
+  return {
+    family,
+    cidr: own.cidr,
+    local,
+    ...(peer ? { peer } : {}),
+    ...(typeof a.scope === "string" ? { scope: a.scope } : {}),
+    secondary: a.secondary === true,
+    ...(typeof a.label === "string" ? { label: a.label } : {}),
+    flags: flags.filter((f) => f !== "secondary"),
+    source,
+  };
+}
+
 /** `ip -j addr`: an array of links with `addr_info`. Positions are found by scanning for each `ifindex`. */
 function readJson(text: string, file: string): Parsed<NetInterface[]> {
   const diagnostics: Diagnostic[] = [];
@@ -380,39 +420,8 @@ function readJson(text: string, file: string): Parsed<NetInterface[]> {
     const infos = Array.isArray(link.addr_info) ? link.addr_info : [];
     for (const a of infos) {
       if (!isObj(a) || Object.keys(a).length === 0) continue;
-      const family: Family | undefined =
-        a.family === "inet" ? 4 : a.family === "inet6" ? 6 : undefined;
-      const local = typeof a.local === "string" ? tryParseIp(a.local) : undefined;
-      const prefixlen = typeof a.prefixlen === "number" ? a.prefixlen : undefined;
-      const peerText =
-        typeof a.address === "string" && a.address !== a.local ? a.address : undefined;
-      const own =
-        local && prefixlen !== undefined
-          ? tryParseCidr(`${peerText ?? a.local}/${prefixlen}`)
-          : undefined;
-      if (!family || !local || local.family !== family || !own || "error" in own) {
-        diagnostics.push({
-          code: "ADDR_SYNTAX",
-          severity: "warning",
-          message: `${link.ifname}: expected addr_info with family, local and prefixlen, found ${quote(JSON.stringify(a))}`,
-          source,
-        });
-        continue;
-      }
-      const peer = peerText === undefined ? undefined : tryParseIp(peerText);
-      const flags: string[] = [];
-      for (const f of ADDRESS_FLAGS) if (a[f] === true) flags.push(f);
-      b.addresses.push({
-        family,
-        cidr: own.cidr,
-        local,
-        ...(peer ? { peer } : {}),
-        ...(typeof a.scope === "string" ? { scope: a.scope } : {}),
-        secondary: a.secondary === true,
-        ...(typeof a.label === "string" ? { label: a.label } : {}),
-        flags: flags.filter((f) => f !== "secondary"),
-        source,
-      });
+      const address = jsonAddress(a, link.ifname, source, diagnostics);
+      if (address) b.addresses.push(address);
     }
     out.push(freeze(b));
   });
