@@ -4,7 +4,7 @@
  * examples are real artifacts. Needs root. Usage: `node --import tsx scripts/make-examples.ts [name…]`.
  */
 import { spawnSync } from "node:child_process";
-import { mkdtempSync, renameSync, rmSync, writeFileSync } from "node:fs";
+import { copyFileSync, existsSync, mkdtempSync, renameSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { LAB_VARIANTS } from "../test/e2e/lab-variants.ts";
@@ -41,17 +41,21 @@ for (const v of variants) {
     console.error(`lab run failed (exit ${r.status})`);
     process.exit(r.status ?? 1);
   }
-  writeFileSync(
-    join(tmp, "README.md"),
-    `# ${example}\n\n${v.description}\n\nGenerated on a real kernel by \`scripts/make-examples.ts\` with:\n\n` +
-      `    podpath lab run ${v.scenario}${v.args.map((a) => ` ${a}`).join("")} --out examples/${example}\n\n` +
-      "Every file is the real output of the command that produced it, in the replica's network\n" +
-      `namespaces (${TOOLS[v.scenario]});\n` +
-      "cluster/ holds the Kubernetes objects describing the replica. Try:\n\n" +
-      `    podpath diagnose examples/${example}\n` +
-      (v.tryAlso ?? []).map((c) => `    ${c}\n`).join(""),
-  );
   const dest = join(root, "examples", example);
+  const kept = join(dest, "README.md");
+  // a README written by hand (it says what podpath answers) is kept; the others are made here
+  if (v.readme === "kept" && existsSync(kept)) copyFileSync(kept, join(tmp, "README.md"));
+  else
+    writeFileSync(
+      join(tmp, "README.md"),
+      `# ${example}\n\n${v.description}\n\nGenerated on a real kernel by \`scripts/make-examples.ts\` with:\n\n` +
+        `    podpath lab run ${v.scenario}${v.args.map((a) => ` ${a}`).join("")} --out examples/${example}\n\n` +
+        "Every file is the real output of the command that produced it, in the replica's network\n" +
+        `namespaces (${TOOLS[v.scenario]});\n` +
+        "cluster/ holds the Kubernetes objects describing the replica. Try:\n\n" +
+        `    podpath diagnose examples/${example}\n` +
+        (v.tryAlso ?? []).map((c) => `    ${c}\n`).join(""),
+    );
   rmSync(dest, { recursive: true, force: true });
   renameSync(tmp, dest);
 }

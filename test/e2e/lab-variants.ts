@@ -22,6 +22,8 @@ export interface LabVariant {
   readonly args: readonly string[];
   /** The examples/ folder regenerated from this variant. */
   readonly example?: string;
+  /** `kept`: the example's README is written by hand and regenerating keeps it. */
+  readonly readme?: "kept";
   /** Commands the example's README suggests after `podpath diagnose`. */
   readonly tryAlso?: readonly string[];
   readonly description: string;
@@ -38,6 +40,7 @@ export const LAB_VARIANTS: readonly LabVariant[] = [
     scenario: "aws-vpc-cni",
     args: [],
     example: "eks-exclude-snat-cidrs",
+    readme: "kept",
     description:
       "EKS: the AWS VPC CNI's AWS_VPC_K8S_CNI_EXCLUDE_SNAT_CIDRS lists the on-prem prefix, so AWS-SNAT-CHAIN-0 returns before its SNAT rule; the pod (secondary VPC CIDR 100.64.0.0/16) reaches on-prem with its own address, and on-prem routes back only 192.168.0.0/16.",
     nodes: [],
