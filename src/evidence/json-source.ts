@@ -20,6 +20,94 @@ interface Members {
   readonly items?: number[];
 }
 
+/** The offset of the first non-whitespace character at or after `i`. */
+function skipWs(text: string, i: number): number {
+  let j = i;
+  while (j < text.length) {
+    const c = text.charCodeAt(j);
+    if (c !== 32 && c !== 10 && c !== 13 && c !== 9) break;
+    j++;
+  }
+  return j;
+}
+
+/** The offset after the string whose opening quote is at `i`. */
+function stringEnd(text: string, i: number): number {
+  // i is at the opening quote; returns the offset after the closing one
+  let j = i + 1;
+  for (;;) {
+    const q = text.indexOf('"', j);
+    if (q < 0) return text.length;
+    let back = 0;
+    for (let k = q - 1; text.charCodeAt(k) === 92; k--) back++;
+    if (back % 2 === 0) return q + 1;
+    j = q + 1;
+  }
+}
+
+/** The offset after the value that starts at `i`. */
+function valueEnd(text: string, i: number): number {
+  const c = text[i];
+  if (c === '"') return stringEnd(text, i);
+  if (c !== "{" && c !== "[") {
+    let j = i;
+    while (j < text.length && !",]} \t\r\n".includes(text[j]!)) j++;
+    return Math.max(j, i + 1);
+  }
+  let depth = 0;
+  let j = i;
+  while (j < text.length) {
+    const ch = text[j]!;
+    if (ch === '"') {
+      j = stringEnd(text, j);
+      continue;
+    }
+    if (ch === "{" || ch === "[") depth++;
+    else if (ch === "}" || ch === "]") {
+      depth--;
+      if (depth === 0) return j + 1;
+    }
+    j++;
+  }
+  return text.length;
+}
+
+/** The offsets of the items or members of the container at `start`, kept in `cache`. */
+function membersOf(text: string, start: number, cache: Map<number, Members>): Members {
+  const hit = cache.get(start);
+  if (hit) return hit;
+  let out: Members = {};
+  if (text[start] === "[") {
+    const items: number[] = [];
+    let j = skipWs(text, start + 1);
+    while (j < text.length && text[j] !== "]") {
+      items.push(j);
+      j = skipWs(text, valueEnd(text, j));
+      if (text[j] === ",") j = skipWs(text, j + 1);
+      else break;
+    }
+    out = { items };
+  } else if (text[start] === "{") {
+    const keys = new Map<string, JsonSpot>();
+    let j = skipWs(text, start + 1);
+    while (j < text.length && text[j] === '"') {
+      const keyEnd = stringEnd(text, j);
+      const key = JSON.parse(text.slice(j, keyEnd)) as string;
+      let v = skipWs(text, keyEnd);
+      if (text[v] !== ":") break;
+      v = skipWs(text, v + 1);
+      // JSON.parse keeps the last of duplicate keys; so does this.
+      keys.set(key, { value: v, key: j });
+      j = skipWs(text, valueEnd(text, v));
+      if (text[j] === ",") j = skipWs(text, j + 1);
+      else break;
+    }
+    out = { keys };
+  }
+  cache.set(start, out);
+  return out;
+}
+
 /**
  * A locator over `text`, which must be valid JSON (checked by the caller with `JSON.parse`).
  * `find(path)` gives the offsets of the value at `path` from the root value.
@@ -32,87 +120,8 @@ export function jsonLocator(
   find(path: JsonPath): JsonSpot | undefined;
 } {
   const cache = new Map<number, Members>();
-  const ws = (i: number): number => {
-    let j = i;
-    while (j < text.length) {
-      const c = text.charCodeAt(j);
-      if (c !== 32 && c !== 10 && c !== 13 && c !== 9) break;
-      j++;
-    }
-    return j;
-  };
-  const stringEnd = (i: number): number => {
-    // i is at the opening quote; returns the offset after the closing one
-    let j = i + 1;
-    for (;;) {
-      const q = text.indexOf('"', j);
-      if (q < 0) return text.length;
-      let back = 0;
-      for (let k = q - 1; text.charCodeAt(k) === 92; k--) back++;
-      if (back % 2 === 0) return q + 1;
-      j = q + 1;
-    }
-  };
-  const valueEnd = (i: number): number => {
-    const c = text[i];
-    if (c === '"') return stringEnd(i);
-    if (c !== "{" && c !== "[") {
-      let j = i;
-      while (j < text.length && !",]} \t\r\n".includes(text[j]!)) j++;
-      return Math.max(j, i + 1);
-    }
-    let depth = 0;
-    let j = i;
-    while (j < text.length) {
-      const ch = text[j]!;
-      if (ch === '"') {
-        j = stringEnd(j);
-        continue;
-      }
-      if (ch === "{" || ch === "[") depth++;
-      else if (ch === "}" || ch === "]") {
-        depth--;
-        if (depth === 0) return j + 1;
-      }
-      j++;
-    }
-    return text.length;
-  };
-  const members = (start: number): Members => {
-    const hit = cache.get(start);
-    if (hit) return hit;
-    let out: Members = {};
-    if (text[start] === "[") {
-      const items: number[] = [];
-      let j = ws(start + 1);
-      while (j < text.length && text[j] !== "]") {
-        items.push(j);
-        j = ws(valueEnd(j));
-        if (text[j] === ",") j = ws(j + 1);
-        else break;
-      }
-      out = { items };
-    } else if (text[start] === "{") {
-      const keys = new Map<string, JsonSpot>();
-      let j = ws(start + 1);
-      while (j < text.length && text[j] === '"') {
-        const keyEnd = stringEnd(j);
-        const key = JSON.parse(text.slice(j, keyEnd)) as string;
-        let v = ws(keyEnd);
-        if (text[v] !== ":") break;
-        v = ws(v + 1);
-        // JSON.parse keeps the last of duplicate keys; so does this.
-        keys.set(key, { value: v, key: j });
-        j = ws(valueEnd(v));
-        if (text[j] === ",") j = ws(j + 1);
-        else break;
-      }
-      out = { keys };
-    }
-    cache.set(start, out);
-    return out;
-  };
-  const root = ws(rootOffset ?? 0);
+  const members = (start: number): Members => membersOf(text, start, cache);
+  const root = skipWs(text, rootOffset ?? 0);
   const find = (path: JsonPath): JsonSpot | undefined => {
     let spot: JsonSpot = { value: root };
     for (const seg of path) {
