@@ -12,8 +12,12 @@ import { connect, createServer, type Server } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { after, before, describe, it } from "node:test";
+import { compileNat } from "../../src/iptables/nat-eval.ts";
 import { parseIptablesSave } from "../../src/iptables/save-parser.ts";
+import { createNatSandbox, natSection, type SandboxFlow } from "../../src/lab/nat-sandbox.ts";
 import { createLab, type Lab, type Namespace } from "../../src/lab/netns.ts";
+import { sandboxContext, sandboxFlow } from "../../src/lab/replay.ts";
+import { compareTranslation } from "../../src/lab/translation.ts";
 import { type Cluster, startCluster } from "./cluster.ts";
 import { componentPath, componentSkip } from "./component-guard.ts";
 
@@ -185,5 +189,43 @@ describe("kube-proxy (iptables mode) against the real API server", { skip }, () 
       .split("\n")
       .filter((l) => l.startsWith(`-A ${svcChain[2]} `) && l.includes("-j KUBE-SEP-"));
     assert.equal(seps.length, 2, dump);
+
+    // the evaluator and the kernel agree on flows through the dump's nat table (the differential
+    // sandbox of src/lab); the endpoints' addresses are placed beyond the node by flows of their
+    // own, so a packet DNATed to them is routed on and conntrack shows its translation
+    const nat = natSection(dump);
+    assert.ok(nat, dump);
+    const flows: SandboxFlow[] = [
+      { proto: "tcp", src: "10.4.0.9", sport: 41_000, dst: clusterIP, dport: 80 },
+      { proto: "tcp", src: "10.4.0.10", sport: 41_000, dst: clusterIP, dport: 81 },
+      { proto: "tcp", src: "10.4.0.11", sport: 41_000, dst: "10.20.30.40", dport: 5432 },
+      { proto: "udp", src: "10.4.0.12", sport: 41_000, dst: "10.4.1.5", dport: 8080 },
+      { proto: "udp", src: "10.4.0.13", sport: 41_000, dst: "10.4.2.7", dport: 8080 },
+      { proto: "tcp", src: NODE_IP, sport: 41_001, dst: clusterIP, dport: 80, local: true },
+    ];
+    const sb = await createNatSandbox({ inIface: "cbr0", outIface: "eth0", nodeIp: NODE_IP });
+    try {
+      const loadError = await sb.loadNat(nat);
+      assert.equal(loadError, undefined, `the kernel refuses the dump's nat table: ${loadError}`);
+      const seen = await sb.observe(flows);
+      const program = compileNat(parsed.value, sandboxContext(NODE_IP, "cbr0", "eth0"));
+      const decided = flows.map((f, i) => {
+        const a = compareTranslation(program.evaluate(sandboxFlow(f, "cbr0", "eth0")), seen[i]!);
+        return { flow: `${f.local ? "local " : ""}${f.src}->${f.dst}:${f.dport}`, ...a };
+      });
+      const disagree = decided.filter((d) => d.agree === false);
+      assert.deepEqual(disagree, [], JSON.stringify(decided, null, 2));
+      // the Service flow was translated by the kernel to one of its endpoints
+      assert.ok(
+        ["10.4.1.5", "10.4.2.7"].includes(seen[0]!.destination ?? ""),
+        JSON.stringify(seen[0]),
+      );
+      assert.ok(
+        decided.filter((d) => d.agree === true).length >= 4,
+        JSON.stringify(decided, null, 2),
+      );
+    } finally {
+      await sb.destroy();
+    }
   });
 });
