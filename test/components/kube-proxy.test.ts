@@ -1,7 +1,7 @@
 /**
  * Component test: the kube-proxy that scripts/build-components.sh builds from the Go module proxy
- * is the release test/cluster/go.mod pins, and it starts. (Running it in iptables and nftables
- * mode needs an API server to read Services and EndpointSlices from: issue 16's live cluster.)
+ * is the release test/cluster/go.mod pins, and it starts (kube-proxy-live.test.ts runs it against
+ * the real API server).
  */
 import assert from "node:assert/strict";
 import { spawnSync } from "node:child_process";
