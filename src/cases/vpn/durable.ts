@@ -34,7 +34,7 @@ function at(obj: unknown, path: readonly (string | number)[]): unknown {
 }
 
 const WRITES_FORWARD =
-  /(?:sysctl\s+(?:-\w+\s+)*-w\s+(?:[\w.]+=\S+\s+)*net[./]ipv4[./]ip_forward\s*=\s*1|echo\s+1\s*>\s*\/proc\/sys\/net\/ipv4\/ip_forward)/;
+  /(?:sysctl\s+(?:-\w+\s+)*-w\s+(?:[\w.]+=\S+\s+)*net[./]ipv4[./]ip_forward\s*=\s*1|echo\s+(?:-n\s+)?["']?1["']?\s*>\s*["']?\/proc\/sys\/net\/ipv4\/ip_forward)/;
 
 /** Everything in the manifest (and chart values) that sets ip_forward to 1 at pod creation. */
 export function forwardingSetters(

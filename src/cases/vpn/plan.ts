@@ -18,9 +18,10 @@ import { deleteServerFields } from "../../k8s/server-fields.ts";
 import type { Evidence } from "../../model/types.ts";
 import { refToEvidence } from "../../model/types.ts";
 import { formatCidr, formatIp } from "../../net/cidr.ts";
-import { forwardingSetters, IP_FORWARD, podSpecPath } from "./durable.ts";
+import { type ForwardingSetter, forwardingSetters, IP_FORWARD, podSpecPath } from "./durable.ts";
 import { execIn, type VpnContext } from "./input.ts";
 import { masqueradeOf } from "./masquerade.ts";
+import { scriptNatFor } from "./plan-nat.ts";
 
 export const STRATEGIES = ["init-container", "pod-sysctls", "chart-value"] as const;
 export type Strategy = (typeof STRATEGIES)[number];
@@ -205,7 +206,7 @@ function patchPlan(
     patch,
     patched: b.patched,
     commands: b.isPod
-      ? applyCommands(b, "pod-patched.yaml")
+      ? applyCommands(b, `${strategy}-patched.yaml`)
       : applyCommands(b, `patch-${strategy}.yaml`),
     ...admission(b.predict(b.patched)),
   };
@@ -319,18 +320,60 @@ function hostNetworkWarnings(wl: VpnContext["workload"]): string[] {
   ];
 }
 
-/** The checks after the rollout: the new pod forwards, and every hop answers the client. */
-function verifyCommands(ctx: VpnContext, kindArg: string, nsArg: string): string[] {
-  const labels = ctx.pod
-    ? ` -l ${Object.entries(ctx.pod.labels)
-        .map(([k, v]) => `${k}=${v}`)
-        .join(",")}`
-    : "";
-  return [
-    `kubectl rollout status ${kindArg} ${nsArg}`,
-    `${execIn({ namespace: ctx.namespace, name: "NEW_POD" }, `sysctl ${IP_FORWARD}`)}   # must print "${IP_FORWARD} = 1" in the NEW pod (get its name: kubectl get pods ${nsArg}${labels})`,
+/** Forwarding is already set when the pod starts: the strategy adds nothing. */
+function alreadyDone(s: Strategy, setters: readonly ForwardingSetter[]): StrategyPlan {
+  const by = setters.map((f) => `${f.kind} (${f.value}, ${f.source.file}:${f.source.line})`);
+  return {
+    strategy: s,
+    applicable: false,
+    whyNot: `nothing to add: forwarding is already set when the pod starts, by ${by.join("; ")}`,
+    description: "",
+    commands: [],
+  };
+}
+
+/** The label selector of a controller's pods (`spec.selector.matchLabels`), as `-l` takes it. */
+function selectorOf(wl: VpnContext["workload"]): string | undefined {
+  const sel = (wl?.raw["spec"] as { selector?: unknown } | undefined)?.selector;
+  const match =
+    typeof sel === "object" && sel !== null
+      ? ((sel as { matchLabels?: unknown }).matchLabels ?? (wl?.kind === "Job" ? undefined : sel))
+      : undefined;
+  if (typeof match !== "object" || match === null) return undefined;
+  const pairs = Object.entries(match as Record<string, unknown>).filter(
+    ([, v]) => typeof v === "string",
+  );
+  return pairs.length > 0 ? pairs.map(([k, v]) => `${k}=${String(v)}`).join(",") : undefined;
+}
+
+/** What `kubectl exec` names: the pod when the snapshot has it, else its controller by kind. */
+function execTarget(ctx: VpnContext): { namespace: string; name: string } {
+  const wl = ctx.workload;
+  if (ctx.pod || !wl || wl.kind === "Pod") return ctx;
+  return { namespace: ctx.namespace, name: `${wl.kind.toLowerCase()}/${wl.name}` };
+}
+
+/**
+ * The checks after the rollout: the controller finished rolling out, the NEW pods (by the
+ * controller's selector, not by the old pod's `pod-template-hash`) forward, every hop answers.
+ */
+function verifyCommands(ctx: VpnContext, wl: VpnContext["workload"], kindArg: string): string[] {
+  const ns = `-n ${ctx.namespace}`;
+  const selector = selectorOf(wl);
+  const rolls = wl !== undefined && ["Deployment", "StatefulSet", "DaemonSet"].includes(wl.kind);
+  const out: string[] = [];
+  if (rolls) out.push(`kubectl ${ns} rollout status ${kindArg}`);
+  else out.push(`kubectl ${ns} wait --for=condition=Ready ${kindArg} --timeout=120s`);
+  if (selector) out.push(`kubectl ${ns} get pods -l ${selector}   # the new pod: NEW_POD`);
+  const pod =
+    wl?.kind === "Pod" || !selector
+      ? { namespace: ctx.namespace, name: wl?.name ?? ctx.name }
+      : { namespace: ctx.namespace, name: "NEW_POD" };
+  out.push(
+    `${execIn(pod, `sysctl ${IP_FORWARD}`)}   # must print "${IP_FORWARD} = 1"${pod.name === "NEW_POD" ? " in the NEW pod" : ""}`,
     `podpath probe --peer ${ctx.peer ? formatIp(ctx.peer.value) : "PEER"} --pod-ip POD_IP --service-ip SERVICE_IP   # from a VPN client: every hop answers`,
-  ];
+  );
+  return out;
 }
 
 /**
@@ -354,8 +397,11 @@ export function planVpn(
     });
   const kindArg = wl ? `${wl.kind.toLowerCase()}/${wl.name}` : `pod/${ctx.name}`;
   const nsArg = `-n ${ctx.namespace}`;
+  const setters = forwardingSetters(wl, ctx.chartValues);
   const strategies = (opts.strategies ?? STRATEGIES).map((s) =>
-    strategyPlan(s, ctx, { nsArg, kindArg, predict }),
+    setters.length > 0
+      ? alreadyDone(s, setters)
+      : strategyPlan(s, ctx, { nsArg, kindArg, predict }),
   );
   return {
     schemaVersion: 1,
@@ -364,15 +410,15 @@ export function planVpn(
       ? { workload: { kind: wl.kind, name: wl.name, evidence: refToEvidence(wl.source) } }
       : {}),
     ...forwardingNow(ctx),
-    alreadySet: forwardingSetters(wl, ctx.chartValues).map((f) => ({
+    alreadySet: setters.map((f) => ({
       kind: f.kind,
       value: f.value,
       evidence: refToEvidence(f.source),
     })),
     strategies,
     warnings: hostNetworkWarnings(wl),
-    returnPath: returnPath(ctx),
-    verify: verifyCommands(ctx, kindArg, nsArg),
+    returnPath: returnPath(ctx, objects),
+    verify: verifyCommands(ctx, wl, kindArg),
   };
 }
 
@@ -386,12 +432,12 @@ function forwardingNow(ctx: VpnContext): Pick<VpnPlan, "forwardingNow"> {
   return e ? { forwardingNow: { value: e.value, evidence: refToEvidence(e.source) } } : {};
 }
 
-function returnPath(ctx: VpnContext): ReturnPathStep {
+function returnPath(ctx: VpnContext, objects: readonly KubeObject[]): ReturnPathStep {
   const pool = ctx.pool;
   if (!pool) {
     return {
       needed: false,
-      explanation: `The client pool is unknown (no openvpn.conf, chart values or tun0 address): ${execIn(ctx, "cat /etc/openvpn/openvpn.conf")}`,
+      explanation: `The client pool is unknown (no openvpn.conf, chart values or tun0 address): ${execIn(execTarget(ctx), "cat /etc/openvpn/openvpn.conf")}`,
       evidence: [],
     };
   }
@@ -408,11 +454,25 @@ function returnPath(ctx: VpnContext): ReturnPathStep {
       evidence: [refToEvidence(pool.source), refToEvidence(verdict.source)],
     };
   }
+  const script = scriptNatFor(objects, ctx.namespace, pool.value);
+  if (script) {
+    const where = `${script.at.file}:${script.at.line}`;
+    return {
+      needed: false,
+      explanation:
+        `The pod's start script masquerades the client pool ${formatCidr(pool.value)}: ConfigMap ${script.configMap} key ${script.key} runs "${script.text}" (${where}). ` +
+        (dump
+          ? "The pod's nat table in the snapshot does not show it yet: it is added when the VPN container starts. "
+          : "") +
+        "Policies and allowlists see the pod's address, not the pool.",
+      evidence: [refToEvidence(pool.source), refToEvidence(script.at)],
+    };
+  }
   return {
     needed: true,
     explanation:
       `Forwarding alone is not enough: the cluster does not route the client pool ${formatCidr(pool.value)}, so replies need ` +
-      `the pod to masquerade the pool on eth0${dump ? "" : " (the pod's nat table is not in the snapshot: " + execIn(ctx, "iptables-save -t nat") + ")"}, ` +
+      `the pod to masquerade the pool on eth0${dump ? "" : " (the pod's nat table is not in the snapshot: " + execIn(execTarget(ctx), "iptables-save -t nat") + ")"}, ` +
       `or a route for the pool to the VPN pod in the cluster network. Masquerading makes policies and allowlists see the pod's address.`,
     rule,
     command: `iptables -t nat ${rule}   # in the VPN container's start script (the chart's configure.sh does this)`,
