@@ -61,8 +61,8 @@ export interface CaseProof {
     readonly tool: "podpath";
     readonly question: "verify";
   };
-  /** The record as a document; text and markdown are its renderings. */
-  readonly document?: Document;
+  /** The record as a document (report/ renders it); text and markdown are its renderings. */
+  readonly document: Document;
   readonly text: string;
   readonly markdown: string;
 }

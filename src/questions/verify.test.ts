@@ -20,7 +20,9 @@ describe("verifySnapshots", () => {
       [["vpn", "intended"]],
     );
     assert.ok(allIntended(r));
-    assert.ok(r[0]!.text.startsWith(`proof:   ${r[0]!.proofLine}\n`));
+    // the record's document rendered as text: the proof whole on the line under its label
+    assert.ok(r[0]!.text.includes(`- Proof:\n  ${r[0]!.proofLine}\n`), r[0]!.text);
+    assert.equal(r[0]!.document.title, "Change record: VPN pod forwarding");
   });
 
   it("the masquerade examples: the masquerade record only", async () => {

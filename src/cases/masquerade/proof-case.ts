@@ -8,7 +8,11 @@ import type { Snapshot } from "../../snapshot/load.ts";
 import type { CaseProof, ProofOptions } from "../case.ts";
 import { masqueradeModel } from "./model.ts";
 import { isIntendedVerdict, verifyChange } from "./proof.ts";
-import { renderChangeRecordMarkdown, renderChangeRecordText } from "./proof-render.ts";
+import {
+  changeRecordDocument,
+  renderChangeRecordMarkdown,
+  renderChangeRecordText,
+} from "./proof-render.ts";
 
 /** Does this snapshot hold anything of the SNAT exception list, its agent or a far side? */
 export function holdsMasquerade(snap: Snapshot): boolean {
@@ -38,6 +42,7 @@ export async function masqueradeProof(
     verdict: isIntendedVerdict(record) ? "intended" : "not-intended",
     proofLine: record.proof,
     record,
+    document: changeRecordDocument(record),
     text: renderChangeRecordText(record),
     markdown: renderChangeRecordMarkdown(record),
   };

@@ -29,27 +29,13 @@ function load(path: string): Snapshot {
   }
 }
 
-/** A record's document; a case that gives none has its Markdown shown as it is. */
-function documentOf(r: CaseProof): Document {
-  return (
-    r.document ?? {
-      question: "verify",
-      title: `Change record: ${r.case}`,
-      blocks: [{ kind: "code", text: r.markdown, lang: "markdown" }],
-    }
-  );
-}
-
 /** Several records on one page: a section per record. */
 function onePage(records: readonly CaseProof[]): Document {
-  if (records.length === 1) return documentOf(records[0]!);
+  if (records.length === 1) return records[0]!.document;
   return {
     question: "verify",
     title: "Change records",
-    blocks: records.map((r) => {
-      const d = documentOf(r);
-      return section(d.title ?? r.case, d.blocks);
-    }),
+    blocks: records.map((r) => section(r.document.title ?? r.case, r.document.blocks)),
   };
 }
 
@@ -77,11 +63,6 @@ export async function run(
     io.out(
       records.map((r) => (r.document ? renderDocumentMarkdown(r.document) : r.markdown)).join("\n"),
     );
-  else
-    io.out(
-      records
-        .map((r) => (r.document ? renderDocumentText(r.document, io.colors) : r.text))
-        .join("\n"),
-    );
+  else io.out(records.map((r) => renderDocumentText(r.document, io.colors)).join("\n"));
   return allIntended(records) ? EXIT.ok : EXIT.findings;
 }
