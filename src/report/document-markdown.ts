@@ -42,6 +42,16 @@ function inline(t: Text, inTable = false): string {
     .join("");
 }
 
+/**
+ * A paragraph that would open another block (`# x` a heading, `- x` `+ x` `> x` a list or quote,
+ * `1. x` a numbered list) has that first character escaped: it stays a paragraph.
+ */
+function blockStart(md: string): string {
+  const numbered = /^(\d+)([.)])(\s)/.exec(md);
+  if (numbered) return `${numbered[1]}\\${md.slice(numbered[1]!.length)}`;
+  return /^([#+>=]|-(\s|$)|\*\s)/.test(md) ? `\\${md}` : md;
+}
+
 function listMarkdown(items: readonly ListItem[], indent: string): string[] {
   return items.flatMap((i) => [
     `${indent}- ${inline(i.text)}`,
@@ -54,7 +64,7 @@ function blockMarkdown(b: Block, level: number): string {
     case "heading":
       return `${"#".repeat(Math.min(6, level))} ${mdEscape(b.text)}`;
     case "paragraph":
-      return inline(b.text);
+      return blockStart(inline(b.text));
     case "list":
       return listMarkdown(b.items, "").join("\n");
     case "fields":

@@ -96,6 +96,19 @@ describe("renderDocumentMarkdown", () => {
     assert.match(md, /^````diff\n```\ninside\n````$/m);
   });
 
+  it("keeps a paragraph a paragraph when it starts like a heading, list or quote", () => {
+    const out = renderDocumentMarkdown({
+      question: "t",
+      blocks: ["# not a heading", "- not an item", "+ 10.4.0.0/14", "1. not numbered", "> no"].map(
+        (t) => paragraph(t),
+      ),
+    });
+    assert.equal(
+      out,
+      "\\# not a heading\n\n\\- not an item\n\n\\+ 10.4.0.0/14\n\n1\\. not numbered\n\n\\> no\n",
+    );
+  });
+
   it("folds a collapsed section in <details>", () => {
     assert.match(md, /<details><summary>folded<\/summary>\n\na\\\|b/);
     assert.match(md, /\n\n<\/details>\n$/);
