@@ -381,6 +381,25 @@ function applyMarkOp(value: number, known: number, op: { value: number; mask: nu
 
 const fmt = (family: Family, v: bigint) => formatIp({ family, value: v });
 
+/** CONNMARK's effect on the packet's and the connection's marks (xt_connmark). */
+function connmark(s: PacketState, t: Extract<Target, { kind: "CONNMARK" }>): void {
+  if (t.mode === "set") {
+    const m = applyMarkOp(s.ctmark, s.ctmarkKnown, t.op);
+    s.ctmark = m.value;
+    s.ctmarkKnown = m.known;
+  } else if (t.mode === "save") {
+    // xt_connmark: ctmark = (ctmark & ~ctmask) ^ (mark & nfmask)
+    const v = ((s.ctmark & ~t.ctmask) ^ (s.mark & t.nfmask)) >>> 0;
+    s.ctmarkKnown = ((s.ctmarkKnown | t.ctmask) & (s.markKnown | ~t.nfmask)) >>> 0;
+    s.ctmark = v;
+  } else {
+    // mark = (mark & ~nfmask) ^ (ctmark & ctmask)
+    const v = ((s.mark & ~t.nfmask) ^ (s.ctmark & t.ctmask)) >>> 0;
+    s.markKnown = ((s.markKnown | t.nfmask) & (s.ctmarkKnown | ~t.ctmask)) >>> 0;
+    s.mark = v;
+  }
+}
+
 class Engine {
   private readonly dump: IptablesDump;
   private readonly ctx: NatContext;
@@ -832,93 +851,10 @@ class Engine {
     const hook = w.hookName;
     const family = s.family;
     switch (t.kind) {
-      case "chain": {
-        const to = cr.jump;
-        if (!to) {
-          const key = `chain:${t.name}`;
-          const taken = assumed(s, key);
-          if (taken === true) {
-            // taken as deciding nothing: the packet comes back as from a RETURN (a goto ends the
-            // calling chain too)
-            if (t.goto) w.frames.pop();
-            return true;
-          }
-          const reason = `${t.goto ? "goto" : "jump"} to chain ${t.name}, which is not in the dump`;
-          if (taken === undefined && this.walks < this.maxBranches) {
-            const other = this.forkWalk(w, {
-              key,
-              fact: `chain ${t.name} (not in ${this.dump.file}) lets this packet through without deciding`,
-              reason,
-              rule: cr.source,
-              decide: {
-                file: this.dump.file,
-                command: `iptables-save -t nat   # on the node: chain ${t.name}`,
-              },
-            });
-            this.undecided(other, out, c, cr, reason);
-            if (t.goto) w.frames.pop();
-            return true;
-          }
-          this.undecided(w, out, c, cr, reason);
-          return false;
-        }
-        if (w.frames.length >= MAX_DEPTH) {
-          this.undecided(
-            w,
-            out,
-            c,
-            cr,
-            `chains nested deeper than ${MAX_DEPTH}: a loop in the rules`,
-          );
-          return false;
-        }
-        if (t.goto) w.frames.pop();
-        w.frames.push({ chain: to, pos: 0 });
-        // an excerpt: rules it does not show may come before, between or after those it shows
-        if (to.partial && !to.partialTail && !this.openPartial(w, out, to)) return false;
-        this.stepM(
-          w,
-          cr,
-          "jump",
-          t.goto ? "goto" : "jump",
-          c,
-          cr.index,
-          cr.source,
-          () => `${t.goto ? "goto" : "jump to"} ${t.name}`,
-        );
-        return true;
-      }
-      case "verdict": {
-        if (t.name === "RETURN") {
-          w.frames.pop();
-          const back = w.frames[w.frames.length - 1];
-          this.stepM(w, cr, back?.chain ?? c, "return", c, cr.index, cr.source, () =>
-            back ? `RETURN to ${back.chain.name}` : `RETURN from ${c.name}`,
-          );
-          return true; // an empty stack ends in the hook's policy
-        }
-        if (t.name === "ACCEPT") {
-          this.stepM(
-            w,
-            cr,
-            hook,
-            "accept",
-            c,
-            cr.index,
-            cr.source,
-            () => `ACCEPT: no further nat rules in ${hook}`,
-          );
-          out.push({ w, kind: "accept", ref: cr.source });
-          return false;
-        }
-        if (t.name === "DROP") {
-          this.step(w, "drop", c, cr.index, cr.source, "DROP");
-          out.push({ w, kind: "drop", ref: cr.source });
-          return false;
-        }
-        this.undecided(w, out, c, cr, `${t.name}: the packet goes to a userspace program`);
-        return false;
-      }
+      case "chain":
+        return this.jump(w, out, c, cr, t);
+      case "verdict":
+        return this.verdict(w, out, c, cr, t.name, hook);
       case "MARK": {
         const m = applyMarkOp(s.mark, s.markKnown, t.op);
         s.mark = m.value;
@@ -936,59 +872,148 @@ class Engine {
         );
         return true;
       }
-      case "CONNMARK": {
-        if (t.mode === "set") {
-          const m = applyMarkOp(s.ctmark, s.ctmarkKnown, t.op);
-          s.ctmark = m.value;
-          s.ctmarkKnown = m.known;
-        } else if (t.mode === "save") {
-          // xt_connmark: ctmark = (ctmark & ~ctmask) ^ (mark & nfmask)
-          const v = ((s.ctmark & ~t.ctmask) ^ (s.mark & t.nfmask)) >>> 0;
-          s.ctmarkKnown = ((s.ctmarkKnown | t.ctmask) & (s.markKnown | ~t.nfmask)) >>> 0;
-          s.ctmark = v;
-        } else {
-          // mark = (mark & ~nfmask) ^ (ctmark & ctmask)
-          const v = ((s.mark & ~t.nfmask) ^ (s.ctmark & t.ctmask)) >>> 0;
-          s.markKnown = ((s.markKnown | t.nfmask) & (s.ctmarkKnown | ~t.ctmask)) >>> 0;
-          s.mark = v;
-        }
+      case "CONNMARK":
+        connmark(s, t);
         this.step(w, "mark", c, cr.index, cr.source, `CONNMARK ${t.mode}`);
         return true;
-      }
       case "DNAT":
       case "REDIRECT":
       case "NETMAP":
       case "SNAT":
       case "MASQUERADE":
         return this.nat(w, out, c, cr, t, hook, family);
-      case "extension": {
-        if (NON_TERMINATING.has(t.name)) {
-          this.stepM(
-            w,
-            cr,
-            "log",
-            "log",
-            c,
-            cr.index,
-            cr.source,
-            () => `${t.name}: recorded, traversal continues`,
-          );
-          return true;
-        }
-        if (t.name === "HMARK") {
-          s.markKnown = 0;
-          this.step(w, "mark", c, cr.index, cr.source, "HMARK: mark set from a hash of the packet");
-          return true;
-        }
-        if (t.name === "REJECT") {
-          this.step(w, "drop", c, cr.index, cr.source, "REJECT");
-          out.push({ w, kind: "drop", ref: cr.source });
-          return false;
-        }
-        this.undecided(w, out, c, cr, `target ${t.name} is not modelled`);
-        return false;
-      }
+      case "extension":
+        return this.extension(w, out, c, cr, t.name);
     }
+  }
+
+  /** `-j CHAIN` / `-g CHAIN`: the walk enters the chain (or forks on a chain not in the dump). */
+  private jump(
+    w: Walk,
+    out: HookEnd[],
+    c: CChain,
+    cr: CRule,
+    t: Extract<Target, { kind: "chain" }>,
+  ): boolean {
+    const s = w.st;
+    const to = cr.jump;
+    if (!to) {
+      const key = `chain:${t.name}`;
+      const taken = assumed(s, key);
+      if (taken === true) {
+        // taken as deciding nothing: the packet comes back as from a RETURN (a goto ends the
+        // calling chain too)
+        if (t.goto) w.frames.pop();
+        return true;
+      }
+      const reason = `${t.goto ? "goto" : "jump"} to chain ${t.name}, which is not in the dump`;
+      if (taken === undefined && this.walks < this.maxBranches) {
+        const other = this.forkWalk(w, {
+          key,
+          fact: `chain ${t.name} (not in ${this.dump.file}) lets this packet through without deciding`,
+          reason,
+          rule: cr.source,
+          decide: {
+            file: this.dump.file,
+            command: `iptables-save -t nat   # on the node: chain ${t.name}`,
+          },
+        });
+        this.undecided(other, out, c, cr, reason);
+        if (t.goto) w.frames.pop();
+        return true;
+      }
+      this.undecided(w, out, c, cr, reason);
+      return false;
+    }
+    if (w.frames.length >= MAX_DEPTH) {
+      this.undecided(w, out, c, cr, `chains nested deeper than ${MAX_DEPTH}: a loop in the rules`);
+      return false;
+    }
+    if (t.goto) w.frames.pop();
+    w.frames.push({ chain: to, pos: 0 });
+    // an excerpt: rules it does not show may come before, between or after those it shows
+    if (to.partial && !to.partialTail && !this.openPartial(w, out, to)) return false;
+    this.stepM(
+      w,
+      cr,
+      "jump",
+      t.goto ? "goto" : "jump",
+      c,
+      cr.index,
+      cr.source,
+      () => `${t.goto ? "goto" : "jump to"} ${t.name}`,
+    );
+    return true;
+  }
+
+  /** RETURN, ACCEPT, DROP (QUEUE: a userspace program decides). */
+  private verdict(
+    w: Walk,
+    out: HookEnd[],
+    c: CChain,
+    cr: CRule,
+    name: Extract<Target, { kind: "verdict" }>["name"],
+    hook: Hook,
+  ): boolean {
+    if (name === "RETURN") {
+      w.frames.pop();
+      const back = w.frames[w.frames.length - 1];
+      this.stepM(w, cr, back?.chain ?? c, "return", c, cr.index, cr.source, () =>
+        back ? `RETURN to ${back.chain.name}` : `RETURN from ${c.name}`,
+      );
+      return true; // an empty stack ends in the hook's policy
+    }
+    if (name === "ACCEPT") {
+      this.stepM(
+        w,
+        cr,
+        hook,
+        "accept",
+        c,
+        cr.index,
+        cr.source,
+        () => `ACCEPT: no further nat rules in ${hook}`,
+      );
+      out.push({ w, kind: "accept", ref: cr.source });
+      return false;
+    }
+    if (name === "DROP") {
+      this.step(w, "drop", c, cr.index, cr.source, "DROP");
+      out.push({ w, kind: "drop", ref: cr.source });
+      return false;
+    }
+    this.undecided(w, out, c, cr, `${name}: the packet goes to a userspace program`);
+    return false;
+  }
+
+  /** A target extension podpath does not interpret: logging ones continue, REJECT drops. */
+  private extension(w: Walk, out: HookEnd[], c: CChain, cr: CRule, name: string): boolean {
+    const s = w.st;
+    if (NON_TERMINATING.has(name)) {
+      this.stepM(
+        w,
+        cr,
+        "log",
+        "log",
+        c,
+        cr.index,
+        cr.source,
+        () => `${name}: recorded, traversal continues`,
+      );
+      return true;
+    }
+    if (name === "HMARK") {
+      s.markKnown = 0;
+      this.step(w, "mark", c, cr.index, cr.source, "HMARK: mark set from a hash of the packet");
+      return true;
+    }
+    if (name === "REJECT") {
+      this.step(w, "drop", c, cr.index, cr.source, "REJECT");
+      out.push({ w, kind: "drop", ref: cr.source });
+      return false;
+    }
+    this.undecided(w, out, c, cr, `target ${name} is not modelled`);
+    return false;
   }
 
   private nat(
