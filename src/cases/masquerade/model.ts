@@ -1,10 +1,12 @@
 /**
  * @module cases/masquerade/model — what the masquerade case reads from one snapshot, built once
  * per snapshot: the agent's intent (ConfigMap, flags, DaemonSet), the cluster facts (nodes, pods,
- * pod ranges), the far sites (`remote/*.yaml`), the pod range a component states, and where the
- * agent runs; with the diagnostics met reading them. `diagnose`, `plan`, `verify` and the plan's
- * replay all read this model instead of reading the snapshot again.
+ * pod ranges), the far sites (`remote/*.yaml`), the pod range a component or kube-proxy's rules
+ * state, and where the agent runs; with the diagnostics met reading them. `diagnose`, `plan`,
+ * `verify` and the plan's replay all read this model instead of reading the snapshot again.
  */
+
+import { kubeProxyRulesRange } from "../../k8s/cluster-range.ts";
 import type { Diagnostic } from "../../model/types.ts";
 import type { Snapshot } from "../../snapshot/load.ts";
 import { readSites } from "../../snapshot/sites.ts";
@@ -19,6 +21,8 @@ export interface MasqueradeModel {
   readonly farSites: FarSites;
   /** The cluster's whole pod range where a component states it (read on first use). */
   readonly statedPodRange: ClusterRange | undefined;
+  /** The cluster's pod range as kube-proxy's rules in the nodes' iptables-save show it. */
+  readonly rulesPodRange: ClusterRange | undefined;
   /** Where the agent's DaemonSet places a pod and where one runs (worked out on first use). */
   readonly coverage: Coverage;
   /** Every reading problem: the intent's, the cluster facts', the far sites'. */
@@ -47,6 +51,15 @@ function buildModel(snap: Snapshot): MasqueradeModel {
   const facts = clusterFacts(snap.objects);
   const farSites = readSites(snap);
   const statedPodRange = once(() => clusterPodRange(snap.objects));
+  const rulesPodRange = once(() =>
+    kubeProxyRulesRange(
+      [...snap.nodes.values()].map((n) => ({
+        node: n.name,
+        dumps: [n.iptables, n.ip6tables].filter((d) => d !== undefined),
+        podCIDRs: facts.nodes.find((v) => v.name === n.name)?.podCIDRs.map((c) => c.cidr) ?? [],
+      })),
+    ),
+  );
   const coverage = once(() => agentCoverage(facts, intent));
   return {
     intent,
@@ -54,6 +67,9 @@ function buildModel(snap: Snapshot): MasqueradeModel {
     farSites,
     get statedPodRange() {
       return statedPodRange();
+    },
+    get rulesPodRange() {
+      return rulesPodRange();
     },
     get coverage() {
       return coverage();

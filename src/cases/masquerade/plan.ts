@@ -9,6 +9,7 @@
 import { isExempt } from "../../agents/ip-masq-agent/exempt.ts";
 import { goParseCidr } from "../../agents/ip-masq-agent/go-net.ts";
 import { primaryAddress } from "../../evidence/ip-addr.ts";
+import { hostCidr, podAddresses } from "../../k8s/cluster-facts.ts";
 import type { Diagnostic, Missing, SourceRef } from "../../model/types.ts";
 import {
   type Cidr,
@@ -213,9 +214,22 @@ interface PodRange {
   readonly why: string;
 }
 
+/** Pod addresses outside `ranges` (pods on nodes whose range the snapshot does not show). */
+function podsOutside(facts: ClusterFacts, ranges: readonly Cidr[]) {
+  return facts.pods.flatMap((p) =>
+    podAddresses(p)
+      .filter((a) => a.ip.family === 4 && !ranges.some((r) => contains(r, a.ip)))
+      .map((a) => ({ pod: `${p.namespace}/${p.name}`, ip: a.ip, source: a.source })),
+  );
+}
+
+const cite = (s: SourceRef) => `${s.file}:${s.line}`;
+
 /**
- * The pod range: given, or the cluster CIDR a component states, or the nodes' ranges merged (with
- * a warning and what would decide better). Throws PlanError when none is known.
+ * The pod range: given, or the cluster CIDR a component states, or the one kube-proxy's rules on
+ * the nodes show, with the nodes' ranges and every pod's address merged in; else the nodes' ranges
+ * and the pods' addresses (with a warning and what would decide better). Throws PlanError when
+ * none is known.
  */
 function planPodRange(
   snap: Snapshot,
@@ -224,22 +238,43 @@ function planPodRange(
   diagnostics: Diagnostic[],
   missing: Missing[],
 ): PodRange {
-  const stated = model.statedPodRange;
+  const stated = model.statedPodRange ?? model.rulesPodRange;
   let range: PodRange;
   if (opts.podRange && opts.podRange.length > 0) {
     range = { cidrs: mergeCidrs(opts.podRange), why: "the pod range (--pod-range)" };
   } else if (stated && stated.cidrs.length > 0) {
+    const base = mergeCidrs([...stated.cidrs, ...model.facts.podRanges]);
+    const outside = podsOutside(model.facts, base);
     range = {
-      cidrs: mergeCidrs([...stated.cidrs, ...model.facts.podRanges]),
-      why: `the cluster's pod range (${stated.what}, ${stated.source.file}:${stated.source.line})`,
+      cidrs: mergeCidrs([...base, ...outside.map((o) => hostCidr(o.ip))]),
+      why: `the cluster's pod range (${stated.what}, ${cite(stated.source)})`,
     };
   } else {
-    range = { cidrs: model.facts.podRanges, why: "the pod ranges of the nodes in the snapshot" };
+    // pods' addresses widen the nodes' ranges; alone they are no range to plan with
+    const outside =
+      model.facts.podRanges.length > 0 ? podsOutside(model.facts, model.facts.podRanges) : [];
+    range = {
+      cidrs: mergeCidrs([...model.facts.podRanges, ...outside.map((o) => hostCidr(o.ip))]),
+      why: "the pod ranges of the nodes in the snapshot",
+    };
+    if (outside.length > 0) {
+      diagnostics.push({
+        code: "PLAN_POD_RANGE_BIGGER",
+        severity: "warning",
+        message: `pods have addresses outside the nodes' ranges (${outside
+          .slice(0, 3)
+          .map((o) => `${o.pod} ${formatIp(o.ip)} at ${cite(o.source)}`)
+          .join(
+            ", ",
+          )}${outside.length > 3 ? `, and ${outside.length - 3} more` : ""}): the cluster's pod range is bigger than the snapshot's Nodes show; the plan keeps those addresses exempt one by one, which is not enough for the pods it does not list. Give --pod-range CIDR`,
+        source: outside[0]!.source,
+      });
+    }
     if (range.cidrs.length > 0) {
       diagnostics.push({
         code: "PLAN_POD_RANGE_FROM_NODES",
         severity: "warning",
-        message: `the cluster's whole pod range is not in the snapshot, so the plan keeps only the nodes' ranges (${range.cidrs.map(formatCidr).join(", ")}); nodes added later get ranges outside it and their pods' traffic would be masqueraded. Give --pod-range CIDR (GKE: gcloud container clusters describe CLUSTER --format='value(clusterIpv4Cidr)'), or add kube-proxy's ConfigMap to cluster/`,
+        message: `the cluster's whole pod range is not in the snapshot, so the plan keeps only the nodes' ranges (${range.cidrs.map(formatCidr).join(", ")}); nodes added later get ranges outside it and their pods' traffic would be masqueraded. Give --pod-range CIDR (GKE: gcloud container clusters describe CLUSTER --format='value(clusterIpv4Cidr)'), or add kube-proxy's ConfigMap to cluster/ or the nodes' iptables-save (kube-proxy's \`! -s CIDR … -j KUBE-MARK-MASQ\` rules state it)`,
       });
       missing.push({
         file: "cluster/kube-proxy.yaml",
