@@ -215,8 +215,12 @@ plan
   .command("vpn")
   .description("make forwarding in a VPN pod durable, with admission prediction")
   .argument("<snapshot>", "snapshot folder (or .tar.gz of one)")
-  .requiredOption("--pod <ns/name>", "the VPN pod: NAMESPACE/NAME, or NAME with -n")
+  .option(
+    "--pod <ns/name>",
+    "the VPN pod: NAMESPACE/NAME, or NAME with -n (default: the snapshot's one VPN pod)",
+  )
   .option("-n, --namespace <ns>", "the VPN pod's namespace (kubectl's -n; default: default)")
+  .option("--write <dir>", "write every file the apply lines name there (a new or empty folder)")
   .addOption(
     new Option("--strategy <s>", "which durable fix to propose (all: each, compared)")
       .choices(["init-container", "pod-sysctls", "chart-value", "all"])

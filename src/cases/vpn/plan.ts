@@ -83,6 +83,8 @@ export interface PlanOptions {
   readonly kubeletConfig?: KubeletSysctlConfig;
   readonly platform?: Platform;
   readonly kubernetesVersion?: string;
+  /** The folder `--write` puts the plan's files in: the commands name them there. */
+  readonly fileDir?: string;
 }
 
 /** stable/openvpn's init container, exactly as its template renders it (chart 4.2.5). */
@@ -181,11 +183,14 @@ interface StrategyBase {
   readonly nsArg: string;
   readonly kindArg: string;
   readonly predict: (obj: Record<string, unknown>) => AdmissionPrediction | undefined;
+  /** A plan file's name as the commands give it (inside `--write DIR` when there is one). */
+  readonly file: (name: string) => string;
 }
 
-function applyCommands(b: StrategyBase, file: string): string[] {
+function applyCommands(b: StrategyBase, name: string): string[] {
+  const file = b.file(name);
   return b.isPod
-    ? [`kubectl delete pod ${b.nsArg} ${b.wl.name}`, `kubectl apply -f ${file}`]
+    ? [`kubectl delete ${b.nsArg} pod/${b.wl.name}`, `kubectl apply -f ${file}`]
     : [`kubectl patch ${b.kindArg} ${b.nsArg} --type strategic --patch-file ${file}`];
 }
 
@@ -269,7 +274,7 @@ function chartValuePlan(b: StrategyBase, ctx: VpnContext): StrategyPlan {
     helmValues: { ipForwardInitContainer: true },
     patched,
     commands: [
-      `helm upgrade ${release} stable/openvpn ${b.nsArg} --reuse-values -f values-ip-forward.yaml`,
+      `helm upgrade ${release} stable/openvpn ${b.nsArg} --reuse-values -f ${b.file("values-ip-forward.yaml")}`,
       `# or: helm upgrade ${release} stable/openvpn ${b.nsArg} --reuse-values --set ipForwardInitContainer=true`,
     ],
     ...admission(b.predict(patched)),
@@ -397,11 +402,13 @@ export function planVpn(
     });
   const kindArg = wl ? `${wl.kind.toLowerCase()}/${wl.name}` : `pod/${ctx.name}`;
   const nsArg = `-n ${ctx.namespace}`;
+  const file = (name: string) =>
+    opts.fileDir === undefined ? name : `${opts.fileDir.replace(/\/+$/, "")}/${name}`;
   const setters = forwardingSetters(wl, ctx.chartValues);
   const strategies = (opts.strategies ?? STRATEGIES).map((s) =>
     setters.length > 0
       ? alreadyDone(s, setters)
-      : strategyPlan(s, ctx, { nsArg, kindArg, predict }),
+      : strategyPlan(s, ctx, { nsArg, kindArg, predict, file }),
   );
   return {
     schemaVersion: 1,

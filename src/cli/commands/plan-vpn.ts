@@ -4,9 +4,12 @@
  * cases/vpn for the durable fix per strategy, and renders it through report/ (the plan's
  * document, cases/vpn/plan-render; JSON in the envelope, schemaVersion first).
  */
+import { existsSync, mkdirSync, readdirSync, writeFileSync } from "node:fs";
+import { join } from "node:path";
 import { stringify } from "yaml";
 import { analyzeVpn } from "../../cases/vpn/analyze.ts";
-import { planVpn, STRATEGIES, type Strategy } from "../../cases/vpn/plan.ts";
+import { planFiles, planVpn, STRATEGIES, type Strategy } from "../../cases/vpn/plan.ts";
+import { vpnPodCandidates } from "../../cases/vpn/plan-pod.ts";
 import { vpnPlanDocument } from "../../cases/vpn/plan-render.ts";
 import { vpnInputFromSnapshot } from "../../cases/vpn/snapshot-input.ts";
 import { envelope } from "../../model/envelope.ts";
@@ -23,8 +26,11 @@ export async function run(
 ): Promise<number> {
   const snapshotPath = args[0];
   if (snapshotPath === undefined) throw new UsageError("plan vpn: name a snapshot folder");
-  const pod = String(opts["pod"] ?? "");
-  if (!/^[a-z0-9]([-a-z0-9.]*[a-z0-9])?\/[a-z0-9]([-a-z0-9.]*[a-z0-9])?$/.test(pod)) {
+  let pod = opts["pod"] === undefined ? undefined : String(opts["pod"]);
+  if (
+    pod !== undefined &&
+    !/^[a-z0-9]([-a-z0-9.]*[a-z0-9])?\/[a-z0-9]([-a-z0-9.]*[a-z0-9])?$/.test(pod)
+  ) {
     throw new UsageError(
       `plan vpn: --pod ${JSON.stringify(pod)}: expected NAMESPACE/NAME, e.g. vpn/vpn-openvpn-6d9c7b5f4-x2x7k`,
     );
@@ -40,6 +46,7 @@ export async function run(
     throw e;
   }
   const snap = loadSnapshot(src);
+  pod ??= onlyVpnPod(snap, snapshotPath);
   const { input, diagnostics } = vpnInputFromSnapshot(snap, pod);
   for (const d of [...snap.diagnostics, ...readSites(snap).diagnostics, ...diagnostics]) {
     if (d.severity === "info") continue;
@@ -52,10 +59,14 @@ export async function run(
       `plan vpn: ${snapshotPath} holds nothing about ${pod}: neither a manifest in cluster/ nor pods/${pod}/ (kubectl get deploy,pod -n ${pod.split("/")[0]} -o yaml > cluster/vpn.yaml)`,
     );
   }
+  const writeDir = typeof opts["write"] === "string" ? opts["write"] : undefined;
+  if (writeDir !== undefined) refuseNonEmpty(writeDir);
   const plan = planVpn(ctx, input.objects, {
     strategies,
+    ...(writeDir !== undefined ? { fileDir: writeDir } : {}),
     ...(input.kubeletConfigs?.[0] ? { kubeletConfig: input.kubeletConfigs[0] } : {}),
   });
+  if (writeDir !== undefined) writePlan(planFiles(plan), writeDir, io);
   const format = String(opts["output"] ?? "text");
   if (format === "yaml")
     io.out(
@@ -69,4 +80,44 @@ export async function run(
     io.out(renderReport(report, isFormat(format) ? format : "text", io.colors));
   }
   return EXIT.ok;
+}
+
+/** Without `--pod`: the snapshot's one VPN pod; none or several is a usage error naming them. */
+function onlyVpnPod(snap: ReturnType<typeof loadSnapshot>, snapshotPath: string): string {
+  const found = vpnPodCandidates(vpnInputFromSnapshot(snap).input);
+  if (found.length === 1) return found[0]!;
+  throw new UsageError(
+    found.length === 0
+      ? `plan vpn: ${snapshotPath} shows no VPN pod (no openvpn.conf, tunnel device or openvpn chart label): name it with --pod NAMESPACE/NAME`
+      : `plan vpn: ${snapshotPath} shows ${found.length} VPN pods (${found.join(", ")}): name one with --pod NAMESPACE/NAME`,
+  );
+}
+
+/** `--write DIR` takes a new or empty folder: a plan's files never overwrite others. */
+function refuseNonEmpty(dir: string): void {
+  let entries: string[] = [];
+  try {
+    entries = existsSync(dir) ? readdirSync(dir) : [];
+  } catch (e) {
+    throw new UsageError(
+      `--write ${dir}: cannot read (${(e as NodeJS.ErrnoException).code ?? (e as Error).message})`,
+    );
+  }
+  if (entries.length > 0)
+    throw new UsageError(
+      `--write ${dir}: the folder is not empty (${entries.slice(0, 3).join(", ")}${entries.length > 3 ? ", …" : ""}); name a new or empty folder`,
+    );
+}
+
+/** Writes every file the plan's commands name into `dir`. */
+function writePlan(files: readonly { name: string; text: string }[], dir: string, io: Io): void {
+  try {
+    mkdirSync(dir, { recursive: true });
+    for (const f of files) writeFileSync(join(dir, f.name), f.text);
+  } catch (e) {
+    throw new UsageError(
+      `--write ${dir}: cannot write (${(e as NodeJS.ErrnoException).code ?? (e as Error).message})`,
+    );
+  }
+  for (const f of files) io.err(`wrote ${join(dir, f.name)}\n`);
 }
