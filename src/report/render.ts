@@ -1,13 +1,18 @@
 /**
  * @module report/render — one door from an answer to its output: `-o json` writes the envelope
- * (model/envelope), `text`, `md` and `html` render the answer's document (report/document).
+ * (model/envelope), `text`, `md` and `html` render the answer's document (report/document);
+ * diagnose's Answer has its own renderers, behind the same door (renderAnswer).
  */
+import type { Answer } from "../model/answer.ts";
 import { toJson } from "../model/envelope.ts";
 import type { Document } from "./document.ts";
 import { renderDocumentHtml } from "./document-html.ts";
 import { renderDocumentMarkdown } from "./document-markdown.ts";
 import { renderDocumentText } from "./document-text.ts";
-import { type Paint, PLAIN } from "./text.ts";
+import { renderHtml } from "./html.ts";
+import { renderJson } from "./json.ts";
+import { renderMarkdown } from "./markdown.ts";
+import { type Paint, PLAIN, renderText } from "./text.ts";
 
 /** The formats every question answers in (some add their own: yaml, jsonl). */
 export const FORMATS = ["text", "json", "md", "html"] as const;
@@ -34,5 +39,22 @@ export function renderReport(report: Report, format: Format, paint: Paint = PLAI
       return renderDocumentHtml(report.document);
     case "text":
       return renderDocumentText(report.document, paint);
+  }
+}
+
+/**
+ * diagnose's answer in `format`. Its renderers (report/text, markdown, html, json) draw the
+ * verdict, findings and paths as they always have; the JSON is the same envelope.
+ */
+export function renderAnswer(answer: Answer, format: Format, paint: Paint = PLAIN): string {
+  switch (format) {
+    case "json":
+      return renderJson(answer);
+    case "md":
+      return renderMarkdown(answer);
+    case "html":
+      return renderHtml(answer);
+    case "text":
+      return renderText(answer, paint);
   }
 }

@@ -5,10 +5,7 @@
 import { parseDestination, parseFrom } from "../../cases/endpoints.ts";
 import { exitCodeFor } from "../../model/answer.ts";
 import { diagnose } from "../../questions/diagnose.ts";
-import { renderHtml } from "../../report/html.ts";
-import { renderJson } from "../../report/json.ts";
-import { renderMarkdown } from "../../report/markdown.ts";
-import { renderText } from "../../report/text.ts";
+import { isFormat, renderAnswer } from "../../report/render.ts";
 import { LAYOUT_HELP } from "../../snapshot/layout.ts";
 import { isEmptySnapshot, loadSnapshot } from "../../snapshot/load.ts";
 import { openSnapshot, SnapshotOpenError } from "../../snapshot/source.ts";
@@ -50,23 +47,7 @@ export async function diagnoseSnapshotPath(
   io.verbose(
     `asked every question: ${answer.findings.length} findings, ${answer.paths.length} paths`,
   );
-  const format = opts.output ?? "text";
-  if (format === "json") io.out(renderJson(answer));
-  else if (format === "md") io.out(renderMarkdown(answer));
-  else if (format === "html") io.out(renderHtml(answer));
-  else {
-    const c = io.colors;
-    io.out(
-      renderText(answer, {
-        red: c.red,
-        yellow: c.yellow,
-        cyan: c.cyan,
-        green: c.green,
-        bold: c.bold,
-        dim: c.dim,
-      }),
-    );
-  }
+  io.out(renderAnswer(answer, isFormat(opts.output) ? opts.output : "text", io.colors));
   return exitCodeFor(answer);
 }
 
