@@ -347,7 +347,7 @@ program
       .choices(["generic", "gke-standard", "gke-autopilot"])
       .default("generic"),
   )
-  .addOption(output(["text", "json"], "text"))
+  .addOption(output(["text", "json", "md", "html"], "text"))
   .addHelpText(
     "after",
     "\nExamples:\n" +

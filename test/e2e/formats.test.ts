@@ -53,6 +53,14 @@ const QUESTIONS: readonly (readonly [string, readonly string[]])[] = [
   ["capture read", ["capture", "read", PCAP]],
   ["capture flows", ["capture", "flows", PCAP]],
   ["capture talkers", ["capture", "flows", PCAP, "--host", "10.99.0.2", "--talkers"]],
+  [
+    "admission-check",
+    [
+      "admission",
+      "check",
+      "src/agents/pod-security/fixtures/manifests/vpn-namespace-baseline.yaml",
+    ],
+  ],
   ["ipmasq config", ["ipmasq", "config", CM]],
   ["ipmasq rules", ["ipmasq", "rules", CM]],
 ];

@@ -2,10 +2,11 @@
  * @module cli/commands/admission-check — `podpath admission check MANIFEST`: for every Pod or pod
  * controller in the manifest, Pod Security Admission's verdict in its own words, API validation
  * of sysctls, and the kubelet's sysctl admission (`questions/admission`). Exit 1 when any object
- * would be denied.
+ * would be denied. `-o json` in the envelope; md and html render the answer's document.
  */
 import { type Level, parseVersion } from "../../agents/pod-security/policy-level.ts";
 import type { Platform } from "../../agents/pod-security/predict.ts";
+import { envelope } from "../../model/envelope.ts";
 import type { Diagnostic } from "../../model/types.ts";
 import {
   type AdmissionCheck,
@@ -13,6 +14,16 @@ import {
   AdmissionInputError,
   checkAdmission,
 } from "../../questions/admission.ts";
+import {
+  code,
+  type Document,
+  item,
+  list,
+  paragraph,
+  type Text,
+  toned,
+} from "../../report/document.ts";
+import { isFormat, renderReport } from "../../report/render.ts";
 import { EXIT, type Io, UsageError } from "../io.ts";
 
 /** `file:line: ` unless the message already starts with it. */
@@ -54,32 +65,78 @@ export async function run(
   }
   const { results, diagnostics } = check;
   printDiagnostics(diagnostics, io);
-  if (opts["output"] === "json") {
-    io.out(
-      `${JSON.stringify(
-        {
-          schemaVersion: 1,
-          tool: "podpath",
-          question: "admission-check",
-          results: results.map((r) => ({
-            object: r.object,
-            allowed: r.prediction.allowed,
-            policySource: r.policySource,
-            podSecurity: r.prediction.podSecurity,
-            apiValidation: r.prediction.apiValidation,
-            kubelet: r.prediction.kubelet,
-            ...(r.prediction.autopilot ? { autopilot: r.prediction.autopilot } : {}),
-          })),
-          diagnostics,
-        },
-        null,
-        2,
-      )}\n`,
-    );
-  } else {
-    io.out(results.map((r) => renderText(r, io)).join("\n"));
+  const format = isFormat(opts["output"]) ? opts["output"] : "text";
+  // text keeps its own lines (colour, no wrapping: the admission messages are quoted whole)
+  if (format === "text") io.out(results.map((r) => renderText(r, io)).join("\n"));
+  else {
+    const json = envelope("admission-check", {
+      results: results.map((r) => ({
+        object: r.object,
+        allowed: r.prediction.allowed,
+        policySource: r.policySource,
+        podSecurity: r.prediction.podSecurity,
+        apiValidation: r.prediction.apiValidation,
+        kubelet: r.prediction.kubelet,
+        ...(r.prediction.autopilot ? { autopilot: r.prediction.autopilot } : {}),
+      })),
+      diagnostics,
+    });
+    io.out(renderReport({ json, document: admissionDocument(results) }, format));
   }
   return results.some((r) => r.denied) ? EXIT.findings : EXIT.ok;
+}
+
+/** Every object's verdict, then Pod Security, API validation, the kubelet and Autopilot under it. */
+function admissionDocument(results: readonly AdmissionCheckResult[]): Document {
+  return {
+    question: "admission check",
+    title: "podpath admission check",
+    blocks: results.flatMap((r) => {
+      const p = r.prediction;
+      const ps = p.podSecurity;
+      const verdict =
+        p.allowed === "no"
+          ? toned("bad", "DENIED")
+          : p.allowed === "unknown"
+            ? toned("warn", "UNKNOWN")
+            : toned("good", "ALLOWED");
+      const o = r.object;
+      const podSecurity =
+        o.kind === "Pod"
+          ? [ps.allowed ? "allowed" : ps.message, ...ps.warnings]
+          : [
+              ...ps.warnings.map((w) => `on apply: ${w}`),
+              ps.allowed ? "its pods are allowed" : `each pod it creates: ${ps.message}`,
+            ];
+      return [
+        paragraph([
+          verdict,
+          ` ${o.kind} ${o.namespace ? `${o.namespace}/` : ""}${o.name} (`,
+          code(`${o.file}:${o.line}`),
+          ")",
+        ]),
+        list([
+          item(`Pod Security ${ps.level}:${ps.version} [${r.policySource}]`, [
+            ...podSecurity,
+            ...ps.policyErrors.map((e) => `label error: ${e}`),
+          ]),
+          ...(p.apiValidation.allowed ? [] : [`API validation: ${p.apiValidation.message}`]),
+          item(`kubelet sysctls: ${p.kubelet.outcome}: ${p.kubelet.message}`, [
+            ...(p.kubelet.needs ? [`needs: ${p.kubelet.needs}`] : []),
+            ...(p.kubelet.command ? [["check: ", code(p.kubelet.command)] as Text] : []),
+          ]),
+          ...(p.autopilot
+            ? [
+                item(
+                  `GKE Autopilot: ${p.autopilot.allowed ? "allowed" : p.autopilot.message}`,
+                  p.autopilot.notes.map((n) => `note: ${n}`),
+                ),
+              ]
+            : []),
+        ]),
+      ];
+    }),
+  };
 }
 
 function renderText(r: AdmissionCheckResult, io: Io): string {
