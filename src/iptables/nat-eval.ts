@@ -381,6 +381,26 @@ function applyMarkOp(value: number, known: number, op: { value: number; mask: nu
 
 const fmt = (family: Family, v: bigint) => formatIp({ family, value: v });
 
+/**
+ * DNAT: the destination (and port) become the one given. The reason it cannot be decided (no
+ * --to-destination, a range the kernel picks from per connection), else undefined.
+ */
+function applyDnat(
+  s: PacketState,
+  to: Extract<Target, { kind: "SNAT" | "DNAT" }>["to"],
+): string | undefined {
+  if (!to) return "DNAT without --to-destination";
+  if (to.from && to.to && to.from.value !== to.to.value) {
+    return `DNAT to the range ${formatIp(to.from)}-${formatIp(to.to)}: the kernel picks one address per connection`;
+  }
+  if (to.ports && to.ports.from !== to.ports.to) {
+    return `DNAT to the port range ${to.ports.from}-${to.ports.to}: the kernel picks one port per connection`;
+  }
+  if (to.from) s.dst = to.from.value;
+  if (to.ports) s.dport = to.ports.from;
+  return undefined;
+}
+
 /** CONNMARK's effect on the packet's and the connection's marks (xt_connmark). */
 function connmark(s: PacketState, t: Extract<Target, { kind: "CONNMARK" }>): void {
   if (t.mode === "set") {
@@ -1016,6 +1036,67 @@ class Engine {
     return false;
   }
 
+  /**
+   * REDIRECT: the destination becomes the incoming interface's primary address (loopback in
+   * OUTPUT) and the port the one given. The reason it cannot be decided, else undefined.
+   */
+  private applyRedirect(
+    s: PacketState,
+    t: Extract<Target, { kind: "REDIRECT" }>,
+    hook: Hook,
+    family: Family,
+  ): string | undefined {
+    let to: bigint | undefined;
+    if (hook === "OUTPUT") to = family === 4 ? 0x7f000001n : 1n;
+    else {
+      const iface = this.ctx.interfaces?.find((i) => i.name === s.inIface);
+      to = iface?.primary?.value;
+    }
+    if (to === undefined) {
+      return `REDIRECT goes to the primary address of the incoming interface${s.inIface ? ` ${s.inIface}` : ""}, which is not known`;
+    }
+    if (t.toPorts && t.toPorts.from !== t.toPorts.to) {
+      return `REDIRECT to the port range ${t.toPorts.from}-${t.toPorts.to}: the kernel picks one port per connection`;
+    }
+    s.dst = to;
+    if (t.toPorts) s.dport = t.toPorts.from;
+    return undefined;
+  }
+
+  /** NETMAP: the destination's network part replaced (PREROUTING, OUTPUT), or the source's. */
+  private netmap(
+    w: Walk,
+    c: CChain,
+    cr: CRule,
+    t: Extract<Target, { kind: "NETMAP" }>,
+    destHook: boolean,
+    family: Family,
+  ): void {
+    const s = w.st;
+    const hostBits = t.to.end - t.to.start;
+    if (destHook) {
+      s.dst = (s.dst & ~hostBits) | t.to.start;
+      s.dnatted = true;
+      this.step(
+        w,
+        "netmap",
+        c,
+        cr.index,
+        cr.source,
+        `NETMAP: destination becomes ${fmt(family, s.dst)}`,
+      );
+    } else {
+      this.step(
+        w,
+        "netmap",
+        c,
+        cr.index,
+        cr.source,
+        `NETMAP: source becomes ${fmt(family, (s.src & ~hostBits) | t.to.start)}`,
+      );
+    }
+  }
+
   private nat(
     w: Walk,
     out: HookEnd[],
@@ -1038,62 +1119,11 @@ class Engine {
         );
         return false;
       }
-      if (t.kind === "DNAT") {
-        if (!t.to) {
-          this.undecided(w, out, c, cr, "DNAT without --to-destination");
-          return false;
-        }
-        if (t.to.from && t.to.to && t.to.from.value !== t.to.to.value) {
-          this.undecided(
-            w,
-            out,
-            c,
-            cr,
-            `DNAT to the range ${formatIp(t.to.from)}-${formatIp(t.to.to)}: the kernel picks one address per connection`,
-          );
-          return false;
-        }
-        if (t.to.ports && t.to.ports.from !== t.to.ports.to) {
-          this.undecided(
-            w,
-            out,
-            c,
-            cr,
-            `DNAT to the port range ${t.to.ports.from}-${t.to.ports.to}: the kernel picks one port per connection`,
-          );
-          return false;
-        }
-        if (t.to.from) s.dst = t.to.from.value;
-        if (t.to.ports) s.dport = t.to.ports.from;
-      } else if (t.kind === "REDIRECT") {
-        let to: bigint | undefined;
-        if (hook === "OUTPUT") to = family === 4 ? 0x7f000001n : 1n;
-        else {
-          const iface = this.ctx.interfaces?.find((i) => i.name === s.inIface);
-          to = iface?.primary?.value;
-        }
-        if (to === undefined) {
-          this.undecided(
-            w,
-            out,
-            c,
-            cr,
-            `REDIRECT goes to the primary address of the incoming interface${s.inIface ? ` ${s.inIface}` : ""}, which is not known`,
-          );
-          return false;
-        }
-        if (t.toPorts && t.toPorts.from !== t.toPorts.to) {
-          this.undecided(
-            w,
-            out,
-            c,
-            cr,
-            `REDIRECT to the port range ${t.toPorts.from}-${t.toPorts.to}: the kernel picks one port per connection`,
-          );
-          return false;
-        }
-        s.dst = to;
-        if (t.toPorts) s.dport = t.toPorts.from;
+      const why =
+        t.kind === "REDIRECT" ? this.applyRedirect(s, t, hook, family) : applyDnat(s, t.to);
+      if (why !== undefined) {
+        this.undecided(w, out, c, cr, why);
+        return false;
       }
       s.dnatted = true;
       const kind = t.kind === "DNAT" ? "dnat" : "redirect";
@@ -1109,28 +1139,7 @@ class Engine {
       return false;
     }
     if (t.kind === "NETMAP") {
-      const hostBits = t.to.end - t.to.start;
-      if (destHook) {
-        s.dst = (s.dst & ~hostBits) | t.to.start;
-        s.dnatted = true;
-        this.step(
-          w,
-          "netmap",
-          c,
-          cr.index,
-          cr.source,
-          `NETMAP: destination becomes ${fmt(family, s.dst)}`,
-        );
-      } else {
-        this.step(
-          w,
-          "netmap",
-          c,
-          cr.index,
-          cr.source,
-          `NETMAP: source becomes ${fmt(family, (s.src & ~hostBits) | t.to.start)}`,
-        );
-      }
+      this.netmap(w, c, cr, t, destHook, family);
       out.push({ w, kind: "nat", ref: cr.source, target: t });
       return false;
     }
