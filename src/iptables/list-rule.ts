@@ -94,21 +94,13 @@ function readAddress(
   return { error: `${JSON.stringify(text)} is neither an address nor a host name` };
 }
 
-/**
- * Reads a rule line. `chainHooks` tells which interfaces the chain's rules can have (`-i` is
- * refused in OUTPUT and POSTROUTING, `-o` in PREROUTING and INPUT); a listing without `-v` hides
- * only those.
- */
-export function readRuleLine(
-  line: string,
+type Words = ReturnType<typeof wordsOf>;
+
+/** The `num` and `pkts bytes` columns the layout has, and where the next column starts. */
+function leadColumns(
+  w: Words,
   layout: ListLayout,
-  mode: { readonly numeric: boolean },
-  family: Family,
-  chainHooks: { readonly inIface: boolean; readonly outIface: boolean },
-): { rule: ListedRule; problems: string[] } | { error: string } {
-  const w = wordsOf(line);
-  const problems: string[] = [];
-  const hidden: HiddenPart[] = [];
+): { num?: number; counters?: Counters; next: number } | { error: string } {
   let k = 0;
   let num: number | undefined;
   if (layout.lineNumbers) {
@@ -128,24 +120,82 @@ export function readRuleLine(
     if (typeof p === "bigint" && typeof b === "bigint") counters = { packets: p, bytes: b };
     k += 2;
   }
-  // the target column is blank for a rule without -j; tell it by the opt column (`--`, `-f`,
-  // `!f`) or, where there is none (older ip6tables), by the blank 9-wide column
-  let targetName = "";
+  return {
+    ...(num !== undefined ? { num } : {}),
+    ...(counters ? { counters } : {}),
+    next: k,
+  };
+}
+
+/**
+ * The target column at `w[k]` ("" for a rule without -j): the column is blank then, told by the
+ * opt column (`--`, `-f`, `!f`) or, where there is none (older ip6tables), by the blank 9-wide
+ * column.
+ */
+function targetColumn(
+  w: Words,
+  k: number,
+): { targetName: string; next: number } | { error: string } {
   const first = w[k];
   if (first === undefined) return { error: "expected a target, prot, source and destination" };
   const gapBefore = first.start - (k === 0 ? 0 : w[k - 1]!.end);
   const protAt = (j: number) => w[j] !== undefined && isProtocolText(w[j]!.text.replace(/^!/, ""));
   if (OPT.has(w[k + 1]?.text ?? "") && protAt(k) && !OPT.has(w[k + 2]?.text ?? "")) {
     // `prot opt`: no target
-  } else if (OPT.has(w[k + 2]?.text ?? "")) {
-    targetName = first.text;
-    k++;
-  } else if (gapBefore >= 9 && protAt(k)) {
-    // no target and no opt column
-  } else {
-    targetName = first.text;
-    k++;
+    return { targetName: "", next: k };
   }
+  if (OPT.has(w[k + 2]?.text ?? "")) return { targetName: first.text, next: k + 1 };
+  // no target and no opt column
+  if (gapBefore >= 9 && protAt(k)) return { targetName: "", next: k };
+  return { targetName: first.text, next: k + 1 };
+}
+
+/** The `in` and `out` interface columns of `-v` output at `w[k]`. */
+function ifaceColumns(
+  w: Words,
+  k: number,
+  mode: { readonly numeric: boolean },
+  problems: string[],
+): { inIface?: IfaceMatch; outIface?: IfaceMatch; next: number } | { error: string } {
+  let inIface: IfaceMatch | undefined;
+  let outIface: IfaceMatch | undefined;
+  let j = k;
+  for (const dir of ["in", "out"] as const) {
+    const t = w[j++]?.text;
+    if (t === undefined) return { error: `expected the ${dir} interface column` };
+    // -n prints `*` for no interface; without -n it prints `any`
+    if (t === "*" || (t === "any" && !mode.numeric)) continue;
+    const [neg, name] = t.startsWith("!") ? [true, t.slice(1)] : [false, t];
+    const r = parseIface(name, neg);
+    if (typeof r === "string") problems.push(`${dir}: ${r}`);
+    else if (dir === "in") inIface = r;
+    else outIface = r;
+  }
+  return { ...(inIface ? { inIface } : {}), ...(outIface ? { outIface } : {}), next: j };
+}
+
+/**
+ * Reads a rule line. `chainHooks` tells which interfaces the chain's rules can have (`-i` is
+ * refused in OUTPUT and POSTROUTING, `-o` in PREROUTING and INPUT); a listing without `-v` hides
+ * only those.
+ */
+export function readRuleLine(
+  line: string,
+  layout: ListLayout,
+  mode: { readonly numeric: boolean },
+  family: Family,
+  chainHooks: { readonly inIface: boolean; readonly outIface: boolean },
+): { rule: ListedRule; problems: string[] } | { error: string } {
+  const w = wordsOf(line);
+  const problems: string[] = [];
+  const hidden: HiddenPart[] = [];
+  const lead = leadColumns(w, layout);
+  if ("error" in lead) return lead;
+  const { num, counters } = lead;
+  const t = targetColumn(w, lead.next);
+  if ("error" in t) return t;
+  const { targetName } = t;
+  let k = t.next;
   const protWord = w[k++]?.text;
   if (protWord === undefined || !isProtocolText(protWord.replace(/^!/, ""))) {
     return { error: `protocol ${JSON.stringify(protWord ?? "")} is not a protocol name or number` };
@@ -168,17 +218,10 @@ export function readRuleLine(
   let inIface: IfaceMatch | undefined;
   let outIface: IfaceMatch | undefined;
   if (layout.verbose) {
-    for (const dir of ["in", "out"] as const) {
-      const t = w[k++]?.text;
-      if (t === undefined) return { error: `expected the ${dir} interface column` };
-      // -n prints `*` for no interface; without -n it prints `any`
-      if (t === "*" || (t === "any" && !mode.numeric)) continue;
-      const [neg, name] = t.startsWith("!") ? [true, t.slice(1)] : [false, t];
-      const r = parseIface(name, neg);
-      if (typeof r === "string") problems.push(`${dir}: ${r}`);
-      else if (dir === "in") inIface = r;
-      else outIface = r;
-    }
+    const ifs = ifaceColumns(w, k, mode, problems);
+    if ("error" in ifs) return ifs;
+    ({ inIface, outIface } = ifs);
+    k = ifs.next;
   } else {
     const why = "iptables -L without -v does not print interfaces; iptables-save shows them";
     if (chainHooks.inIface) hidden.push(hide("in-interface", why));
