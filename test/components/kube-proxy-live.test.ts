@@ -4,9 +4,12 @@
  * namespace's loopback; the namespace reaches it through a Unix socket (a path on the shared
  * filesystem) bridged to a TCP port on the namespace's own loopback. A Node, Services and an
  * EndpointSlice are created through the API; once kube-proxy has written their rules, the real
- * `iptables-save` is read by podpath without errors and holds the Service's chains.
+ * `iptables-save` is read by podpath without errors, and the evaluator and the kernel agree on
+ * flows through it (the differential sandbox of src/lab). Then kube-proxy runs in nftables mode
+ * and the same Service is found in its nftables table.
  */
 import assert from "node:assert/strict";
+import type { ChildProcess } from "node:child_process";
 import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { connect, createServer, type Server } from "node:net";
 import { tmpdir } from "node:os";
@@ -48,13 +51,15 @@ net.createServer((c) => {
   u.on("error", () => c.destroy()); c.on("error", () => u.destroy());
 }).listen(Number(port), "127.0.0.1", () => console.log("listening"));`;
 
-describe("kube-proxy (iptables mode) against the real API server", { skip }, () => {
+describe("kube-proxy (iptables and nftables mode) against the real API server", { skip }, () => {
   let cluster: Cluster | undefined;
   let lab: Lab | undefined;
   let ns: Namespace | undefined;
   let outer: Server | undefined;
   let dir = "";
   let log = "";
+  let running: ChildProcess | undefined;
+  let clusterIP = "";
 
   before(async () => {
     dir = mkdtempSync(join(tmpdir(), "podpath-kube-proxy-"));
@@ -106,6 +111,39 @@ describe("kube-proxy (iptables mode) against the real API server", { skip }, () 
     if (dir) rmSync(dir, { recursive: true, force: true });
   });
 
+  /** kube-proxy in the lab's node namespace, in the given mode; its log kept in `log`. */
+  function startProxy(mode: "iptables" | "nftables"): ChildProcess {
+    log = "";
+    const proxy = ns!.spawn([
+      componentPath("kube-proxy"),
+      `--kubeconfig=${join(dir, "kubeconfig")}`,
+      `--proxy-mode=${mode}`,
+      "--hostname-override=node1",
+      `--bind-address=${NODE_IP}`,
+      "--cluster-cidr=10.4.0.0/16",
+      // conntrack limits are the whole machine's: leave them alone
+      "--conntrack-max-per-core=0",
+      "--conntrack-min=0",
+      "--conntrack-tcp-timeout-established=0",
+      "--conntrack-tcp-timeout-close-wait=0",
+      "--v=2",
+    ]);
+    proxy.stderr?.on("data", (d: Buffer) => {
+      log = (log + d.toString()).slice(-30_000);
+    });
+    running = proxy;
+    return proxy;
+  }
+
+  async function stopProxy(): Promise<void> {
+    const p = running;
+    running = undefined;
+    if (!p || p.exitCode !== null || p.signalCode !== null) return;
+    const gone = new Promise((r) => p.once("exit", r));
+    p.kill("SIGTERM");
+    await gone;
+  }
+
   it("writes the rules of a Service created through the API, and podpath reads them without errors", async () => {
     const c = cluster!;
     const post = async (path: string, body: unknown) => {
@@ -113,18 +151,24 @@ describe("kube-proxy (iptables mode) against the real API server", { skip }, () 
       assert.equal(r.status, 201, `${path}: ${JSON.stringify(r.body)}`);
       return r.body as Record<string, unknown>;
     };
-    await post("/api/v1/nodes", {
+    const node = await post("/api/v1/nodes", {
       apiVersion: "v1",
       kind: "Node",
       metadata: { name: "node1" },
     });
+    // the node's address, as a kubelet would report it (kube-proxy waits for it)
+    const status = await c.api("PUT", "/api/v1/nodes/node1/status", c.adminToken, {
+      ...node,
+      status: { addresses: [{ type: "InternalIP", address: NODE_IP }] },
+    });
+    assert.equal(status.status, 200, JSON.stringify(status.body));
     const svc = await post("/api/v1/namespaces/default/services", {
       apiVersion: "v1",
       kind: "Service",
       metadata: { name: "web" },
       spec: { type: "ClusterIP", ports: [{ name: "http", port: 80, targetPort: 8080 }] },
     });
-    const clusterIP = (svc["spec"] as { clusterIP: string }).clusterIP;
+    clusterIP = (svc["spec"] as { clusterIP: string }).clusterIP;
     await post("/apis/discovery.k8s.io/v1/namespaces/default/endpointslices", {
       apiVersion: "discovery.k8s.io/v1",
       kind: "EndpointSlice",
@@ -143,23 +187,7 @@ describe("kube-proxy (iptables mode) against the real API server", { skip }, () 
       ],
     });
 
-    const proxy = ns!.spawn([
-      componentPath("kube-proxy"),
-      `--kubeconfig=${join(dir, "kubeconfig")}`,
-      "--proxy-mode=iptables",
-      "--hostname-override=node1",
-      `--bind-address=${NODE_IP}`,
-      "--cluster-cidr=10.4.0.0/16",
-      // conntrack limits are the whole machine's: leave them alone
-      "--conntrack-max-per-core=0",
-      "--conntrack-min=0",
-      "--conntrack-tcp-timeout-established=0",
-      "--conntrack-tcp-timeout-close-wait=0",
-      "--v=2",
-    ]);
-    proxy.stderr?.on("data", (d: Buffer) => {
-      log = (log + d.toString()).slice(-30_000);
-    });
+    const proxy = startProxy("iptables");
     let exited = false;
     proxy.once("exit", () => {
       exited = true;
@@ -227,5 +255,42 @@ describe("kube-proxy (iptables mode) against the real API server", { skip }, () 
     } finally {
       await sb.destroy();
     }
+    await stopProxy();
+  });
+
+  it("in nftables mode writes the same Service into table ip kube-proxy, and no iptables rule for it", async () => {
+    assert.ok(clusterIP, "the iptables-mode test created the Service");
+    const proxy = startProxy("nftables");
+    let exited = false;
+    proxy.once("exit", () => {
+      exited = true;
+    });
+    let ruleset = "";
+    const deadline = Date.now() + 120_000;
+    for (;;) {
+      ruleset = (await ns!.exec(["nft", "list", "table", "ip", "kube-proxy"])).stdout;
+      if (
+        ruleset.includes(`${clusterIP} . tcp . 80 : goto service-`) &&
+        / dnat (ip )?to /.test(ruleset)
+      ) {
+        break;
+      }
+      assert.ok(!exited, `kube-proxy exited:\n${log}`);
+      assert.ok(
+        Date.now() < deadline,
+        `no nftables rules for ${clusterIP} in 120 s:\n${log}\n${ruleset}`,
+      );
+      await new Promise((r) => setTimeout(r, 250));
+    }
+    // the Service's chain DNATs to its two endpoints, chosen at random (one map, no chain each)
+    const dnat = ruleset.split("\n").find((l) => / dnat (ip )?to /.test(l)) ?? "";
+    for (const endpoint of ["10.4.1.5 . 8080", "10.4.2.7 . 8080"]) {
+      assert.ok(dnat.includes(endpoint), ruleset);
+    }
+    // kube-proxy removed its iptables-mode rules: iptables-save has nothing of the Service, so a
+    // node in nftables mode must be read from `nft list ruleset` (podpath has no reader for it yet)
+    const dump = (await ns!.exec(["iptables-save", "-t", "nat"])).stdout;
+    assert.ok(!dump.includes(clusterIP), dump);
+    await stopProxy();
   });
 });
