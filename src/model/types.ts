@@ -50,6 +50,7 @@ export const FINDING_IDS = [
   "masq/reply-missing",
   "masq/ebpf-dataplane",
   "masq/source-undecided",
+  "masq/remote-allowlist-rejects",
   "vpn/forwarding-disabled",
   "vpn/forwarding-not-durable",
   "vpn/client-pool-unroutable",

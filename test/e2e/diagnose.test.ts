@@ -184,12 +184,16 @@ describe("podpath diagnose opens with one verdict", () => {
     );
   });
 
-  it("HEALTHY after the fix, exit 0", () => {
+  it("after the fix: the far side's allowlist (pod range only) is the next break, exit 1", () => {
     const r = podpath("diagnose", FIXED, "--no-color");
-    assert.equal(r.code, 0, r.stderr);
-    assert.match(r.stdout.split("\n")[0] ?? "", /^HEALTHY {2}pod\/default\/billing-default → /);
+    assert.equal(r.code, 1, r.stderr);
+    assert.match(
+      r.stdout.split("\n")[0] ?? "",
+      /^BROKEN {2}pod\/default\/billing-default → 10\.20\.30\.40:5432: .*allowlist db-firewall does not admit 10\.128\.0\.2 .*\(masq\/remote-allowlist-rejects\)$/,
+    );
     const json = JSON.parse(podpath("diagnose", FIXED, "-o", "json").stdout) as VerdictJson;
-    assert.equal(json.verdict.state, "healthy");
+    assert.equal(json.verdict.state, "broken");
+    assert.equal(json.verdict.finding, "masq/remote-allowlist-rejects");
   });
 });
 

@@ -94,7 +94,8 @@ export const LAB_VARIANTS: readonly LabVariant[] = [
       "The supported fix: the exception narrowed to the pod range; pods leave as the node.",
     nodes: [{ node: "gke-lab-default-0", wireSource: "node", replied: true }],
     findings: {
-      present: ["masq/wire-node-source"],
+      // the far side's allowlist admits only the pod range: the next break after the fix
+      present: ["masq/wire-node-source", "masq/remote-allowlist-rejects"],
       absent: ["masq/exempt-destination", "masq/reply-missing", "masq/wire-pod-source"],
     },
   },

@@ -26,6 +26,7 @@ import {
   foreignOwnerText,
 } from "./owner-aws-vpc-cni.ts";
 import { returnPath, siteFor } from "./remote.ts";
+import { allowlistRejectsFinding, allowlistVerdict } from "./remote-allowlist.ts";
 import { chooseSources, type Source } from "./sources.ts";
 import { factsSentence, undecidedFinding } from "./undecided.ts";
 import { wireQuestion } from "./wire.ts";
@@ -270,6 +271,11 @@ function traceOne(
       result.findings.push(
         noReturnRouteFinding(src, target, wireSource, site, rp, facts, keepsPodSource),
       );
+    }
+    // the far side's firewall: the next break once the way back is there
+    const allowed = src.kind === "pod" ? allowlistVerdict(site, target, wireSource) : undefined;
+    if (allowed?.kind === "rejects") {
+      result.findings.push(allowlistRejectsFinding(site, target, src.ip, wireSource, allowed));
     }
   } else {
     hops.push({
