@@ -30,6 +30,8 @@ const skip =
   componentSkip("etcd", { kernel: false });
 const NODE_IP = "10.128.0.2";
 const INNER_PORT = 6443;
+/** PODPATH_COMPONENT_SERVICES=N: how many Services the scale case creates (default 1000). */
+const SERVICES = Number(process.env["PODPATH_COMPONENT_SERVICES"] ?? 1000);
 
 /** Pipes every connection accepted by `server` to a new connection made by `open`. */
 function bridge(server: Server, open: () => ReturnType<typeof connect>): Server {
@@ -291,6 +293,118 @@ describe("kube-proxy (iptables and nftables mode) against the real API server", 
     // node in nftables mode must be read from `nft list ruleset` (podpath has no reader for it yet)
     const dump = (await ns!.exec(["iptables-save", "-t", "nat"])).stdout;
     assert.ok(!dump.includes(clusterIP), dump);
+    await stopProxy();
+  });
+
+  it(`in iptables mode with ${SERVICES} Services: podpath reads the dump and agrees with the kernel on a sample`, async () => {
+    const c = cluster!;
+    const ips: string[] = [];
+    // created a few at a time through the API, as a controller would
+    for (let i = 0; i < SERVICES; i += 10) {
+      const batch = Array.from({ length: Math.min(10, SERVICES - i) }, (_, k) => i + k);
+      const made = await Promise.all(
+        batch.map(async (n) => {
+          const svc = await c.api("POST", "/api/v1/namespaces/default/services", c.adminToken, {
+            apiVersion: "v1",
+            kind: "Service",
+            metadata: { name: `s${n}` },
+            spec: { ports: [{ name: "p", port: 80 + (n % 5), targetPort: 8080 }] },
+          });
+          assert.equal(svc.status, 201, JSON.stringify(svc.body));
+          const slice = await c.api(
+            "POST",
+            "/apis/discovery.k8s.io/v1/namespaces/default/endpointslices",
+            c.adminToken,
+            {
+              apiVersion: "discovery.k8s.io/v1",
+              kind: "EndpointSlice",
+              metadata: {
+                name: `s${n}-1`,
+                labels: {
+                  "kubernetes.io/service-name": `s${n}`,
+                  "endpointslice.kubernetes.io/managed-by": "podpath-test",
+                },
+              },
+              addressType: "IPv4",
+              ports: [{ name: "p", port: 8080, protocol: "TCP" }],
+              endpoints: [
+                {
+                  addresses: [`10.5.${n >> 8}.${n & 255}`],
+                  conditions: { ready: true },
+                  nodeName: "node2",
+                },
+              ],
+            },
+          );
+          assert.equal(slice.status, 201, JSON.stringify(slice.body));
+          return (svc.body as { spec: { clusterIP: string } }).spec.clusterIP;
+        }),
+      );
+      ips.push(...made);
+    }
+    const proxy = startProxy("iptables");
+    let exited = false;
+    proxy.once("exit", () => {
+      exited = true;
+    });
+    let dump = "";
+    const last = ips.at(-1)!;
+    const deadline = Date.now() + 180_000;
+    for (;;) {
+      dump = (await ns!.exec(["iptables-save", "-t", "nat"])).stdout;
+      const svcs = dump.split("\n").filter((l) => /^:KUBE-SVC-/.test(l)).length;
+      if (dump.includes(`-d ${last}/32`) && svcs >= SERVICES) break;
+      assert.ok(!exited, `kube-proxy exited:\n${log}`);
+      assert.ok(Date.now() < deadline, `kube-proxy wrote ${svcs} of ${SERVICES} Services:\n${log}`);
+      await new Promise((r) => setTimeout(r, 500));
+    }
+    const parsed = parseIptablesSave(dump, "iptables-save.txt");
+    assert.deepEqual(
+      parsed.diagnostics.filter((d) => d.severity === "error"),
+      [],
+    );
+    const nat = natSection(dump)!;
+    // a sample spread over the Services, each from its own pod address
+    const step = Math.max(1, Math.floor(SERVICES / 8));
+    const flows: SandboxFlow[] = [];
+    for (let n = 0; n < SERVICES; n += step) {
+      flows.push({
+        proto: "tcp",
+        src: `10.4.9.${flows.length + 1}`,
+        sport: 41_000,
+        dst: ips[n]!,
+        dport: 80 + (n % 5),
+      });
+      flows.push({
+        proto: "tcp",
+        src: `10.4.8.${flows.length + 1}`,
+        sport: 41_000,
+        dst: `10.5.${n >> 8}.${n & 255}`,
+        dport: 8080,
+      });
+    }
+    const sb = await createNatSandbox({ inIface: "cbr0", outIface: "eth0", nodeIp: NODE_IP });
+    try {
+      const loadError = await sb.loadNat(nat);
+      assert.equal(loadError, undefined, `the kernel refuses the dump's nat table: ${loadError}`);
+      const seen = await sb.observe(flows);
+      const program = compileNat(parsed.value, sandboxContext(NODE_IP, "cbr0", "eth0"));
+      const decided = flows.map((f, i) => ({
+        flow: `${f.src}->${f.dst}:${f.dport}`,
+        ...compareTranslation(program.evaluate(sandboxFlow(f, "cbr0", "eth0")), seen[i]!),
+      }));
+      assert.deepEqual(
+        decided.filter((d) => d.agree !== true),
+        [],
+        JSON.stringify(decided, null, 2),
+      );
+      // each Service flow went to its own endpoint
+      for (let k = 0; k < flows.length; k += 2) {
+        assert.equal(seen[k]!.destination, flows[k + 1]!.dst, JSON.stringify(seen[k]));
+      }
+    } finally {
+      await sb.destroy();
+    }
     await stopProxy();
   });
 });
