@@ -612,6 +612,37 @@ function clusterSource(
   };
 }
 
+/** A stream that keeps what is written to it in `into`. */
+function sinkInto(into: Buffer[]): Writable {
+  return new Writable({
+    write(chunk: Buffer, _enc, cb) {
+      into.push(Buffer.from(chunk));
+      cb();
+    },
+  });
+}
+
+/** Waits for the exec socket to close (an abort closes it), or for the deadline to reject. */
+async function untilClosed(
+  sock: Socket,
+  deadline: Promise<never>,
+  signal: AbortSignal | undefined,
+): Promise<void> {
+  const onAbort = () => sock.close();
+  signal?.addEventListener("abort", onAbort, { once: true });
+  try {
+    await Promise.race([
+      deadline,
+      new Promise<void>((resolve) => {
+        if (sock.readyState === sock.CLOSED) resolve();
+        sock.on("close", () => resolve());
+      }),
+    ]);
+  } finally {
+    signal?.removeEventListener("abort", onAbort);
+  }
+}
+
 /** Runs `argv` in a pod's container over the exec WebSocket, as `kubectl exec` does. */
 async function execInPod(
   k8s: K8s,
@@ -626,15 +657,8 @@ async function execInPod(
   if (o.signal?.aborted) throw new ClusterError("Aborted", r);
   const out: Buffer[] = [];
   const err: Buffer[] = [];
-  const sink = (into: Buffer[]) =>
-    new Writable({
-      write(chunk: Buffer, _enc, cb) {
-        into.push(Buffer.from(chunk));
-        cb();
-      },
-    });
-  const stdout = sink(out);
-  const stderr = sink(err);
+  const stdout = sinkInto(out);
+  const stderr = sinkInto(err);
   // Give the handler our own streams: on a v5 close frame it ends the streams it was given,
   // and its default streams are the process's own stdout and stderr.
   const handler = new WebSocketHandler(kc, undefined, {
@@ -668,20 +692,7 @@ async function execInPod(
       },
     );
     ws = (await Promise.race([opening, deadline])) as unknown as Socket;
-    const sock = ws;
-    const onAbort = () => sock.close();
-    o.signal?.addEventListener("abort", onAbort, { once: true });
-    try {
-      await Promise.race([
-        deadline,
-        new Promise<void>((resolve) => {
-          if (sock.readyState === sock.CLOSED) resolve();
-          sock.on("close", () => resolve());
-        }),
-      ]);
-    } finally {
-      o.signal?.removeEventListener("abort", onAbort);
-    }
+    await untilClosed(ws, deadline, o.signal);
   } catch (e) {
     if (timedOut) {
       ws?.terminate();
