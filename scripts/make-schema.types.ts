@@ -23,6 +23,7 @@ import type { NatTrace } from "../src/iptables/nat-trace.ts";
 import type { ProbeRun } from "../src/live/probe.ts";
 import type { Answer } from "../src/model/answer.ts";
 import type { Diagnostic } from "../src/model/types.ts";
+import type { AdmissionCheckResult, AdmissionRejection } from "../src/questions/admission.ts";
 
 /** `podpath diagnose SNAPSHOT -o json` (report/json.ts renderJson). */
 export type DiagnoseOutput = Answer;
@@ -222,6 +223,8 @@ export interface AdmissionCheckOutput {
   readonly tool: "podpath";
   readonly question: "admission-check";
   readonly results: readonly AdmissionResult[];
+  /** Objects the API server rejects (strict decoding) with no pod spec to predict for. */
+  readonly rejected?: readonly AdmissionRejection[];
   readonly diagnostics: readonly Diagnostic[];
 }
 
@@ -236,6 +239,10 @@ export interface AdmissionResult {
   readonly allowed: AdmissionPrediction["allowed"];
   /** Where the level came from (a flag, the Namespace's labels, the default). */
   readonly policySource: string;
+  /** The API server's strict field validation, when it rejects the object before admission. */
+  readonly strictDecoding?: AdmissionCheckResult["strictDecoding"];
+  /** The kubelet refuses its config: it admits no pod. */
+  readonly kubeletRefusal?: AdmissionCheckResult["kubeletRefusal"];
   readonly podSecurity: AdmissionPrediction["podSecurity"];
   readonly apiValidation: AdmissionPrediction["apiValidation"];
   readonly kubelet: AdmissionPrediction["kubelet"];

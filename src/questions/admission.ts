@@ -3,10 +3,14 @@
  * manifest file (or the YAML and JSON files below a directory), which Pod Security policy applies
  * (the level given, its Namespace's labels, or PSA's defaults) and the admission prediction under
  * it: Pod Security's verdict in its own words, API validation of sysctls, the kubelet's sysctl
- * admission, GKE Autopilot. Unreadable input is an {@link AdmissionInputError}.
+ * admission, GKE Autopilot. Before admission, the API server's strict field validation: a
+ * manifest with a field its type does not have (a misplaced `sysctls`) is rejected with the
+ * server's own message, each field at its line, and admission is never reached. A kubelet config
+ * the kubelet refuses at start admits no pod. Unreadable input is an {@link AdmissionInputError}.
  */
 import { readdir, readFile, stat } from "node:fs/promises";
 import { join } from "node:path";
+import { type StrictDecoding, strictDecoding } from "../agents/kube-apiserver/strict-decoding.ts";
 import {
   type KubeletSysctlConfig,
   readKubeletSysctlConfig,
@@ -48,11 +52,28 @@ export interface AdmissionCheckResult {
   /** Where the level came from: the --level flag, a Namespace's labels, or the default. */
   readonly policySource: string;
   readonly prediction: AdmissionPrediction;
+  /**
+   * The API server's strict decoding when it rejects the object (or cannot check its kind):
+   * a rejected object never reaches admission.
+   */
+  readonly strictDecoding?: Exclude<StrictDecoding, { state: "ok" }>;
+  /** The kubelet refuses its config (each refused item at its line): it runs and admits no pod. */
+  readonly kubeletRefusal?: NonNullable<KubeletSysctlConfig["refused"]>;
+  /** "no" when the API server, Pod Security, the kubelet or Autopilot rejects it. */
+  readonly allowed: AdmissionPrediction["allowed"];
   readonly denied: boolean;
+}
+
+/** An object the API server rejects under strict decoding whose pod spec cannot be read. */
+export interface AdmissionRejection {
+  readonly object: AdmissionCheckResult["object"];
+  readonly strictDecoding: Extract<StrictDecoding, { state: "rejected" }>;
 }
 
 export interface AdmissionCheck {
   readonly results: readonly AdmissionCheckResult[];
+  /** Objects rejected by the API server before admission, with no pod spec to predict for. */
+  readonly rejected: readonly AdmissionRejection[];
   readonly diagnostics: readonly Diagnostic[];
 }
 
@@ -177,7 +198,14 @@ export async function checkAdmission(
       : undefined;
   const namespaces = parsed.value.filter((o) => o.kind === "Namespace");
   const workloads = parsed.value.filter((o) => podViewOf(o.raw) !== undefined);
-  if (workloads.length === 0) {
+  const models = await import("@kubernetes/client-node");
+  const rejected: AdmissionRejection[] = [];
+  for (const o of parsed.value) {
+    if (podViewOf(o.raw) !== undefined) continue;
+    const d = strictDecoding(models, o);
+    if (d.state === "rejected") rejected.push({ object: objectRef(o), strictDecoding: d });
+  }
+  if (workloads.length === 0 && rejected.length === 0) {
     const why =
       parsed.value.length === 0
         ? "no Kubernetes objects could be read"
@@ -189,6 +217,7 @@ export async function checkAdmission(
   }
   const results: AdmissionCheckResult[] = [];
   for (const o of workloads) {
+    const decoding = strictDecoding(models, o);
     const { labels, policySource } = policyFor(o, namespaces, opts);
     const prediction = predictAdmission(o.raw, {
       namespaceLabels: labels,
@@ -197,18 +226,28 @@ export async function checkAdmission(
       ...(kubeletConfig ? { kubeletConfig } : {}),
     });
     if (!prediction) continue;
+    const rejected = decoding.state === "rejected";
+    const refused = kubeletConfig?.refused;
+    const allowed = rejected || refused ? "no" : prediction.allowed;
     results.push({
-      object: {
-        kind: o.kind,
-        ...(o.namespace === undefined ? {} : { namespace: o.namespace }),
-        name: o.name,
-        file: o.source.file,
-        line: o.source.line,
-      },
+      object: objectRef(o),
       policySource,
       prediction,
-      denied: prediction.allowed === "no",
+      ...(decoding.state === "ok" ? {} : { strictDecoding: decoding }),
+      ...(refused ? { kubeletRefusal: refused } : {}),
+      allowed,
+      denied: allowed === "no",
     });
   }
-  return { results, diagnostics };
+  return { results, rejected, diagnostics };
+}
+
+function objectRef(o: KubeObject): AdmissionCheckResult["object"] {
+  return {
+    kind: o.kind,
+    ...(o.namespace === undefined ? {} : { namespace: o.namespace }),
+    name: o.name,
+    file: o.source.file,
+    line: o.source.line,
+  };
 }

@@ -15,6 +15,11 @@ export interface KubeletSysctlConfig {
   readonly source: SourceRef;
   /** The node it describes, when known. */
   readonly node?: string;
+  /**
+   * Patterns the kubelet refuses at start (`--allowed-unsafe-sysctls` validation), each with the
+   * line of the item: a kubelet with any of them does not run, so it admits no pod.
+   */
+  readonly refused?: readonly { readonly message: string; readonly source: SourceRef }[];
 }
 
 /** The command that shows a node's effective kubelet configuration. */
@@ -22,18 +27,28 @@ export function configzCommand(node = "NODE"): string {
   return `kubectl get --raw /api/v1/nodes/${node}/proxy/configz`;
 }
 
-function validate(patterns: readonly string[], source: SourceRef, diagnostics: Diagnostic[]) {
-  for (const p of patterns) {
+/** The patterns the kubelet refuses, each at its own line (`sourceOf(i)`), as diagnostics too. */
+function validate(
+  patterns: readonly string[],
+  sourceOf: (i: number) => SourceRef,
+  diagnostics: Diagnostic[],
+): { refused?: { message: string; source: SourceRef }[] } {
+  const refused: { message: string; source: SourceRef }[] = [];
+  patterns.forEach((p, i) => {
     const error = sysctlPatternError(p);
     if (error) {
+      const source = sourceOf(i);
+      const message = `${error}; the kubelet refuses to start with it`;
+      refused.push({ message, source });
       diagnostics.push({
         code: "KUBELET_SYSCTL_PATTERN",
         severity: "error",
-        message: `${source.file}:${source.line}: ${error}; the kubelet refuses to start with it`,
+        message: `${source.file}:${source.line}: ${message}`,
         source,
       });
     }
-  }
+  });
+  return refused.length > 0 ? { refused } : {};
 }
 
 /**
@@ -55,8 +70,8 @@ export function readKubeletSysctlConfig(
       .map((s) => s.trim())
       .filter(Boolean);
     const source = { file, line, text: flag[0] };
-    validate(list, source, diagnostics);
-    return { value: { allowedUnsafeSysctls: list, source, ...nodeField }, diagnostics };
+    const refused = validate(list, () => source, diagnostics);
+    return { value: { allowedUnsafeSysctls: list, source, ...nodeField, ...refused }, diagnostics };
   }
   const lc = new LineCounter();
   const doc = parseDocument(text, { lineCounter: lc, prettyErrors: false });
@@ -118,6 +133,13 @@ export function readKubeletSysctlConfig(
     return { value: { allowedUnsafeSysctls: [], source, ...nodeField }, diagnostics };
   }
   const list = field.items.map((i) => String((i as { value?: unknown }).value ?? i));
-  validate(list, source, diagnostics);
-  return { value: { allowedUnsafeSysctls: list, source, ...nodeField }, diagnostics };
+  const refused = validate(
+    list,
+    (i) => {
+      const item = field.items[i] as { range?: number[] } | undefined;
+      return item?.range ? { file, line: lineOf(item.range), text: list[i]! } : source;
+    },
+    diagnostics,
+  );
+  return { value: { allowedUnsafeSysctls: list, source, ...nodeField, ...refused }, diagnostics };
 }

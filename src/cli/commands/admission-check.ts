@@ -12,6 +12,7 @@ import {
   type AdmissionCheck,
   type AdmissionCheckResult,
   AdmissionInputError,
+  type AdmissionRejection,
   checkAdmission,
 } from "../../questions/admission.ts";
 import {
@@ -63,79 +64,108 @@ export async function run(
     printDiagnostics(e.diagnostics, io);
     throw new UsageError(e.message);
   }
-  const { results, diagnostics } = check;
+  const { results, rejected, diagnostics } = check;
   printDiagnostics(diagnostics, io);
   const format = isFormat(opts["output"]) ? opts["output"] : "text";
   // text keeps its own lines (colour, no wrapping: the admission messages are quoted whole)
-  if (format === "text") io.out(results.map((r) => renderText(r, io)).join("\n"));
+  if (format === "text")
+    io.out(
+      [
+        ...rejected.map((r) => renderRejected(r, io)),
+        ...results.map((r) => renderText(r, io)),
+      ].join("\n"),
+    );
   else {
     const json = envelope("admission-check", {
       results: results.map((r) => ({
         object: r.object,
-        allowed: r.prediction.allowed,
+        allowed: r.allowed,
         policySource: r.policySource,
+        ...(r.strictDecoding ? { strictDecoding: r.strictDecoding } : {}),
+        ...(r.kubeletRefusal ? { kubeletRefusal: r.kubeletRefusal } : {}),
         podSecurity: r.prediction.podSecurity,
         apiValidation: r.prediction.apiValidation,
         kubelet: r.prediction.kubelet,
         ...(r.prediction.autopilot ? { autopilot: r.prediction.autopilot } : {}),
       })),
+      ...(rejected.length > 0 ? { rejected } : {}),
       diagnostics,
     });
-    io.out(renderReport({ json, document: admissionDocument(results) }, format));
+    io.out(renderReport({ json, document: admissionDocument(results, rejected) }, format));
   }
-  return results.some((r) => r.denied) ? EXIT.findings : EXIT.ok;
+  return rejected.length > 0 || results.some((r) => r.denied) ? EXIT.findings : EXIT.ok;
 }
 
 /** Every object's verdict, then Pod Security, API validation, the kubelet and Autopilot under it. */
-function admissionDocument(results: readonly AdmissionCheckResult[]): Document {
+function admissionDocument(
+  results: readonly AdmissionCheckResult[],
+  rejected: readonly AdmissionRejection[],
+): Document {
   return {
     question: "admission check",
     title: "podpath admission check",
-    blocks: results.flatMap((r) => {
-      const p = r.prediction;
-      const ps = p.podSecurity;
-      const verdict =
-        p.allowed === "no"
-          ? toned("bad", "DENIED")
-          : p.allowed === "unknown"
-            ? toned("warn", "UNKNOWN")
-            : toned("good", "ALLOWED");
-      const o = r.object;
-      const podSecurity =
-        o.kind === "Pod"
-          ? [ps.allowed ? "allowed" : ps.message, ...ps.warnings]
-          : [
-              ...ps.warnings.map((w) => `on apply: ${w}`),
-              ps.allowed ? "its pods are allowed" : `each pod it creates: ${ps.message}`,
-            ];
-      return [
+    blocks: [
+      ...rejected.flatMap((r) => [
         paragraph([
-          verdict,
-          ` ${o.kind} ${o.namespace ? `${o.namespace}/` : ""}${o.name} (`,
-          code(`${o.file}:${o.line}`),
+          toned("bad", "DENIED"),
+          ` ${idOf(r.object)} (`,
+          code(`${r.object.file}:${r.object.line}`),
           ")",
         ]),
-        list([
-          item(`Pod Security ${ps.level}:${ps.version} [${r.policySource}]`, [
-            ...podSecurity,
-            ...ps.policyErrors.map((e) => `label error: ${e}`),
+        list(apiServerLines(r, "").map(([head, ...rest]) => item(head!, rest))),
+      ]),
+      ...results.flatMap((r) => {
+        const p = r.prediction;
+        const ps = p.podSecurity;
+        const verdict =
+          r.allowed === "no"
+            ? toned("bad", "DENIED")
+            : r.allowed === "unknown"
+              ? toned("warn", "UNKNOWN")
+              : toned("good", "ALLOWED");
+        const o = r.object;
+        const podSecurity =
+          o.kind === "Pod"
+            ? [ps.allowed ? "allowed" : ps.message, ...ps.warnings]
+            : [
+                ...ps.warnings.map((w) => `on apply: ${w}`),
+                ps.allowed ? "its pods are allowed" : `each pod it creates: ${ps.message}`,
+              ];
+        return [
+          paragraph([
+            verdict,
+            ` ${o.kind} ${o.namespace ? `${o.namespace}/` : ""}${o.name} (`,
+            code(`${o.file}:${o.line}`),
+            ")",
           ]),
-          ...(p.apiValidation.allowed ? [] : [`API validation: ${p.apiValidation.message}`]),
-          item(`kubelet sysctls: ${p.kubelet.outcome}: ${p.kubelet.message}`, [
-            ...(p.kubelet.needs ? [`needs: ${p.kubelet.needs}`] : []),
-            ...(p.kubelet.command ? [["check: ", code(p.kubelet.command)] as Text] : []),
+          list([
+            ...apiServerLines(r).map(([head, ...rest]) => item(head!, rest)),
+            item(`Pod Security ${ps.level}:${ps.version} [${r.policySource}]`, [
+              ...podSecurity,
+              ...ps.policyErrors.map((e) => `label error: ${e}`),
+            ]),
+            ...(p.apiValidation.allowed ? [] : [`API validation: ${p.apiValidation.message}`]),
+            ...kubeletRefusalLines(r).map(([head, ...rest]) => item(head!, rest)),
+            ...(r.kubeletRefusal
+              ? []
+              : [
+                  item(`kubelet sysctls: ${p.kubelet.outcome}: ${p.kubelet.message}`, [
+                    ...(p.kubelet.needs ? [`needs: ${p.kubelet.needs}`] : []),
+                  ]),
+                  ...(p.kubelet.command ? [["check: ", code(p.kubelet.command)] as Text] : []),
+                ]),
+            ...(p.autopilot
+              ? [
+                  item(
+                    `GKE Autopilot: ${p.autopilot.allowed ? "allowed" : p.autopilot.message}`,
+                    p.autopilot.notes.map((n) => `note: ${n}`),
+                  ),
+                ]
+              : []),
           ]),
-          ...(p.autopilot
-            ? [
-                item(
-                  `GKE Autopilot: ${p.autopilot.allowed ? "allowed" : p.autopilot.message}`,
-                  p.autopilot.notes.map((n) => `note: ${n}`),
-                ),
-              ]
-            : []),
-        ]),
-      ];
-    }),
+        ];
+      }),
+    ],
   };
 }
 
@@ -144,12 +174,14 @@ function renderText(r: AdmissionCheckResult, io: Io): string {
   const p = r.prediction;
   const id = `${r.object.kind} ${r.object.namespace ? `${r.object.namespace}/` : ""}${r.object.name}`;
   const verdict =
-    p.allowed === "no"
+    r.allowed === "no"
       ? c.red("DENIED")
-      : p.allowed === "unknown"
+      : r.allowed === "unknown"
         ? c.yellow("UNKNOWN")
         : c.green("ALLOWED");
   const lines = [`${verdict} ${id} (${r.object.file}:${r.object.line})`];
+  for (const [head, ...rest] of apiServerLines(r))
+    lines.push(`  ${head}`, ...rest.map((x) => `    ${x}`));
   const ps = p.podSecurity;
   lines.push(`  Pod Security ${ps.level}:${ps.version} [${r.policySource}]`);
   if (r.object.kind === "Pod") {
@@ -161,12 +193,59 @@ function renderText(r: AdmissionCheckResult, io: Io): string {
   }
   for (const e of ps.policyErrors) lines.push(`    label error: ${e}`);
   if (!p.apiValidation.allowed) lines.push(`  API validation: ${p.apiValidation.message}`);
-  lines.push(`  kubelet sysctls: ${p.kubelet.outcome}: ${p.kubelet.message}`);
-  if (p.kubelet.needs) lines.push(`    needs: ${p.kubelet.needs}`);
-  if (p.kubelet.command) lines.push(`    check: ${p.kubelet.command}`);
+  for (const [head, ...rest] of kubeletRefusalLines(r))
+    lines.push(`  ${head}`, ...rest.map((x) => `    ${x}`));
+  if (!r.kubeletRefusal) {
+    lines.push(`  kubelet sysctls: ${p.kubelet.outcome}: ${p.kubelet.message}`);
+    if (p.kubelet.needs) lines.push(`    needs: ${p.kubelet.needs}`);
+    if (p.kubelet.command) lines.push(`    check: ${p.kubelet.command}`);
+  }
   if (p.autopilot) {
     lines.push(`  GKE Autopilot: ${p.autopilot.allowed ? "allowed" : p.autopilot.message}`);
     for (const n of p.autopilot.notes) lines.push(`    note: ${n}`);
   }
   return `${lines.join("\n")}\n`;
+}
+
+const idOf = (o: AdmissionCheckResult["object"]) =>
+  `${o.kind} ${o.namespace ? `${o.namespace}/` : ""}${o.name}`;
+
+/** An object the API server rejects and whose pod spec cannot be read: its message only. */
+function renderRejected(r: AdmissionRejection, io: Io): string {
+  const lines = [
+    `${io.colors.red("DENIED")} ${idOf(r.object)} (${r.object.file}:${r.object.line})`,
+  ];
+  for (const [head, ...rest] of apiServerLines(r, ""))
+    lines.push(`  ${head}`, ...rest.map((x) => `    ${x}`));
+  return `${lines.join("\n")}\n`;
+}
+
+/** The API server's strict decoding, met before admission: its message, then each field's line. */
+function apiServerLines(
+  r: Pick<AdmissionCheckResult, "strictDecoding">,
+  more = "what follows holds once the fields are fixed",
+): string[][] {
+  const sd = r.strictDecoding;
+  if (sd?.state === "unchecked") return [[`API server fields: not checked: ${sd.reason}`]];
+  if (sd?.state !== "rejected") return [];
+  return [
+    [
+      `API server (strict field validation, before admission): ${sd.message}`,
+      ...sd.fields.map(
+        (f) => `${f.source ? `${f.source.file}:${f.source.line}: ` : ""}unknown field "${f.path}"`,
+      ),
+      `the object never reaches admission${more ? `; ${more}` : ""}`,
+    ],
+  ];
+}
+
+/** A kubelet that refuses its config runs no pod: each refused item at its line. */
+function kubeletRefusalLines(r: AdmissionCheckResult): string[][] {
+  if (!r.kubeletRefusal) return [];
+  return [
+    [
+      "kubelet: refuses to start with its config, so it admits no pod:",
+      ...r.kubeletRefusal.map((x) => `${x.source.file}:${x.source.line}: ${x.message}`),
+    ],
+  ];
 }
