@@ -18,8 +18,6 @@ export interface AgentCase {
   readonly backend: "nft" | "legacy";
   /** The text mounted for the agent when podpath reads another file (a whole ConfigMap). */
   readonly mounted?: string;
-  /** A known disagreement: the case runs and is reported as todo instead of failing. */
-  readonly todo?: string;
 }
 
 type Config = Readonly<Record<string, unknown>>;
@@ -174,9 +172,7 @@ export function edgeCases(): AgentCase[] {
   });
   // a null list entry: Go's JSON decoder reuses the default list's backing array and leaves the
   // element as it was, so the agent keeps the default CIDR at that position (an empty string past
-  // the defaults' length); podpath reads the null as an empty CIDR
-  const nullTodo =
-    'podpath reads a null nonMasqueradeCIDRs entry as the CIDR ""; the agent keeps the default list\'s entry at that index';
+  // the defaults' length)
   for (const [id, file, flags] of [
     ["cidrs-null-entry", "nonMasqueradeCIDRs:\n  - null\n", []],
     ["cidrs-null-second", "nonMasqueradeCIDRs: [192.168.0.0/16, null]\n", []],
@@ -185,8 +181,14 @@ export function edgeCases(): AgentCase[] {
       "nonMasqueradeCIDRs: [null, null, null, null]\n",
       ["--nomasq-all-reserved-ranges=true"],
     ],
+    [
+      "cidrs-null-past-defaults",
+      "nonMasqueradeCIDRs: [10.0.0.0/8, 1.0.0.0/8, 2.0.0.0/8, null]\n",
+      [],
+    ],
+    ["cidrs-mistyped-entry", "nonMasqueradeCIDRs: [10.1.0.0/16, 7]\n", []],
   ] as const) {
-    cases.push({ id: `edge/${id}`, file, flags, backend: "nft", todo: nullTodo });
+    cases.push({ id: `edge/${id}`, file, flags, backend: "nft" });
   }
   return cases;
 }

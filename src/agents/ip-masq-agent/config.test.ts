@@ -134,6 +134,23 @@ describe("decodeMasqConfig", () => {
     assert.equal(r.config.masqLinkLocal, false);
   });
 
+  it("keeps the default entry where a list element is null, as encoding/json does (the real agent agrees: test/components)", () => {
+    const texts = (text: string, nomasqAllReservedRanges = false) => {
+      const r = decodeMasqConfig(text, { nomasqAllReservedRanges });
+      assert.ok("config" in r);
+      return r.config.nonMasqueradeCIDRs?.map((e) => e.text);
+    };
+    assert.deepEqual(texts("nonMasqueradeCIDRs: [192.168.0.0/16, null]\n"), [
+      "192.168.0.0/16",
+      "172.16.0.0/12",
+    ]);
+    assert.deepEqual(texts("nonMasqueradeCIDRs: [a, b, c, null]\n"), ["a", "b", "c", ""]);
+    assert.deepEqual(
+      texts("nonMasqueradeCIDRs: [null, null, null, null]\n", true),
+      RESERVED_NON_MASQ_CIDRS.slice(0, 4),
+    );
+  });
+
   it("refuses a top-level list with Go's type error", () => {
     const r = decodeMasqConfig("- 10.0.0.0/8\n");
     assert.ok("error" in r);

@@ -255,13 +255,16 @@ function unmarshalMasqConfig(
         else if (value.kind !== "array")
           save(typeError(goKindName(value), field, "[]string"), value.offset);
         else {
-          c.nonMasqueradeCIDRs = value.items.map((item) => {
+          // encoding/json decodes into the slice it finds (the defaults, or an earlier key's
+          // list): a null or mistyped element leaves what that slice held at its index, and ""
+          // past its end
+          const prior = c.nonMasqueradeCIDRs ?? [];
+          c.nonMasqueradeCIDRs = value.items.map((item, i) => {
             const source = locate ? { source: locate(item.offset) } : {};
             if (item.kind === "string") return { text: item.value, ...source };
-            // null leaves the zero value ""; anything else is a type mismatch
             if (item.kind !== "null")
               save(typeError(goKindName(item), field, "string"), item.offset);
-            return { text: "", ...source };
+            return prior[i] ?? { text: "", ...source };
           });
         }
         break;
