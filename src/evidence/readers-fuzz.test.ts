@@ -13,6 +13,7 @@ import { readCaptureMeta } from "./capture-meta.ts";
 import { readConntrack } from "./conntrack.ts";
 import { readIpAddr } from "./ip-addr.ts";
 import { readIpRoute } from "./ip-route.ts";
+import { readIpRule } from "./ip-rule.ts";
 import { readKubeObjects } from "./kube-objects.ts";
 import { readRemoteSites } from "./remote-site.ts";
 import { readSysctl } from "./sysctl.ts";
@@ -21,10 +22,10 @@ const FILE = "fuzz/input.txt";
 const dir = new URL("fixtures/", import.meta.url);
 const kubeDir = new URL("fixtures/kube/", import.meta.url);
 const read = (base: URL, f: string) => readFileSync(new URL(f, base), "utf8");
-const samples = (prefix: string) =>
-  readdirSync(dir)
-    .filter((f) => f.startsWith(prefix))
-    .map((f) => read(dir, f));
+const samples = (prefix: string, base = dir) =>
+  readdirSync(base, { withFileTypes: true })
+    .filter((f) => f.isFile() && f.name.startsWith(prefix))
+    .map((f) => read(base, f.name));
 
 const REMOTE = `kind: RemoteSite
 name: onprem-dc1
@@ -59,6 +60,11 @@ const readers: Reader[] = [
     corpus: samples("ip-").filter((s) => !s.startsWith("[")),
   },
   { name: "readIpAddr", read: (t, f) => readIpAddr(t, f), corpus: samples("ip-") },
+  {
+    name: "readIpRule",
+    read: (t, f) => readIpRule(t, f),
+    corpus: samples("rules", new URL("fixtures/ip-rule/", import.meta.url)),
+  },
   {
     name: "readConntrack",
     read: (t, f) => readConntrack(t, f),
