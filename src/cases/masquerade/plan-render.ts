@@ -56,6 +56,31 @@ export function masqueradePlanDocument(
       paragraph(`pod range: ${plan.podRanges.join(", ")}`),
     ]),
   );
+  if (plan.blockers.length > 0) {
+    blocks.unshift(
+      section(
+        "FIRST: the fix alone breaks the connection",
+        plan.blockers.flatMap((b) => [
+          paragraph([toned("bad", b.breaks), ...at(b)]),
+          codeBlock(b.combined.join("\n"), "diff"),
+        ]),
+      ),
+    );
+  }
+  if (plan.steps.length > 0) {
+    blocks.push(
+      section(
+        "Steps, in the order they must be done",
+        plan.steps.map((st, i) =>
+          section(`${i + 1}. ${st.title}`, [
+            paragraph([st.why, ...at(st.evidence[0])]),
+            ...st.apply.map(cmd),
+            ...(st.rollback.length ? [paragraph("Rollback:"), ...st.rollback.map(cmd)] : []),
+          ]),
+        ),
+      ),
+    );
+  }
   const warnings = plan.diagnostics.filter((d) => d.severity !== "info");
   if (warnings.length > 0) {
     blocks.push(

@@ -10,7 +10,7 @@ import type { SiteChange } from "./plan.ts";
 
 type AllowlistAdd = SiteChange["allowlistSourcesAdd"][number];
 
-function siteDiff(
+export function siteDiff(
   site: RemoteSite,
   routesAdd: readonly string[],
   selAdd: readonly string[],

@@ -32,6 +32,7 @@ import { type MasqueradeModel, masqueradeModel } from "./model.ts";
 import { newAgentConfig } from "./plan-config.ts";
 import { podAddressReferences } from "./plan-impact.ts";
 import { siteChanges } from "./plan-sites.ts";
+import { allowlistBlockers, coverageSteps, staleAgentSteps } from "./plan-steps.ts";
 
 export type MasqueradeStrategy = "narrow" | "keep-pod-identity";
 
@@ -80,6 +81,29 @@ export interface SiteChange {
   readonly diff: readonly string[];
 }
 
+/** Something that makes the fix alone break the connection; said first, with the combined change. */
+export interface Blocker {
+  readonly site: string;
+  readonly allowlist: string;
+  readonly file: string;
+  readonly line: number;
+  readonly text?: string;
+  /** What breaks, in words. */
+  readonly breaks: string;
+  /** The combined change: the allowlist's diff with the narrowing, or keep-pod-identity. */
+  readonly combined: readonly string[];
+}
+
+/** One thing to do, in the order the plan lists them: a cause the diagnosis finds and its change. */
+export interface PlanStep {
+  readonly cause: "far-side-allowlist" | "agent-coverage" | "agent-stale" | "config";
+  readonly title: string;
+  readonly why: string;
+  readonly evidence: readonly SourceRef[];
+  readonly apply: readonly string[];
+  readonly rollback: readonly string[];
+}
+
 export interface NarrowPlan {
   readonly newList: readonly KeptBlock[];
   readonly dropped: readonly {
@@ -119,6 +143,10 @@ export interface MasqueradePlan {
     readonly exemptBySource?: SourceRef;
   }[];
   readonly current: readonly { readonly text: string; readonly source?: SourceRef }[];
+  /** What makes the fix alone break the connection (said first). */
+  readonly blockers: readonly Blocker[];
+  /** What to do, in order: blockers, the agent's coverage, stale agents, then the ConfigMap. */
+  readonly steps: readonly PlanStep[];
   readonly narrow?: NarrowPlan;
   readonly keepPodIdentity?: { readonly sites: readonly SiteChange[] };
   /** The behaviour change, in words, and the ranges whose destinations will see node addresses. */
@@ -563,6 +591,65 @@ export function planMasquerade(snap: Snapshot, opts: MasqueradePlanOptions): Mas
   const file = `${dir}ip-masq-agent.new.yaml`;
   const { checks, rollbackChecks } = planChecks(intent, podRanges, destinations);
   const isNarrow = opts.strategy === "narrow";
+  const rollback = rollbackOf(
+    config.previousConfigMap,
+    `${dir}ip-masq-agent.previous.yaml`,
+    rollbackChecks,
+  );
+  const blockers = isNarrow
+    ? allowlistBlockers(
+        sites,
+        targets,
+        podRanges,
+        nodeSubnets(snap, model.facts).map((n) => n.cidr),
+      )
+    : [];
+  // the ConfigMap changes only while it still exempts a destination (or the agent refuses it)
+  const configNeeded =
+    destinations.some((d) => d.exemptToday) || intent.error?.stage === "validate";
+  const configApply = configNeeded ? [`kubectl apply -f ${file}`] : [];
+  const steps: PlanStep[] = isNarrow
+    ? [
+        ...blockers.map(
+          (b): PlanStep => ({
+            cause: "far-side-allowlist",
+            title: `Admit the nodes' addresses in ${b.site}'s allowlist ${b.allowlist} (before narrowing)`,
+            why: b.breaks,
+            evidence: [{ file: b.file, line: b.line, ...(b.text ? { text: b.text } : {}) }],
+            apply: [
+              `# edit ${b.file} (and the firewall it describes): add the nodes' addresses to ${b.allowlist}'s sources, as the diff above shows`,
+            ],
+            rollback: [
+              `# remove the added sources from ${b.allowlist} (after rolling the narrowing back)`,
+            ],
+          }),
+        ),
+        ...coverageSteps(model.coverage, model.facts.nodes),
+        ...staleAgentSteps(snap, intent, model.coverage),
+        ...(configNeeded
+          ? [
+              {
+                cause: "config" as const,
+                title: "Narrow the ip-masq-agent ConfigMap",
+                why: `the ConfigMap exempts ${destinations
+                  .filter((d) => d.exemptToday)
+                  .map((d) => `${d.ip} (${d.exemptBy ?? "a default"})`)
+                  .join(", ")}`,
+                evidence: destinations.flatMap((d) => (d.exemptBySource ? [d.exemptBySource] : [])),
+                apply: configApply,
+                rollback: rollback.apply,
+              },
+            ]
+          : []),
+      ]
+    : [];
+  if (isNarrow && !configNeeded) {
+    diagnostics.push({
+      code: "PLAN_CONFIG_ALREADY_RIGHT",
+      severity: "info",
+      message: `the ConfigMap already masquerades ${destinationsText(destinations)}: the plan changes no ConfigMap${steps.length ? "; the steps fix what keeps the nodes from applying it" : ""}`,
+    });
+  }
   return {
     schemaVersion: 1,
     tool: "podpath",
@@ -572,6 +659,8 @@ export function planMasquerade(snap: Snapshot, opts: MasqueradePlanOptions): Mas
     podRanges: podRanges.map(formatCidr),
     destinations,
     current: current.map((c) => ({ text: c.text, ...(c.source ? { source: c.source } : {}) })),
+    blockers,
+    steps,
     ...(isNarrow
       ? {
           narrow: {
@@ -580,7 +669,7 @@ export function planMasquerade(snap: Snapshot, opts: MasqueradePlanOptions): Mas
             ...(config.validationError ? { validationError: config.validationError } : {}),
             newConfigMap: config.newConfigMap,
             newConfigMapFile: file,
-            apply: [`kubectl apply -f ${file}`],
+            apply: configApply,
             expectedRules: config.expectedRules,
             checks,
           },
@@ -593,11 +682,7 @@ export function planMasquerade(snap: Snapshot, opts: MasqueradePlanOptions): Mas
     },
     coverage: poolCoverage(model.coverage),
     tradeoff: TRADEOFF,
-    rollback: rollbackOf(
-      config.previousConfigMap,
-      `${dir}ip-masq-agent.previous.yaml`,
-      rollbackChecks,
-    ),
+    rollback,
     missing,
     diagnostics,
   };
