@@ -51,6 +51,13 @@ describe("plan masquerade follows the cause", () => {
       ["far-side-allowlist", "agent-coverage"],
     );
     assert.ok(plan.diagnostics.some((d) => d.code === "PLAN_CONFIG_ALREADY_RIGHT"));
+    // the nodes show 10.4.0.0/23 and 10.4.2.0/24; today's 10.4.0.0/14 holds them and no
+    // destination: it stays whole, so no pod of a node the snapshot lacks is masqueraded
+    const kept = plan.narrow!.newList.find((n) => n.cidr === "10.4.0.0/14");
+    assert.match(
+      kept?.why ?? "",
+      /today's entry 10\.4\.0\.0\/14 \(cluster\/ip-masq-agent\.yaml:\d+\)/,
+    );
   });
 
   it("ConfigMap right, rules stale: restart the agent's pod on that node, by name", () => {

@@ -240,6 +240,8 @@ const TRADEOFF = [
 interface PodRange {
   readonly cidrs: readonly Cidr[];
   readonly why: string;
+  /** Only the nodes' ranges (and pods' addresses): the cluster's whole range may be bigger. */
+  readonly fromNodes?: boolean;
 }
 
 /** Pod addresses outside `ranges` (pods on nodes whose range the snapshot does not show). */
@@ -284,6 +286,7 @@ function planPodRange(
     range = {
       cidrs: mergeCidrs([...model.facts.podRanges, ...outside.map((o) => hostCidr(o.ip))]),
       why: "the pod ranges of the nodes in the snapshot",
+      fromNodes: true,
     };
     if (outside.length > 0) {
       diagnostics.push({
@@ -400,6 +403,25 @@ function narrowList(
     why: `${range.why}: pod-to-pod traffic keeps pod addresses, as Kubernetes networking requires`,
   }));
   const oldCidrs = current.flatMap((e) => (e.cidr ? [e.cidr] : []));
+  if (range.fromNodes) {
+    // the nodes show only part of the cluster's range: an entry of today's list that holds every
+    // node range and no destination may be that range, and narrowing it would masquerade pods
+    for (const e of current) {
+      const c = e.cidr;
+      if (c?.family !== 4 || destBlocks.some((d) => contains(c, ipOf(d)))) continue;
+      if (
+        !range.cidrs.every(
+          (r) =>
+            r.family !== 4 || (contains(c, ipOf(r)) && contains(c, { family: 4, value: r.end })),
+        )
+      )
+        continue;
+      keep.push({
+        cidr: c,
+        why: `today's entry ${e.text}${e.source ? ` (${e.source.file}:${e.source.line})` : ""} holds every node's pod range and no destination: kept whole, as it may be the cluster's pod range (the nodes in the snapshot show only part of it)`,
+      });
+    }
+  }
   for (const s of nodeSubnets(snap, facts)) {
     if (oldCidrs.some((c) => contains(c, s.cidr)) && !keep.some((k) => contains(k.cidr, s.cidr))) {
       keep.push({
@@ -411,7 +433,12 @@ function narrowList(
   const merged = excludeCidrs(mergeCidrs(keep.map((k) => k.cidr)), destBlocks);
   const newList: KeptBlock[] = merged.map((c) => ({
     cidr: formatCidr(c),
-    why: keep.find((k) => overlaps(k.cidr, c))?.why ?? "in-cluster",
+    why:
+      keep.find(
+        (k) => contains(k.cidr, ipOf(c)) && contains(k.cidr, { family: c.family, value: c.end }),
+      )?.why ??
+      keep.find((k) => overlaps(k.cidr, c))?.why ??
+      "in-cluster",
   }));
   // IPv6 entries stay as they are: this plan narrows the IPv4 list
   for (const e of current) {
