@@ -630,7 +630,8 @@ describe("bad options exit 2 with one line, no stack, nothing on stdout", () => 
     ["plan", "masquerade", EXAMPLE, "--pod-range", "10.0.0/8"],
     ["plan", "masquerade", EXAMPLE, "-o", "xml"],
     ["plan", "vpn", VPN_LAB, "--pod", VPN_POD, "--strategy", "x"],
-    ["plan", "vpn", VPN_LAB],
+    ["plan", "vpn", EXAMPLE], // no VPN pod there: --pod is needed
+    ["plan", "vpn", VPN_LAB, "--write", ROOT], // --write refuses a folder that is not empty
     ["verify", EXAMPLE, FIXED, "--dest", "1.2.3"],
     ["verify", EXAMPLE, FIXED, "-o", "xml"],
     ["verify", EXAMPLE],
