@@ -1,5 +1,7 @@
 /** @module k8s/cluster-range.test — the cluster range a component's configuration states. */
 import assert from "node:assert/strict";
+import { readFileSync } from "node:fs";
+import { join } from "node:path";
 import { describe, it } from "node:test";
 import { readKubeObjects } from "../evidence/kube-objects.ts";
 import { readIptablesText } from "../iptables/read-iptables-text.ts";
@@ -127,5 +129,29 @@ describe("kubeProxyRulesRange", () => {
       kubeProxyRulesRange([{ node: "a", dumps: [dumpOf(noDetector)], podCIDRs: [] }]),
       undefined,
     );
+  });
+});
+
+describe("kubeProxyRulesRange on real dumps", () => {
+  const fixture = (name: string) =>
+    readFileSync(join(import.meta.dirname, "../iptables/fixtures", name), "utf8");
+
+  it("a legacy GKE kubenet node's `iptables -S -t nat` (KUBE-SERVICES form): 10.48.0.0/14", () => {
+    const name = "gke-legacy-kubenet_iptables-S-nat_kube-proxy_kubenet-snat.txt";
+    const text = fixture(name);
+    const r = kubeProxyRulesRange([{ node: "n", dumps: [dumpOf(text, name)], podCIDRs: [] }])!;
+    assert.deepEqual(r.cidrs.map(formatCidr), ["10.48.0.0/14"]);
+    assert.match(
+      text.split("\n")[r.source.line - 1] ?? "",
+      /^-A KUBE-SERVICES ! -s 10\.48\.0\.0\/14 -d \S+ .*-j KUBE-MARK-MASQ$/,
+    );
+  });
+
+  it("kube-proxy-shaped rules saved by the real iptables-save -c (KUBE-SVC form): 10.244.0.0/16, not KUBE-FIREWALL's 127.0.0.0/8", () => {
+    const name = "list/kube-proxy.save-c.txt";
+    const r = kubeProxyRulesRange([
+      { node: "n", dumps: [dumpOf(fixture(name), name)], podCIDRs: [] },
+    ])!;
+    assert.deepEqual(r.cidrs.map(formatCidr), ["10.244.0.0/16"]);
   });
 });
