@@ -105,6 +105,24 @@ describe("planVpn in a privileged namespace", () => {
   });
 });
 
+describe("planVpn with a kubelet config the kubelet refuses", () => {
+  it("admits nothing, whatever the strategy, citing the refused item", () => {
+    const refused =
+      "apiVersion: kubelet.config.k8s.io/v1beta1\nkind: KubeletConfiguration\nallowedUnsafeSysctls:\n  - net.ipv4.*\n  - vm.swappiness\n";
+    const { plan } = planFor("set-by-hand", refused);
+    for (const s of ["init-container", "pod-sysctls", "chart-value"]) {
+      const a = by(plan, s).admission!;
+      assert.equal(a.allowed, "no", s);
+      assert.ok(
+        a.messages.some(
+          (m) => m.includes("nodes/n/kubelet.yaml:5: ") && m.includes("vm.swappiness"),
+        ),
+        a.messages.join("\n"),
+      );
+    }
+  });
+});
+
 describe("planVpn patches", () => {
   const { plan, ctx } = planFor("set-by-hand");
 

@@ -185,6 +185,8 @@ interface StrategyBase {
   readonly predict: (obj: Record<string, unknown>) => AdmissionPrediction | undefined;
   /** A plan file's name as the commands give it (inside `--write DIR` when there is one). */
   readonly file: (name: string) => string;
+  /** The kubelet refuses its config (`file:line: why`): it runs, and so admits, no pod. */
+  readonly kubeletRefused: readonly string[];
 }
 
 function applyCommands(b: StrategyBase, name: string): string[] {
@@ -213,7 +215,7 @@ function patchPlan(
     commands: b.isPod
       ? applyCommands(b, `${strategy}-patched.yaml`)
       : applyCommands(b, `patch-${strategy}.yaml`),
-    ...admission(b.predict(b.patched)),
+    ...admission(b.predict(b.patched), b.kubeletRefused),
   };
 }
 
@@ -277,7 +279,7 @@ function chartValuePlan(b: StrategyBase, ctx: VpnContext): StrategyPlan {
       `helm upgrade ${release} stable/openvpn ${b.nsArg} --reuse-values -f ${b.file("values-ip-forward.yaml")}`,
       `# or: helm upgrade ${release} stable/openvpn ${b.nsArg} --reuse-values --set ipForwardInitContainer=true`,
     ],
-    ...admission(b.predict(patched)),
+    ...admission(b.predict(patched), b.kubeletRefused),
   };
 }
 
@@ -402,13 +404,16 @@ export function planVpn(
     });
   const kindArg = wl ? `${wl.kind.toLowerCase()}/${wl.name}` : `pod/${ctx.name}`;
   const nsArg = `-n ${ctx.namespace}`;
+  const kubeletRefused = (opts.kubeletConfig?.refused ?? []).map(
+    (r) => `${r.source.file}:${r.source.line}: ${r.message}`,
+  );
   const file = (name: string) =>
     opts.fileDir === undefined ? name : `${opts.fileDir.replace(/\/+$/, "")}/${name}`;
   const setters = forwardingSetters(wl, ctx.chartValues);
   const strategies = (opts.strategies ?? STRATEGIES).map((s) =>
     setters.length > 0
       ? alreadyDone(s, setters)
-      : strategyPlan(s, ctx, { nsArg, kindArg, predict, file }),
+      : strategyPlan(s, ctx, { nsArg, kindArg, predict, file, kubeletRefused }),
   );
   return {
     schemaVersion: 1,
@@ -429,9 +434,15 @@ export function planVpn(
   };
 }
 
-function admission(p: AdmissionPrediction | undefined): { admission?: AdmissionSummary } {
+function admission(
+  p: AdmissionPrediction | undefined,
+  kubeletRefused: readonly string[],
+): { admission?: AdmissionSummary } {
   const s = summarize(p);
-  return s ? { admission: s } : {};
+  if (!s) return {};
+  if (kubeletRefused.length === 0) return { admission: s };
+  const refusal = `the node's kubelet refuses its config and runs no pod: ${kubeletRefused.join("; ")}`;
+  return { admission: { ...s, allowed: "no", messages: [...s.messages, refusal] } };
 }
 
 function forwardingNow(ctx: VpnContext): Pick<VpnPlan, "forwardingNow"> {
