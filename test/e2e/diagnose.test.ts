@@ -185,15 +185,32 @@ describe("podpath diagnose opens with one verdict", () => {
   });
 
   it("after the fix: the far side's allowlist (pod range only) is the next break, exit 1", () => {
-    const r = podpath("diagnose", FIXED, "--no-color");
+    // the example's captures show 10.20.30.40 answering the node address (the lab's far side
+    // does not enforce its allowlist): without them, the site file is all there is
+    const noWire = join(tmp, "fixed-without-captures");
+    cpSync(FIXED, noWire, { recursive: true });
+    rmSync(join(noWire, "captures"), { recursive: true, force: true });
+    const r = podpath("diagnose", noWire, "--no-color");
     assert.equal(r.code, 1, r.stderr);
     assert.match(
       r.stdout.split("\n")[0] ?? "",
       /^BROKEN {2}pod\/default\/billing-default → 10\.20\.30\.40:5432: .*allowlist db-firewall does not admit 10\.128\.0\.2 .*\(masq\/remote-allowlist-rejects\)$/,
     );
-    const json = JSON.parse(podpath("diagnose", FIXED, "-o", "json").stdout) as VerdictJson;
+    const json = JSON.parse(podpath("diagnose", noWire, "-o", "json").stdout) as VerdictJson;
     assert.equal(json.verdict.state, "broken");
     assert.equal(json.verdict.finding, "masq/remote-allowlist-rejects");
+  });
+
+  it("after the fix, with the wire showing the far side answer: the allowlist is a warning, exit 0", () => {
+    const r = podpath("diagnose", FIXED, "-o", "json");
+    assert.equal(r.code, 0, r.stderr);
+    const json = JSON.parse(r.stdout) as VerdictJson & {
+      findings: { id: string; severity: string; evidence: { file: string }[] }[];
+    };
+    assert.equal(json.verdict.state, "healthy");
+    const f = json.findings.find((x) => x.id === "masq/remote-allowlist-rejects");
+    assert.equal(f?.severity, "warning");
+    assert.match(f?.evidence[0]?.file ?? "", /^captures\//);
   });
 });
 

@@ -26,7 +26,12 @@ import {
   foreignOwnerText,
 } from "./owner-aws-vpc-cni.ts";
 import { returnPath, siteFor } from "./remote.ts";
-import { allowlistRejectsFinding, allowlistVerdict } from "./remote-allowlist.ts";
+import {
+  type AllowlistVerdict,
+  allowlistRejectsFinding,
+  allowlistVerdict,
+  answeredOnWire,
+} from "./remote-allowlist.ts";
 import { chooseSources, type Source } from "./sources.ts";
 import { factsSentence, undecidedFinding } from "./undecided.ts";
 import { wireQuestion } from "./wire.ts";
@@ -75,11 +80,19 @@ export async function explainMasquerade(
   const sources = chooseSources(opts, facts, snap, targets.list[0]?.ip);
   result.diagnostics.push(...sources.diagnostics);
 
+  const rejected: AllowlistRejection[] = [];
   for (const target of targets.list) {
-    for (const src of sources.list) traceOne(snap, facts, intent, sites.sites, target, src, result);
+    for (const src of sources.list)
+      traceOne(snap, facts, intent, sites.sites, target, src, result, rejected);
   }
 
   const wire = await wireQuestion(snap, facts, targets.list, result.diagnostics);
+  for (const r of rejected) {
+    const answered = answeredOnWire(wire.captures, r.target, r.wireSource);
+    result.findings.push(
+      allowlistRejectsFinding(r.site, r.target, r.podIp, r.wireSource, r.verdict, answered),
+    );
+  }
   result.findings.push(...wire.findings);
 
   // what would decide more
@@ -156,6 +169,15 @@ function describeDecision(o: FlowOutcome): string {
   }
 }
 
+/** A far-side allowlist that does not admit the source a flow arrives with. */
+interface AllowlistRejection {
+  readonly site: ReturnType<typeof readSites>["sites"][number];
+  readonly target: TracedDestination;
+  readonly podIp: Ip;
+  readonly wireSource: Ip;
+  readonly verdict: Extract<AllowlistVerdict, { kind: "rejects" }>;
+}
+
 function traceOne(
   snap: Snapshot,
   facts: ClusterFacts,
@@ -164,6 +186,7 @@ function traceOne(
   target: TracedDestination,
   src: Source,
   result: QuestionResult,
+  rejected: AllowlistRejection[],
 ): void {
   const nodeEv: NodeEvidence | undefined = snap.nodes.get(src.node);
   const nodeView = facts.nodes.find((n) => n.name === src.node);
@@ -275,7 +298,8 @@ function traceOne(
     // the far side's firewall: the next break once the way back is there
     const allowed = src.kind === "pod" ? allowlistVerdict(site, target, wireSource) : undefined;
     if (allowed?.kind === "rejects") {
-      result.findings.push(allowlistRejectsFinding(site, target, src.ip, wireSource, allowed));
+      // decided once the captures are read: a reply on the wire outranks the site file
+      rejected.push({ site, target, podIp: src.ip, wireSource, verdict: allowed });
     }
   } else {
     hops.push({

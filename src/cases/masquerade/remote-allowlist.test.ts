@@ -4,7 +4,7 @@ import { describe, it } from "node:test";
 import { readRemoteSites } from "../../evidence/remote-site.ts";
 import { parseIp } from "../../net/cidr.ts";
 import type { TracedDestination } from "./destinations.ts";
-import { allowlistRejectsFinding, allowlistVerdict } from "./remote-allowlist.ts";
+import { allowlistRejectsFinding, allowlistVerdict, answeredOnWire } from "./remote-allowlist.ts";
 
 const SITE = `kind: RemoteSite
 name: onprem-dc1
@@ -50,5 +50,38 @@ describe("allowlistVerdict", () => {
       "none",
     );
     assert.equal(allowlistVerdict(site(), { ...db, protocol: "udp" }, node).kind, "none");
+  });
+});
+
+describe("answeredOnWire", () => {
+  const node = parseIp("10.128.0.2");
+  const conversation = (synAcks: number, port = 5432) => ({
+    protocol: "tcp",
+    initiator: { ip: node, port: 40000 },
+    responder: { ip: db.ip, port },
+    replied: synAcks > 0,
+    tcp: { synAckCount: synAcks },
+    firstReply: { ref: { file: "captures/remote.pcap", line: 3 } },
+  });
+  const captures = (c: ReturnType<typeof conversation>) =>
+    [{ file: "captures/remote.pcap", conversations: [c] }] as unknown as Parameters<
+      typeof answeredOnWire
+    >[0];
+
+  it("finds the far side's SYN-ACK to the arriving source, and turns the finding into a warning", () => {
+    const answered = answeredOnWire(captures(conversation(1)), db, node);
+    assert.equal(answered?.ref.line, 3);
+    const v = allowlistVerdict(site(), db, node);
+    if (v.kind !== "rejects") throw new Error(v.kind);
+    const f = allowlistRejectsFinding(site(), db, parseIp("10.4.0.5"), node, v, answered);
+    assert.equal(f.severity, "warning");
+    assert.equal(f.evidence[0]?.file, "captures/remote.pcap");
+    assert.match(f.explanation, /The wire decides/);
+  });
+
+  it("takes no SYN-ACK, another port or another source as an answer", () => {
+    assert.equal(answeredOnWire(captures(conversation(0)), db, node), undefined);
+    assert.equal(answeredOnWire(captures(conversation(1, 22)), db, node), undefined);
+    assert.equal(answeredOnWire(captures(conversation(1)), db, parseIp("10.128.0.3")), undefined);
   });
 });

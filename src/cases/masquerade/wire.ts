@@ -54,8 +54,8 @@ export async function wireQuestion(
   facts: ClusterFacts,
   targets: readonly TracedDestination[],
   diagnostics: Diagnostic[],
-): Promise<{ findings: Finding[] }> {
-  if (snap.captures.length === 0) return { findings: [] };
+): Promise<{ findings: Finding[]; captures: readonly WireCapture[] }> {
+  if (snap.captures.length === 0) return { findings: [], captures: [] };
   // With one destination, only its conversations are kept (a whole node's capture can hold tens
   // of thousands).
   const captures = await readWireCaptures(
@@ -85,5 +85,5 @@ export async function wireQuestion(
       }),
     );
   }
-  return { findings };
+  return { findings, captures };
 }
