@@ -40,6 +40,7 @@ export const OUTPUTS = [
   ["plan-masquerade", "PlanMasqueradeOutput", "podpath plan masquerade SNAPSHOT -o json"],
   ["plan-vpn", "PlanVpnOutput", "podpath plan vpn SNAPSHOT --pod NS/NAME -o json"],
   ["capture-read", "CaptureReadPacket", "podpath capture read FILE -o jsonl (one object per line)"],
+  ["capture-read-json", "CaptureReadOutput", "podpath capture read FILE -o json"],
   ["capture-flows", "CaptureFlowsOutput", "podpath capture flows FILE [--host IP] -o json"],
   [
     "capture-talkers",
@@ -51,6 +52,8 @@ export const OUTPUTS = [
   ["admission-check", "AdmissionCheckOutput", "podpath admission check MANIFEST -o json"],
   ["probe", "ProbeOutput", "podpath probe ... -o json"],
   ["lab-replay", "LabReplayOutput", "podpath lab replay --iptables FILE --flow SRC->DST -o json"],
+  ["lab-run", "LabRunOutput", "podpath lab run SCENARIO --out DIR -o json"],
+  ["collect", "CollectOutput", "podpath collect --out DIR -o json"],
   // Last: its shape (the change record) is the one most often extended.
   ["verify", "VerifyOutput", "podpath verify BEFORE AFTER -o json"],
 ];

@@ -20,6 +20,7 @@ import type { ChangeRecord } from "../src/cases/masquerade/proof.ts";
 import type { VpnPlan } from "../src/cases/vpn/plan.ts";
 import type { VpnChangeRecord } from "../src/cases/vpn/proof.ts";
 import type { NatTrace } from "../src/iptables/nat-trace.ts";
+import type { CollectReport } from "../src/live/collect-types.ts";
 import type { ProbeRun } from "../src/live/probe.ts";
 import type { Answer } from "../src/model/answer.ts";
 import type { Diagnostic } from "../src/model/types.ts";
@@ -286,4 +287,41 @@ export interface LabReplayOutput {
   /** null: the evaluator cannot decide this flow. */
   readonly agree: boolean | null;
   readonly why: string;
+}
+
+/**
+ * `podpath capture read FILE -o json`: every packet in one document (cli/commands/capture-read.ts),
+ * each as one line of `-o jsonl` writes it.
+ */
+export interface CaptureReadOutput {
+  readonly schemaVersion: 1;
+  readonly tool: "podpath";
+  readonly question: "capture read";
+  readonly file: string;
+  readonly format?: CaptureFormat;
+  readonly packets: readonly CaptureReadPacket[];
+  readonly diagnostics: readonly Diagnostic[];
+}
+
+/** `podpath collect --out DIR -o json`: the collect report (cli/commands/collect.ts). */
+export interface CollectOutput extends CollectReport {
+  readonly schemaVersion: 1;
+  readonly tool: "podpath";
+  readonly question: "collect";
+  /** The snapshot folder written. */
+  readonly snapshot: string;
+}
+
+/** `podpath lab run SCENARIO --out DIR -o json` (cli/commands/lab.ts). */
+export interface LabRunOutput {
+  readonly schemaVersion: 1;
+  readonly tool: "podpath";
+  readonly question: "lab run";
+  /** The snapshot folder written (with `--out`). */
+  readonly snapshot?: string;
+  readonly scenario: string;
+  /** The files written. */
+  readonly files: readonly string[];
+  /** What the scenario saw, one line each. */
+  readonly summary: readonly string[];
 }

@@ -3,11 +3,12 @@
  * (dist/cli/main.js) on the committed examples and fixtures, and each stdout is validated against
  * its published schema in docs/schema/ with ajv. Also: the committed schemas are what
  * scripts/make-schema.mjs generates from the types now, and a broken output fails validation.
- * Not covered here: `collect` (no JSON output), `lab run|up|down` (no JSON output), `diagnose
- * --live` (a cluster). `lab replay` runs only as root (a real kernel, in its own namespace).
+ * `collect` runs against the fake API server of test/k8s-api; `lab replay` and `lab run` only as
+ * root (a real kernel, in their own namespaces). Not covered here: `diagnose --live` (its JSON is
+ * diagnose's), `lab up|down` (no JSON output).
  */
 import assert from "node:assert/strict";
-import { spawnSync } from "node:child_process";
+import { spawn, spawnSync } from "node:child_process";
 import {
   cpSync,
   existsSync,
@@ -16,12 +17,15 @@ import {
   readdirSync,
   readFileSync,
   rmSync,
+  writeFileSync,
 } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { after, before, describe, it } from "node:test";
 import { Ajv, type ValidateFunction } from "ajv";
 import { kernelSkip } from "../../src/lab/kernel-guard.ts";
+import { kubeconfigFor, startFakeApi } from "../k8s-api/server.ts";
+import { smallCluster, smallClusterExec } from "../k8s-api/small-cluster.ts";
 
 const ROOT = join(import.meta.dirname, "../..");
 const CLI = join(ROOT, "dist/cli/main.js");
@@ -218,6 +222,7 @@ describe("every command's JSON matches its schema", () => {
     assert.ok(captures.length > 10, captures.join(", "));
     for (const file of captures) {
       assertValid("capture-read", ["capture", "read", file, "-o", "jsonl"], { jsonl: true });
+      assertValid("capture-read-json", ["capture", "read", file, "-o", "json"]);
       assertValid("capture-flows", ["capture", "flows", file, "-o", "json"]);
     }
   });
@@ -329,6 +334,52 @@ describe("every command's JSON matches its schema", () => {
         "-o",
         "json",
       ]);
+  });
+
+  it("lab run (root: a real kernel in its own namespaces)", { skip: kernelSkip() }, () => {
+    const tmp = mkdtempSync(join(tmpdir(), "podpath-schema-lab-"));
+    after(() => rmSync(tmp, { recursive: true, force: true }));
+    const [out] = assertValid("lab-run", [
+      "lab",
+      "run",
+      "masquerade",
+      "--out",
+      join(tmp, "snap"),
+      "-o",
+      "json",
+    ]) as [{ files: string[] }];
+    assert.ok(out.files.length > 5);
+  });
+
+  it("collect, against a fake API server", async () => {
+    const api = await startFakeApi(smallCluster(), { gkeCrds: true, exec: smallClusterExec });
+    const tmp = mkdtempSync(join(tmpdir(), "podpath-schema-collect-"));
+    after(() => rmSync(tmp, { recursive: true, force: true }));
+    try {
+      const kc = join(tmp, "kubeconfig");
+      writeFileSync(kc, kubeconfigFor(api.url, { token: "t" }, "prod"));
+      // the fake API answers in this process: the CLI runs beside it, not blocking it
+      const child = spawn(
+        process.execPath,
+        [CLI, "collect", "--out", join(tmp, "snap"), "-o", "json"],
+        {
+          env: { ...process.env, KUBECONFIG: kc, NO_COLOR: "1" },
+        },
+      );
+      let stdout = "";
+      let stderr = "";
+      child.stdout.on("data", (d) => {
+        stdout += d;
+      });
+      child.stderr.on("data", (d) => {
+        stderr += d;
+      });
+      const code = await new Promise<number | null>((done) => child.on("close", done));
+      assert.equal(code, 0, stderr);
+      assert.deepEqual(errorsOf("collect", JSON.parse(stdout)), []);
+    } finally {
+      await api.close();
+    }
   });
 
   it("verify on snapshots that hold both cases: an array of their records", () => {
