@@ -34,7 +34,7 @@ import {
 import { KUBE_PROXY_RESTORE } from "../masq-rules.ts";
 import type { Namespace } from "../netns.ts";
 import type { Scenario, ScenarioContext, ScenarioOutcome } from "./index.ts";
-import { DB_PORT, ONPREM_IP, ONPREM_PREFIX, SITE_NAME } from "./masquerade.ts";
+import { DB_PORT, ONPREM_IP, ONPREM_PREFIX, SITE_NAME, startListener } from "./masquerade.ts";
 import { kubectlList } from "./masquerade-cluster.ts";
 
 export const VPC_CIDRS = ["192.168.0.0/16", "100.64.0.0/16"] as const;
@@ -196,27 +196,6 @@ async function build(ctx: ScenarioContext, plan: AwsReplicaPlan): Promise<Built>
   await must(node, ["iptables-restore", "--noflush"], KUBE_PROXY_RESTORE);
   await installAwsNodeRules(node, plan.input);
   return { router, node, pod, onprem, vpcHost };
-}
-
-async function startListener(ns: Namespace) {
-  const script =
-    "const s=require('net').createServer(c=>{c.on('error',()=>{});c.end('pong\\n')});" +
-    `s.listen(${DB_PORT},'0.0.0.0',()=>process.stdout.write('ready\\n'))`;
-  const child = ns.spawn([process.execPath, "-e", script]);
-  await new Promise<void>((resolve, reject) => {
-    const timer = setTimeout(() => reject(new Error("listener did not start")), 5_000);
-    child.stdout?.setEncoding("utf8").on("data", (d: string) => {
-      if (d.includes("ready")) {
-        clearTimeout(timer);
-        resolve();
-      }
-    });
-    child.on("exit", (code) => {
-      clearTimeout(timer);
-      reject(new Error(`listener exited ${code}`));
-    });
-  });
-  return child;
 }
 
 /** The far sides in podpath's RemoteSite schema. */
@@ -469,7 +448,7 @@ async function run(ctx: ScenarioContext, opts: AwsVpcCniOptions): Promise<Scenar
   const plan = planAwsReplica(opts);
   ctx.log(`building aws-vpc-cni replica ${ctx.lab.id}`);
   const b = await build(ctx, plan);
-  const listeners = [await startListener(b.onprem), await startListener(b.vpcHost)];
+  const listeners = [await startListener(b.onprem, false), await startListener(b.vpcHost, false)];
   try {
     if (ctx.outDir === undefined) {
       return {

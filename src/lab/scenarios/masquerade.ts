@@ -317,8 +317,8 @@ async function build(ctx: ScenarioContext, plan: ReplicaPlan): Promise<Built> {
   return { router, onprem, nodes, ipv6 };
 }
 
-/** A TCP listener on the on-prem host that answers each connection with one line. */
-async function startListener(onprem: Namespace, ipv6: boolean) {
+/** A TCP listener on the on-prem host (on `DB_PORT`) that answers each connection with one line. */
+export async function startListener(onprem: Namespace, ipv6: boolean) {
   const script =
     "const s=require('net').createServer(c=>{c.on('error',()=>{});c.end('pong\\n')});" +
     `s.listen(${DB_PORT},'${ipv6 ? "::" : "0.0.0.0"}',()=>process.stdout.write('ready\\n'))`;
