@@ -86,9 +86,13 @@ function returnRule(
 
 /** The rules in the order the plugin adds them (SNAT and mangle first, then the connmark setup). */
 export function awsNodeRules(input: NodeSnatInput): AwsRule[] {
+  return [...snatRules(input), ...mangleRules(input), ...connmarkRules(input)];
+}
+
+/** nat: the POSTROUTING jump, the VPC and excluded CIDRs' RETURNs, and the SNAT rule. */
+function snatRules(input: NodeSnatInput): AwsRule[] {
   const s = input.settings;
   const rules: AwsRule[] = [];
-  const mark = s.connmark;
   if (!s.externalSnat) {
     rules.push({
       kind: "snat-jump",
@@ -133,8 +137,14 @@ export function awsNodeRules(input: NodeSnatInput): AwsRule[] {
       saved: `-A ${SNAT_CHAIN} ! -o vlan+ -m comment --comment ${q(SNAT_COMMENT)} -m addrtype ! --dst-type LOCAL ${tail.join(" ")}`,
     });
   }
-  const restore = (iface: string): string =>
-    `-A PREROUTING -i ${iface} -m comment --comment "AWS, primary ENI" -j CONNMARK --restore-mark --nfmask ${hex(mark)} --ctmask ${hex(mark)}`;
+  return rules;
+}
+
+/** mangle PREROUTING: the primary ENI's node-port mark and its restores on veth and vlan. */
+function mangleRules(input: NodeSnatInput): AwsRule[] {
+  const s = input.settings;
+  const rules: AwsRule[] = [];
+  const mark = s.connmark;
   if (s.nodePortSupport) {
     rules.push({
       kind: "mangle-connmark-set",
@@ -162,49 +172,46 @@ export function awsNodeRules(input: NodeSnatInput): AwsRule[] {
     });
   }
   if (s.nodePortSupport || !s.externalSnat) {
-    rules.push({
-      kind: "mangle-connmark-restore",
-      table: "mangle",
-      chain: "PREROUTING",
-      spec: [
-        "-m",
-        "comment",
-        "--comment",
-        "AWS, primary ENI",
-        "-i",
-        `${s.vethPrefix}+`,
-        "-j",
-        "CONNMARK",
-        "--restore-mark",
-        "--mask",
-        hex(mark),
-      ],
-      op: "append",
-      saved: restore(`${s.vethPrefix}+`),
-    });
+    rules.push(mangleRestoreRule("mangle-connmark-restore", `${s.vethPrefix}+`, mark));
   }
-  if (s.nodePortSupport) {
-    rules.push({
-      kind: "mangle-connmark-restore-vlan",
-      table: "mangle",
-      chain: "PREROUTING",
-      spec: [
-        "-m",
-        "comment",
-        "--comment",
-        "AWS, primary ENI",
-        "-i",
-        "vlan+",
-        "-j",
-        "CONNMARK",
-        "--restore-mark",
-        "--mask",
-        hex(mark),
-      ],
-      op: "append",
-      saved: restore("vlan+"),
-    });
-  }
+  if (s.nodePortSupport)
+    rules.push(mangleRestoreRule("mangle-connmark-restore-vlan", "vlan+", mark));
+  return rules;
+}
+
+/** mangle PREROUTING: restore the connection's mark on packets arriving on `iface`. */
+function mangleRestoreRule(
+  kind: "mangle-connmark-restore" | "mangle-connmark-restore-vlan",
+  iface: string,
+  mark: number,
+): AwsRule {
+  return {
+    kind,
+    table: "mangle",
+    chain: "PREROUTING",
+    spec: [
+      "-m",
+      "comment",
+      "--comment",
+      "AWS, primary ENI",
+      "-i",
+      iface,
+      "-j",
+      "CONNMARK",
+      "--restore-mark",
+      "--mask",
+      hex(mark),
+    ],
+    op: "append",
+    saved: `-A PREROUTING -i ${iface} -m comment --comment "AWS, primary ENI" -j CONNMARK --restore-mark --nfmask ${hex(mark)} --ctmask ${hex(mark)}`,
+  };
+}
+
+/** nat: the connmark chain for outbound connections (iptables connmark backend only). */
+function connmarkRules(input: NodeSnatInput): AwsRule[] {
+  const s = input.settings;
+  const rules: AwsRule[] = [];
+  const mark = s.connmark;
   if (!s.externalSnat && (input.connmarkBackend ?? "iptables") === "iptables") {
     const exempt = [...input.vpcCidrs, ...s.excludeSnatCidrs];
     rules.push({
