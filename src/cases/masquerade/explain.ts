@@ -178,6 +178,20 @@ interface AllowlistRejection {
   readonly verdict: Extract<AllowlistVerdict, { kind: "rejects" }>;
 }
 
+/** What the node does to the source address: the rules it runs, else the agent's intent. */
+interface NodeDecision {
+  readonly outcome: FlowOutcome | undefined;
+  readonly wireSource: Ip | undefined;
+  readonly decidedBy: SourceRef | undefined;
+  readonly basis: "rules" | "intent" | "none";
+}
+
+/** What the far side makes of the source a flow arrives with. */
+interface FarSideResult {
+  readonly verdict: string;
+  readonly stops: boolean;
+}
+
 function traceOne(
   snap: Snapshot,
   facts: ClusterFacts,
@@ -191,9 +205,67 @@ function traceOne(
   const nodeEv: NodeEvidence | undefined = snap.nodes.get(src.node);
   const nodeView = facts.nodes.find((n) => n.name === src.node);
   const site = siteFor(sites, target.ip);
-  const dstText = `${formatIp(target.ip)}${target.port ? `:${target.port}` : ""}`;
-  const hops: PathHop[] = [];
-  hops.push({
+  const hops: PathHop[] = [sourceHop(src)];
+
+  // The decision: the installed rules when the node's dump is there, else the agent's intent.
+  const { outcome, wireSource, decidedBy, basis } = decideNode(
+    snap,
+    facts,
+    intent,
+    sites,
+    target,
+    src,
+    nodeView,
+    hops,
+  );
+
+  // The far side
+  const keepsPodSource =
+    src.kind === "pod" && wireSource !== undefined && wireSource.value === src.ip.value;
+  const { verdict, stops } = traceFarSide(
+    facts,
+    site,
+    target,
+    src,
+    outcome,
+    wireSource,
+    keepsPodSource,
+    hops,
+    result,
+    rejected,
+  );
+
+  result.paths.push({
+    from: hops[0]!.at,
+    to: formatIp(target.ip),
+    protocol: target.protocol,
+    ...(target.port ? { port: target.port } : {}),
+    hops,
+    ...(wireSource ? { sourceOnWire: formatIp(wireSource) } : {}),
+    verdict,
+  });
+
+  reportUndecided(snap, target, src, nodeEv, outcome, result);
+
+  if (keepsPodSource && basis !== "none" && !isInCluster(facts, target.ip)) {
+    const exempt = exemptFinding(
+      src,
+      target,
+      intent,
+      outcome,
+      decidedBy,
+      basis,
+      stops,
+      snap,
+      nodeView?.internalIPs[0]?.ip,
+    );
+    if (exempt) result.findings.push(exempt);
+  }
+}
+
+/** The first hop of a traced path: the pod (or node) that sends. */
+function sourceHop(src: Source): PathHop {
+  return {
     at:
       src.kind === "pod"
         ? src.namespace === "?"
@@ -204,9 +276,24 @@ function traceOne(
     source: formatIp(src.ip),
     state: "ok",
     ...(src.evidence ? { evidence: src.evidence } : {}),
-  });
+  };
+}
 
-  // The decision: the installed rules when the node's dump is there, else the agent's intent.
+/**
+ * The source address the packet leaves its node with: the installed rules when the node's dump
+ * is there, else the agent's intent; pushes the node's hop onto `hops`.
+ */
+function decideNode(
+  snap: Snapshot,
+  facts: ClusterFacts,
+  intent: AgentIntent,
+  sites: ReturnType<typeof readSites>["sites"],
+  target: TracedDestination,
+  src: Source,
+  nodeView: ClusterFacts["nodes"][number] | undefined,
+  hops: PathHop[],
+): NodeDecision {
+  const nodeEv: NodeEvidence | undefined = snap.nodes.get(src.node);
   let outcome: FlowOutcome | undefined;
   if (nodeEv?.iptables) {
     outcome = evaluateNodeFlow(
@@ -264,65 +351,83 @@ function traceOne(
       state: "ok",
     });
   }
+  return { outcome, wireSource, decidedBy, basis };
+}
 
-  // The far side
-  const keepsPodSource =
-    src.kind === "pod" && wireSource !== undefined && wireSource.value === src.ip.value;
-  let verdict: string;
-  let stops = false;
-  if (site && wireSource) {
-    const rp = returnPath(site, wireSource);
-    const routed = rp.routesBack !== false && rp.selectorsCarry !== false;
-    stops = !routed;
-    hops.push({
-      at: `remote/${site.name}`,
-      label: routed
-        ? rp.routesBack === undefined
-          ? `sees ${formatIp(wireSource)}; the site file does not say whether it routes it back`
-          : `sees ${formatIp(wireSource)}; routes it back`
-        : `sees ${formatIp(wireSource)}; ${rp.routesBack === false ? `routes back only ${rp.routedText}` : "the VPN's traffic selectors do not carry it"}`,
-      source: formatIp(wireSource),
-      state: routed ? (rp.routesBack === undefined ? "unknown" : "ok") : "stops",
-      ...(rp.evidence[0]
-        ? { evidence: { file: rp.evidence[0].file, line: rp.evidence[0].line } }
-        : {}),
-    });
-    verdict = routed
-      ? `${dstText} sees ${formatIp(wireSource)}${rp.routesBack === undefined ? "" : ", and the far side routes it back"}`
-      : `replies to ${formatIp(wireSource)} have no way back from ${site.name}: the far side drops them or sends them elsewhere`;
-    if (!routed) {
-      result.findings.push(
-        noReturnRouteFinding(src, target, wireSource, site, rp, facts, keepsPodSource),
-      );
-    }
-    // the far side's firewall: the next break once the way back is there
-    const allowed = src.kind === "pod" ? allowlistVerdict(site, target, wireSource) : undefined;
-    if (allowed?.kind === "rejects") {
-      // decided once the captures are read: a reply on the wire outranks the site file
-      rejected.push({ site, target, podIp: src.ip, wireSource, verdict: allowed });
-    }
-  } else {
+/**
+ * The far side's hop and the path's verdict: whether the site routes the wire source back, and
+ * (for pods) whether its allowlist admits it; pushes the no-return-route finding and allowlist
+ * rejections as it finds them.
+ */
+function traceFarSide(
+  facts: ClusterFacts,
+  site: ReturnType<typeof siteFor>,
+  target: TracedDestination,
+  src: Source,
+  outcome: FlowOutcome | undefined,
+  wireSource: Ip | undefined,
+  keepsPodSource: boolean,
+  hops: PathHop[],
+  result: QuestionResult,
+  rejected: AllowlistRejection[],
+): FarSideResult {
+  const dstText = `${formatIp(target.ip)}${target.port ? `:${target.port}` : ""}`;
+  if (!(site && wireSource)) {
     hops.push({
       at: dstText,
       label: wireSource ? `sees ${formatIp(wireSource)}` : "source on the wire not decided",
       ...(wireSource ? { source: formatIp(wireSource) } : {}),
       state: "unknown",
     });
-    verdict = wireSource
+    const verdict = wireSource
       ? `${dstText} sees ${formatIp(wireSource)}; whether replies come back depends on the far side (no remote/*.yaml covers ${formatIp(target.ip)})`
       : `the source address on the wire is not decided (${outcome?.undecided ?? "no rules or intent for this node"})`;
+    return { verdict, stops: false };
   }
-
-  result.paths.push({
-    from: hops[0]!.at,
-    to: formatIp(target.ip),
-    protocol: target.protocol,
-    ...(target.port ? { port: target.port } : {}),
-    hops,
-    ...(wireSource ? { sourceOnWire: formatIp(wireSource) } : {}),
-    verdict,
+  const rp = returnPath(site, wireSource);
+  const routed = rp.routesBack !== false && rp.selectorsCarry !== false;
+  hops.push({
+    at: `remote/${site.name}`,
+    label: routed
+      ? rp.routesBack === undefined
+        ? `sees ${formatIp(wireSource)}; the site file does not say whether it routes it back`
+        : `sees ${formatIp(wireSource)}; routes it back`
+      : `sees ${formatIp(wireSource)}; ${rp.routesBack === false ? `routes back only ${rp.routedText}` : "the VPN's traffic selectors do not carry it"}`,
+    source: formatIp(wireSource),
+    state: routed ? (rp.routesBack === undefined ? "unknown" : "ok") : "stops",
+    ...(rp.evidence[0]
+      ? { evidence: { file: rp.evidence[0].file, line: rp.evidence[0].line } }
+      : {}),
   });
+  const verdict = routed
+    ? `${dstText} sees ${formatIp(wireSource)}${rp.routesBack === undefined ? "" : ", and the far side routes it back"}`
+    : `replies to ${formatIp(wireSource)} have no way back from ${site.name}: the far side drops them or sends them elsewhere`;
+  if (!routed) {
+    result.findings.push(
+      noReturnRouteFinding(src, target, wireSource, site, rp, facts, keepsPodSource),
+    );
+  }
+  // the far side's firewall: the next break once the way back is there
+  const allowed = src.kind === "pod" ? allowlistVerdict(site, target, wireSource) : undefined;
+  if (allowed?.kind === "rejects") {
+    // decided once the captures are read: a reply on the wire outranks the site file
+    rejected.push({ site, target, podIp: src.ip, wireSource, verdict: allowed });
+  }
+  return { verdict, stops: !routed };
+}
 
+/**
+ * When the rules fork or cannot decide: the undecided finding (for a pod) and the node files
+ * that would decide it.
+ */
+function reportUndecided(
+  snap: Snapshot,
+  target: TracedDestination,
+  src: Source,
+  nodeEv: NodeEvidence | undefined,
+  outcome: FlowOutcome | undefined,
+  result: QuestionResult,
+): void {
   if (outcome?.decision === "forks") {
     // the node's own traffic is drawn as a path; the question is the pod's
     if (src.kind === "pod") result.findings.push(undecidedFinding(src, target, outcome, snap.name));
@@ -356,21 +461,6 @@ function traceOne(
         command: `ip route   # on ${src.node}`,
       });
     }
-  }
-
-  if (keepsPodSource && basis !== "none" && !isInCluster(facts, target.ip)) {
-    const exempt = exemptFinding(
-      src,
-      target,
-      intent,
-      outcome,
-      decidedBy,
-      basis,
-      stops,
-      snap,
-      nodeView?.internalIPs[0]?.ip,
-    );
-    if (exempt) result.findings.push(exempt);
   }
 }
 
