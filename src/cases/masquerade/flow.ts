@@ -124,6 +124,9 @@ function routeDev(node: NodeEvidence, ip: Ip): { dev?: string; src?: Ip } {
   return { ...(r?.dev ? { dev: r.dev } : {}), ...(r?.src ? { src: r.src } : {}) };
 }
 
+/** The fields every outcome of one flow carries, whatever its decision. */
+type OutcomeBase = Omit<FlowOutcome, "decision">;
+
 /**
  * The flow through the node's installed rules. `addressFacts` (from the cluster objects, routes and
  * far sites) settle which addresses are the node's own when its `ip addr` is not in the snapshot;
@@ -152,7 +155,7 @@ export function evaluateNodeFlow(
   const deciding = decidingRuleOf(trace);
   // whether any RETURN skipped a translation (a cut dump's kept source may rest on none)
   const lastReturn = trace.steps.some((s) => s.kind === "return" && s.ruleIndex > 0);
-  const base = {
+  const base: OutcomeBase = {
     trace,
     ...(deciding ? { decidingRule: deciding } : {}),
     ...(hostSource ? { hostSource } : {}),
@@ -160,8 +163,6 @@ export function evaluateNodeFlow(
     ...(trace.factsUsed ? { factsUsed: trace.factsUsed } : {}),
     ...(trace.unknownButSettled ? { unknownButSettled: trace.unknownButSettled } : {}),
   };
-  const src = trace.sourceOut?.ip;
-  const note = trace.sourceOut?.note;
   const nat = node.iptables?.tables.get("nat");
   if (
     trace.decision === "keep" &&
@@ -177,6 +178,13 @@ export function evaluateNodeFlow(
       undecided: `the nat table in ${node.iptables.file} is cut off (no COMMIT): the rules after its last line are missing`,
     };
   }
+  return outcomeOf(base, trace, q);
+}
+
+/** The trace's decision reduced to what the masquerade question reports. */
+function outcomeOf(base: OutcomeBase, trace: NatTrace, q: FlowQuestion): FlowOutcome {
+  const src = trace.sourceOut?.ip;
+  const note = trace.sourceOut?.note;
   switch (trace.decision) {
     case "keep":
     case "masquerade":
@@ -188,43 +196,8 @@ export function evaluateNodeFlow(
         ...(note ? { sourceNote: note } : {}),
         ...(src ? {} : { undecided: note ?? "the translated address is not known" }),
       };
-    case "branches": {
-      const forked = (trace.branches ?? []).some((b) => b.trace.assumptions !== undefined);
-      if (forked) {
-        // the answer turns on facts the evidence does not state: each outcome, with what it takes
-        const factsUsed = [
-          ...new Set((trace.branches ?? []).flatMap((b) => b.trace.factsUsed ?? [])),
-        ];
-        // the outcomes podpath can follow first, then those it cannot
-        const alternatives = (trace.branches ?? [])
-          .map((b) => alternativeOf(b.trace))
-          .sort(
-            (a, b) =>
-              Number(a.decision === "cannot-decide") - Number(b.decision === "cannot-decide"),
-          );
-        const facts = [...new Set(alternatives.flatMap((a) => a.assumptions.map((x) => x.fact)))];
-        return {
-          ...base,
-          decision: "forks",
-          alternatives,
-          ...(factsUsed.length > 0 ? { factsUsed } : {}),
-          undecided: `it turns on whether ${facts.join("; whether ")}`,
-        };
-      }
-      if (src) {
-        return {
-          ...base,
-          decision: src.value === q.src.value ? "keep" : "masquerade",
-          sourceOut: src,
-          ...(note ? { sourceNote: note } : {}),
-        };
-      }
-      return {
-        ...base,
-        decision: "cannot-decide",
-        undecided: "the source depends on a random (statistic) branch",
-      };
-    }
+    case "branches":
+      return branchesOutcome(base, trace, q);
     case "dropped":
       return { ...base, decision: "cannot-decide", undecided: "the nat table drops this packet" };
     case "cannot-decide": {
@@ -239,4 +212,45 @@ export function evaluateNodeFlow(
       };
     }
   }
+}
+
+/**
+ * A trace that branches: a fork when the branches turn on facts the evidence does not state,
+ * else the one source every branch leaves with, else undecided (a random branch).
+ */
+function branchesOutcome(base: OutcomeBase, trace: NatTrace, q: FlowQuestion): FlowOutcome {
+  const src = trace.sourceOut?.ip;
+  const note = trace.sourceOut?.note;
+  const forked = (trace.branches ?? []).some((b) => b.trace.assumptions !== undefined);
+  if (forked) {
+    // the answer turns on facts the evidence does not state: each outcome, with what it takes
+    const factsUsed = [...new Set((trace.branches ?? []).flatMap((b) => b.trace.factsUsed ?? []))];
+    // the outcomes podpath can follow first, then those it cannot
+    const alternatives = (trace.branches ?? [])
+      .map((b) => alternativeOf(b.trace))
+      .sort(
+        (a, b) => Number(a.decision === "cannot-decide") - Number(b.decision === "cannot-decide"),
+      );
+    const facts = [...new Set(alternatives.flatMap((a) => a.assumptions.map((x) => x.fact)))];
+    return {
+      ...base,
+      decision: "forks",
+      alternatives,
+      ...(factsUsed.length > 0 ? { factsUsed } : {}),
+      undecided: `it turns on whether ${facts.join("; whether ")}`,
+    };
+  }
+  if (src) {
+    return {
+      ...base,
+      decision: src.value === q.src.value ? "keep" : "masquerade",
+      sourceOut: src,
+      ...(note ? { sourceNote: note } : {}),
+    };
+  }
+  return {
+    ...base,
+    decision: "cannot-decide",
+    undecided: "the source depends on a random (statistic) branch",
+  };
 }
