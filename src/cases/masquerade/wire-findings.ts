@@ -309,107 +309,134 @@ export function wireFindings(input: WireInput): Finding[] {
   for (const o of all) {
     const subject = `flow/${formatIp(o.src)}->${formatIp(o.dst)}`;
     const table = sideBySide(all, o.dst);
-    const phase = o.capture.meta?.phase;
     if (o.cls === "pod") {
-      // A pod address only arriving from the pod's veth is the packet before masquerade; so is
-      // the pod's copy of a pair whose other copy left with another address.
-      if (o.leaving === "arriving-only" || o.origin === "before-nat") continue;
-      const copies = o.leaving === "far-side" ? undefined : untranslatedCopies(o);
-      const assumed =
-        o.leaving === "unknown-direction" && copies === undefined
-          ? " The capture does not record directions; the packet is taken to be leaving toward the destination (a node capture with -i any also shows the pod's packet on its veth before masquerade: check for the same request with the node address)."
-          : "";
-      const seenAt =
-        o.leaving === "far-side" ? "arrived at the far side" : "left toward the destination";
-      const afterNote =
-        phase === "after"
-          ? " This capture is marked phase: after — the pod address still on the wire means the rules never changed (is the agent running on this node, did it reload?)."
-          : "";
-      findings.push({
-        id: "masq/wire-pod-source",
-        severity: o.replied ? "info" : "error",
-        title: o.replied
-          ? `The pod address ${formatIp(o.src)} reaches ${formatIp(o.dst)} untranslated, and replies come back`
-          : `The pod address ${formatIp(o.src)} leaves toward ${formatIp(o.dst)} untranslated and no reply returns`,
-        subject,
-        explanation:
-          `The wire shows the request with the pod's own source address: it ${seenAt} without masquerade, ` +
-          (o.replied
-            ? `and the far side answered (${o.firstReply?.ref.text ?? "reply seen"}): it routes the pod range back.`
-            : "and nothing came back. The far side (or the VPN's traffic selectors) has no route back to the pod range: " +
-              "this closes the case — neither the tunnel nor the CNI is at fault. Either masquerade this destination " +
-              `${input.ownerWording?.fix ?? "(narrow the ip-masq-agent exception list)"} or teach the far side a route back to the pod range.`) +
-          (copies?.text ?? "") +
-          assumed +
-          afterNote +
-          table,
-        evidence: addEvidence(evidenceOf(o), copies?.evidence ?? []),
-        next: o.replied
-          ? []
-          : [
-              ...(input.ownerWording?.next ?? [
-                "kubectl -n kube-system get configmap ip-masq-agent -o yaml",
-                "podpath plan masquerade <snapshot>",
-              ]),
-              `tcpdump -ni any host ${formatIp(o.dst)}   # on the far side: does ${formatIp(o.src)} arrive, does a reply leave?`,
-            ],
-      });
+      const found = podSourceFinding(o, input, subject, table);
+      if (found) findings.push(found);
       continue;
     }
     if (o.origin === "translated-pod") {
       findings.push(translatedFinding(o, input, subject, table));
       continue;
     }
-    // Node address: a pod's packet after masquerade, or the node's own traffic. On a node capture
-    // that records directions, the pod's copy arriving from its veth tells the two apart.
-    const podCopy = all.some(
-      (x) =>
-        x.capture === o.capture &&
-        x.cls === "pod" &&
-        same(x.dst, o.dst) &&
-        x.leaving === "arriving-only" &&
-        x.origin === "unpaired",
-    );
-    const directional = o.leaving === "seen-leaving" || o.leaving === "arriving-only";
-    const origin = podCopy
-      ? "the pod's packets arrive from the pod with its own address and leave with the node address: masquerade is applied"
-      : directional
-        ? "no pod packet toward this destination is on this capture, so this is the node's own traffic (a node can reach the far side even when its pods cannot), not evidence about the pods' path"
-        : "the node address as source: the pod's packet after masquerade, or the node's own traffic";
-    if (o.replied) {
-      findings.push({
-        id: "masq/wire-node-source",
-        severity: "info",
-        title: `Requests to ${formatIp(o.dst)} leave with the node address ${formatIp(o.src)} and replies come back`,
-        subject,
-        explanation:
-          `The wire shows ${origin}; the far side answered (${o.firstReply?.ref.text ?? "reply seen"}). ` +
-          (podCopy || !directional
-            ? "After a masquerade fix this is the healthy sign; record this line in the change record."
-            : "") +
-          table,
-        evidence: evidenceOf(o),
-        next: [],
-      });
-    } else {
-      findings.push({
-        id: "masq/reply-missing",
-        severity: "error",
-        title: `Requests leave translated (${formatIp(o.src)} → ${formatIp(o.dst)}) and no reply returns`,
-        subject,
-        explanation:
-          `The request carries the node address, so masquerade did its job; no reply came back. ` +
-          `That is a routing or firewall problem on the far side (a route back to the node range, an allowlist), not masquerade.` +
-          table,
-        evidence: evidenceOf(o),
-        next: [
-          `tcpdump -ni any host ${formatIp(o.dst)}   # on the far side: does ${formatIp(o.src)} arrive, does a reply leave?`,
-          "check remote/*.yaml: routesBack and allowlists must include the node range",
-        ],
-      });
-    }
+    findings.push(nodeSourceFinding(o, all, subject, table));
   }
   return findings;
+}
+
+/**
+ * The finding for a node address on the wire: a pod's packet after masquerade or the node's own
+ * traffic, with or without a reply.
+ */
+function nodeSourceFinding(
+  o: Observation,
+  all: readonly Observation[],
+  subject: string,
+  table: string,
+): Finding {
+  // Node address: a pod's packet after masquerade, or the node's own traffic. On a node capture
+  // that records directions, the pod's copy arriving from its veth tells the two apart.
+  const podCopy = all.some(
+    (x) =>
+      x.capture === o.capture &&
+      x.cls === "pod" &&
+      same(x.dst, o.dst) &&
+      x.leaving === "arriving-only" &&
+      x.origin === "unpaired",
+  );
+  const directional = o.leaving === "seen-leaving" || o.leaving === "arriving-only";
+  const origin = podCopy
+    ? "the pod's packets arrive from the pod with its own address and leave with the node address: masquerade is applied"
+    : directional
+      ? "no pod packet toward this destination is on this capture, so this is the node's own traffic (a node can reach the far side even when its pods cannot), not evidence about the pods' path"
+      : "the node address as source: the pod's packet after masquerade, or the node's own traffic";
+  if (o.replied) {
+    return {
+      id: "masq/wire-node-source",
+      severity: "info",
+      title: `Requests to ${formatIp(o.dst)} leave with the node address ${formatIp(o.src)} and replies come back`,
+      subject,
+      explanation:
+        `The wire shows ${origin}; the far side answered (${o.firstReply?.ref.text ?? "reply seen"}). ` +
+        (podCopy || !directional
+          ? "After a masquerade fix this is the healthy sign; record this line in the change record."
+          : "") +
+        table,
+      evidence: evidenceOf(o),
+      next: [],
+    };
+  } else {
+    return {
+      id: "masq/reply-missing",
+      severity: "error",
+      title: `Requests leave translated (${formatIp(o.src)} → ${formatIp(o.dst)}) and no reply returns`,
+      subject,
+      explanation:
+        `The request carries the node address, so masquerade did its job; no reply came back. ` +
+        `That is a routing or firewall problem on the far side (a route back to the node range, an allowlist), not masquerade.` +
+        table,
+      evidence: evidenceOf(o),
+      next: [
+        `tcpdump -ni any host ${formatIp(o.dst)}   # on the far side: does ${formatIp(o.src)} arrive, does a reply leave?`,
+        "check remote/*.yaml: routesBack and allowlists must include the node range",
+      ],
+    };
+  }
+}
+
+/**
+ * The finding for a pod address on the wire: untranslated, with or without a reply; undefined for
+ * the pod's copy before masquerade.
+ */
+function podSourceFinding(
+  o: Observation,
+  input: WireInput,
+  subject: string,
+  table: string,
+): Finding | undefined {
+  const phase = o.capture.meta?.phase;
+  // A pod address only arriving from the pod's veth is the packet before masquerade; so is
+  // the pod's copy of a pair whose other copy left with another address.
+  if (o.leaving === "arriving-only" || o.origin === "before-nat") return undefined;
+  const copies = o.leaving === "far-side" ? undefined : untranslatedCopies(o);
+  const assumed =
+    o.leaving === "unknown-direction" && copies === undefined
+      ? " The capture does not record directions; the packet is taken to be leaving toward the destination (a node capture with -i any also shows the pod's packet on its veth before masquerade: check for the same request with the node address)."
+      : "";
+  const seenAt =
+    o.leaving === "far-side" ? "arrived at the far side" : "left toward the destination";
+  const afterNote =
+    phase === "after"
+      ? " This capture is marked phase: after — the pod address still on the wire means the rules never changed (is the agent running on this node, did it reload?)."
+      : "";
+  return {
+    id: "masq/wire-pod-source",
+    severity: o.replied ? "info" : "error",
+    title: o.replied
+      ? `The pod address ${formatIp(o.src)} reaches ${formatIp(o.dst)} untranslated, and replies come back`
+      : `The pod address ${formatIp(o.src)} leaves toward ${formatIp(o.dst)} untranslated and no reply returns`,
+    subject,
+    explanation:
+      `The wire shows the request with the pod's own source address: it ${seenAt} without masquerade, ` +
+      (o.replied
+        ? `and the far side answered (${o.firstReply?.ref.text ?? "reply seen"}): it routes the pod range back.`
+        : "and nothing came back. The far side (or the VPN's traffic selectors) has no route back to the pod range: " +
+          "this closes the case — neither the tunnel nor the CNI is at fault. Either masquerade this destination " +
+          `${input.ownerWording?.fix ?? "(narrow the ip-masq-agent exception list)"} or teach the far side a route back to the pod range.`) +
+      (copies?.text ?? "") +
+      assumed +
+      afterNote +
+      table,
+    evidence: addEvidence(evidenceOf(o), copies?.evidence ?? []),
+    next: o.replied
+      ? []
+      : [
+          ...(input.ownerWording?.next ?? [
+            "kubectl -n kube-system get configmap ip-masq-agent -o yaml",
+            "podpath plan masquerade <snapshot>",
+          ]),
+          `tcpdump -ni any host ${formatIp(o.dst)}   # on the far side: does ${formatIp(o.src)} arrive, does a reply leave?`,
+        ],
+  };
 }
 
 /**
