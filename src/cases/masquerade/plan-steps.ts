@@ -132,103 +132,135 @@ export function coverageSteps(coverage: Coverage, nodes: readonly NodeView[]): P
   const missed = coverage.nodes.filter((n) => n.scheduled === false);
   const idle = coverage.nodes.filter((n) => n.scheduled === true && !n.agentPod);
   const steps: PlanStep[] = [];
-  const pools = (list: readonly NodeCoverage[]) =>
-    [...new Set(list.map((n) => (n.pool ? `pool ${n.pool}` : `node ${n.node}`)))].join(", ");
-  if (missed.length > 0) {
-    const spec = obj(obj(obj(obj(ds.object.raw["spec"])["template"])["spec"]));
-    const change: Json = {};
-    const undo: Json = {};
-    const unfixable: string[] = [];
-    const selector = obj(spec["nodeSelector"]);
-    const tolerations = arr(spec["tolerations"]).map(obj);
-    const terms = arr(
-      obj(
-        obj(obj(spec["affinity"])["nodeAffinity"])[
-          "requiredDuringSchedulingIgnoredDuringExecution"
-        ],
-      )["nodeSelectorTerms"],
-    ).map((t) => structuredClone(obj(t)));
-    const before = JSON.parse(JSON.stringify(terms)) as Json[];
-    let termsChanged = false;
-    const newTolerations = [...tolerations];
-    for (const m of missed) {
-      const node = nodes.find((n) => n.name === m.node);
-      if (!node) continue;
-      for (const [k, want] of Object.entries(selector)) {
-        if (node.labels[k] === want) continue;
-        change["nodeSelector"] = { ...obj(change["nodeSelector"]), [k]: null };
-        undo["nodeSelector"] = { ...obj(undo["nodeSelector"]), [k]: want };
-      }
-      if (terms.length > 0) {
-        if (admitToTerms(terms, node)) termsChanged = true;
-        else unfixable.push(`${m.node}: ${m.reason ?? "required node affinity"}`);
-      }
-      for (const taint of node.taints) {
-        if (taint.effect === "PreferNoSchedule") continue;
-        if (m.reason?.includes(`taint ${taint.key}`) !== true) continue;
-        if (newTolerations.some((t) => t["key"] === taint.key && t["effect"] === taint.effect))
-          continue;
-        newTolerations.push({ key: taint.key, operator: "Exists", effect: taint.effect });
-      }
-    }
-    if (termsChanged) {
-      const na = (t: Json[] | null) => ({
-        nodeAffinity: {
-          requiredDuringSchedulingIgnoredDuringExecution:
-            t === null ? null : { nodeSelectorTerms: t },
-        },
-      });
-      // a term left empty matches no node: the requirement goes as a whole instead
-      const emptied = terms.some(
-        (t) => arr(t["matchExpressions"]).length === 0 && arr(t["matchFields"]).length === 0,
-      );
-      change["affinity"] = na(emptied ? null : terms);
-      undo["affinity"] = na(before);
-    }
-    if (newTolerations.length > tolerations.length) {
-      change["tolerations"] = newTolerations;
-      undo["tolerations"] = tolerations.length > 0 ? tolerations : null;
-    }
-    const evidence: SourceRef[] = missed.flatMap((m) =>
-      m.reasonEvidence ? [{ file: m.reasonEvidence.file, line: m.reasonEvidence.line }] : [],
-    );
-    const ns = ds.namespace;
-    steps.push({
-      cause: "agent-coverage",
-      title: `Make the DaemonSet ${ns}/${ds.name} run on ${pools(missed)}`,
-      why: `${missed.map((m) => m.reason ?? m.node).join("; ")}. Those nodes keep the rules they have; a ConfigMap change never reaches them.${unfixable.length ? ` Not fixed by the patch (label the nodes instead): ${unfixable.join("; ")}.` : ""}`,
-      evidence: [...evidence, ds.source],
-      apply:
-        Object.keys(change).length > 0
-          ? [
-              patchCmd(ns, ds.name, templateSpec(change)),
-              `kubectl -n ${ns} rollout status daemonset/${ds.name}`,
-              ...missed.map(
-                (m) =>
-                  `kubectl -n ${ns} get pods -l k8s-app=ip-masq-agent -o wide --field-selector spec.nodeName=${m.node}   # an agent pod Running here`,
-              ),
-            ]
-          : [],
-      rollback: Object.keys(undo).length > 0 ? [patchCmd(ns, ds.name, templateSpec(undo))] : [],
-    });
-  }
-  if (idle.length > 0) {
-    steps.push({
-      cause: "agent-coverage",
-      title: `Find why no agent pod runs on ${pools(idle)}`,
-      why: `The DaemonSet ${ds.namespace}/${ds.name} places a pod on ${idle.map((n) => n.node).join(", ")}, but none is running there.`,
-      evidence: [ds.source],
-      apply: [
-        `kubectl -n ${ds.namespace} describe daemonset ${ds.name}`,
-        ...idle.map(
-          (n) =>
-            `kubectl -n ${ds.namespace} get pods -o wide --field-selector spec.nodeName=${n.node}`,
-        ),
-      ],
-      rollback: [],
-    });
-  }
+  if (missed.length > 0) steps.push(missedNodesStep(ds, missed, nodes));
+  if (idle.length > 0) steps.push(idleNodesStep(ds, idle));
   return steps;
+}
+
+type DaemonSet = NonNullable<Coverage["daemonSet"]>;
+
+/** The pools (or, for nodes in none, the nodes) of `list`, each once, comma-separated. */
+const pools = (list: readonly NodeCoverage[]) =>
+  [...new Set(list.map((n) => (n.pool ? `pool ${n.pool}` : `node ${n.node}`)))].join(", ");
+
+interface CoveragePatch {
+  readonly change: Json;
+  readonly undo: Json;
+  /** Nodes the patch cannot admit, with the reason. */
+  readonly unfixable: string[];
+}
+
+/**
+ * The strategic-merge patch of the pod template's spec that admits the missed nodes (their
+ * nodeSelector keys removed, required node affinity widened, tolerations added), and its undo.
+ */
+function coveragePatch(
+  ds: DaemonSet,
+  missed: readonly NodeCoverage[],
+  nodes: readonly NodeView[],
+): CoveragePatch {
+  const spec = obj(obj(obj(obj(ds.object.raw["spec"])["template"])["spec"]));
+  const change: Json = {};
+  const undo: Json = {};
+  const unfixable: string[] = [];
+  const selector = obj(spec["nodeSelector"]);
+  const tolerations = arr(spec["tolerations"]).map(obj);
+  const terms = arr(
+    obj(
+      obj(obj(spec["affinity"])["nodeAffinity"])["requiredDuringSchedulingIgnoredDuringExecution"],
+    )["nodeSelectorTerms"],
+  ).map((t) => structuredClone(obj(t)));
+  const before = JSON.parse(JSON.stringify(terms)) as Json[];
+  let termsChanged = false;
+  const newTolerations = [...tolerations];
+  for (const m of missed) {
+    const node = nodes.find((n) => n.name === m.node);
+    if (!node) continue;
+    for (const [k, want] of Object.entries(selector)) {
+      if (node.labels[k] === want) continue;
+      change["nodeSelector"] = { ...obj(change["nodeSelector"]), [k]: null };
+      undo["nodeSelector"] = { ...obj(undo["nodeSelector"]), [k]: want };
+    }
+    if (terms.length > 0) {
+      if (admitToTerms(terms, node)) termsChanged = true;
+      else unfixable.push(`${m.node}: ${m.reason ?? "required node affinity"}`);
+    }
+    for (const taint of node.taints) {
+      if (taint.effect === "PreferNoSchedule") continue;
+      if (m.reason?.includes(`taint ${taint.key}`) !== true) continue;
+      if (newTolerations.some((t) => t["key"] === taint.key && t["effect"] === taint.effect))
+        continue;
+      newTolerations.push({ key: taint.key, operator: "Exists", effect: taint.effect });
+    }
+  }
+  if (termsChanged) {
+    const na = (t: Json[] | null) => ({
+      nodeAffinity: {
+        requiredDuringSchedulingIgnoredDuringExecution:
+          t === null ? null : { nodeSelectorTerms: t },
+      },
+    });
+    // a term left empty matches no node: the requirement goes as a whole instead
+    const emptied = terms.some(
+      (t) => arr(t["matchExpressions"]).length === 0 && arr(t["matchFields"]).length === 0,
+    );
+    change["affinity"] = na(emptied ? null : terms);
+    undo["affinity"] = na(before);
+  }
+  if (newTolerations.length > tolerations.length) {
+    change["tolerations"] = newTolerations;
+    undo["tolerations"] = tolerations.length > 0 ? tolerations : null;
+  }
+  return { change, undo, unfixable };
+}
+
+/** The patch that makes the DaemonSet run on the nodes it misses, with the checks and undo. */
+function missedNodesStep(
+  ds: DaemonSet,
+  missed: readonly NodeCoverage[],
+  nodes: readonly NodeView[],
+): PlanStep {
+  const { change, undo, unfixable } = coveragePatch(ds, missed, nodes);
+  const evidence: SourceRef[] = missed.flatMap((m) =>
+    m.reasonEvidence ? [{ file: m.reasonEvidence.file, line: m.reasonEvidence.line }] : [],
+  );
+  const ns = ds.namespace;
+  return {
+    cause: "agent-coverage",
+    title: `Make the DaemonSet ${ns}/${ds.name} run on ${pools(missed)}`,
+    why: `${missed.map((m) => m.reason ?? m.node).join("; ")}. Those nodes keep the rules they have; a ConfigMap change never reaches them.${unfixable.length ? ` Not fixed by the patch (label the nodes instead): ${unfixable.join("; ")}.` : ""}`,
+    evidence: [...evidence, ds.source],
+    apply:
+      Object.keys(change).length > 0
+        ? [
+            patchCmd(ns, ds.name, templateSpec(change)),
+            `kubectl -n ${ns} rollout status daemonset/${ds.name}`,
+            ...missed.map(
+              (m) =>
+                `kubectl -n ${ns} get pods -l k8s-app=ip-masq-agent -o wide --field-selector spec.nodeName=${m.node}   # an agent pod Running here`,
+            ),
+          ]
+        : [],
+    rollback: Object.keys(undo).length > 0 ? [patchCmd(ns, ds.name, templateSpec(undo))] : [],
+  };
+}
+
+/** Nodes where the DaemonSet places a pod but none runs: the commands that show why. */
+function idleNodesStep(ds: DaemonSet, idle: readonly NodeCoverage[]): PlanStep {
+  return {
+    cause: "agent-coverage",
+    title: `Find why no agent pod runs on ${pools(idle)}`,
+    why: `The DaemonSet ${ds.namespace}/${ds.name} places a pod on ${idle.map((n) => n.node).join(", ")}, but none is running there.`,
+    evidence: [ds.source],
+    apply: [
+      `kubectl -n ${ds.namespace} describe daemonset ${ds.name}`,
+      ...idle.map(
+        (n) =>
+          `kubectl -n ${ds.namespace} get pods -o wide --field-selector spec.nodeName=${n.node}`,
+      ),
+    ],
+    rollback: [],
+  };
 }
 
 /** Nodes whose rules differ from what their running agent writes: restart that agent's pod. */
