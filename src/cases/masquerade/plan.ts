@@ -587,96 +587,11 @@ function rollbackOf(
 }
 
 export function planMasquerade(snap: Snapshot, opts: MasqueradePlanOptions): MasqueradePlan {
-  const model = masqueradeModel(snap);
-  const { intent } = model;
-  const sites = model.farSites.sites;
-  const diagnostics: Diagnostic[] = [...intent.diagnostics, ...model.farSites.diagnostics];
-  const missing: Missing[] = [];
-  if (intent.error && intent.error.stage === "validate")
-    diagnostics.push(refusedConfigDiagnostic(intent.error));
-  const range = planPodRange(snap, model, opts, diagnostics, missing);
-  const podRanges = range.cidrs;
-  const targets = planTargets(snap, model, opts, podRanges);
-  const current = configEntries(intent);
-  const destinations = destinationsToday(targets, intent);
-  const narrow = narrowList(snap, model.facts, current, range, targets);
-  const config = newAgentConfig(
-    intent,
-    narrow.newList.map((n) => n.cidr),
-    diagnostics,
-  );
-  const namesPodAddresses = podAddressReferences(snap.objects, sites, podRanges, narrow.changed);
-  const keepSites = siteChanges(sites, targets, podRanges);
-  if (sites.length === 0) {
-    missing.push({
-      file: "remote/<site>.yaml",
-      would_decide:
-        "which far-side allowlists and routes name pod addresses, and what keep-pod-identity must change there",
-    });
-  }
-  const dir = opts.fileDir ? `${opts.fileDir.replace(/\/+$/, "")}/` : "";
-  const file = `${dir}ip-masq-agent.new.yaml`;
-  const { checks, rollbackChecks } = planChecks(intent, podRanges, destinations);
+  const basis = planBasis(snap, opts);
+  const { model, diagnostics, missing, podRanges, current, destinations } = basis;
+  const { narrow, config, namesPodAddresses, keepSites, file, checks, rollback } = basis;
   const isNarrow = opts.strategy === "narrow";
-  const rollback = rollbackOf(
-    config.previousConfigMap,
-    `${dir}ip-masq-agent.previous.yaml`,
-    rollbackChecks,
-  );
-  const blockers = isNarrow
-    ? allowlistBlockers(
-        sites,
-        targets,
-        podRanges,
-        nodeSubnets(snap, model.facts).map((n) => n.cidr),
-      )
-    : [];
-  // the ConfigMap changes only while it still exempts a destination (or the agent refuses it)
-  const configNeeded =
-    destinations.some((d) => d.exemptToday) || intent.error?.stage === "validate";
-  const configApply = configNeeded ? [`kubectl apply -f ${file}`] : [];
-  const steps: PlanStep[] = isNarrow
-    ? [
-        ...blockers.map(
-          (b): PlanStep => ({
-            cause: "far-side-allowlist",
-            title: `Admit the nodes' addresses in ${b.site}'s allowlist ${b.allowlist} (before narrowing)`,
-            why: b.breaks,
-            evidence: [{ file: b.file, line: b.line, ...(b.text ? { text: b.text } : {}) }],
-            apply: [
-              `# edit ${b.file} (and the firewall it describes): add the nodes' addresses to ${b.allowlist}'s sources, as the diff above shows`,
-            ],
-            rollback: [
-              `# remove the added sources from ${b.allowlist} (after rolling the narrowing back)`,
-            ],
-          }),
-        ),
-        ...coverageSteps(model.coverage, model.facts.nodes),
-        ...staleAgentSteps(snap, intent, model.coverage),
-        ...(configNeeded
-          ? [
-              {
-                cause: "config" as const,
-                title: "Narrow the ip-masq-agent ConfigMap",
-                why: `the ConfigMap exempts ${destinations
-                  .filter((d) => d.exemptToday)
-                  .map((d) => `${d.ip} (${d.exemptBy ?? "a default"})`)
-                  .join(", ")}`,
-                evidence: destinations.flatMap((d) => (d.exemptBySource ? [d.exemptBySource] : [])),
-                apply: configApply,
-                rollback: rollback.apply,
-              },
-            ]
-          : []),
-      ]
-    : [];
-  if (isNarrow && !configNeeded) {
-    diagnostics.push({
-      code: "PLAN_CONFIG_ALREADY_RIGHT",
-      severity: "info",
-      message: `the ConfigMap already masquerades ${destinationsText(destinations)}: the plan changes no ConfigMap${steps.length ? "; the steps fix what keeps the nodes from applying it" : ""}`,
-    });
-  }
+  const { blockers, steps, configApply } = planSteps(snap, basis, isNarrow);
   return {
     schemaVersion: 1,
     tool: "podpath",
@@ -712,5 +627,127 @@ export function planMasquerade(snap: Snapshot, opts: MasqueradePlanOptions): Mas
     rollback,
     missing,
     diagnostics,
+  };
+}
+
+/** What the plan is made of, in the order it is worked out (diagnostics and missing included). */
+function planBasis(snap: Snapshot, opts: MasqueradePlanOptions) {
+  const model = masqueradeModel(snap);
+  const { intent } = model;
+  const sites = model.farSites.sites;
+  const diagnostics: Diagnostic[] = [...intent.diagnostics, ...model.farSites.diagnostics];
+  const missing: Missing[] = [];
+  if (intent.error && intent.error.stage === "validate")
+    diagnostics.push(refusedConfigDiagnostic(intent.error));
+  const range = planPodRange(snap, model, opts, diagnostics, missing);
+  const podRanges = range.cidrs;
+  const targets = planTargets(snap, model, opts, podRanges);
+  const current = configEntries(intent);
+  const destinations = destinationsToday(targets, intent);
+  const narrow = narrowList(snap, model.facts, current, range, targets);
+  const config = newAgentConfig(
+    intent,
+    narrow.newList.map((n) => n.cidr),
+    diagnostics,
+  );
+  const namesPodAddresses = podAddressReferences(snap.objects, sites, podRanges, narrow.changed);
+  const keepSites = siteChanges(sites, targets, podRanges);
+  if (sites.length === 0) {
+    missing.push({
+      file: "remote/<site>.yaml",
+      would_decide:
+        "which far-side allowlists and routes name pod addresses, and what keep-pod-identity must change there",
+    });
+  }
+  const dir = opts.fileDir ? `${opts.fileDir.replace(/\/+$/, "")}/` : "";
+  const file = `${dir}ip-masq-agent.new.yaml`;
+  const { checks, rollbackChecks } = planChecks(intent, podRanges, destinations);
+  const rollback = rollbackOf(
+    config.previousConfigMap,
+    `${dir}ip-masq-agent.previous.yaml`,
+    rollbackChecks,
+  );
+  return {
+    model,
+    intent,
+    sites,
+    diagnostics,
+    missing,
+    podRanges,
+    targets,
+    current,
+    destinations,
+    narrow,
+    config,
+    namesPodAddresses,
+    keepSites,
+    file,
+    checks,
+    rollback,
+  };
+}
+
+/**
+ * The narrow plan's blockers and steps in the order they must be done (none for
+ * keep-pod-identity), and the note when the ConfigMap needs no change.
+ */
+function planSteps(snap: Snapshot, basis: ReturnType<typeof planBasis>, isNarrow: boolean) {
+  const { model, intent, sites, diagnostics, podRanges, targets, destinations } = basis;
+  const { file, rollback } = basis;
+  const blockers = isNarrow
+    ? allowlistBlockers(
+        sites,
+        targets,
+        podRanges,
+        nodeSubnets(snap, model.facts).map((n) => n.cidr),
+      )
+    : [];
+  // the ConfigMap changes only while it still exempts a destination (or the agent refuses it)
+  const configNeeded =
+    destinations.some((d) => d.exemptToday) || intent.error?.stage === "validate";
+  const configApply = configNeeded ? [`kubectl apply -f ${file}`] : [];
+  const steps: PlanStep[] = isNarrow
+    ? [
+        ...blockers.map(blockerStep),
+        ...coverageSteps(model.coverage, model.facts.nodes),
+        ...staleAgentSteps(snap, intent, model.coverage),
+        ...(configNeeded
+          ? [
+              {
+                cause: "config" as const,
+                title: "Narrow the ip-masq-agent ConfigMap",
+                why: `the ConfigMap exempts ${destinations
+                  .filter((d) => d.exemptToday)
+                  .map((d) => `${d.ip} (${d.exemptBy ?? "a default"})`)
+                  .join(", ")}`,
+                evidence: destinations.flatMap((d) => (d.exemptBySource ? [d.exemptBySource] : [])),
+                apply: configApply,
+                rollback: rollback.apply,
+              },
+            ]
+          : []),
+      ]
+    : [];
+  if (isNarrow && !configNeeded) {
+    diagnostics.push({
+      code: "PLAN_CONFIG_ALREADY_RIGHT",
+      severity: "info",
+      message: `the ConfigMap already masquerades ${destinationsText(destinations)}: the plan changes no ConfigMap${steps.length ? "; the steps fix what keeps the nodes from applying it" : ""}`,
+    });
+  }
+  return { blockers, steps, configApply };
+}
+
+/** A far-side allowlist to widen before narrowing, as the plan's first steps. */
+function blockerStep(b: Blocker): PlanStep {
+  return {
+    cause: "far-side-allowlist",
+    title: `Admit the nodes' addresses in ${b.site}'s allowlist ${b.allowlist} (before narrowing)`,
+    why: b.breaks,
+    evidence: [{ file: b.file, line: b.line, ...(b.text ? { text: b.text } : {}) }],
+    apply: [
+      `# edit ${b.file} (and the firewall it describes): add the nodes' addresses to ${b.allowlist}'s sources, as the diff above shows`,
+    ],
+    rollback: [`# remove the added sources from ${b.allowlist} (after rolling the narrowing back)`],
   };
 }
