@@ -9,6 +9,7 @@ import {
   codeBlock,
   type Document,
   fields,
+  type Inline,
   list,
   paragraph,
   section,
@@ -29,44 +30,55 @@ export interface ReplayLine {
   readonly note?: string;
 }
 
-/** The plan as a document: destinations, the change, impact, coverage, apply, check, rollback. */
-export function masqueradePlanDocument(
-  plan: MasqueradePlan,
-  replay: readonly ReplayLine[] = [],
-): Document {
-  const at = (s: { file: string; line: number } | undefined) =>
-    s ? [" (", code(`${s.file}:${s.line}`), ")"] : [];
-  const cmd = (c: string): Block => paragraph(c.startsWith("#") ? toned("dim", c) : code(`$ ${c}`));
+type Located = { file: string; line: number } | undefined;
+
+/** " (file:line)" after a sentence, or nothing when the evidence has no place. */
+function at(s: Located): Inline[] {
+  return s ? [" (", code(`${s.file}:${s.line}`), ")"] : [];
+}
+
+/** One command to run: a comment line dimmed, anything else as `$ command`. */
+function cmd(c: string): Block {
+  return paragraph(c.startsWith("#") ? toned("dim", c) : code(`$ ${c}`));
+}
+
+/** The blockers: what breaks when the fix is applied alone (printed first). */
+function blockerBlocks(plan: MasqueradePlan): Block[] {
+  if (plan.blockers.length === 0) return [];
+  return [
+    section(
+      "FIRST: the fix alone breaks the connection",
+      plan.blockers.flatMap((b) => [
+        paragraph([toned("bad", b.breaks), ...at(b)]),
+        codeBlock(b.combined.join("\n"), "diff"),
+      ]),
+    ),
+  ];
+}
+
+/** Each destination and whether it is exempt from masquerade today. */
+function destinationsBlock(plan: MasqueradePlan): Block {
+  return section("Destinations", [
+    ...plan.destinations.map((d) =>
+      paragraph([
+        code(`${d.ip}${d.port ? `:${d.port}` : ""}`),
+        "  ",
+        ...(d.exemptToday
+          ? [
+              `exempt today by ${d.exemptBy ?? "the agent's rules"}`,
+              ...at(d.exemptBySource),
+              ": pods reach it with their own address",
+            ]
+          : ["masqueraded today"]),
+      ]),
+    ),
+    paragraph(`pod range: ${plan.podRanges.join(", ")}`),
+  ]);
+}
+
+/** The ordered steps, then the warnings the plan's diagnostics raised. */
+function stepsAndWarningsBlocks(plan: MasqueradePlan): Block[] {
   const blocks: Block[] = [];
-  blocks.push(
-    section("Destinations", [
-      ...plan.destinations.map((d) =>
-        paragraph([
-          code(`${d.ip}${d.port ? `:${d.port}` : ""}`),
-          "  ",
-          ...(d.exemptToday
-            ? [
-                `exempt today by ${d.exemptBy ?? "the agent's rules"}`,
-                ...at(d.exemptBySource),
-                ": pods reach it with their own address",
-              ]
-            : ["masqueraded today"]),
-        ]),
-      ),
-      paragraph(`pod range: ${plan.podRanges.join(", ")}`),
-    ]),
-  );
-  if (plan.blockers.length > 0) {
-    blocks.unshift(
-      section(
-        "FIRST: the fix alone breaks the connection",
-        plan.blockers.flatMap((b) => [
-          paragraph([toned("bad", b.breaks), ...at(b)]),
-          codeBlock(b.combined.join("\n"), "diff"),
-        ]),
-      ),
-    );
-  }
   if (plan.steps.length > 0) {
     blocks.push(
       section(
@@ -95,6 +107,12 @@ export function masqueradePlanDocument(
       ),
     );
   }
+  return blocks;
+}
+
+/** The change itself: the narrowed exception list, and/or the far side's diffs. */
+function changeBlocks(plan: MasqueradePlan): Block[] {
+  const blocks: Block[] = [];
   if (plan.narrow) {
     const n = plan.narrow;
     blocks.push(
@@ -125,6 +143,11 @@ export function masqueradePlanDocument(
       ]),
     );
   }
+  return blocks;
+}
+
+/** Impact (what stops matching) and coverage (which node pools the agent reaches). */
+function impactAndCoverageBlocks(plan: MasqueradePlan): Block[] {
   const impact: Block[] = [paragraph(plan.impact.announcement)];
   if (plan.impact.namesPodAddresses.length > 0) {
     impact.push(
@@ -141,7 +164,6 @@ export function masqueradePlanDocument(
       ),
     );
   }
-  blocks.push(section("Impact (announce it as a behaviour change)", impact));
   const coverage: Block[] =
     plan.coverage.length === 0
       ? [paragraph("no Nodes in the snapshot: cannot tell which nodes the agent reaches")]
@@ -159,54 +181,67 @@ export function masqueradePlanDocument(
       ),
     );
   }
-  blocks.push(section("Coverage", coverage));
-  if (replay.length > 0) {
-    blocks.push(
-      section(
-        plan.narrow
-          ? "What-if on a real kernel (proposed rules)"
-          : "What-if on a real kernel (the rules as they are: keep-pod-identity leaves them alone)",
-        [
-          ...replay.map((r) =>
-            paragraph([
-              `${r.node}: ${r.flow}: kernel puts ${r.kernelSource ?? "nothing"} on the wire; evaluator: ${r.predicted}`,
-              ...(r.agree === undefined
-                ? []
-                : [" ", r.agree ? toned("good", "(agree)") : toned("bad", "(DISAGREE)")]),
-              ...(r.note ? [` ${r.note}`] : []),
-            ]),
-          ),
-        ],
-      ),
-    );
-  }
-  if (plan.narrow) {
-    const n = plan.narrow;
-    const previous = plan.rollback.previousConfigMap;
-    blocks.push(
-      section("Apply", [
-        paragraph(
-          plan.filesWritten
-            ? [
-                "1. Written: ",
-                code(n.newConfigMapFile),
-                ...(previous ? [" and ", code(plan.rollback.file)] : []),
-                ".",
-              ]
-            : [
-                "1. Save the new ConfigMap below as ",
-                code(n.newConfigMapFile),
-                ...(previous ? [" and the current one as ", code(plan.rollback.file)] : []),
-                " (or run with --write DIR).",
-              ],
+  return [
+    section("Impact (announce it as a behaviour change)", impact),
+    section("Coverage", coverage),
+  ];
+}
+
+/** The what-if replay on a real kernel, when one was run. */
+function replayBlocks(plan: MasqueradePlan, replay: readonly ReplayLine[]): Block[] {
+  if (replay.length === 0) return [];
+  return [
+    section(
+      plan.narrow
+        ? "What-if on a real kernel (proposed rules)"
+        : "What-if on a real kernel (the rules as they are: keep-pod-identity leaves them alone)",
+      [
+        ...replay.map((r) =>
+          paragraph([
+            `${r.node}: ${r.flow}: kernel puts ${r.kernelSource ?? "nothing"} on the wire; evaluator: ${r.predicted}`,
+            ...(r.agree === undefined
+              ? []
+              : [" ", r.agree ? toned("good", "(agree)") : toned("bad", "(DISAGREE)")]),
+            ...(r.note ? [` ${r.note}`] : []),
+          ]),
         ),
-        ...n.apply.map((a) => paragraph(["2. ", code(`$ ${a}`)])),
-      ]),
-      section("Check", n.checks.map(cmd)),
-      section("Expected rules on every node afterwards", [codeBlock(n.expectedRules.join("\n"))]),
-    );
-  }
-  blocks.push(
+      ],
+    ),
+  ];
+}
+
+/** How to apply the narrowed list, check it, and the rules expected afterwards. */
+function applyBlocks(plan: MasqueradePlan): Block[] {
+  if (!plan.narrow) return [];
+  const n = plan.narrow;
+  const previous = plan.rollback.previousConfigMap;
+  return [
+    section("Apply", [
+      paragraph(
+        plan.filesWritten
+          ? [
+              "1. Written: ",
+              code(n.newConfigMapFile),
+              ...(previous ? [" and ", code(plan.rollback.file)] : []),
+              ".",
+            ]
+          : [
+              "1. Save the new ConfigMap below as ",
+              code(n.newConfigMapFile),
+              ...(previous ? [" and the current one as ", code(plan.rollback.file)] : []),
+              " (or run with --write DIR).",
+            ],
+      ),
+      ...n.apply.map((a) => paragraph(["2. ", code(`$ ${a}`)])),
+    ]),
+    section("Check", n.checks.map(cmd)),
+    section("Expected rules on every node afterwards", [codeBlock(n.expectedRules.join("\n"))]),
+  ];
+}
+
+/** Rollback commands and the trade-off between the two strategies. */
+function rollbackAndTradeoffBlocks(plan: MasqueradePlan): Block[] {
+  return [
     section("Rollback", [
       ...plan.rollback.apply.map((a) => paragraph(code(`$ ${a}`))),
       ...plan.rollback.checks.map(cmd),
@@ -222,7 +257,12 @@ export function masqueradePlanDocument(
         ]),
       ),
     ),
-  );
+  ];
+}
+
+/** The new and previous ConfigMaps in full, then the evidence that would decide more. */
+function appendixBlocks(plan: MasqueradePlan): Block[] {
+  const blocks: Block[] = [];
   if (plan.narrow) {
     blocks.push(
       // a heading, not a section: the ConfigMap is printed flush left, ready to save
@@ -243,10 +283,28 @@ export function masqueradePlanDocument(
       ]),
     );
   }
+  return blocks;
+}
+
+/** The plan as a document: destinations, the change, impact, coverage, apply, check, rollback. */
+export function masqueradePlanDocument(
+  plan: MasqueradePlan,
+  replay: readonly ReplayLine[] = [],
+): Document {
   return {
     question: "plan masquerade",
     title: `podpath plan masquerade ${plan.snapshot}: strategy ${plan.strategy}`,
-    blocks,
+    blocks: [
+      ...blockerBlocks(plan),
+      destinationsBlock(plan),
+      ...stepsAndWarningsBlocks(plan),
+      ...changeBlocks(plan),
+      ...impactAndCoverageBlocks(plan),
+      ...replayBlocks(plan, replay),
+      ...applyBlocks(plan),
+      ...rollbackAndTradeoffBlocks(plan),
+      ...appendixBlocks(plan),
+    ],
   };
 }
 
