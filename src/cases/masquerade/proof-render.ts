@@ -31,9 +31,17 @@ const VERDICT_TITLE: Record<ChangeRecord["verdict"], string> = {
   undecided: "UNDECIDED",
 };
 
-/** The change record as a document: the proof first, then the ConfigMap, nodes, wire, evidence. */
-export function changeRecordDocument(r: ChangeRecord): Document {
-  const at = (e: { file: string; line: number }) => code(`${e.file}:${e.line}`);
+/** "file:line" of a piece of evidence, as code. */
+function at(e: { file: string; line: number }) {
+  return code(`${e.file}:${e.line}`);
+}
+
+function yesNo(b: boolean | undefined): string {
+  return b === undefined ? "unknown" : b ? "yes" : "no";
+}
+
+/** The head list: the proof, the verdict, per-node proofs, before/after and the known request. */
+function headBlock(r: ChangeRecord): Block {
   const head: (Text | ListItem)[] = [
     ["Proof: ", code(r.proof)],
     ["Verdict: ", strong(VERDICT_TITLE[r.verdict]), ": ", r.verdictText],
@@ -52,33 +60,36 @@ export function changeRecordDocument(r: ChangeRecord): Document {
     code(r.after),
     ...(r.destination ? [" · Known request: ", code(r.destination)] : []),
   ]);
-  const blocks: Block[] = [list(head)];
+  return list(head);
+}
 
+/** The change to nonMasqueradeCIDRs as a diff, and which other keys changed. */
+function configMapBlock(r: ChangeRecord): Block {
   const cm = r.configMap;
   const unchanged =
     cm.removed.length === 0 && cm.added.length === 0 && cm.otherKeysChanged.length === 0;
-  blocks.push(
-    section(
-      "ConfigMap kube-system/ip-masq-agent",
-      unchanged
-        ? [paragraph("No change to nonMasqueradeCIDRs.")]
-        : [
-            codeBlock(
-              [
-                " nonMasqueradeCIDRs:",
-                ...cm.removed.map((e) => `-  - ${e}`),
-                ...cm.added.map((e) => `+  - ${e}`),
-              ].join("\n"),
-              "diff",
-            ),
-            ...(cm.otherKeysChanged.length
-              ? [paragraph(`Other keys changed: ${cm.otherKeysChanged.join(", ")}`)]
-              : []),
-          ],
-    ),
+  return section(
+    "ConfigMap kube-system/ip-masq-agent",
+    unchanged
+      ? [paragraph("No change to nonMasqueradeCIDRs.")]
+      : [
+          codeBlock(
+            [
+              " nonMasqueradeCIDRs:",
+              ...cm.removed.map((e) => `-  - ${e}`),
+              ...cm.added.map((e) => `+  - ${e}`),
+            ].join("\n"),
+            "diff",
+          ),
+          ...(cm.otherKeysChanged.length
+            ? [paragraph(`Other keys changed: ${cm.otherKeysChanged.join(", ")}`)]
+            : []),
+        ],
   );
+}
 
-  const yesNo = (b: boolean | undefined) => (b === undefined ? "unknown" : b ? "yes" : "no");
+/** Per node: picked up, rules changed, restarted; then each changed agent chain (collapsed). */
+function nodesBlock(r: ChangeRecord): Block {
   const chains: Block[] = [];
   for (const n of r.nodes) {
     if (!n.rulesChanged || !n.rulesBefore || !n.rulesAfter) continue;
@@ -99,40 +110,43 @@ export function changeRecordDocument(r: ChangeRecord): Document {
       ],
     });
   }
-  blocks.push(
-    section("Nodes", [
-      table(
-        ["node", "agent picked it up", "rules changed", "agent pod restarted", "note"],
-        r.nodes.map((n) => [
-          n.node,
-          n.pickedUp,
-          yesNo(n.rulesChanged),
-          yesNo(n.agentRestarted),
-          n.note,
-        ]),
-      ),
-      ...chains,
-    ]),
-  );
+  return section("Nodes", [
+    table(
+      ["node", "agent picked it up", "rules changed", "agent pod restarted", "note"],
+      r.nodes.map((n) => [
+        n.node,
+        n.pickedUp,
+        yesNo(n.rulesChanged),
+        yesNo(n.agentRestarted),
+        n.note,
+      ]),
+    ),
+    ...chains,
+  ]);
+}
 
-  blocks.push(
-    section("The wire", [
-      r.wire.length === 0
-        ? paragraph("No capture of the known request in either snapshot.")
-        : table(
-            ["phase", "capture", "point", "source", "what happened"],
-            r.wire.map((w) => [
-              w.phase,
-              at(w.evidence),
-              w.point ?? "?",
-              [code(w.source), ` (${w.sourceKind})`],
-              w.progress,
-            ]),
-          ),
-      paragraph(`Reverse direction: ${r.reverse}`),
-    ]),
-  );
+/** The known request on the wire in each phase, and the reverse direction. */
+function wireBlock(r: ChangeRecord): Block {
+  return section("The wire", [
+    r.wire.length === 0
+      ? paragraph("No capture of the known request in either snapshot.")
+      : table(
+          ["phase", "capture", "point", "source", "what happened"],
+          r.wire.map((w) => [
+            w.phase,
+            at(w.evidence),
+            w.point ?? "?",
+            [code(w.source), ` (${w.sourceKind})`],
+            w.progress,
+          ]),
+        ),
+    paragraph(`Reverse direction: ${r.reverse}`),
+  ]);
+}
 
+/** Connections that keep the old translation, the evidence, and what would decide more. */
+function closingBlocks(r: ChangeRecord): Block[] {
+  const blocks: Block[] = [];
   if (r.staleConnections.length > 0) {
     blocks.push(
       section("Connections that keep the old translation", [
@@ -165,6 +179,18 @@ export function changeRecordDocument(r: ChangeRecord): Document {
       ]),
     );
   }
+  return blocks;
+}
+
+/** The change record as a document: the proof first, then the ConfigMap, nodes, wire, evidence. */
+export function changeRecordDocument(r: ChangeRecord): Document {
+  const blocks: Block[] = [
+    headBlock(r),
+    configMapBlock(r),
+    nodesBlock(r),
+    wireBlock(r),
+    ...closingBlocks(r),
+  ];
   return { question: "verify", title: "Change record: ip-masq-agent non-masquerade list", blocks };
 }
 
