@@ -233,8 +233,11 @@ describe("captures made with the real tcpdump", { skip: kernelSkip() }, () => {
       [],
     );
     // Only the IPv4 traffic (IPv6 neighbour noise depends on timing). Each capture socket stamps
-    // a received packet itself, so the two readings of one packet may differ by a microsecond or
-    // so; live text prints local time, so times compare within the day.
+    // a received packet itself, so the two readings of one packet differ by microseconds, and by
+    // up to a millisecond or so on a busy machine; a misread time (its zone, its unit, its
+    // fraction) is off by more than the 5 ms allowed (the exact times are held by the -r forms
+    // tests, where both readings come from one file). Live text prints local time, so times
+    // compare within the day.
     const ours = (ps: Packet[]) => ps.filter((p) => p.ip?.family === 4);
     const x = ours(txt.packets);
     const y = ours(bin.packets);
@@ -245,7 +248,7 @@ describe("captures made with the real tcpdump", { skip: kernelSkip() }, () => {
         [y[i]!.direction, projectFrame(y[i]!)],
       );
       const dt = (x[i]!.timeNs % 86_400_000_000_000n) - (y[i]!.timeNs % 86_400_000_000_000n);
-      assert.ok(dt > -50_000n && dt < 50_000n, `packet ${i + 1}: ${dt} ns apart`);
+      assert.ok(dt > -5_000_000n && dt < 5_000_000n, `packet ${i + 1}: ${dt} ns apart`);
     }
     const names = new Set(txt.packets.map((p) => p.iface));
     assert.ok(names.has("va"), [...names].join(","));
