@@ -5,7 +5,7 @@
  * text (report/document-text), Markdown (report/document-markdown) and HTML (report/document-html).
  */
 import type { PathView } from "../model/answer.ts";
-import type { Finding } from "../model/types.ts";
+import type { Finding, Missing } from "../model/types.ts";
 
 /** How a span reads in colour: good (green), bad (red), warn (yellow), dim. */
 export type Tone = "good" | "bad" | "warn" | "dim";
@@ -110,6 +110,13 @@ function isListItem(i: Text | ListItem): i is ListItem {
 }
 
 /** The spans of a text. */
+/** A file that would decide more, as one list item: the file, what it decides, its command. */
+export const missingItem = (m: Missing): Text => [
+  code(m.file),
+  `: ${m.would_decide}`,
+  ...(m.command ? [" (", code(m.command), ")"] : []),
+];
+
 export function spansOf(t: Text): readonly Span[] {
   if (typeof t === "string") return [{ text: t }];
   if (!Array.isArray(t)) return [t as Span];

@@ -11,6 +11,7 @@ import {
   item,
   type ListItem,
   list,
+  missingItem,
   paragraph,
   section,
   strong,
@@ -167,17 +168,7 @@ function closingBlocks(r: ChangeRecord): Block[] {
     ]),
   );
   if (r.missing.length > 0) {
-    blocks.push(
-      section("What would decide more", [
-        list(
-          r.missing.map((m) => [
-            code(m.file),
-            `: ${m.would_decide}`,
-            ...(m.command ? [" (", code(m.command), ")"] : []),
-          ]),
-        ),
-      ]),
-    );
+    blocks.push(section("What would decide more", [list(r.missing.map(missingItem))]));
   }
   return blocks;
 }

@@ -9,6 +9,7 @@ import {
   code,
   type Document,
   list,
+  missingItem,
   paragraph,
   section,
   strong,
@@ -97,17 +98,7 @@ export function vpnChangeRecordDocument(r: VpnChangeRecord): Document {
     ]),
   );
   if (r.missing.length > 0) {
-    blocks.push(
-      section("Missing evidence", [
-        list(
-          r.missing.map((m) => [
-            code(m.file),
-            `: ${m.would_decide}`,
-            ...(m.command ? [" (", code(m.command), ")"] : []),
-          ]),
-        ),
-      ]),
-    );
+    blocks.push(section("Missing evidence", [list(r.missing.map(missingItem))]));
   }
   if (r.diagnostics.length > 0) {
     blocks.push(
