@@ -6,7 +6,7 @@
  */
 import type { KubeObject } from "../evidence/kube-objects.ts";
 import type { Diagnostic, Located, Parsed, SourceRef } from "../model/types.ts";
-import { type Cidr, contains, type Ip, mergeCidrs } from "../net/cidr.ts";
+import { type Cidr, contains, type Ip, mergeCidrs, sameIp } from "../net/cidr.ts";
 import {
   type NodeView,
   type PodView,
@@ -51,8 +51,6 @@ export const hostCidr = (ip: Ip): Cidr => ({
   end: ip.value,
   prefix: ip.family === 4 ? 32 : 128,
 });
-
-const sameIp = (a: Ip, b: Ip) => a.family === b.family && a.value === b.value;
 
 /** A pod's addresses in its own network namespace: none for a pod on the host's network. */
 export function podAddresses(

@@ -139,6 +139,11 @@ export function parseCidr(text: string, options: ParseCidrOptions = {}): Cidr {
 }
 
 /** Renders an address: dotted quad, or RFC 5952 compressed IPv6. */
+/** The same address: the same family and value. */
+export function sameIp(a: Ip, b: Ip): boolean {
+  return a.family === b.family && a.value === b.value;
+}
+
 export function formatIp(ip: Ip): string {
   if (ip.family === 4) {
     const v = ip.value;

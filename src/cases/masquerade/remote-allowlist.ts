@@ -9,11 +9,9 @@
 import type { PacketRef } from "../../capture/conversation.ts";
 import type { Allowlist, PortEntry, RemoteSite } from "../../evidence/remote-site.ts";
 import { type Finding, refToEvidence } from "../../model/types.ts";
-import { type Cidr, contains, formatCidr, formatIp, type Ip } from "../../net/cidr.ts";
+import { type Cidr, contains, formatCidr, formatIp, type Ip, sameIp } from "../../net/cidr.ts";
 import type { TracedDestination } from "./destinations.ts";
 import type { WireCapture } from "./wire-findings.ts";
-
-const sameIp = (a: Ip, b: Ip) => a.family === b.family && a.value === b.value;
 
 /**
  * The first reply any capture shows from `target` to `source` (for TCP, the SYN-ACK): proof on

@@ -17,7 +17,7 @@ import {
 import type { PodView } from "../../k8s/objects.ts";
 import type { PathHop, PathView } from "../../model/answer.ts";
 import type { SourceRef } from "../../model/types.ts";
-import { type Cidr, contains, formatCidr, formatIp, type Ip } from "../../net/cidr.ts";
+import { type Cidr, contains, formatCidr, formatIp, type Ip, sameIp } from "../../net/cidr.ts";
 import type { VpnAnswer, VpnInput } from "./analyze.ts";
 import { IP_FORWARD } from "./durable.ts";
 import { type Hop, type HopResult, hopState, LAYER_OF } from "./hops.ts";
@@ -27,7 +27,6 @@ import { type MasqueradeVerdict, masqueradeOf } from "./masquerade.ts";
 const DNS_TOOLS = new Set(["dig", "nslookup", "host", "resolve"]);
 const TCP_TOOLS = new Set(["curl", "wget", "telnet", "tcp-connect"]);
 
-const sameIp = (a: Ip, b: Ip) => a.family === b.family && a.value === b.value;
 const cmdText = (c: ProbeCommand) => `${c.command} → ${c.result}`;
 const withEvidence = (r: SourceRef | undefined) => (r ? { evidence: r } : {});
 
