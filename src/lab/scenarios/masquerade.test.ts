@@ -2,7 +2,12 @@ import assert from "node:assert/strict";
 import { describe, it } from "node:test";
 import { parse } from "yaml";
 import { parseScenarioArgs } from "./index.ts";
-import { MasqueradeOptions, planReplica, remoteSiteYaml } from "./masquerade.ts";
+import {
+  allowlistFilterRules,
+  MasqueradeOptions,
+  planReplica,
+  remoteSiteYaml,
+} from "./masquerade.ts";
 import { agentObjects, kubectlList, nodeObjects } from "./masquerade-cluster.ts";
 
 const FIXTURE = "test/fixtures/lab/ip-masq-agent-misaligned.yaml";
@@ -118,6 +123,32 @@ describe("replica objects", () => {
     };
     assert.equal(site.kind, "RemoteSite");
     assert.deepEqual(site.routesBack, site.vpn.localTrafficSelectors);
+  });
+});
+
+describe("allowlistFilterRules", () => {
+  it("accepts tcp/5432 to the database from each allowlisted IPv4 source and drops the rest", () => {
+    const plan = planReplica(MasqueradeOptions.parse({ allow: "10.4.0.0/14,fd00:4::/48" }));
+    const site = parse(remoteSiteYaml(plan)) as {
+      allowlists: { sources: string[]; destinations: string[]; ports: string[] }[];
+    };
+    const text = allowlistFilterRules(plan);
+    const lines = text.split("\n");
+    // the rules enforce what the site file says: its destination, port and sources
+    const list = site.allowlists[0]!;
+    assert.deepEqual(list.destinations, ["10.20.30.40/32"]);
+    assert.ok(
+      lines.includes("-A INPUT -d 10.20.30.40/32 -p tcp -m tcp --dport 5432 -j DB-FIREWALL"),
+    );
+    assert.deepEqual(
+      lines.filter((l) => l.endsWith("-j ACCEPT")),
+      ["-A DB-FIREWALL -s 10.4.0.0/14 -j ACCEPT"],
+    );
+    assert.equal(
+      lines.filter((l) => l.startsWith("-A DB-FIREWALL")).at(-1),
+      "-A DB-FIREWALL -j DROP",
+    );
+    assert.ok(text.startsWith("*filter\n") && text.endsWith("COMMIT\n"));
   });
 });
 

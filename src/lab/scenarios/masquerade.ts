@@ -7,6 +7,8 @@
  * listener on the on-prem host, with tcpdump at each node (`-i any`) and on-prem. `--rules old`
  * leaves the old rules on agent nodes too (the agent has not applied the config yet);
  * `--kube-proxy` adds kube-proxy's KUBE-POSTROUTING scaffolding ahead of the agent's jump.
+ * The on-prem host enforces the allowlist `remote/onprem-dc1.yaml` describes (`--allow`) with
+ * iptables filter rules in its own namespace: tcp/5432 from other sources is dropped silently.
  *
  * Topology (IPv4; with --ipv6 the same again in fd00::/8 where the kernel allows):
  *   pod i (10.4.i.5/24, eth0) ─ node i (gkeveth0 10.4.i.1/32 · eth0 10.128.0.(2+i)/20)
@@ -204,6 +206,31 @@ export function remoteSiteYaml(plan: ReplicaPlan): string {
   });
 }
 
+/** The chain on the on-prem host that holds the database firewall's allowlist. */
+export const FIREWALL_CHAIN = "DB-FIREWALL";
+
+/**
+ * The far side's database firewall as `iptables-restore --noflush` input for the on-prem host's
+ * own namespace (the host is the destination, so INPUT): tcp/5432 to the database from each
+ * allowlisted IPv4 source is accepted, from any other source dropped. DROP, not REJECT: cloud
+ * firewalls (GCP VPC firewall rules, AWS security groups) and the default-deny policy of the
+ * usual perimeter or host firewall discard the packet without a word, so the client sees a
+ * timeout and a capture sees SYNs with no answer; a REJECT would put a reset on the wire, an
+ * answer from the destination.
+ */
+export function allowlistFilterRules(plan: ReplicaPlan): string {
+  const sources = plan.allow.filter((c) => !c.includes(":"));
+  return [
+    "*filter",
+    `:${FIREWALL_CHAIN} - [0:0]`,
+    `-A INPUT -d ${ONPREM_IP}/32 -p tcp -m tcp --dport ${DB_PORT} -j ${FIREWALL_CHAIN}`,
+    ...sources.map((c) => `-A ${FIREWALL_CHAIN} -s ${c} -j ACCEPT`),
+    `-A ${FIREWALL_CHAIN} -j DROP`,
+    "COMMIT",
+    "",
+  ].join("\n");
+}
+
 /** Runs `ip -batch -` so one process applies a whole list of ip commands. */
 const ipBatch = (ns: Namespace, lines: readonly string[]) =>
   must(ns, ["ip", "-batch", "-"], `${lines.join("\n")}\n`);
@@ -262,6 +289,7 @@ async function build(ctx: ScenarioContext, plan: ReplicaPlan): Promise<Built> {
         ]
       : []),
   ]);
+  await must(onprem, ["iptables-restore", "--noflush"], allowlistFilterRules(plan));
 
   const nodes: { ns: Namespace; pod: Namespace; node: ReplicaNode }[] = [];
   for (const [i, node] of plan.nodes.entries()) {
