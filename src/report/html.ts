@@ -145,7 +145,8 @@ h1{font-size:1.4rem}h2{font-size:1.15rem;margin-top:2rem}h3{font-size:1rem;margi
 code{font-family:ui-monospace,monospace;font-size:.85em}code.line{color:#444;background:#eee;padding:0 .3em}
 .verdict{font-size:1.05rem;padding:.5rem .8rem;border-left:6px solid #999;background:#fafafa}
 .verdict.broken{border-color:#c62828}.verdict.undecided{border-color:#b26a00}.verdict.healthy{border-color:#2f7d32}
-.path{overflow-x:auto;margin:1rem 0}table{border-collapse:collapse}td,th{border:1px solid #ddd;padding:.2rem .5rem;text-align:left}`;
+.path{overflow-x:auto;margin:1rem 0}table{border-collapse:collapse}td,th{border:1px solid #ddd;padding:.2rem .5rem;text-align:left}
+table{display:block;max-width:100%;overflow-x:auto}body{overflow-wrap:break-word}`;
 
 /** The verdict as the page's first line. */
 function verdictHtml(v: Verdict): SafeHtml {
