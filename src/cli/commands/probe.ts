@@ -9,7 +9,7 @@ import { resolve } from "node:path";
 import { type ProbeTargets, parseIpPort, probeOutward, realSystem } from "../../live/probe.ts";
 import { envelope } from "../../model/envelope.ts";
 import { tryParseIp } from "../../net/cidr.ts";
-import { codeBlock } from "../../report/document.ts";
+import { codeBlock, paragraph } from "../../report/document.ts";
 import { isFormat, renderReport } from "../../report/render.ts";
 import { EXIT, type Io, UsageError } from "../io.ts";
 
@@ -106,14 +106,17 @@ export async function run(
     },
   });
   const out = opts["out"] === undefined ? undefined : resolve(io.cwd, String(opts["out"]));
+  const verdict = result.stoppedAt
+    ? `first hop without an answer: ${result.stoppedAt.role} → layer ${result.stoppedAt.layer}: ${result.stoppedAt.explain}`
+    : "every probed hop answered";
   const report = {
     json: envelope("probe", {
       stoppedAt: result.stoppedAt ?? null,
       steps: result.steps,
       transcript: result.transcript.replace(/\n$/, "").split("\n"),
     }),
-    // the transcript as it is (the `probes/` form): text is exactly what --out writes
-    document: { question: "probe", blocks: [codeBlock(result.transcript)] },
+    // the verdict, then the transcript as it is (the `probes/` form, what --out writes)
+    document: { question: "probe", blocks: [paragraph(verdict), codeBlock(result.transcript)] },
   };
   const json = renderReport(report, "json");
   const format = isFormat(opts["output"]) ? opts["output"] : "text";
@@ -125,12 +128,10 @@ export async function run(
       throw new UsageError(`probe: cannot write --out ${out}: ${(e as Error).message}`);
     }
   }
-  const verdict = result.stoppedAt
-    ? `first hop without an answer: ${result.stoppedAt.role} → layer ${result.stoppedAt.layer}: ${result.stoppedAt.explain}`
-    : "every probed hop answered";
-  // the verdict is the answer: first on stdout (JSON carries it as stoppedAt)
+  // the verdict is the answer: first on stdout (JSON carries it as stoppedAt; md and html open
+  // their document with it, so an HTML page starts with its doctype)
   if (format === "json") io.err(`podpath: ${verdict}\n`);
-  else io.out(`${verdict}\n\n`);
+  else if (format === "text") io.out(`${verdict}\n\n`);
   io.out(body);
   return result.stoppedAt ? EXIT.findings : EXIT.ok;
 }
