@@ -5,6 +5,7 @@
  */
 import { Command, CommanderError, Option } from "commander";
 import { UnknownEndpointError } from "../cases/endpoints.ts";
+import { parseWorkloadRef } from "../k8s/workload-ref.ts";
 import { EXIT, endQuietlyWhenStdoutCloses, type Io, processIo, UsageError } from "./io.ts";
 import {
   commandPath,
@@ -217,7 +218,7 @@ plan
   .argument("<snapshot>", "snapshot folder (or .tar.gz of one)")
   .option(
     "--pod <ns/name>",
-    "the VPN pod: NAMESPACE/NAME, or NAME with -n (default: the snapshot's one VPN pod)",
+    "the VPN pod: NAMESPACE/NAME, NAME with -n, or its workload: deployment/NAME, statefulset/NAME, daemonset/NAME (default: the snapshot's one VPN pod)",
   )
   .option("-n, --namespace <ns>", "the VPN pod's namespace (kubectl's -n; default: default)")
   .option("--write <dir>", "write every file the apply lines name there (a new or empty folder)")
@@ -237,7 +238,8 @@ plan
       () => import("./commands/plan-vpn.ts"),
       (_cmd, opts) => {
         const pod = str(opts["pod"]);
-        if (pod !== undefined)
+        // deployment/NAME (deploy/, statefulset/, daemonset/): plan-vpn finds its pods
+        if (pod !== undefined && parseWorkloadRef(pod) === undefined)
           opts["pod"] = podWithNamespace(pod, str(opts["namespace"]), "--pod", "default");
       },
     ),

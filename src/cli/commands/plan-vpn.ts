@@ -9,9 +9,10 @@ import { join } from "node:path";
 import { stringify } from "yaml";
 import { analyzeVpn } from "../../cases/vpn/analyze.ts";
 import { planFiles, planVpn, STRATEGIES, type Strategy } from "../../cases/vpn/plan.ts";
-import { vpnPodCandidates } from "../../cases/vpn/plan-pod.ts";
+import { podsOfWorkload, vpnPodCandidates } from "../../cases/vpn/plan-pod.ts";
 import { vpnPlanDocument } from "../../cases/vpn/plan-render.ts";
 import { vpnInputFromSnapshot } from "../../cases/vpn/snapshot-input.ts";
+import { parseWorkloadRef, type WorkloadRef } from "../../k8s/workload-ref.ts";
 import { envelope } from "../../model/envelope.ts";
 import { isFormat, renderReport } from "../../report/render.ts";
 import { loadSnapshot } from "../../snapshot/load.ts";
@@ -27,8 +28,10 @@ export async function run(
   const snapshotPath = args[0];
   if (snapshotPath === undefined) throw new UsageError("plan vpn: name a snapshot folder");
   let pod = opts["pod"] === undefined ? undefined : String(opts["pod"]);
+  const workloadRef = pod === undefined ? undefined : parseWorkloadRef(pod);
   if (
     pod !== undefined &&
+    workloadRef === undefined &&
     !/^[a-z0-9]([-a-z0-9.]*[a-z0-9])?\/[a-z0-9]([-a-z0-9.]*[a-z0-9])?$/.test(pod)
   ) {
     throw new UsageError(
@@ -46,6 +49,8 @@ export async function run(
     throw e;
   }
   const snap = loadSnapshot(src);
+  if (pod !== undefined && workloadRef)
+    pod = workloadPod(snap, pod, workloadRef, opts["namespace"], io) ?? pod;
   pod ??= onlyVpnPod(snap, snapshotPath);
   const { input, diagnostics } = vpnInputFromSnapshot(snap, pod);
   for (const d of [...snap.diagnostics, ...readSites(snap).diagnostics, ...diagnostics]) {
@@ -91,6 +96,37 @@ function onlyVpnPod(snap: ReturnType<typeof loadSnapshot>, snapshotPath: string)
       ? `plan vpn: ${snapshotPath} shows no VPN pod (no openvpn.conf, tunnel device or openvpn chart label): name it with --pod NAMESPACE/NAME`
       : `plan vpn: ${snapshotPath} shows ${found.length} VPN pods (${found.join(", ")}): name one with --pod NAMESPACE/NAME`,
   );
+}
+
+/**
+ * `--pod deployment/NAME` (statefulset/, daemonset/): the workload's pod, the first with evidence
+ * from inside it when it has several (the others named on stderr). Undefined when the snapshot has
+ * no such workload but a namespace of that name holds the pod (`--pod deploy/x` of namespace
+ * `deploy`): then the text is NAMESPACE/NAME as written.
+ */
+function workloadPod(
+  snap: ReturnType<typeof loadSnapshot>,
+  text: string,
+  ref: WorkloadRef,
+  namespace: unknown,
+  io: Io,
+): string | undefined {
+  const { input } = vpnInputFromSnapshot(snap);
+  const found = podsOfWorkload(input, ref, typeof namespace === "string" ? namespace : undefined);
+  if (found.kind === "found") {
+    const [first, ...others] = found.pods;
+    if (others.length > 0)
+      io.err(
+        `podpath: ${ref.kind.toLowerCase()}/${ref.name} has ${found.pods.length} pods; planning from ${first} (also ${others.join(", ")})\n`,
+      );
+    return first;
+  }
+  const [ns = "", name = ""] = text.split("/");
+  const isPod = (p: { namespace?: string; name: string }) =>
+    (p.namespace ?? "default") === ns && p.name === name;
+  const asPod = input.pods.some(isPod) || input.objects.some((o) => o.kind === "Pod" && isPod(o));
+  if (found.kind === "none" && asPod && namespace === undefined) return undefined;
+  throw new UsageError(`plan vpn: --pod ${text}: ${found.message}`);
 }
 
 /** `--write DIR` takes a new or empty folder: a plan's files never overwrite others. */
