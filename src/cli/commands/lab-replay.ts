@@ -88,7 +88,7 @@ function decidingRule(r: ReplayResult) {
     : undefined;
 }
 
-/** The replay as key/value rows: the flow, what the kernel did, what the evaluator predicts. */
+/** The replay as key/value rows: the verdict, the flow, what the kernel did, what the evaluator says. */
 function replayDocument(r: ReplayResult): Document {
   const k = r.kernel;
   const rule = decidingRule(r);
@@ -98,7 +98,9 @@ function replayDocument(r: ReplayResult): Document {
       : r.agree === false
         ? `DISAGREE: ${r.agreement.why}`
         : "the evaluator cannot decide this flow (not a disagreement)";
+  // the verdict first, as every answer starts
   const rows: [string, Text][] = [
+    ["verdict", verdict],
     ["flow", formatFlowSpec(r.flow)],
     [
       "kernel",
@@ -113,7 +115,6 @@ function replayDocument(r: ReplayResult): Document {
     ...(rule
       ? [["", `${rule.file}:${rule.line}${rule.text ? `  ${rule.text}` : ""}`] as [string, Text]]
       : []),
-    ["verdict", verdict],
   ];
   return { question: "lab replay", blocks: [fields(rows)] };
 }
