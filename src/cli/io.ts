@@ -16,6 +16,8 @@ export interface Io {
   readonly verbose: (text: string) => void;
   readonly stdoutIsTTY: boolean;
   readonly stderrIsTTY: boolean;
+  /** The terminal's width when stdout is one (text wraps to it; report/wrap textWidth). */
+  readonly stdoutColumns?: number;
   readonly color: boolean;
   readonly colors: ReturnType<typeof pc.createColors>;
   readonly env: Readonly<Record<string, string | undefined>>;
@@ -67,6 +69,9 @@ export function processIo(signal: AbortSignal, colorFlag?: boolean, verbose = fa
     verbose: stepClock(err, verbose),
     stdoutIsTTY: Boolean(process.stdout.isTTY),
     stderrIsTTY: Boolean(process.stderr.isTTY),
+    ...(process.stdout.isTTY && process.stdout.columns
+      ? { stdoutColumns: process.stdout.columns }
+      : {}),
     color,
     colors: pc.createColors(color),
     env: process.env,

@@ -1,14 +1,20 @@
 /**
  * @module report/document-text — a document (report/document) as text a person reads top to
  * bottom: the title in bold, each section's title in bold with its content indented two columns,
- * prose and list items wrapped at 100 columns (a code span is never split), code blocks as they
- * are, paths and findings as report/text draws them.
+ * prose and list items wrapped to the width (100 in files and pipes, the terminal's on a TTY; a
+ * code span is never split), code blocks as they are, paths and findings as report/text draws
+ * them (wrapped, never cut).
  */
 import type { Block, Document, ListItem, Span, Text } from "./document.ts";
 import { plainOf, spansOf } from "./document.ts";
 import { type Paint, PLAIN, renderFinding, renderPath } from "./text.ts";
+import { PIPE_WIDTH } from "./wrap.ts";
 
-const WIDTH = 100;
+/** How text is drawn: its colours and its width. */
+interface Pen {
+  readonly p: Paint;
+  readonly width: number;
+}
 
 type Segment = { readonly text: string; readonly paint: (s: string) => string };
 type Word = Segment[];
@@ -56,7 +62,7 @@ const wordLength = (w: Word) => w.reduce((n, s) => n + s.text.length, 0);
 const paintWord = (w: Word) => w.map((s) => s.paint(s.text)).join("");
 
 /** Fills lines to the width: the first line starts with `first`, the others with `rest`. */
-function fill(t: Text, first: string, rest: string, p: Paint, out: string[]): void {
+function fill(t: Text, first: string, rest: string, pen: Pen, out: string[]): void {
   let prefix = first;
   let line = "";
   let length = 0;
@@ -66,13 +72,13 @@ function fill(t: Text, first: string, rest: string, p: Paint, out: string[]): vo
     line = "";
     length = 0;
   };
-  for (const w of words(t, p)) {
+  for (const w of words(t, pen.p)) {
     if (w === "\n") {
       flush();
       continue;
     }
     const n = wordLength(w);
-    if (length > 0 && prefix.length + length + 1 + n > WIDTH) flush();
+    if (length > 0 && prefix.length + length + 1 + n > pen.width) flush();
     line = length > 0 ? `${line} ${paintWord(w)}` : paintWord(w);
     length += (length > 0 ? 1 : 0) + n;
   }
@@ -99,12 +105,12 @@ function listText(
   items: readonly ListItem[],
   bullets: boolean,
   indent: string,
-  p: Paint,
+  pen: Pen,
   out: string[],
 ) {
   for (const item of items) {
-    fill(item.text, `${indent}${bullets ? "- " : "  "}`, `${indent}  `, p, out);
-    if (item.items) listText(item.items, bullets, `${indent}  `, p, out);
+    fill(item.text, `${indent}${bullets ? "- " : "  "}`, `${indent}  `, pen, out);
+    if (item.items) listText(item.items, bullets, `${indent}  `, pen, out);
   }
 }
 
@@ -112,16 +118,17 @@ function indented(text: string, indent: string): string[] {
   return text.split("\n").map((l) => (l === "" ? "" : indent + l));
 }
 
-function blockText(b: Block, indent: string, p: Paint, out: string[]): void {
+function blockText(b: Block, indent: string, pen: Pen, out: string[]): void {
+  const { p } = pen;
   switch (b.kind) {
     case "heading":
       out.push(indent + p.bold(b.text));
       return;
     case "paragraph":
-      fill(b.text, indent, indent, p, out);
+      fill(b.text, indent, indent, pen, out);
       return;
     case "list":
-      listText(b.items, b.bullets !== false, indent, p, out);
+      listText(b.items, b.bullets !== false, indent, pen, out);
       return;
     case "fields": {
       const width = Math.max(0, ...b.rows.map((r) => r.key.length)) + 2;
@@ -148,36 +155,41 @@ function blockText(b: Block, indent: string, p: Paint, out: string[]): void {
       out.push(...indented(b.text.replace(/\n$/, ""), indent));
       return;
     case "path":
-      out.push(...indented(renderPath(b.path, p), indent));
+      out.push(...indented(renderPath(b.path, p, pen.width - indent.length), indent));
       return;
     case "finding":
-      out.push(...indented(renderFinding(b.finding, p), indent));
+      out.push(
+        ...indented(renderFinding(b.finding, p, { width: pen.width - indent.length }), indent),
+      );
       return;
     case "section":
       out.push(indent + p.bold(b.title));
-      blocksText(b.blocks, `${indent}  `, p, out);
+      blocksText(b.blocks, `${indent}  `, pen, out);
       return;
   }
 }
 
-function blocksText(blocks: readonly Block[], indent: string, p: Paint, out: string[]): void {
+function blocksText(blocks: readonly Block[], indent: string, pen: Pen, out: string[]): void {
   let prev: Block | undefined;
   for (const b of blocks) {
     // a heading keeps what it heads right under it
     const spaced = SPACED_AFTER.has(prev?.kind ?? "heading") || SPACED_BEFORE.has(b.kind);
     if (prev && prev.kind !== "heading" && spaced) out.push("");
-    blockText(b, indent, p, out);
+    blockText(b, indent, pen, out);
     prev = b;
   }
 }
 
-/** The document as text, one trailing newline; `p` colours it (PLAIN: no colour). */
-export function renderDocumentText(doc: Document, p: Paint = PLAIN): string {
+/**
+ * The document as text, one trailing newline; `p` colours it (PLAIN: no colour); prose wraps to
+ * `width` (report/wrap textWidth).
+ */
+export function renderDocumentText(doc: Document, p: Paint = PLAIN, width = PIPE_WIDTH): string {
   const out: string[] = [];
   if (doc.title !== undefined) {
     out.push(p.bold(doc.title));
     if (doc.blocks.length > 0) out.push("");
   }
-  blocksText(doc.blocks, "", p, out);
+  blocksText(doc.blocks, "", { p, width }, out);
   return `${out.join("\n")}\n`;
 }

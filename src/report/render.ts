@@ -13,6 +13,7 @@ import { renderHtml } from "./html.ts";
 import { renderJson } from "./json.ts";
 import { renderMarkdown } from "./markdown.ts";
 import { type Paint, PLAIN, renderText } from "./text.ts";
+import { PIPE_WIDTH } from "./wrap.ts";
 
 /** The formats every question answers in (some add their own: yaml, jsonl). */
 export const FORMATS = ["text", "json", "md", "html"] as const;
@@ -28,8 +29,16 @@ export interface Report {
   readonly document: Document;
 }
 
-/** The answer in `format`; `paint` colours text (PLAIN: none). */
-export function renderReport(report: Report, format: Format, paint: Paint = PLAIN): string {
+/**
+ * The answer in `format`; `paint` colours text (PLAIN: none); `width` is the text's (report/wrap
+ * textWidth: the terminal's, 100 in files and pipes).
+ */
+export function renderReport(
+  report: Report,
+  format: Format,
+  paint: Paint = PLAIN,
+  width = PIPE_WIDTH,
+): string {
   switch (format) {
     case "json":
       return toJson(report.json);
@@ -38,7 +47,7 @@ export function renderReport(report: Report, format: Format, paint: Paint = PLAI
     case "html":
       return renderDocumentHtml(report.document);
     case "text":
-      return renderDocumentText(report.document, paint);
+      return renderDocumentText(report.document, paint, width);
   }
 }
 
@@ -46,7 +55,12 @@ export function renderReport(report: Report, format: Format, paint: Paint = PLAI
  * diagnose's answer in `format`. Its renderers (report/text, markdown, html, json) draw the
  * verdict, findings and paths as they always have; the JSON is the same envelope.
  */
-export function renderAnswer(answer: Answer, format: Format, paint: Paint = PLAIN): string {
+export function renderAnswer(
+  answer: Answer,
+  format: Format,
+  paint: Paint = PLAIN,
+  width = PIPE_WIDTH,
+): string {
   switch (format) {
     case "json":
       return renderJson(answer);
@@ -55,6 +69,6 @@ export function renderAnswer(answer: Answer, format: Format, paint: Paint = PLAI
     case "html":
       return renderHtml(answer);
     case "text":
-      return renderText(answer, paint);
+      return renderText(answer, paint, width);
   }
 }

@@ -87,9 +87,8 @@ function explanationText(f: Finding, shown: Map<string, FindingId> | undefined):
 export function renderFinding(f: Finding, p: Paint, ctx: FindingContext = {}): string {
   const width = ctx.width ?? PIPE_WIDTH;
   const lines = fillWords(wordsOf(f.title, p.bold), severityLabel(f, p), "       ", width);
-  lines.push(
-    `       ${p.dim(`${f.id} · ${f.subject}${ctx.causedBy ? ` · follows from ${ctx.causedBy}` : ""}`)}`,
-  );
+  const about = `${f.id} · ${f.subject}${ctx.causedBy ? ` · follows from ${ctx.causedBy}` : ""}`;
+  lines.push(...fillWords(wordsOf(about, p.dim), "       ", "         ", width));
   lines.push(wrap(explanationText(f, ctx.shownLines), "       ", width));
   const fresh = f.evidence.filter((e) => !ctx.shownEvidence?.has(`${e.file}:${e.line}`));
   const again = f.evidence.filter((e) => ctx.shownEvidence?.has(`${e.file}:${e.line}`));
@@ -228,12 +227,15 @@ export function renderText(answer: Answer, p: Paint = PLAIN, width = PIPE_WIDTH)
     .map((sev) => [sev, answer.findings.filter((f) => f.severity === sev).length] as const)
     .filter(([, n]) => n > 0)
     .map(([sev, n]) => `${n} ${sev}${n === 1 ? "" : "s"}`);
-  out.push(
-    "",
-    `${p.bold(`podpath ${answer.question}`)}${answer.snapshot ? ` ${answer.snapshot}` : ""}: ${
-      counts.length ? `${counts.join(", ")}, each consequence under its cause` : "no findings"
-    }`,
-  );
+  const said = counts.length
+    ? `${counts.join(", ")}, each consequence under its cause`
+    : "no findings";
+  const heading: PaintedWord[] = [
+    { text: "podpath", paint: p.bold },
+    { text: answer.snapshot ? answer.question : `${answer.question}:`, paint: p.bold },
+    ...wordsOf(`${answer.snapshot ? `${answer.snapshot}: ` : ""}${said}`),
+  ];
+  out.push("", ...fillWords(heading, "", "  ", width));
   const shownLines = new Map<string, FindingId>();
   for (const g of s.groups) groupText(g, p, width, shownLines, new Set(), 0, undefined, out);
   const others = answer.paths.filter((path) => path !== s.path);

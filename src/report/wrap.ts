@@ -29,7 +29,15 @@ export function wordsOf(text: string, paint?: (s: string) => string): PaintedWor
     .map((w) => (paint ? { text: w, paint } : { text: w }));
 }
 
-/** Lines of `words` filled to `width`: the first after `first`, the others after `rest`. */
+/** Columns a string takes on a terminal: its length without colour escapes. */
+export function visibleLength(s: string): number {
+  return s.replace(/\x1b\[[0-9;]*m/g, "").length;
+}
+
+/**
+ * Lines of `words` filled to `width`: the first after `first`, the others after `rest` (prefixes
+ * may be coloured: they are measured without their escapes).
+ */
 export function fillWords(
   words: readonly PaintedWord[],
   first: string,
@@ -41,7 +49,7 @@ export function fillWords(
   let line = "";
   let length = 0;
   for (const w of words) {
-    if (length > 0 && prefix.length + length + 1 + w.text.length > width) {
+    if (length > 0 && visibleLength(prefix) + length + 1 + w.text.length > width) {
       out.push(prefix + line);
       prefix = rest;
       line = "";

@@ -11,6 +11,8 @@ import { after, describe, it } from "node:test";
 
 const CLI = join(import.meta.dirname, "../../dist/cli/main.js");
 const EXAMPLE = join(import.meta.dirname, "../../examples/snat-exception-list");
+/** Made by `podpath lab run masquerade --pools default:agent,legacy:no-agent,batch:agent` (its README). */
+const THREE_POOLS = join(import.meta.dirname, "../../src/cases/masquerade/fixtures/three-pools");
 
 function podpath(...args: string[]) {
   const r = spawnSync(process.execPath, [CLI, ...args], { encoding: "utf8", timeout: 60_000 });
@@ -76,13 +78,52 @@ describe("podpath diagnose on the embedded example", () => {
     assert.notEqual(pod.sourceOnWire, node.sourceOnWire);
   });
 
-  it("prints the same findings as text, most important first", () => {
+  it("prints the verdict, cause, fix and path first, then the findings cause first, nothing cut", () => {
     const t = podpath("diagnose", EXAMPLE, "--no-color");
     assert.equal(t.code, 1);
-    const first = t.stdout.split("\n").find((l) => /^(ERROR|WARN|INFO)/.test(l));
-    assert.match(first ?? "", /^ERROR/);
-    assert.match(t.stdout, /masq\/exempt-destination/);
     assert.doesNotMatch(t.stdout, /\x1b\[/);
+    const lines = t.stdout.split("\n");
+    const at = (re: RegExp) => lines.findIndex((l) => re.test(l));
+    assert.match(lines[0]!, /^BROKEN {2}.*\(masq\/exempt-destination\)$/);
+    const summary = [
+      /^cause /,
+      /^fix /,
+      /\$ podpath plan masquerade /,
+      /^pod\/default\/billing-default → /,
+    ];
+    const found = summary.map(at);
+    assert.deepEqual(
+      [...found].sort((a, b) => a - b),
+      found,
+      JSON.stringify(found),
+    );
+    assert.ok(found[0] === 1 && found.at(-1)! < 14, "verdict, cause, fix, path: one screen");
+    // every finding, each consequence under its cause
+    const ids = json.findings.map((f) => f.id);
+    const idLine = (id: string) => at(new RegExp(`^\\s*${id.replace("/", "\\/")} · `));
+    assert.ok(
+      ids.every((id) => idLine(id) > found.at(-1)!),
+      "details below the summary",
+    );
+    assert.ok(idLine("masq/exempt-destination") < idLine("masq/no-return-route"));
+    assert.ok(idLine("masq/no-return-route") < idLine("masq/wire-pod-source"));
+    assert.ok(idLine("masq/wire-pod-source") < idLine("masq/wire-node-source"));
+    assert.match(lines[idLine("masq/no-return-route")]!, /follows from masq\/exempt-destination$/);
+    // piped: wrapped at 100, evidence never cut (the deciding rule ends in -j RETURN)
+    assert.doesNotMatch(t.stdout, /…\n/);
+    const rule = json.findings[0]!.evidence[0]!;
+    const flat = t.stdout.replace(/\s+/g, " ");
+    assert.ok(flat.includes(`${rule.file}:${rule.line} ${rule.text!.trim()}`), rule.text);
+    assert.match(rule.text!, /-j RETURN$/);
+  });
+
+  it("three pools (a lab-made snapshot): the first line names the missing agent on pool legacy", () => {
+    const t = podpath("diagnose", THREE_POOLS, "--no-color");
+    assert.equal(t.code, 1, t.stderr);
+    assert.match(
+      t.stdout.split("\n")[0]!,
+      /^BROKEN {2}pod\/default\/billing-legacy → \S+: ip-masq-agent does not run on node pool legacy, .+ \(masq\/agent-missing\)$/,
+    );
   });
 });
 

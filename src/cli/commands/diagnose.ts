@@ -6,6 +6,7 @@ import { parseDestination, parseFrom } from "../../cases/endpoints.ts";
 import { exitCodeFor } from "../../model/answer.ts";
 import { diagnose } from "../../questions/diagnose.ts";
 import { isFormat, renderAnswer } from "../../report/render.ts";
+import { textWidth } from "../../report/wrap.ts";
 import { LAYOUT_HELP } from "../../snapshot/layout.ts";
 import { isEmptySnapshot, loadSnapshot } from "../../snapshot/load.ts";
 import { openSnapshot, SnapshotOpenError } from "../../snapshot/source.ts";
@@ -47,7 +48,8 @@ export async function diagnoseSnapshotPath(
   io.verbose(
     `asked every question: ${answer.findings.length} findings, ${answer.paths.length} paths`,
   );
-  io.out(renderAnswer(answer, isFormat(opts.output) ? opts.output : "text", io.colors));
+  const width = textWidth(io.stdoutIsTTY, io.stdoutColumns);
+  io.out(renderAnswer(answer, isFormat(opts.output) ? opts.output : "text", io.colors, width));
   return exitCodeFor(answer);
 }
 
