@@ -9,7 +9,33 @@ export type Artifact =
   | "sysctl"
   | "ip-route"
   | "ip-addr"
-  | "conntrack";
+  | "conntrack"
+  /** Owner evidence, kept as text for the owner's reader (cases/masquerade/owners). */
+  | OwnerArtifact;
+
+/**
+ * Files that only one owner of the pods' source address reads: `ipset save`/`ipset list` (Calico's
+ * pools), `cilium-dbg bpf ipmasq list` and `cilium-dbg status --verbose` (Cilium's eBPF
+ * masquerade), `nft list ruleset` (the AWS VPC CNI's and kube-proxy's nftables tables), the
+ * kubelet's command line (kubenet's `--non-masquerade-cidr`), and CNI config files
+ * (`nodes/<node>/cni/*.conf|*.conflist`: the bridge plugin's `ipMasq`).
+ */
+export type OwnerArtifact =
+  | "ipset"
+  | "cilium-bpf-ipmasq"
+  | "cilium-status"
+  | "nft-ruleset"
+  | "kubelet-flags"
+  | "cni-config";
+
+export const OWNER_ARTIFACTS: readonly OwnerArtifact[] = [
+  "ipset",
+  "cilium-bpf-ipmasq",
+  "cilium-status",
+  "nft-ruleset",
+  "kubelet-flags",
+  "cni-config",
+];
 
 export type FileRole =
   | { readonly kind: "cluster"; readonly format: "yaml" | "json" }
@@ -38,6 +64,7 @@ const ARTIFACTS: readonly Artifact[] = [
   "ip-route",
   "ip-addr",
   "conntrack",
+  ...OWNER_ARTIFACTS.filter((a) => a !== "cni-config"),
 ];
 
 function artifactOf(base: string): Artifact | undefined {
@@ -73,6 +100,11 @@ function placeOf(rel: string): FileRole {
       return { kind: "kubelet-config", node: parts[1]! };
     return { kind: "unknown" };
   }
+  if (top === "nodes" && parts.length === 4 && parts[2] === "cni") {
+    if (/\.(conf|conflist|json)$/.test(base))
+      return { kind: "node", node: parts[1]!, artifact: "cni-config" };
+    return { kind: "unknown" };
+  }
   if (top === "pods" && parts.length === 4) {
     const artifact = artifactOf(base);
     if (artifact) return { kind: "pod", namespace: parts[1]!, pod: parts[2]!, artifact };
@@ -102,7 +134,9 @@ function placeOf(rel: string): FileRole {
 /** What a snapshot should contain, for the message when a folder is not one. */
 export const LAYOUT_HELP = `A snapshot is a folder (or .tar.gz of one) with any of:
   cluster/*.yaml|*.json              Kubernetes objects as kubectl prints them
-  nodes/<node>/iptables-save.txt     also ip6tables-save, sysctl, ip-route, ip-addr, conntrack
+  nodes/<node>/iptables-save.txt     also ip6tables-save, sysctl, ip-route, ip-addr, conntrack,
+                                     ipset, nft-ruleset, cilium-bpf-ipmasq, cilium-status,
+                                     kubelet-flags; nodes/<node>/cni/*.conflist
   pods/<ns>/<pod>/sysctl.txt         also iptables-save, ip-route, ip-addr, openvpn.conf,
                                      helm-values.yaml (helm get values of the VPN release)
   captures/<name>.pcap|.pcapng|.txt  tcpdump -w output or tcpdump text (any flags) (+ <name>.yaml: point, phase)

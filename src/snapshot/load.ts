@@ -14,7 +14,7 @@ import { readSysctl, type SysctlValues } from "../evidence/sysctl.ts";
 import type { IptablesDump } from "../iptables/dump.ts";
 import { readIptablesText } from "../iptables/read-iptables-text.ts";
 import type { Diagnostic } from "../model/types.ts";
-import { type Artifact, classifyPath } from "./layout.ts";
+import { type Artifact, classifyPath, type OwnerArtifact } from "./layout.ts";
 import { decodeText, type SnapshotSource } from "./source.ts";
 
 /** What one host (a node, or a pod's network namespace) showed. */
@@ -27,6 +27,23 @@ export interface HostEvidence {
   routes?: Route[];
   interfaces?: NetInterface[];
   conntrack?: ConntrackEntry[];
+  /**
+   * Owner evidence as text, in the order read (several CNI config files may be there); its
+   * owner's reader parses it (cases/masquerade/owners) and cites `file`.
+   */
+  readonly texts?: OwnerText[];
+}
+
+/** One owner file of a host, unparsed. */
+export interface OwnerText {
+  readonly artifact: OwnerArtifact;
+  readonly file: string;
+  readonly text: string;
+}
+
+/** The host's owner files of one kind, in the order read. */
+export function ownerTexts(host: HostEvidence | undefined, artifact: OwnerArtifact): OwnerText[] {
+  return (host?.texts ?? []).filter((t) => t.artifact === artifact);
 }
 
 export interface NodeEvidence extends HostEvidence {
@@ -116,6 +133,12 @@ function readHostArtifact(
       const r = readConntrack(text, rel);
       host.conntrack = r.value;
       diagnostics.push(...r.diagnostics);
+      return;
+    }
+    default: {
+      const texts = (host as { texts?: OwnerText[] }).texts ?? [];
+      texts.push({ artifact, file: rel, text });
+      (host as { texts?: OwnerText[] }).texts = texts;
       return;
     }
   }

@@ -111,7 +111,7 @@ describe("podpath diagnose on the embedded example", () => {
     assert.match(lines[idLine("masq/no-return-route")]!, /follows from masq\/exempt-destination$/);
     // piped: wrapped at 100, evidence never cut (the deciding rule ends in -j RETURN)
     assert.doesNotMatch(t.stdout, /…\n/);
-    const rule = json.findings[0]!.evidence[0]!;
+    const rule = json.findings.find((f) => f.id === "masq/exempt-destination")!.evidence[0]!;
     const flat = t.stdout.replace(/\s+/g, " ");
     assert.ok(flat.includes(`${rule.file}:${rule.line} ${rule.text!.trim()}`), rule.text);
     assert.match(rule.text!, /-j RETURN$/);

@@ -20,11 +20,16 @@ import { evaluateNodeFlow, type FlowOutcome } from "./flow.ts";
 import type { AgentIntent } from "./intent.ts";
 import { masqueradeModel } from "./model.ts";
 import {
-  awsVpcCniExempt,
-  awsWireWording,
+  agentReplaced,
   exemptionRule,
   foreignOwnerText,
-} from "./owner-aws-vpc-cni.ts";
+  ownerDecision,
+  ownerExempt,
+  ownerFindings,
+  ownerHop,
+  SOURCE_OWNERS,
+  type SourceOwnerCase,
+} from "./owners/index.ts";
 import { returnPath, siteFor } from "./remote.ts";
 import {
   type AllowlistVerdict,
@@ -45,9 +50,11 @@ function isRelevant(
   intent: AgentIntent,
   opts: DiagnoseOptions,
   sites: number,
+  owners: readonly SourceOwnerCase[],
 ): boolean {
   return (
     opts.dest !== undefined ||
+    owners.some((o) => o.present(snap)) ||
     intent.configMap !== undefined ||
     intent.daemonSet !== undefined ||
     sites > 0 ||
@@ -59,15 +66,20 @@ function isRelevant(
   );
 }
 
+/**
+ * The masquerade case's answer. `owners` are the owners of the pods' source address it knows
+ * besides ip-masq-agent (tests take one away to show the answer rests on its knowledge).
+ */
 export async function explainMasquerade(
   snap: Snapshot,
   opts: DiagnoseOptions,
+  owners: readonly SourceOwnerCase[] = SOURCE_OWNERS,
 ): Promise<QuestionResult> {
   const result: QuestionResult = { findings: [], paths: [], missing: [], diagnostics: [] };
   const model = masqueradeModel(snap);
   const { intent, facts, farSites: sites } = model;
   result.diagnostics.push(...model.diagnostics);
-  if (!isRelevant(snap, intent, opts, sites.sites.length)) return result;
+  if (!isRelevant(snap, intent, opts, sites.sites.length, owners)) return result;
 
   result.findings.push(...configInvalidFindings(intent));
   const coverage = model.coverage;
@@ -75,6 +87,9 @@ export async function explainMasquerade(
   const nodes = [...snap.nodes.values()];
   result.findings.push(...driftFindings(intent, nodes, (n) => coverage.expected(n)));
   result.findings.push(...ebpfFindings(snap.objects, nodes));
+  const own = ownerFindings(snap, model.facts, owners);
+  result.findings.push(...own.findings);
+  result.missing.push(...own.missing);
 
   const targets = chooseDestinations(opts, sites.sites, snap.probes, facts);
   const sources = chooseSources(opts, facts, snap, targets.list[0]?.ip);
@@ -83,10 +98,10 @@ export async function explainMasquerade(
   const rejected: AllowlistRejection[] = [];
   for (const target of targets.list) {
     for (const src of sources.list)
-      traceOne(snap, facts, intent, sites.sites, target, src, result, rejected);
+      traceOne(snap, facts, intent, sites.sites, target, src, result, rejected, owners);
   }
 
-  const wire = await wireQuestion(snap, facts, targets.list, result.diagnostics);
+  const wire = await wireQuestion(snap, facts, targets.list, result.diagnostics, owners);
   for (const r of rejected) {
     const answered = answeredOnWire(wire.captures, r.target, r.wireSource);
     result.findings.push(
@@ -100,7 +115,7 @@ export async function explainMasquerade(
     !intent.configMap &&
     snap.objects.length > 0 &&
     (targets.list.length > 0 || intent.daemonSet) &&
-    awsWireWording(snap) === undefined
+    !agentReplaced(snap, owners)
   ) {
     result.missing.push({
       file: "cluster/ip-masq-agent.yaml",
@@ -183,7 +198,7 @@ interface NodeDecision {
   readonly outcome: FlowOutcome | undefined;
   readonly wireSource: Ip | undefined;
   readonly decidedBy: SourceRef | undefined;
-  readonly basis: "rules" | "intent" | "none";
+  readonly basis: "rules" | "intent" | "owner" | "none";
 }
 
 /** What the far side makes of the source a flow arrives with. */
@@ -201,6 +216,7 @@ function traceOne(
   src: Source,
   result: QuestionResult,
   rejected: AllowlistRejection[],
+  owners: readonly SourceOwnerCase[],
 ): void {
   const nodeEv: NodeEvidence | undefined = snap.nodes.get(src.node);
   const nodeView = facts.nodes.find((n) => n.name === src.node);
@@ -217,6 +233,8 @@ function traceOne(
     src,
     nodeView,
     hops,
+    owners,
+    result,
   );
 
   // The far side
@@ -258,6 +276,7 @@ function traceOne(
       stops,
       snap,
       nodeView?.internalIPs[0]?.ip,
+      owners,
     );
     if (exempt) result.findings.push(exempt);
   }
@@ -292,8 +311,23 @@ function decideNode(
   src: Source,
   nodeView: ClusterFacts["nodes"][number] | undefined,
   hops: PathHop[],
+  owners: readonly SourceOwnerCase[],
+  result: QuestionResult,
 ): NodeDecision {
   const nodeEv: NodeEvidence | undefined = snap.nodes.get(src.node);
+  // an owner that decides outside iptables (eBPF masquerade) answers first, for pods
+  const owned =
+    src.kind === "pod" ? ownerDecision({ snap, facts, src, target }, owners) : undefined;
+  if (owned) {
+    hops.push(ownerHop(src.node, owned, src.ip));
+    result.missing.push(...(owned.missing ?? []));
+    return {
+      outcome: undefined,
+      wireSource: owned.sourceOut,
+      decidedBy: owned.decidedBy,
+      basis: owned.decision === "cannot-decide" ? "none" : "owner",
+    };
+  }
   let outcome: FlowOutcome | undefined;
   if (nodeEv?.iptables) {
     outcome = evaluateNodeFlow(
@@ -311,7 +345,7 @@ function decideNode(
   }
   let wireSource: Ip | undefined;
   let decidedBy: SourceRef | undefined;
-  let basis: "rules" | "intent" | "none" = "none";
+  let basis: NodeDecision["basis"] = "none";
   if (outcome) {
     basis = "rules";
     wireSource = outcome.sourceOut;
@@ -482,15 +516,16 @@ function exemptFinding(
   intent: AgentIntent,
   outcome: FlowOutcome | undefined,
   decidingRule: SourceRef | undefined,
-  basis: "rules" | "intent",
+  basis: "rules" | "intent" | "owner",
   stops: boolean,
   snap: Snapshot,
   nodeIp: Ip | undefined,
+  owners: readonly SourceOwnerCase[],
 ): Finding | undefined {
   // the owner of the deciding rule words the finding (or finds the kept address healthy)
   const hostIp = outcome?.hostSource ?? nodeIp;
   const rule0 = { snap, src, target, rule: decidingRule, stops, hostSource: hostIp };
-  const owner = awsVpcCniExempt(rule0);
+  const owner = ownerExempt(rule0, owners);
   if (owner.kind === "finding") return { id: "masq/exempt-destination", ...owner.finding };
   if (owner.kind === "healthy") return undefined;
   const rule = exemptionRule(snap, src.node, decidingRule);

@@ -19,6 +19,8 @@ import {
 import { renderDocumentText } from "../../report/document-text.ts";
 import type { Paint } from "../../report/text.ts";
 import { PLAIN } from "../../report/text.ts";
+import type { OwnerPlan } from "./owners/index.ts";
+import type { OwnerSetting } from "./owners/owner.ts";
 import type { MasqueradePlan } from "./plan.ts";
 
 export interface ReplayLine {
@@ -72,7 +74,9 @@ function destinationsBlock(plan: MasqueradePlan): Block {
           : ["masqueraded today"]),
       ]),
     ),
-    paragraph(`pod range: ${plan.podRanges.join(", ")}`),
+    paragraph(
+      `pod range: ${plan.podRanges.length > 0 ? plan.podRanges.join(", ") : "not known from the snapshot"}`,
+    ),
   ]);
 }
 
@@ -113,6 +117,7 @@ function stepsAndWarningsBlocks(plan: MasqueradePlan): Block[] {
 /** The change itself: the narrowed exception list, and/or the far side's diffs. */
 function changeBlocks(plan: MasqueradePlan): Block[] {
   const blocks: Block[] = [];
+  if (plan.owner) blocks.push(ownerChangeBlock(plan.owner));
   if (plan.narrow) {
     const n = plan.narrow;
     blocks.push(
@@ -144,6 +149,25 @@ function changeBlocks(plan: MasqueradePlan): Block[] {
     );
   }
   return blocks;
+}
+
+/** The owner's knob before and after, each setting with the line it is written on. */
+function ownerChangeBlock(o: OwnerPlan): Block {
+  const text = (x: OwnerSetting) =>
+    `${x.key}${x.value !== undefined ? `=${x.value}` : " (not set)"}`;
+  const lines: Block[] = [];
+  for (const b of o.change.before) {
+    const a = o.change.after.find((x) => x.key === b.key);
+    if (a && a.value === b.value) continue;
+    lines.push(paragraph([toned("bad", `- ${text(b)}`), ...at(b.source)]));
+    if (a) lines.push(paragraph(toned("good", `+ ${text(a)}`)));
+  }
+  for (const a of o.change.after) {
+    if (!o.change.before.some((b) => b.key === a.key))
+      lines.push(paragraph(toned("good", `+ ${text(a)}`)));
+  }
+  if (lines.length === 0) lines.push(paragraph(`nothing changes in ${o.name}'s settings`));
+  return section(`Change: ${o.knob}`, lines);
 }
 
 /** Impact (what stops matching) and coverage (which node pools the agent reaches). */
@@ -183,7 +207,8 @@ function impactAndCoverageBlocks(plan: MasqueradePlan): Block[] {
   }
   return [
     section("Impact (announce it as a behaviour change)", impact),
-    section("Coverage", coverage),
+    // the agent's coverage means nothing when another owner decides the pods' source
+    ...(plan.owner ? [] : [section("Coverage", coverage)]),
   ];
 }
 
@@ -192,7 +217,7 @@ function replayBlocks(plan: MasqueradePlan, replay: readonly ReplayLine[]): Bloc
   if (replay.length === 0) return [];
   return [
     section(
-      plan.narrow
+      plan.narrow || plan.owner
         ? "What-if on a real kernel (proposed rules)"
         : "What-if on a real kernel (the rules as they are: keep-pod-identity leaves them alone)",
       [
@@ -212,6 +237,19 @@ function replayBlocks(plan: MasqueradePlan, replay: readonly ReplayLine[]): Bloc
 
 /** How to apply the narrowed list, check it, and the rules expected afterwards. */
 function applyBlocks(plan: MasqueradePlan): Block[] {
+  if (plan.owner) {
+    const o = plan.owner;
+    return [
+      section(
+        `Apply (${o.name})`,
+        o.apply.length > 0 ? o.apply.map(cmd) : [paragraph("nothing to apply on the cluster")],
+      ),
+      section("Check", o.checks.map(cmd)),
+      ...(o.expected.length > 0
+        ? [section("Expected rules on every node afterwards", [codeBlock(o.expected.join("\n"))])]
+        : []),
+    ];
+  }
   if (!plan.narrow) return [];
   const n = plan.narrow;
   const previous = plan.rollback.previousConfigMap;

@@ -31,6 +31,25 @@ export function withAgentRules(dump: string, chain: string, rules: readonly stri
   return out.join("\n");
 }
 
+/** The node's dump with every rule of the chains `rules` append to swapped for `rules`. */
+export function withChainRules(dump: string, rules: readonly string[]): string {
+  const chains = new Set(rules.map((r) => r.split(" ")[1] ?? ""));
+  const lines = dump.split("\n");
+  const out: string[] = [];
+  let inNat = false;
+  let inserted = false;
+  for (const l of lines) {
+    if (l.startsWith("*")) inNat = l === "*nat";
+    if (inNat && l.startsWith("-A ") && chains.has(l.split(" ")[1] ?? "")) continue;
+    if (inNat && l === "COMMIT" && !inserted) {
+      out.push(...rules);
+      inserted = true;
+    }
+    out.push(l);
+  }
+  return out.join("\n");
+}
+
 /** What one node replays: its dump (with the proposed rules), a pod of it, its address. */
 interface NodeReplay {
   readonly node: string;
@@ -100,7 +119,13 @@ function nodeReplay(
   const nodeIp = facts.nodes.find((n) => n.name === node.name)?.internalIPs[0]?.ip;
   if (!podIp || !nodeIp) return undefined;
   const text = snap.source.readText(file);
-  const dump = rules ? withAgentRules(text, intent.flags.masqChain, rules) : text;
+  const owned = plan.owner?.expected.filter((r) => r.startsWith("-A "));
+  const dump =
+    owned && owned.length > 0
+      ? withChainRules(text, owned)
+      : rules
+        ? withAgentRules(text, intent.flags.masqChain, rules)
+        : text;
   return { node: node.name, file, dump, podIp, nodeIp, ...(unreached ? { unreached } : {}) };
 }
 

@@ -21,6 +21,7 @@ import {
   mergeCidrs,
   overlaps,
   parseCidr,
+  tryParseCidr,
 } from "../../net/cidr.ts";
 import type { Snapshot } from "../../snapshot/load.ts";
 import type { Destination } from "../endpoints.ts";
@@ -29,6 +30,7 @@ import { chooseDestinations, type TracedDestination } from "./destinations.ts";
 import type { ClusterFacts } from "./facts.ts";
 import type { AgentIntent } from "./intent.ts";
 import { type MasqueradeModel, masqueradeModel } from "./model.ts";
+import { type OwnerPlan, ownerPlan, SOURCE_OWNERS, type SourceOwnerCase } from "./owners/index.ts";
 import { newAgentConfig } from "./plan-config.ts";
 import { podAddressReferences } from "./plan-impact.ts";
 import { siteChanges } from "./plan-sites.ts";
@@ -96,7 +98,12 @@ export interface Blocker {
 
 /** One thing to do, in the order the plan lists them: a cause the diagnosis finds and its change. */
 export interface PlanStep {
-  readonly cause: "far-side-allowlist" | "agent-coverage" | "agent-stale" | "config";
+  readonly cause:
+    | "far-side-allowlist"
+    | "agent-coverage"
+    | "agent-stale"
+    | "config"
+    | "owner-setting";
   readonly title: string;
   readonly why: string;
   readonly evidence: readonly SourceRef[];
@@ -148,6 +155,11 @@ export interface MasqueradePlan {
   /** What to do, in order: blockers, the agent's coverage, stale agents, then the ConfigMap. */
   readonly steps: readonly PlanStep[];
   readonly narrow?: NarrowPlan;
+  /**
+   * The fix in the terms of the owner of the pods' source address when it is not ip-masq-agent
+   * (the AWS VPC CNI's env, an IPPool, cilium-config): then `narrow` is absent.
+   */
+  readonly owner?: OwnerPlan;
   readonly keepPodIdentity?: { readonly sites: readonly SiteChange[] };
   /** The behaviour change, in words, and the ranges whose destinations will see node addresses. */
   readonly impact: {
@@ -586,7 +598,13 @@ function rollbackOf(
   };
 }
 
-export function planMasquerade(snap: Snapshot, opts: MasqueradePlanOptions): MasqueradePlan {
+export function planMasquerade(
+  snap: Snapshot,
+  opts: MasqueradePlanOptions,
+  owners: readonly SourceOwnerCase[] = SOURCE_OWNERS,
+): MasqueradePlan {
+  const owned = ownerPlanOf(snap, opts, owners);
+  if (owned) return owned;
   const basis = planBasis(snap, opts);
   const { model, diagnostics, missing, podRanges, current, destinations } = basis;
   const { narrow, config, namesPodAddresses, keepSites, file, checks, rollback } = basis;
@@ -749,5 +767,106 @@ function blockerStep(b: Blocker): PlanStep {
       `# edit ${b.file} (and the firewall it describes): add the nodes' addresses to ${b.allowlist}'s sources, as the diff above shows`,
     ],
     rollback: [`# remove the added sources from ${b.allowlist} (after rolling the narrowing back)`],
+  };
+}
+
+/**
+ * The plan when another owner than ip-masq-agent decides the pods' source address: its own knob
+ * (one step), its impact and rollback; undefined when no owner plans for this snapshot.
+ */
+function ownerPlanOf(
+  snap: Snapshot,
+  opts: MasqueradePlanOptions,
+  owners: readonly SourceOwnerCase[],
+): MasqueradePlan | undefined {
+  if (!owners.some((o) => o.replacesAgent(snap))) return undefined;
+  const model = masqueradeModel(snap);
+  const podRanges =
+    opts.podRange && opts.podRange.length > 0 ? mergeCidrs(opts.podRange) : model.facts.podRanges;
+  const targets = chooseDestinations(
+    opts.dest ? { dest: opts.dest } : {},
+    model.farSites.sites,
+    snap.probes,
+    model.facts,
+  ).list;
+  if (targets.length === 0) {
+    throw new PlanError(
+      `${snap.name}: no destination to plan for: give --dest IP[:PORT], or describe the far side in remote/*.yaml`,
+    );
+  }
+  const plan = ownerPlan(
+    {
+      snap,
+      facts: model.facts,
+      targets,
+      podRanges,
+      strategy: opts.strategy,
+      ...(opts.fileDir ? { fileDir: opts.fileDir } : {}),
+    },
+    owners,
+  );
+  if (!plan) return undefined;
+  const owner = owners.find((o) => o.id === plan.owner);
+  const destinations = targets.map((t) => {
+    const i = owner?.intendedFor(snap, t.ip);
+    const ev = i?.evidence[0];
+    return {
+      ip: formatIp(t.ip),
+      ...(t.port ? { port: t.port } : {}),
+      exemptToday: i?.intended === "keep-pod-source",
+      ...(i?.intended === "keep-pod-source" ? { exemptBy: plan.name } : {}),
+      ...(i?.intended === "keep-pod-source" && ev
+        ? {
+            exemptBySource: { file: ev.file, line: ev.line, ...(ev.text ? { text: ev.text } : {}) },
+          }
+        : {}),
+    };
+  });
+  const changed = plan.nowMasqueraded.flatMap((c) => {
+    const r = tryParseCidr(c);
+    return "cidr" in r ? [r.cidr] : [];
+  });
+  return {
+    schemaVersion: 1,
+    tool: "podpath",
+    question: "plan masquerade",
+    snapshot: snap.name,
+    strategy: opts.strategy,
+    podRanges: podRanges.map(formatCidr),
+    destinations,
+    current: plan.change.before.map((b) => ({
+      text: `${b.key}${b.value !== undefined ? `=${b.value}` : " (not set)"}`,
+      ...(b.source ? { source: b.source } : {}),
+    })),
+    blockers: [],
+    steps: [
+      {
+        cause: "owner-setting",
+        title: plan.title,
+        why: plan.why,
+        evidence: plan.evidence,
+        apply: plan.apply,
+        rollback: plan.rollback,
+      },
+    ],
+    owner: plan,
+    impact: {
+      announcement: plan.announcement,
+      nowMasqueraded: plan.nowMasqueraded,
+      namesPodAddresses: podAddressReferences(
+        snap.objects,
+        model.farSites.sites,
+        podRanges,
+        changed,
+      ),
+    },
+    coverage: [],
+    tradeoff: TRADEOFF.map((t) => ({
+      ...t,
+      narrow: t.narrow.replace("(one ConfigMap)", `(${plan.knob})`),
+    })),
+    rollback: { file: "", apply: plan.rollback, checks: plan.rollbackChecks },
+    missing: plan.missing,
+    diagnostics: [...model.farSites.diagnostics],
   };
 }

@@ -11,7 +11,7 @@ import type { Ip } from "../../net/cidr.ts";
 import type { Snapshot } from "../../snapshot/load.ts";
 import type { TracedDestination } from "./destinations.ts";
 import type { ClusterFacts } from "./facts.ts";
-import { awsWireWording } from "./owner-aws-vpc-cni.ts";
+import { ownerWireWording, SOURCE_OWNERS, type SourceOwnerCase } from "./owners/index.ts";
 import { hostAddress } from "./sources.ts";
 import { type WireCapture, wireFindings } from "./wire-findings.ts";
 
@@ -54,6 +54,7 @@ export async function wireQuestion(
   facts: ClusterFacts,
   targets: readonly TracedDestination[],
   diagnostics: Diagnostic[],
+  owners: readonly SourceOwnerCase[] = SOURCE_OWNERS,
 ): Promise<{ findings: Finding[]; captures: readonly WireCapture[] }> {
   if (snap.captures.length === 0) return { findings: [], captures: [] };
   // With one destination, only its conversations are kept (a whole node's capture can hold tens
@@ -71,7 +72,7 @@ export async function wireQuestion(
   }
   const podIps = facts.pods.filter((p) => !p.hostNetwork).flatMap((p) => p.podIPs.map((x) => x.ip));
   const findings: Finding[] = [];
-  const ownerWording = awsWireWording(snap);
+  const ownerWording = ownerWireWording(snap, owners);
   const dests = targets.length > 0 ? targets : [undefined];
   for (const t of dests) {
     findings.push(

@@ -21,7 +21,7 @@ import { openSnapshot, SnapshotOpenError } from "../../snapshot/source.ts";
 import { EXIT, type Io, UsageError } from "../io.ts";
 import { replayPlan } from "./plan-masquerade-replay.ts";
 
-/** `--write DIR`: the new ConfigMap and the previous one, as the plan's commands name them. */
+/** `--write DIR`: the new ConfigMap and the previous one (or the owner's files), as the plan's commands name them. */
 function writePlanFiles(
   plan: ReturnType<typeof planMasquerade>,
   dir: string,
@@ -29,6 +29,7 @@ function writePlanFiles(
 ): ReturnType<typeof planMasquerade> {
   const files: [string, string][] = [];
   if (plan.narrow) files.push([plan.narrow.newConfigMapFile, plan.narrow.newConfigMap]);
+  for (const f of plan.owner?.files ?? []) files.push([f.file, f.content]);
   if (plan.rollback.previousConfigMap)
     files.push([plan.rollback.file, plan.rollback.previousConfigMap]);
   try {

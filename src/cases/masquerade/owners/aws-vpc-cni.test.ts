@@ -3,14 +3,14 @@ import { cpSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:f
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { after, describe, it } from "node:test";
-import type { Answer } from "../../model/answer.ts";
-import { parseIp } from "../../net/cidr.ts";
-import { diagnose } from "../../questions/diagnose.ts";
-import { loadSnapshot } from "../../snapshot/load.ts";
-import { openSnapshot } from "../../snapshot/source.ts";
+import type { Answer } from "../../../model/answer.ts";
+import { parseIp } from "../../../net/cidr.ts";
+import { diagnose } from "../../../questions/diagnose.ts";
+import { loadSnapshot } from "../../../snapshot/load.ts";
+import { openSnapshot } from "../../../snapshot/source.ts";
 
 /** Made by `podpath lab run aws-vpc-cni` on a real kernel (see its README). */
-const EXAMPLE = join(import.meta.dirname, "../../../examples/eks-exclude-snat-cidrs");
+const EXAMPLE = join(import.meta.dirname, "../../../../examples/eks-exclude-snat-cidrs");
 const NODE = "ip-192-168-1-10.eu-west-1.compute.internal";
 const DUMP = `nodes/${NODE}/iptables-save.txt`;
 const tmp = mkdtempSync(join(tmpdir(), "pp-aws-"));

@@ -1,68 +1,36 @@
 /**
- * @module cases/masquerade/owner-aws-vpc-cni — the masquerade case on a node whose pod source is
+ * @module cases/masquerade/owners/aws-vpc-cni — the masquerade case on a node whose pod source is
  * decided by the AWS VPC CNI (`aws-node`): which of its rules kept the pod's address (a VPC CIDR
  * RETURN, an `AWS_VPC_K8S_CNI_EXCLUDE_SNAT_CIDRS` RETURN, or no SNAT rule at all with
  * `AWS_VPC_K8S_CNI_EXTERNALSNAT=true`), whether that is the plugin's design (traffic inside the
  * VPC) or the problem, and the fix in the plugin's terms: the aws-node DaemonSet's env.
  */
-import { type AwsNodeIntent, readAwsNodeIntent } from "../../agents/aws-vpc-cni/daemonset.ts";
-import { ENV_EXCLUDE_SNAT_CIDRS, ENV_EXTERNAL_SNAT } from "../../agents/aws-vpc-cni/env.ts";
-import type { Rule } from "../../iptables/dump.ts";
-import { type Attribution, attributeRule, factsOfRule, ruleAtLine } from "../../iptables/owners.ts";
-import { type Evidence, type Finding, refToEvidence, type SourceRef } from "../../model/types.ts";
-import { contains, formatCidr, formatIp, type Ip } from "../../net/cidr.ts";
-import type { Snapshot } from "../../snapshot/load.ts";
-import type { TracedDestination } from "./destinations.ts";
-import type { Source } from "./sources.ts";
+import { type AwsNodeIntent, readAwsNodeIntent } from "../../../agents/aws-vpc-cni/daemonset.ts";
+import {
+  ENV_EXCLUDE_SNAT_CIDRS,
+  ENV_EXTERNAL_SNAT,
+  ENV_RANDOMIZE_SNAT,
+} from "../../../agents/aws-vpc-cni/env.ts";
+import type { Rule } from "../../../iptables/dump.ts";
+import { type Attribution, attributeRule, factsOfRule } from "../../../iptables/owners.ts";
+import { renderRule } from "../../../iptables/render.ts";
+import { type Evidence, refToEvidence, type SourceRef } from "../../../model/types.ts";
+import { contains, formatCidr, formatIp, type Ip, tryParseCidr } from "../../../net/cidr.ts";
+import type { Snapshot } from "../../../snapshot/load.ts";
+import type {
+  ExemptWording,
+  OwnerExempt,
+  OwnerExemptInput,
+  OwnerPlan,
+  OwnerPlanInput,
+  OwnerSetting,
+  OwnerWireWording,
+  SourceOwnerCase,
+} from "./owner.ts";
+import { ipMasqAgentPresent, natChainNames, ruleOwner } from "./rule-owner.ts";
 
 const DS_CMD = "kubectl -n kube-system get daemonset aws-node -o yaml";
 const SNAT_CHAIN_RE = /^AWS-SNAT-CHAIN-\d+$/;
-
-/** What the case needs to say about one kept pod source. */
-export interface OwnerExemptInput {
-  readonly snap: Snapshot;
-  readonly src: Source;
-  readonly target: TracedDestination;
-  /** The rule that decided (decidingRuleOf), when the node's rules decided. */
-  readonly rule: SourceRef | undefined;
-  /** The far side has no way back to the address on the wire. */
-  readonly stops: boolean;
-  /** The node's own address toward the destination, for the "why the node works" sentence. */
-  readonly hostSource: Ip | undefined;
-}
-
-/**
- * "not-mine": another owner decided (the case's own wording applies). "healthy": the plugin's
- * design keeps the address and nothing says the far side cannot answer. "finding": the answer.
- */
-export type OwnerExempt =
-  | { readonly kind: "not-mine" }
-  | { readonly kind: "healthy"; readonly why: string }
-  | { readonly kind: "finding"; readonly finding: ExemptWording };
-
-/** The exempt-destination finding in the owner's words (the case gives it its id). */
-export type ExemptWording = Omit<Finding, "id">;
-
-/** kube-proxy's mark RETURN only skips its own service masquerade: never cited as an exemption. */
-export function exemptionRule(
-  snap: Snapshot,
-  node: string,
-  ref: SourceRef | undefined,
-): SourceRef | undefined {
-  return ruleOwner(snap, node, ref)?.attribution.owner === "kube-proxy" ? undefined : ref;
-}
-
-/** The rule at `ref` in the node's dump, and who wrote it. */
-export function ruleOwner(
-  snap: Snapshot,
-  node: string,
-  ref: SourceRef | undefined,
-): { rule: Rule; attribution: Attribution } | undefined {
-  const dump = snap.nodes.get(node)?.iptables;
-  if (!dump || !ref) return undefined;
-  const rule = ruleAtLine(dump.tables, ref.file, ref.line);
-  return rule ? { rule, attribution: attributeRule(factsOfRule(rule)) } : undefined;
-}
 
 /**
  * In the plugin's older chained form (`-A AWS-SNAT-CHAIN-<n> ! -d <cidr> … -j AWS-SNAT-CHAIN-<n+1>`)
@@ -84,8 +52,7 @@ function chainedRuleNotTaken(snap: Snapshot, node: string, dst: Ip): Rule | unde
 
 /** The node's dump has the plugin's SNAT chain (an older node may name it -1…). */
 function hasAwsSnatChain(snap: Snapshot, node: string): boolean {
-  const nat = snap.nodes.get(node)?.iptables?.tables.get("nat");
-  return [...(nat?.chains.keys() ?? [])].some((c) => SNAT_CHAIN_RE.test(c));
+  return natChainNames(snap, node, SNAT_CHAIN_RE).length > 0;
 }
 
 function ruleText(ref: SourceRef): string {
@@ -93,7 +60,7 @@ function ruleText(ref: SourceRef): string {
 }
 
 /** The owner's answer for a pod packet that keeps its address, or "not-mine". */
-export function awsVpcCniExempt(input: OwnerExemptInput): OwnerExempt {
+function awsVpcCniExempt(input: OwnerExemptInput): OwnerExempt {
   const { snap, src, rule } = input;
   const owned = ruleOwner(snap, src.node, rule);
   const intent = readAwsNodeIntent(snap.objects);
@@ -226,27 +193,17 @@ function externalSnatFinding(
   };
 }
 
-/** How the wire findings word the fix and next steps when the plugin owns the pod's source. */
-export interface OwnerWireWording {
-  /** Replaces "(narrow the ip-masq-agent exception list)". */
-  readonly fix: string;
-  readonly next: readonly string[];
+/** The plugin is at work: an aws-node DaemonSet or AWS-SNAT-CHAIN-* chains. */
+function awsPresent(snap: Snapshot): boolean {
+  return (
+    readAwsNodeIntent(snap.objects) !== undefined ||
+    [...snap.nodes.keys()].some((n) => hasAwsSnatChain(snap, n))
+  );
 }
 
-/**
- * The plugin's wording for the wire findings, when it is the snapshot's only SNAT owner: an
- * aws-node DaemonSet or AWS-SNAT-CHAIN-* chains, and no ip-masq-agent objects or chains.
- */
-export function awsWireWording(snap: Snapshot): OwnerWireWording | undefined {
-  const nodes = [...snap.nodes.keys()];
-  const aws =
-    readAwsNodeIntent(snap.objects) !== undefined || nodes.some((n) => hasAwsSnatChain(snap, n));
-  const ipMasq =
-    snap.objects.some((o) => o.namespace === "kube-system" && /^ip-masq-agent/.test(o.name)) ||
-    [...snap.nodes.values()].some((n) =>
-      [...(n.iptables?.tables.get("nat")?.chains.keys() ?? [])].some((c) => /^IP-MASQ/.test(c)),
-    );
-  if (!aws || ipMasq) return undefined;
+/** The wire findings' wording, when the plugin is the snapshot's only SNAT owner. */
+function awsWireWording(snap: Snapshot): OwnerWireWording | undefined {
+  if (!awsPresent(snap) || ipMasqAgentPresent(snap)) return undefined;
   return {
     fix: `(the AWS VPC CNI: take the destination out of ${ENV_EXCLUDE_SNAT_CIDRS}, or set ${ENV_EXTERNAL_SNAT}=false, on the aws-node DaemonSet)`,
     next: [
@@ -256,35 +213,272 @@ export function awsWireWording(snap: Snapshot): OwnerWireWording | undefined {
   };
 }
 
-const OWNER_NAMES: Partial<Record<Attribution["owner"], string>> = {
-  kubenet: "kubenet (the kubelet's --non-masquerade-cidr)",
-  "bridge-cni": "the bridge CNI plugin's ipMasq",
-  calico: "Calico",
-  flannel: "Flannel",
-  cilium: "Cilium",
-  docker: "Docker",
-  kubelet: "the kubelet",
-};
+const SETTING_KEYS = [ENV_EXTERNAL_SNAT, ENV_EXCLUDE_SNAT_CIDRS, ENV_RANDOMIZE_SNAT] as const;
+
+function awsSettings(snap: Snapshot): OwnerSetting[] {
+  const intent = readAwsNodeIntent(snap.objects);
+  if (!intent) return [];
+  return SETTING_KEYS.map((key) => {
+    const e = intent.env.get(key);
+    return {
+      key,
+      ...(e?.value !== undefined
+        ? { value: e.value }
+        : e?.valueFrom
+          ? { value: "(valueFrom)" }
+          : {}),
+      ...(e ? { source: e.source } : {}),
+    };
+  });
+}
+
+/** The plugin's RETURN rules on the nodes' dumps: VPC CIDRs and exclusions, each cited. */
+function returnRules(snap: Snapshot): { rule: Rule; exclusion: boolean }[] {
+  const out: { rule: Rule; exclusion: boolean }[] = [];
+  for (const n of snap.nodes.values()) {
+    const nat = n.iptables?.tables.get("nat");
+    for (const c of nat?.chains.values() ?? []) {
+      if (!SNAT_CHAIN_RE.test(c.name)) continue;
+      for (const r of c.rules) {
+        if (r.target?.kind === "verdict" && r.dst && !r.dst.negated) {
+          const comment = factsOfRule(r).comment ?? "";
+          out.push({ rule: r, exclusion: /EXCLUSION/.test(comment) });
+        }
+      }
+    }
+  }
+  return out;
+}
+
+function awsIntendedFor(snap: Snapshot, dst: Ip) {
+  const intent = readAwsNodeIntent(snap.objects);
+  const evidence: Evidence[] = [];
+  if (intent?.settings.externalSnat) {
+    const e = intent.env.get(ENV_EXTERNAL_SNAT);
+    if (e) evidence.push(refToEvidence(e.source));
+    return { intended: "keep-pod-source" as const, evidence };
+  }
+  const excluded = intent?.settings.excludeSnatCidrs.find((c) => {
+    const p = tryParseCidr(c);
+    return "cidr" in p && contains(p.cidr, dst);
+  });
+  if (excluded !== undefined && intent) {
+    const e = intent.env.get(ENV_EXCLUDE_SNAT_CIDRS);
+    if (e) evidence.push(refToEvidence(e.source));
+    return { intended: "keep-pod-source" as const, evidence };
+  }
+  const rules = returnRules(snap);
+  const vpc = rules.find((r) => !r.exclusion && r.rule.dst && contains(r.rule.dst.cidr, dst));
+  if (vpc) {
+    evidence.push(refToEvidence(vpc.rule.source));
+    return { intended: "keep-pod-source" as const, evidence };
+  }
+  // off the VPC and not excluded: the plugin SNATs it, once its VPC CIDRs are known from a dump
+  if (intent && rules.some((r) => !r.exclusion)) {
+    const e = intent.env.get(ENV_EXCLUDE_SNAT_CIDRS);
+    if (e) evidence.push(refToEvidence(e.source));
+    return { intended: "masquerade" as const, evidence };
+  }
+  return { intended: "unknown" as const, evidence };
+}
 
 /**
- * Where an exemption comes from when the rule that kept the source is neither ip-masq-agent's nor
- * GKE's node startup's (nor the AWS VPC CNI's, worded above): its owner, or that podpath cannot
- * tell, with the reason. Undefined when the rule is theirs or there is no rule.
+ * The plan in the plugin's terms: take the destinations out of AWS_VPC_K8S_CNI_EXCLUDE_SNAT_CIDRS
+ * (or turn external SNAT off); a VPC CIDR is always exempt, so its only fix is the way back.
  */
-export function foreignOwnerText(
-  snap: Snapshot,
-  node: string,
-  ref: SourceRef | undefined,
-): string | undefined {
-  const owned = ruleOwner(snap, node, ref);
-  if (!owned) return undefined;
-  const { owner, reason } = owned.attribution;
-  if (owner === "ip-masq-agent" || owner === "gke-node-startup" || owner === "aws-vpc-cni") {
+function awsPlan(input: OwnerPlanInput): OwnerPlan | undefined {
+  const { snap, targets } = input;
+  const intent = readAwsNodeIntent(snap.objects);
+  if (!awsPresent(snap) || ipMasqAgentPresent(snap) || input.strategy !== "narrow")
     return undefined;
+  const rules = returnRules(snap);
+  const before = awsSettings(snap);
+  const base = {
+    owner: "aws-vpc-cni" as const,
+    name: "the AWS VPC CNI (aws-node)",
+    files: [],
+    missing: intent
+      ? []
+      : [
+          {
+            file: "cluster/aws-node.yaml",
+            would_decide: "the aws-node container's env, which the fix changes",
+            command: DS_CMD,
+          },
+        ],
+  };
+  if (intent?.settings.externalSnat) {
+    const e = intent.env.get(ENV_EXTERNAL_SNAT);
+    return {
+      ...base,
+      knob: `the aws-node DaemonSet's env ${ENV_EXTERNAL_SNAT}`,
+      title: `Set ${ENV_EXTERNAL_SNAT}=false on the aws-node DaemonSet`,
+      why: `${ENV_EXTERNAL_SNAT}=${e?.value ?? "true"}${e ? ` (${e.source.file}:${e.source.line})` : ""}: the plugin installs no SNAT rule, so every pod packet leaves with the pod's address.`,
+      evidence: e ? [e.source] : [],
+      change: {
+        before,
+        after: before.map((b) =>
+          b.key === ENV_EXTERNAL_SNAT ? { key: b.key, value: "false" } : b,
+        ),
+      },
+      apply: [
+        `kubectl -n kube-system set env daemonset aws-node -c aws-node ${ENV_EXTERNAL_SNAT}=false`,
+        "kubectl -n kube-system rollout status daemonset aws-node",
+      ],
+      announcement:
+        "Every destination outside the VPC CIDRs (and outside AWS_VPC_K8S_CNI_EXCLUDE_SNAT_CIDRS) will see the node's primary address instead of pod addresses: announce it to the owners of those destinations; allowlists naming pod addresses stop matching.",
+      nowMasqueraded: ["0.0.0.0/0 outside the VPC CIDRs"],
+      // the chain's RETURNs depend on the VPC CIDRs, which only a node's dump shows
+      expected: [],
+      checks: [
+        "iptables-save -t nat | grep -E 'AWS-SNAT-CHAIN|POSTROUTING'   # on each node: the plugin's SNAT chain is there",
+        ...targets.map(
+          (t) =>
+            `tcpdump -ni any host ${formatIp(t.ip)}   # on a node: the node's address on the wire`,
+        ),
+      ],
+      rollback: [
+        `kubectl -n kube-system set env daemonset aws-node -c aws-node ${ENV_EXTERNAL_SNAT}=${e?.value ?? "true"}`,
+        "kubectl -n kube-system rollout status daemonset aws-node",
+      ],
+      rollbackChecks: [
+        "iptables-save -t nat | grep -c 'AWS, SNAT'   # on each node: 0 again (the plugin removes its SNAT rule)",
+      ],
+    };
   }
-  if (owner === "kube-proxy") return undefined;
-  const name = OWNER_NAMES[owner];
-  return name
-    ? `a rule ${name} writes (${reason}), not ip-masq-agent's`
-    : `a rule podpath cannot attribute to any component it knows (${reason}); not ip-masq-agent's or GKE's node startup's`;
+  const excludedFor = (dst: Ip) =>
+    rules.find((r) => r.exclusion && r.rule.dst && contains(r.rule.dst.cidr, dst));
+  const vpcFor = (dst: Ip) =>
+    rules.find((r) => !r.exclusion && r.rule.dst && contains(r.rule.dst.cidr, dst));
+  const listed = intent?.settings.excludeSnatCidrs ?? [];
+  const remove = new Set<string>();
+  const evidence: SourceRef[] = [];
+  const vpcKept: string[] = [];
+  const fixed: Ip[] = [];
+  for (const t of targets) {
+    const ex = excludedFor(t.ip);
+    if (ex?.rule.dst) {
+      remove.add(formatCidr(ex.rule.dst.cidr));
+      evidence.push(ex.rule.source);
+      fixed.push(t.ip);
+      continue;
+    }
+    // without the node's dump, the env alone says which entry keeps the destination
+    const entry = listed.find((c) => {
+      const p = tryParseCidr(c);
+      return "cidr" in p && contains(p.cidr, t.ip);
+    });
+    if (entry !== undefined) {
+      remove.add(entry);
+      fixed.push(t.ip);
+      continue;
+    }
+    const vpc = vpcFor(t.ip);
+    if (vpc?.rule.dst) {
+      vpcKept.push(`${formatIp(t.ip)} (VPC CIDR ${formatCidr(vpc.rule.dst.cidr)})`);
+      evidence.push(vpc.rule.source);
+    }
+  }
+  const envEntry = intent?.env.get(ENV_EXCLUDE_SNAT_CIDRS);
+  if (envEntry) evidence.push(envEntry.source);
+  if (remove.size === 0) {
+    if (vpcKept.length === 0) return undefined;
+    return {
+      ...base,
+      knob: "none: the plugin always exempts its VPC CIDRs",
+      title:
+        "No setting of the AWS VPC CNI masquerades a VPC destination: route the pod subnets back",
+      why: `${vpcKept.join(", ")}: the plugin writes a RETURN for every VPC CIDR, whatever its env says. The far side must route the pod subnets back (VPC route tables, the VPN's or Direct Connect's prefixes).`,
+      evidence,
+      change: { before, after: before },
+      apply: [],
+      announcement: "Nothing changes on the nodes; the far side's routes change.",
+      nowMasqueraded: [],
+      expected: [],
+      checks: targets.map(
+        (t) =>
+          `tcpdump -ni any host ${formatIp(t.ip)}   # on a node: replies to the pod address come back`,
+      ),
+      rollback: [],
+      rollbackChecks: [],
+    };
+  }
+  const remaining = listed.filter((c) => !remove.has(c));
+  const setTo =
+    remaining.length > 0
+      ? `${ENV_EXCLUDE_SNAT_CIDRS}=${remaining.join(",")}`
+      : `${ENV_EXCLUDE_SNAT_CIDRS}-`;
+  const previous = envEntry?.value;
+  const removed = [...remove];
+  const expected = [...snap.nodes.values()].flatMap((n) =>
+    [...(n.iptables?.tables.get("nat")?.chains.values() ?? [])]
+      .filter((c) => SNAT_CHAIN_RE.test(c.name))
+      .flatMap((c) =>
+        c.rules
+          .filter(
+            (r) =>
+              !(
+                r.dst &&
+                !r.dst.negated &&
+                /EXCLUSION/.test(factsOfRule(r).comment ?? "") &&
+                remove.has(formatCidr(r.dst.cidr))
+              ),
+          )
+          .map((r) => renderRule(r)),
+      ),
+  );
+  return {
+    ...base,
+    knob: `the aws-node DaemonSet's env ${ENV_EXCLUDE_SNAT_CIDRS}`,
+    title: `Take ${removed.join(", ")} out of ${ENV_EXCLUDE_SNAT_CIDRS} on the aws-node DaemonSet`,
+    why: `${removed.join(", ")} ${removed.length === 1 ? "is" : "are"} listed in ${ENV_EXCLUDE_SNAT_CIDRS}${envEntry ? ` (${envEntry.source.file}:${envEntry.source.line}: "${envEntry.value ?? "(valueFrom)"}")` : ""}, so the plugin returns before its SNAT rule and pod packets to ${fixed.map(formatIp).join(", ")} keep the pod's address.${vpcKept.length > 0 ? ` Unchanged by design: ${vpcKept.join(", ")}, which the plugin always exempts.` : ""}`,
+    evidence,
+    change: {
+      before,
+      after: before.map((b) =>
+        b.key === ENV_EXCLUDE_SNAT_CIDRS
+          ? remaining.length > 0
+            ? { key: b.key, value: remaining.join(",") }
+            : { key: b.key }
+          : b,
+      ),
+    },
+    apply: [
+      `kubectl -n kube-system set env daemonset aws-node -c aws-node ${setTo}`,
+      "kubectl -n kube-system rollout status daemonset aws-node",
+    ],
+    announcement: `Destinations in ${removed.join(", ")} will see the node's primary address instead of pod addresses: announce it to their owners; allowlists and logs there that name pod addresses stop matching.`,
+    nowMasqueraded: removed,
+    expected: [...new Set(expected)],
+    checks: [
+      `iptables-save -t nat | grep 'AWS SNAT CHAIN EXCLUSION'   # on each node: no RETURN for ${removed.join(", ")}`,
+      ...fixed.map(
+        (ip) =>
+          `tcpdump -ni any host ${formatIp(ip)}   # on a node: the node's address on the wire, replies back`,
+      ),
+      "podpath verify <before-snapshot> <after-snapshot>",
+    ],
+    rollbackChecks: [
+      `iptables-save -t nat | grep 'AWS SNAT CHAIN EXCLUSION'   # on each node: the RETURN for ${removed.join(", ")} is back`,
+    ],
+    rollback: [
+      previous !== undefined
+        ? `kubectl -n kube-system set env daemonset aws-node -c aws-node ${ENV_EXCLUDE_SNAT_CIDRS}=${previous}`
+        : "kubectl -n kube-system rollout undo daemonset aws-node",
+      "kubectl -n kube-system rollout status daemonset aws-node",
+    ],
+  };
 }
+
+/** The AWS VPC CNI (`aws-node`) as an owner of the pods' source address. */
+export const awsVpcCniOwner: SourceOwnerCase = {
+  id: "aws-vpc-cni",
+  name: "the AWS VPC CNI",
+  present: awsPresent,
+  replacesAgent: (snap) => awsPresent(snap) && !ipMasqAgentPresent(snap),
+  exempt: awsVpcCniExempt,
+  wireWording: awsWireWording,
+  plan: awsPlan,
+  settings: awsSettings,
+  intendedFor: awsIntendedFor,
+};
