@@ -22,6 +22,7 @@
  * ```
  * `podOrWorkload` is a Pod, a pod controller (Deployment, DaemonSet, …) or a bare PodSpec.
  */
+import { withAppArmorSkew } from "./apparmor-skew.ts";
 import { admit, evaluatePod, forbiddenDetail, type PodSecurityResult } from "./evaluate.ts";
 import { type AutopilotVerdict, checkAutopilot } from "./gke-autopilot.ts";
 import { configzCommand, type KubeletSysctlConfig } from "./kubelet-config.ts";
@@ -39,6 +40,7 @@ import {
   type JsonObject,
   type PodSpecView,
   podViewOf,
+  type SpecContainerView,
 } from "./pod-spec.ts";
 import {
   effectiveMinor,
@@ -114,6 +116,29 @@ function needsFor(name: string, hostNetwork: boolean): string {
   return `the node's kubelet must allow it: KubeletConfiguration allowedUnsafeSysctls: ["${name}"] (or --allowed-unsafe-sysctls=${name}; "net.ipv4.*" also covers it), on every node the pod can land on`;
 }
 
+const CONTAINER_FIELDS: Readonly<Record<SpecContainerView["kind"], string>> = {
+  initContainer: "initContainers",
+  container: "containers",
+  ephemeralContainer: "ephemeralContainers",
+};
+
+/**
+ * API validation (checked against Kubernetes 1.36 and 1.37): `procMount: Unmasked` needs the pod
+ * in a user namespace (`hostUsers: false`); one error per container, in the server's order.
+ */
+function unmaskedProcMountErrors(pod: PodSpecView, prefix: string): string[] {
+  if (pod.spec["hostUsers"] === false) return [];
+  const order: SpecContainerView["kind"][] = ["container", "initContainer", "ephemeralContainer"];
+  return order.flatMap((kind) =>
+    pod.containers
+      .filter((c) => c.kind === kind && c.securityContext?.["procMount"] === "Unmasked")
+      .map(
+        (c) =>
+          `${prefix}.${CONTAINER_FIELDS[kind]}[${c.index}].securityContext.procMount: Invalid value: "Unmasked": \`hostUsers\` must be false to use \`Unmasked\``,
+      ),
+  );
+}
+
 /**
  * Predicts admission of a pod or pod template. See the module header for the shape.
  *
@@ -125,9 +150,7 @@ export function predictAdmission(
   input: JsonObject,
   opts: PredictOptions = {},
 ): AdmissionPrediction | undefined {
-  const found = toPodView(input);
-  if (!found) return undefined;
-  const { pod, name } = found;
+  if (!toPodView(input)) return undefined;
   const version: PolicyVersion =
     opts.version === undefined
       ? { latest: true }
@@ -135,10 +158,17 @@ export function predictAdmission(
         ? parseVersion(opts.version).version
         : opts.version;
   const minor = effectiveMinor(version);
+  // a Pod is admitted as the API server stores it: its AppArmor annotations synced to fields
+  const serverInput = withAppArmorSkew(input, minor);
+  const found = toPodView(serverInput);
+  if (!found) return undefined;
+  const { pod, name } = found;
 
   // Pod Security: the namespace's own level and version decide; the cluster version caps it.
   const { policy, errors } = policyFromLabels(opts.namespaceLabels);
-  const object: JsonObject = podViewOf(input) ? input : { kind: "Pod", metadata: {}, spec: input };
+  const object: JsonObject = podViewOf(serverInput)
+    ? serverInput
+    : { kind: "Pod", metadata: {}, spec: input };
   const response = admit(object, policy, minor);
   const violations = evaluatePod(pod, policy.enforce, minor);
   const podError = response?.error ?? response?.podError ?? "";
@@ -161,7 +191,9 @@ export function predictAdmission(
   const sysctls = podSysctls(pod);
   const hostNetwork = pod.spec["hostNetwork"] === true;
   const hostIPC = pod.spec["hostIPC"] === true;
-  let apiValidation = { allowed: true, message: "" };
+  const prefix = pod.specPath.slice(0, -1).concat("spec").join(".");
+  // the server validates the containers (init, regular, ephemeral) before the pod's sysctls
+  const invalid: string[] = minor >= 36 ? unmaskedProcMountErrors(pod, prefix) : [];
   if (minor >= 29) {
     const bad = sysctls.findIndex((s) => {
       const ns = sysctlNamespace(s.name);
@@ -170,14 +202,19 @@ export function predictAdmission(
     if (bad >= 0) {
       const s = sysctls[bad]!;
       const host = sysctlNamespace(s.name) === "net" ? "hostNetwork" : "hostIPC";
-      const kindName = `${asString(input["kind"]) ?? "Pod"}`;
-      const prefix = pod.specPath.slice(0, -1).concat("spec").join(".");
-      apiValidation = {
-        allowed: false,
-        message: `${kindName} ${JSON.stringify(name)} is invalid: ${prefix}.securityContext.sysctls[${bad}].name: Invalid value: ${JSON.stringify(s.name)}: may not be specified when '${host}' is true`,
-      };
+      invalid.push(
+        `${prefix}.securityContext.sysctls[${bad}].name: Invalid value: ${JSON.stringify(s.name)}: may not be specified when '${host}' is true`,
+      );
     }
   }
+  const kindName = `${asString(input["kind"]) ?? "Pod"}`;
+  const apiValidation =
+    invalid.length === 0
+      ? { allowed: true, message: "" }
+      : {
+          allowed: false,
+          message: `${kindName} ${JSON.stringify(name)} is invalid: ${invalid.length === 1 ? invalid[0] : `[${invalid.join(", ")}]`}`,
+        };
 
   // Kubelet: safe set plus the node's allowlist.
   const safe = kubeletSafeSysctls(minor, opts.kernelVersion);
