@@ -180,6 +180,8 @@ export async function startCluster(): Promise<Cluster> {
           `--audit-policy-file=${join(dir, "audit.yaml")}`,
           `--audit-log-path=${auditLog}`,
           "--service-cluster-ip-range=10.96.0.0/16",
+          // as kubeadm and GKE run it: privileged containers are for Pod Security to judge
+          "--allow-privileged=true",
         ],
         { stdio: ["ignore", "pipe", "pipe"] },
       ),

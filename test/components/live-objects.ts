@@ -8,6 +8,7 @@
  */
 import assert from "node:assert/strict";
 import { readdirSync, readFileSync, writeFileSync } from "node:fs";
+import { request } from "node:https";
 import { join } from "node:path";
 import { parseAllDocuments } from "yaml";
 import type { ApiAnswer, Cluster } from "./cluster.ts";
@@ -236,4 +237,64 @@ export async function serviceAccountToken(
   const token = (body["status"] as { token?: string } | undefined)?.token;
   assert.ok(token, "TokenRequest gave no token");
   return token;
+}
+
+/** An API answer with the server's `Warning` headers (their texts, unquoted). */
+export interface RawAnswer {
+  readonly status: number;
+  readonly body: Record<string, unknown>;
+  readonly warnings: string[];
+}
+
+/** The text of one `Warning: 299 - "text"` header value (RFC 7234 quoted string). */
+function warningText(h: string): string {
+  const m = /^\d{3} \S+ "((?:[^"\\]|\\.)*)"/.exec(h.trim());
+  return m ? m[1]!.replace(/\\(.)/g, "$1") : h;
+}
+
+/** A request with any body and content type (patches, server-side apply), as `token`. */
+export function rawRequest(
+  c: Cluster,
+  method: string,
+  path: string,
+  token: string,
+  body?: { text: string; contentType: string },
+): Promise<RawAnswer> {
+  const ca = readFileSync(c.caFile);
+  return new Promise((resolve, reject) => {
+    const req = request(
+      `${c.url}${path}`,
+      {
+        method,
+        ca,
+        headers: {
+          authorization: `Bearer ${token}`,
+          accept: "application/json",
+          ...(body ? { "content-type": body.contentType } : {}),
+        },
+      },
+      (res) => {
+        let text = "";
+        res.on("data", (d: Buffer) => {
+          text += d.toString();
+        });
+        res.on("end", () => {
+          const h = res.headers["warning"];
+          const warnings = (h === undefined ? [] : Array.isArray(h) ? h : [h])
+            .flatMap((v) => v.split(/,(?=\s*\d{3} )/))
+            .map(warningText);
+          let parsed: Record<string, unknown> = {};
+          try {
+            parsed = JSON.parse(text) as Record<string, unknown>;
+          } catch {
+            parsed = { text };
+          }
+          resolve({ status: res.statusCode ?? 0, body: parsed, warnings });
+        });
+      },
+    );
+    req.on("error", reject);
+    if (body) req.write(body.text);
+    req.end();
+  });
 }
