@@ -125,6 +125,28 @@ describe("progress on stderr", () => {
     assert.equal(value, 42);
   });
 
+  it("a message of its own goes above the line, which is redrawn; in a pipe only the message", () => {
+    const { clock, advance } = fakeClock();
+    const tty = fakeStream(true);
+    const p = startProgress(tty, "lab run", { clock });
+    p.say("building replica\n");
+    assert.deepEqual(tty.writes, ["building replica\n"], "no line drawn yet: nothing to erase");
+    advance(1000);
+    p.say("nodes up\n");
+    assert.deepEqual(tty.writes.slice(-3), [
+      "\r\x1b[2K",
+      "nodes up\n",
+      "\r\x1b[2Kpodpath: lab run… (1 s)",
+    ]);
+    p.done();
+    const pipe = fakeStream(false);
+    const q = startProgress(pipe, "lab run", { clock });
+    advance(5000);
+    q.say("building replica\n");
+    q.done();
+    assert.deepEqual(pipe.writes, ["building replica\n"]);
+  });
+
   it("an Io's stream is its stderr; counts read in groups of three", () => {
     const seen: string[] = [];
     const s = progressStream({ stderrIsTTY: true, err: (t) => void seen.push(t) });

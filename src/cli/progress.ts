@@ -41,9 +41,9 @@ export interface Progress {
   readonly update: (detail: string) => void;
   /** Erases the line (when one was drawn); further updates are ignored. */
   readonly done: () => void;
+  /** Writes a message of its own (a log line) to the stream, the progress line redrawn below it. */
+  readonly say: (text: string) => void;
 }
-
-const NONE: Progress = { update: () => {}, done: () => {} };
 
 /** Starts reporting `label` on `stream`; a no-op unless the stream is a terminal. */
 export function startProgress(
@@ -51,7 +51,7 @@ export function startProgress(
   label: string,
   opts: ProgressOptions = {},
 ): Progress {
-  if (!stream.isTTY) return NONE;
+  if (!stream.isTTY) return { update: () => {}, done: () => {}, say: stream.write };
   const clock = opts.clock ?? realClock;
   const afterMs = opts.afterMs ?? 1000;
   const everyMs = opts.everyMs ?? 250;
@@ -59,6 +59,7 @@ export function startProgress(
   let detail = "";
   let drawnAt: number | undefined;
   let finished = false;
+  let drawn = false;
   const draw = (force: boolean) => {
     const t = clock.now();
     if (finished || t - start < afterMs) return;
@@ -66,6 +67,11 @@ export function startProgress(
     const seconds = Math.floor((t - start) / 1000);
     stream.write(`\r\x1b[2Kpodpath: ${label}…${detail ? ` ${detail}` : ""} (${seconds} s)`);
     drawnAt = t;
+    drawn = true;
+  };
+  const erase = () => {
+    if (drawn) stream.write("\r\x1b[2K");
+    drawn = false;
   };
   const stop = clock.every(Math.min(afterMs, 1000), () => draw(true));
   return {
@@ -77,7 +83,12 @@ export function startProgress(
       if (finished) return;
       finished = true;
       stop();
-      if (drawnAt !== undefined) stream.write("\r\x1b[2K");
+      erase();
+    },
+    say: (text) => {
+      erase();
+      stream.write(text);
+      if (!finished && drawnAt !== undefined) draw(true);
     },
   };
 }

@@ -20,6 +20,7 @@ import {
 } from "../../report/document.ts";
 import { isFormat, renderReport } from "../../report/render.ts";
 import { EXIT, type Io, UsageError } from "../io.ts";
+import { progressStream, withProgress } from "../progress.ts";
 import { captureArg, printDiagnostic } from "./capture-read.ts";
 
 async function metaBeside(
@@ -54,7 +55,9 @@ export async function run(
     if (host === undefined) throw new UsageError("--talkers needs --host IP");
     // Only the fast scan is loaded here: process start-up counts on a 100 MB capture.
     const { hostTalkers } = await import("../../capture/host-talkers.ts");
-    const t = await hostTalkers(path, host, { file });
+    const t = await withProgress(progressStream(io), `scanning ${file}`, () =>
+      hostTalkers(path, host, { file }),
+    );
     for (const d of t.diagnostics) printDiagnostic(io, d);
     const hostText = formatIp(host);
     const json = envelope("capture talkers", {
@@ -97,7 +100,9 @@ export async function run(
   const { readCapture } = await import("../../capture/read-capture.ts");
   const { conversationBlock, conversationJson } = await import("../../capture/render.ts");
   const cap = readCapture(path, { file, onDiagnostic: (d) => printDiagnostic(io, d) });
-  const summary = await conversations(cap, { file, ...(host === undefined ? {} : { host }) });
+  const summary = await withProgress(progressStream(io), `reading ${file}`, () =>
+    conversations(cap, { file, ...(host === undefined ? {} : { host }) }),
+  );
   const assumptions = [...summary.assumptions];
   if (meta?.meta.point === undefined)
     assumptions.unshift(

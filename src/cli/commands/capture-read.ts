@@ -9,6 +9,7 @@ import { resolve } from "node:path";
 import type { Packet } from "../../capture/packet.ts";
 import type { Diagnostic } from "../../model/types.ts";
 import { EXIT, type Io, UsageError } from "../io.ts";
+import { count, progressStream, startProgress } from "../progress.ts";
 
 /** Resolves and checks a capture path given on the command line. */
 export function captureArg(args: readonly string[], io: Io): string {
@@ -43,10 +44,13 @@ export async function run(
   if (format === "json" || format === "md" || format === "html") {
     // one document: every packet is held (text and jsonl stream instead)
     const packets: Packet[] = [];
+    const progress = startProgress(progressStream(io), `reading ${file}`);
     for await (const p of cap) {
       packets.push(p);
+      progress.update(`${count(packets.length)} packets`);
       if (io.signal.aborted) break;
     }
+    progress.done();
     const { envelope } = await import("../../model/envelope.ts");
     const { renderReport } = await import("../../report/render.ts");
     const json = envelope("capture read", {
@@ -59,7 +63,14 @@ export async function run(
     return cap.diagnostics.some((d) => d.severity === "error") ? EXIT.usage : EXIT.ok;
   }
   let buffered = "";
+  // the packets stream to stdout: on the same terminal they are the progress
+  const progress = startProgress(
+    { isTTY: io.stderrIsTTY && !io.stdoutIsTTY, write: io.err },
+    `reading ${file}`,
+  );
+  let n = 0;
   for await (const p of cap) {
+    progress.update(`${count(++n)} packets`);
     buffered += `${jsonl ? JSON.stringify(packetJson(p)) : packetLine(p)}\n`;
     if (buffered.length > 65536) {
       io.out(buffered);
@@ -67,6 +78,7 @@ export async function run(
     }
     if (io.signal.aborted) break;
   }
+  progress.done();
   io.out(buffered);
   return cap.diagnostics.some((d) => d.severity === "error") ? EXIT.usage : EXIT.ok;
 }

@@ -21,6 +21,7 @@ import { tryParseIp } from "../../net/cidr.ts";
 import { code, fields, list, paragraph, section } from "../../report/document.ts";
 import { isFormat, type Report, renderReport } from "../../report/render.ts";
 import { EXIT, type Io, UsageError } from "../io.ts";
+import { progressStream, startProgress } from "../progress.ts";
 
 /** Options shared by `collect` and `diagnose --live`, as commander hands them over. */
 export interface LiveArgs {
@@ -102,27 +103,16 @@ function podTarget(pod: string, args: LiveArgs, source: ClusterSource): PodTarge
   return { namespace: args.namespace ?? source.namespace, name: pod };
 }
 
-/** A status line on a terminal; nothing when stderr is not one. */
+/** A status line on a terminal past a second (cli/progress); nothing when stderr is not one. */
 function progressRenderer(io: Io): { onProgress: (p: Progress) => void; done: () => void } {
-  let line = false;
-  const clear = () => {
-    if (line) io.err("\r\x1b[2K");
-    line = false;
-  };
-  if (!io.stderrIsTTY) return { onProgress: () => {}, done: () => {} };
+  const line = startProgress(progressStream(io), "collecting");
   return {
     onProgress(p) {
       if (p.kind === "nodes") {
-        clear();
-        io.err(`nodes ${p.done}/${p.total}${p.failed > 0 ? `, ${p.failed} failed` : ""}`);
-        line = true;
-      } else if (p.kind === "phase") {
-        clear();
-        io.err(`${p.message}…`);
-        line = true;
-      }
+        line.update(`nodes ${p.done}/${p.total}${p.failed > 0 ? `, ${p.failed} failed` : ""}`);
+      } else if (p.kind === "phase") line.update(p.message);
     },
-    done: clear,
+    done: line.done,
   };
 }
 

@@ -11,6 +11,7 @@ import { LAYOUT_HELP } from "../../snapshot/layout.ts";
 import { isEmptySnapshot, loadSnapshot } from "../../snapshot/load.ts";
 import { openSnapshot, SnapshotOpenError } from "../../snapshot/source.ts";
 import { EXIT, type Io, UsageError } from "../io.ts";
+import { progressStream, startProgress } from "../progress.ts";
 import { snapshotSummary } from "../read-summary.ts";
 
 export interface DiagnoseCliOptions {
@@ -36,15 +37,19 @@ export async function diagnoseSnapshotPath(
     if (e instanceof SnapshotOpenError) throw new UsageError(`${e.message}\n${LAYOUT_HELP}`);
     throw e;
   }
+  // a large snapshot takes seconds: said on a terminal's stderr past a second
+  const progress = startProgress(progressStream(io), `diagnose ${path}`);
   const snap = loadSnapshot(source);
   io.verbose(snapshotSummary(snap));
+  progress.update("read the snapshot; asking every question");
   if (isEmptySnapshot(snap)) {
+    progress.done();
     throw new UsageError(`${path}: nothing in it is part of a snapshot.\n${LAYOUT_HELP}`);
   }
   const answer = await diagnose(snap, {
     ...(dest ? { dest } : {}),
     ...(from ? { from } : {}),
-  });
+  }).finally(progress.done);
   io.verbose(
     `asked every question: ${answer.findings.length} findings, ${answer.paths.length} paths`,
   );

@@ -12,6 +12,7 @@ import { envelope } from "../../model/envelope.ts";
 import { code, list, paragraph } from "../../report/document.ts";
 import { isFormat, renderReport } from "../../report/render.ts";
 import { EXIT, type Io, UsageError } from "../io.ts";
+import { progressStream, withProgress } from "../progress.ts";
 
 export async function run(
   args: readonly string[],
@@ -93,9 +94,8 @@ async function runScenario(
   const onAbort = () => void lab.destroy();
   io.signal.addEventListener("abort", onAbort, { once: true });
   try {
-    const outcome = await scenario.run(
-      { lab, outDir, log: (l) => io.err(`${l}\n`), signal: io.signal },
-      options,
+    const outcome = await withProgress(progressStream(io), `lab ${command} ${scenario.name}`, (p) =>
+      scenario.run({ lab, outDir, log: (l) => p.say(`${l}\n`), signal: io.signal }, options),
     );
     if (io.signal.aborted) {
       io.err("podpath lab: interrupted; the replica was removed\n");

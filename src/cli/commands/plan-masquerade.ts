@@ -19,6 +19,7 @@ import { LAYOUT_HELP } from "../../snapshot/layout.ts";
 import { isEmptySnapshot, loadSnapshot } from "../../snapshot/load.ts";
 import { openSnapshot, SnapshotOpenError } from "../../snapshot/source.ts";
 import { EXIT, type Io, UsageError } from "../io.ts";
+import { progressStream, withProgress } from "../progress.ts";
 import { replayPlan } from "./plan-masquerade-replay.ts";
 
 /** `--write DIR`: the new ConfigMap and the previous one (or the owner's files), as the plan's commands name them. */
@@ -88,7 +89,11 @@ export async function run(
   }
   if (typeof opts["write"] === "string") plan = writePlanFiles(plan, opts["write"], io);
   let replay: ReplayLine[] = [];
-  if (opts["replay"] === true) replay = await replayPlan(snap, plan, io);
+  if (opts["replay"] === true) {
+    replay = await withProgress(progressStream(io), "replaying the plan on a real kernel", () =>
+      replayPlan(snap, plan, io),
+    );
+  }
   const format = opts["output"] ?? "text";
   if (format === "yaml") io.out(renderMasqueradePlanYaml(plan));
   else {
