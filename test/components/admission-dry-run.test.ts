@@ -44,6 +44,7 @@ const skip =
 const ROOT = join(import.meta.dirname, "../..");
 const CLI = join(ROOT, "dist/cli/main.js");
 const FIXTURES = join(ROOT, "src/agents/pod-security/fixtures");
+const VPN_EXAMPLE = join(ROOT, "examples/vpn-forwarding-off");
 const LEVELS = ["baseline", "restricted"] as const;
 type Level = (typeof LEVELS)[number];
 const VERSIONS = [
@@ -185,6 +186,18 @@ describe("Pod Security: podpath's prediction equals the real kube-apiserver's dr
           kind: "Namespace",
           metadata: { name: nsFor(level, version), labels: labelsFor(level, version) },
         });
+        namespaces.push({
+          apiVersion: "v1",
+          kind: "Namespace",
+          metadata: {
+            name: `warn-${nsFor(level, version)}`,
+            labels: {
+              ...labelsFor(level, version),
+              "pod-security.kubernetes.io/warn": level,
+              "pod-security.kubernetes.io/warn-version": version,
+            },
+          },
+        });
       }
     }
     await createObjects(c, namespaces);
@@ -296,5 +309,113 @@ describe("Pod Security: podpath's prediction equals the real kube-apiserver's dr
     );
     const bad = await disagreements(cluster!, server, cases);
     assert.deepEqual(bad.slice(0, 10), [], `${bad.length} of ${cases.length} disagree`);
+  });
+
+  it("every file plan vpn --write writes: the server applies it (dry run), and admission agrees", async () => {
+    const c = cluster!;
+    await createObjects(c, readObjects(join(VPN_EXAMPLE, "cluster")));
+    const dir = mkdtempSync(join(tmpdir(), "podpath-plan-vpn-"));
+    try {
+      const r = spawnSync(process.execPath, [CLI, "plan", "vpn", VPN_EXAMPLE, "--write", dir], {
+        encoding: "utf8",
+        timeout: 60_000,
+      });
+      assert.equal(r.status, 0, r.stderr);
+      const files = readdirSync(dir).sort();
+      assert.deepEqual(files, [
+        "chart-value-patched.yaml",
+        "init-container-patched.yaml",
+        "patch-init-container.yaml",
+        "patch-pod-sysctls.yaml",
+        "pod-sysctls-patched.yaml",
+        "values-ip-forward.yaml",
+      ]);
+      const path = "/apis/apps/v1/namespaces/vpn/deployments/vpn-openvpn";
+      const templates = new Map<string, unknown>();
+      const manifests: JsonObject[] = [];
+      for (const f of files) {
+        const text = readFileSync(join(dir, f), "utf8");
+        if (f === "values-ip-forward.yaml") {
+          // Helm values, not an object: chart-value-patched.yaml is what they render to
+          assert.deepEqual(parse(text), { ipForwardInitContainer: true });
+          continue;
+        }
+        const patch = f.startsWith("patch-");
+        const answer = await rawRequest(
+          c,
+          "PATCH",
+          `${path}?dryRun=All${patch ? "" : "&fieldManager=podpath-test&force=true"}`,
+          c.adminToken,
+          patch
+            ? {
+                text: JSON.stringify(parse(text)),
+                contentType: "application/strategic-merge-patch+json",
+              }
+            : { text, contentType: "application/apply-patch+yaml" },
+        );
+        assert.equal(answer.status, 200, `${f}: ${JSON.stringify(answer.body)}`);
+        const spec = answer.body["spec"] as { template: unknown };
+        const strategy = f.replace(/^patch-/, "").replace(/(-patched)?\.yaml$/, "");
+        templates.set(`${patch ? "patch" : "apply"} ${strategy}`, spec.template);
+        if (!patch) manifests.push(parse(text) as JsonObject);
+        // the plan's claim for the example's own namespace (no Pod Security labels): admitted
+        const p = predictAdmission(parse(text) as JsonObject, { version: server });
+        if (!patch) assert.equal(p?.podSecurity.allowed, true, f);
+        assert.deepEqual(answer.warnings, [], f);
+      }
+      // the patch and the full manifest podpath wrote give the server the same pod template
+      for (const strategy of ["init-container", "pod-sysctls"]) {
+        assert.ok(templates.has(`patch ${strategy}`) && templates.has(`apply ${strategy}`));
+        assert.deepEqual(templates.get(`patch ${strategy}`), templates.get(`apply ${strategy}`));
+      }
+      assert.ok(templates.has("apply chart-value"));
+      // each patched workload, in namespaces warning at each level and version: the same
+      // warnings; its pods, in namespaces enforcing them: the same verdict and message
+      const cases: Case[] = [];
+      const warned: string[] = [];
+      let warnings = 0;
+      for (const m of manifests) {
+        for (const level of LEVELS) {
+          for (const version of VERSIONS) {
+            const labels = {
+              ...labelsFor(level, version),
+              "pod-security.kubernetes.io/warn": level,
+              "pod-security.kubernetes.io/warn-version": version,
+            };
+            const ns = `warn-${nsFor(level, version)}`;
+            const body = { ...m, metadata: { ...(m["metadata"] as object), namespace: ns } };
+            const got = await rawRequest(
+              c,
+              "POST",
+              `/apis/apps/v1/namespaces/${ns}/deployments?dryRun=All`,
+              c.adminToken,
+              { text: JSON.stringify(body), contentType: "application/json" },
+            );
+            assert.equal(got.status, 201, JSON.stringify(got.body));
+            const want = predictAdmission(body, { namespaceLabels: labels, version: server });
+            const mine = (want?.podSecurity.warnings ?? []).map((w) => w.replace(/^Warning: /, ""));
+            const theirs = got.warnings.filter((w) => w.startsWith("would violate PodSecurity"));
+            warnings += theirs.length;
+            if (JSON.stringify(mine) !== JSON.stringify(theirs))
+              warned.push(
+                `${ns}: server ${JSON.stringify(theirs)}; podpath ${JSON.stringify(mine)}`,
+              );
+            cases.push({
+              label: `${(m["metadata"] as { name: string }).name} pod`,
+              level,
+              version,
+              pod: podOfTemplate(m)!,
+            });
+          }
+        }
+      }
+      assert.deepEqual(warned, []);
+      assert.ok(warnings > 0, "some namespaces warn about the patched workloads");
+      assert.ok(cases.length >= 3 * 2 * VERSIONS.length);
+      const bad = await disagreements(c, server, cases);
+      assert.deepEqual(bad.slice(0, 10), [], `${bad.length} of ${cases.length} disagree`);
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
   });
 });
