@@ -6,6 +6,8 @@
 import type { Cidr, Family, Ip } from "../net/cidr.ts";
 import { formatIp } from "../net/cidr.ts";
 import type { AddrMatch, HiddenPart, IfaceMatch, Match, PortsSpec, Rule, TypeSet } from "./dump.ts";
+import { ipsetMembership } from "./ipset-member.ts";
+import type { IpsetDump } from "./ipset-parser.ts";
 import type { AddressFact, Assumption, CtState, Decider } from "./nat-trace.ts";
 
 /** An unknown fact taken one way on a walk, under the key its predicates ask for it by. */
@@ -100,6 +102,8 @@ export interface AddressKnowledge {
   readonly broadcast: readonly Ip[];
   /** Facts from other evidence, consulted when the whole list is not known. */
   readonly facts: readonly AddressFact[];
+  /** The node's IP sets (`ipset save`), deciding `-m set --match-set`; undefined when not given. */
+  readonly sets?: IpsetDump;
 }
 
 /**
@@ -503,7 +507,7 @@ function compileMatch(m: Match, k: AddressKnowledge, preds: Pred[]): void {
       preds.push(statisticPred(m));
       return;
     case "opaque":
-      opaquePreds(m, label, preds);
+      opaquePreds(m, label, preds, k);
       return;
   }
 }
@@ -573,8 +577,66 @@ function conntrackPreds(
   }
 }
 
+/**
+ * `-m set [!] --match-set NAME src|dst`: decided by the set's members when the node's `ipset save`
+ * is given, else an unknown fact (one per set and address) naming what decides it. Other options
+ * (several dimensions, counters tests, --return-nomatch) are left to the undecidable module.
+ */
+function setPred(
+  m: Extract<Match, { kind: "opaque" }>,
+  label: string,
+  k: AddressKnowledge,
+): Pred | undefined {
+  const o = m.options[0];
+  if (m.options.length !== 1 || o?.name !== "--match-set" || o.values.length !== 2)
+    return undefined;
+  const name = o.values[0] ?? "";
+  const dir = o.values[1];
+  if (dir !== "src" && dir !== "dst") return undefined;
+  const neg = o.negated;
+  const sets = k.sets;
+  const decide: Decider = {
+    ...(sets ? { file: sets.file } : {}),
+    command: `ipset list ${name}   # on the node`,
+  };
+  return (s) => {
+    const addr = dir === "src" ? s.src : s.dst;
+    const shown = formatIp({ family: s.family, value: addr });
+    const key = `ipset:${name}:${s.family}:${addr}`;
+    const fact = `${shown} is a member of ipset ${name}`;
+    if (sets === undefined) {
+      const a = assumed(s, key);
+      if (a !== undefined) return a !== neg ? YES : NO;
+      return unknown(
+        s,
+        key,
+        fact,
+        `${label}: match "set" depends on the members of set ${name}, not in the snapshot: undecided: give ipset save`,
+        decide,
+      );
+    }
+    const r = ipsetMembership(sets, name, s.family, addr);
+    if (r.kind === "cannot-tell") {
+      const a = assumed(s, key);
+      if (a !== undefined) return a !== neg ? YES : NO;
+      return unknown(s, key, fact, `${label}: ${r.reason}`, decide);
+    }
+    return (r.kind === "member") !== neg ? YES : NO;
+  };
+}
+
 /** A module podpath does not model: undecidable, except `recent --set` (always matches). */
-function opaquePreds(m: Extract<Match, { kind: "opaque" }>, label: string, preds: Pred[]): void {
+function opaquePreds(
+  m: Extract<Match, { kind: "opaque" }>,
+  label: string,
+  preds: Pred[],
+  k: AddressKnowledge,
+): void {
+  const set = m.module === "set" ? setPred(m, label, k) : undefined;
+  if (set) {
+    preds.push(set);
+    return;
+  }
   if (
     m.module === "recent" &&
     m.options.every((o) => ["--set", "--name", "--mask", "--rsource", "--rdest"].includes(o.name))
@@ -618,6 +680,7 @@ export function addressKnowledge(
   local: readonly (Ip | Cidr)[] | undefined,
   interfaceAddrs: readonly { readonly ip: Ip; readonly prefix: number }[],
   facts: readonly AddressFact[] = [],
+  sets?: IpsetDump,
 ): AddressKnowledge {
   const ranges = (local ?? []).map((a) =>
     "value" in a
@@ -637,5 +700,6 @@ export function addressKnowledge(
     local: ranges,
     broadcast,
     facts,
+    ...(sets ? { sets } : {}),
   };
 }

@@ -6,6 +6,7 @@
 import type { SourceRef } from "../model/types.ts";
 import type { Cidr, Ip } from "../net/cidr.ts";
 import type { PortRange } from "./dump.ts";
+import type { IpsetDump } from "./ipset-parser.ts";
 
 /** Where the packet comes from: a pod on this node, the node itself, or forwarded from elsewhere. */
 export type Origin = "pod" | "host" | "forwarded";
@@ -97,6 +98,8 @@ export interface NatContext {
   readonly interfaces?: readonly NodeInterface[];
   /** The Node's InternalIP: MASQUERADE's source when the outgoing interface is not known. */
   readonly nodeInternalIp?: Ip;
+  /** The node's IP sets (`ipset save` / `ipset list`): decide `-m set --match-set`. */
+  readonly ipsets?: IpsetDump;
   /** Chains with at least this many rules get an index on the destination. Default 16. */
   readonly indexThreshold?: number;
   /** Give up (cannot-decide) beyond this many branches (statistic or unknown facts). Default 512. */
