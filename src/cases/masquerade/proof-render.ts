@@ -66,6 +66,7 @@ function headBlock(r: ChangeRecord): Block {
 
 /** The change to nonMasqueradeCIDRs as a diff, and which other keys changed. */
 function configMapBlock(r: ChangeRecord): Block {
+  if (r.owner) return ownerBlock(r.owner);
   const cm = r.configMap;
   const unchanged =
     cm.removed.length === 0 && cm.added.length === 0 && cm.otherKeysChanged.length === 0;
@@ -89,6 +90,27 @@ function configMapBlock(r: ChangeRecord): Block {
   );
 }
 
+/** The owner's settings that changed, as a diff with their lines. */
+function ownerBlock(o: NonNullable<ChangeRecord["owner"]>): Block {
+  const text = (key: string, side: readonly { key: string; value?: string }[]) => {
+    const v = side.find((x) => x.key === key)?.value;
+    return `${key}${v !== undefined ? `=${v}` : " (not set)"}`;
+  };
+  return section(
+    `Settings of ${o.name}`,
+    o.changed.length === 0
+      ? [paragraph("No change to its settings.")]
+      : [
+          codeBlock(
+            o.changed
+              .flatMap((k) => [`- ${text(k, o.before)}`, `+ ${text(k, o.after)}`])
+              .join("\n"),
+            "diff",
+          ),
+        ],
+  );
+}
+
 /** Per node: picked up, rules changed, restarted; then each changed agent chain (collapsed). */
 function nodesBlock(r: ChangeRecord): Block {
   const chains: Block[] = [];
@@ -98,7 +120,7 @@ function nodesBlock(r: ChangeRecord): Block {
     const after = n.rulesAfter;
     chains.push({
       kind: "section",
-      title: `${n.node}: agent chain before → after`,
+      title: `${n.node}: ${r.owner ? `${r.owner.name}'s rules` : "agent chain"} before → after`,
       collapsed: true,
       blocks: [
         codeBlock(
@@ -113,7 +135,13 @@ function nodesBlock(r: ChangeRecord): Block {
   }
   return section("Nodes", [
     table(
-      ["node", "agent picked it up", "rules changed", "agent pod restarted", "note"],
+      [
+        "node",
+        r.owner ? "owner's rules followed" : "agent picked it up",
+        "rules changed",
+        "agent pod restarted",
+        "note",
+      ],
       r.nodes.map((n) => [
         n.node,
         n.pickedUp,
@@ -182,7 +210,13 @@ export function changeRecordDocument(r: ChangeRecord): Document {
     wireBlock(r),
     ...closingBlocks(r),
   ];
-  return { question: "verify", title: "Change record: ip-masq-agent non-masquerade list", blocks };
+  return {
+    question: "verify",
+    title: r.owner
+      ? `Change record: ${r.owner.name}'s settings`
+      : "Change record: ip-masq-agent non-masquerade list",
+    blocks,
+  };
 }
 
 /** The change record as Markdown; its first evidence line is the proof. */

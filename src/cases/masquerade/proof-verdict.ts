@@ -16,6 +16,7 @@ export function nodesLeftBehind(
   wire: readonly WireObservation[],
   wantAfter: WireObservation["sourceKind"] | undefined,
   nodes: readonly NodeChange[],
+  knob = "the ConfigMap",
 ): Map<string, string> {
   const oldKind: WireObservation["sourceKind"] | undefined =
     wantAfter === "node" ? "pod" : wantAfter === "pod" ? "node" : undefined;
@@ -31,24 +32,27 @@ export function nodesLeftBehind(
     stuck.set(
       w.node!,
       oldKind === "pod"
-        ? `a node-level capture after the change (${w.capture}) still shows the pod address ${w.source}: the rules never changed on ${w.node}, whatever the ConfigMap says`
-        : `a node-level capture after the change (${w.capture}) still shows the node address ${w.source}: the rules never changed back on ${w.node}, whatever the ConfigMap says`,
+        ? `a node-level capture after the change (${w.capture}) still shows the pod address ${w.source}: the rules never changed on ${w.node}, whatever ${knob} says`
+        : `a node-level capture after the change (${w.capture}) still shows the node address ${w.source}: the rules never changed back on ${w.node}, whatever ${knob} says`,
     );
   }
   for (const n of nodes) {
     if (n.pickedUp === "no" && !stuck.has(n.node))
-      stuck.set(n.node, `the rules never changed on ${n.node}, whatever the ConfigMap says`);
+      stuck.set(n.node, `the rules never changed on ${n.node}, whatever ${knob} says`);
   }
   return stuck;
 }
 
 type VerdictLine = { verdict: Verdict; verdictText: string };
 
+const cap = (s: string) => `${s.charAt(0).toUpperCase()}${s.slice(1)}`;
+
 /** The verdict once the wire after the change is known, by what the change intended. */
 function wireVerdict(
   intended: ChangeRecord["intended"],
   afterObs: WireObservation,
   destText: string | undefined,
+  knob: string,
 ): VerdictLine {
   if (intended === "masquerade") {
     if (afterObs.sourceKind === "node" && afterObs.completed) {
@@ -67,7 +71,7 @@ function wireVerdict(
     }
     return {
       verdict: "not-applied-on-node",
-      verdictText: `After the change the request still carries the pod address ${afterObs.source}: the rules never changed where it left, whatever the ConfigMap says.`,
+      verdictText: `After the change the request still carries the pod address ${afterObs.source}: the rules never changed where it left, whatever ${knob} says.`,
     };
   }
   if (intended === "keep-pod-source") {
@@ -78,14 +82,14 @@ function wireVerdict(
         }
       : {
           verdict: "not-applied-on-node",
-          verdictText: `The ConfigMap exempts ${destText} again, but requests still leave with ${afterObs.source}: the rules did not change back.`,
+          verdictText: `${cap(knob)} exempts ${destText} again, but requests still leave with ${afterObs.source}: the rules did not change back.`,
         };
   }
   return {
     verdict: "undecided",
     verdictText:
       destText !== undefined
-        ? `The ConfigMap change does not change how ${destText} is treated.`
+        ? `${cap(knob)} change does not change how ${destText} is treated.`
         : "No destination to judge by: give --dest IP[:PORT].",
   };
 }
@@ -98,6 +102,7 @@ export function changeVerdict(
   nodes: readonly NodeChange[],
   afterObs: WireObservation | undefined,
   destText: string | undefined,
+  knob = "the ConfigMap",
 ): VerdictLine {
   const reached = nodes
     .filter((n) => n.pickedUp === "yes" && !stuck.has(n.node))
@@ -124,7 +129,7 @@ export function changeVerdict(
   if (intended === "none" && !config.listChanged)
     return {
       verdict: "no-change",
-      verdictText: "The ConfigMap's list is the same in both snapshots.",
+      verdictText: `${knob === "the ConfigMap" ? "The ConfigMap's list" : cap(knob)} is the same in both snapshots.`,
     };
   if (!afterObs) {
     return {
@@ -133,7 +138,7 @@ export function changeVerdict(
         "The after snapshot has no capture of the known request: the wire decides it (see what is missing).",
     };
   }
-  return wireVerdict(intended, afterObs, destText);
+  return wireVerdict(intended, afterObs, destText, knob);
 }
 
 /** The reverse direction after the change: whether the replies reach the sender. */

@@ -21,6 +21,13 @@ import { chooseDestinations } from "./destinations.ts";
 import type { ClusterFacts } from "./facts.ts";
 import type { AgentIntent } from "./intent.ts";
 import { type MasqueradeModel, masqueradeModel } from "./model.ts";
+import {
+  type OwnerSetting,
+  SOURCE_OWNERS,
+  type SourceOwnerCase,
+  verifyOwner,
+} from "./owners/index.ts";
+import { ownerNodeChanges, ownerSettingsChange } from "./proof-owner.ts";
 import { changeVerdict, nodesLeftBehind, reverseDirection } from "./proof-verdict.ts";
 import { classify, observe, pick, summarise, type WireObservation } from "./proof-wire.ts";
 
@@ -71,6 +78,19 @@ export interface ChangeRecord {
     readonly removed: readonly string[];
     readonly added: readonly string[];
     readonly otherKeysChanged: readonly string[];
+    readonly evidence: readonly Evidence[];
+  };
+  /**
+   * When another owner than ip-masq-agent decides the pods' source (the AWS VPC CNI, Calico, …):
+   * its settings before and after; then `configMap` is empty and `nodes` compare that owner's rules.
+   */
+  readonly owner?: {
+    readonly id: string;
+    readonly name: string;
+    readonly before: readonly OwnerSetting[];
+    readonly after: readonly OwnerSetting[];
+    /** Keys whose value differs. */
+    readonly changed: readonly string[];
     readonly evidence: readonly Evidence[];
   };
   readonly nodes: readonly NodeChange[];
@@ -482,6 +502,7 @@ export async function verifyChange(
   before: Snapshot,
   after: Snapshot,
   opts: VerifyOptions = {},
+  owners: readonly SourceOwnerCase[] = SOURCE_OWNERS,
 ): Promise<ChangeRecord> {
   const diagnostics: Diagnostic[] = [];
   const missing: Missing[] = [];
@@ -489,9 +510,20 @@ export async function verifyChange(
   const { mb, ma } = sides;
   const dest = proofDestination(opts, sides);
   const destText = dest ? `${formatIp(dest.ip)}${dest.port ? `:${dest.port}` : ""}` : undefined;
-  const config = configChange(mb.intent, ma.intent, diagnostics);
-  const intended = intendedFor(dest, mb.intent, ma.intent, config.effective);
-  const nodes = nodeChanges(sides, config, missing);
+  // another owner than ip-masq-agent: its settings are the intent, its rules the kernel side
+  const owner = verifyOwner(before, after, owners);
+  const ownerChange = owner ? ownerSettingsChange(owner, before, after, dest) : undefined;
+  const config: ConfigChange = owner
+    ? { effective: ma.intent.config, removed: [], added: [], otherKeysChanged: [], evidence: [] }
+    : configChange(mb.intent, ma.intent, diagnostics);
+  const intended = ownerChange
+    ? ownerChange.intended
+    : intendedFor(dest, mb.intent, ma.intent, config.effective);
+  const nodes =
+    owner && ownerChange
+      ? ownerNodeChanges(owner, before, after, ownerChange.changed.length > 0, missing)
+      : nodeChanges(sides, config, missing);
+  const knob = owner ? `${owner.name}'s settings` : "the ConfigMap";
   const nodeIps: Ip[] = [...mb.facts.nodes, ...ma.facts.nodes].flatMap((n) =>
     n.internalIPs.map((x) => x.ip),
   );
@@ -500,17 +532,20 @@ export async function verifyChange(
     intended === "masquerade" ? "node" : intended === "keep-pod-source" ? "pod" : undefined;
   const w = wireProof(wire, dest, destText, wantAfter);
   const staleConnections = staleConnectionsOf(sides, dest, intended, nodes, nodeIps);
-  const stuck = nodesLeftBehind(wire, wantAfter, nodes);
+  const stuck = nodesLeftBehind(wire, wantAfter, nodes, knob);
   const { verdict, verdictText } = changeVerdict(
     {
       ...(config.afterRefused ? { afterRefused: config.afterRefused } : {}),
-      listChanged: config.removed.length > 0 || config.added.length > 0,
+      listChanged: ownerChange
+        ? ownerChange.changed.length > 0
+        : config.removed.length > 0 || config.added.length > 0,
     },
     intended,
     stuck,
     nodes,
     w.afterObs,
     destText,
+    knob,
   );
   return {
     schemaVersion: 1,
@@ -530,11 +565,23 @@ export async function verifyChange(
       otherKeysChanged: config.otherKeysChanged,
       evidence: config.evidence,
     },
+    ...(owner && ownerChange
+      ? {
+          owner: {
+            id: owner.id,
+            name: owner.name,
+            before: ownerChange.before,
+            after: ownerChange.after,
+            changed: ownerChange.changed,
+            evidence: ownerChange.evidence,
+          },
+        }
+      : {}),
     nodes,
     wire,
     reverse: reverseDirection(w.afterObs),
     staleConnections,
-    evidence: recordEvidence(w, config, nodes),
+    evidence: [...recordEvidence(w, config, nodes), ...(ownerChange?.evidence ?? [])],
     missing,
     diagnostics: [
       ...before.diagnostics.filter((d) => d.severity === "error"),

@@ -8,6 +8,7 @@ import type { Finding, Missing } from "../../../model/types.ts";
 import type { Snapshot } from "../../../snapshot/load.ts";
 import type { ClusterFacts } from "../facts.ts";
 import { awsVpcCniOwner } from "./aws-vpc-cni.ts";
+import { kubenetOwner } from "./kubenet.ts";
 import type {
   OwnerDecideInput,
   OwnerExempt,
@@ -19,12 +20,18 @@ import type {
   SourceOwnerCase,
 } from "./owner.ts";
 
-export type { OwnerExemptInput, OwnerPlan, OwnerSourceDecision, SourceOwnerCase } from "./owner.ts";
+export type {
+  OwnerExemptInput,
+  OwnerPlan,
+  OwnerSetting,
+  OwnerSourceDecision,
+  SourceOwnerCase,
+} from "./owner.ts";
 export { ownerHop } from "./owner.ts";
 export { exemptionRule, foreignOwnerText, ipMasqAgentPresent, ruleOwner } from "./rule-owner.ts";
 
 /** The registered owners, asked in this order. */
-export const SOURCE_OWNERS: readonly SourceOwnerCase[] = [awsVpcCniOwner];
+export const SOURCE_OWNERS: readonly SourceOwnerCase[] = [awsVpcCniOwner, kubenetOwner];
 
 /** The owners at work in this snapshot. */
 export function ownersPresent(snap: Snapshot, owners = SOURCE_OWNERS): SourceOwnerCase[] {
