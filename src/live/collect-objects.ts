@@ -68,7 +68,7 @@ export function isLabelSelector(nodes: string): boolean {
 
 /** DaemonSets that write masquerade rules on the node (ip-masq-agent, anetd/cilium, kube-proxy, CNI agents). */
 const MASQUERADING =
-  /ip-masq-agent|anetd|cilium|kube-proxy|calico-node|antrea-agent|kube-router|weave-net|flannel|netd|masq/i;
+  /ip-masq-agent|anetd|cilium|kube-proxy|calico-node|antrea-agent|kube-router|weave-net|flannel|netd|masq|aws-node|amazon-k8s-cni/i;
 
 export function isMasqueradingDaemonSet(ds: ApiObject): boolean {
   const tpl = (ds["spec"] as { template?: { spec?: { containers?: unknown[] } } } | undefined)

@@ -196,6 +196,22 @@ describe("collect-objects helpers", () => {
   it("keeps masquerading DaemonSets only", () => {
     assert.ok(isMasqueradingDaemonSet({ metadata: { name: "ip-masq-agent" } }));
     assert.ok(isMasqueradingDaemonSet({ metadata: { name: "anetd" } }));
+    // the AWS VPC CNI: by name, or by its image when renamed
+    assert.ok(isMasqueradingDaemonSet({ metadata: { name: "aws-node" } }));
+    assert.ok(
+      isMasqueradingDaemonSet({
+        metadata: { name: "vpc-cni" },
+        spec: {
+          template: {
+            spec: {
+              containers: [
+                { image: "602401143452.dkr.ecr.eu-west-1.amazonaws.com/amazon-k8s-cni:v1.23.1" },
+              ],
+            },
+          },
+        },
+      }),
+    );
     assert.ok(
       !isMasqueradingDaemonSet({
         metadata: { name: "fluentbit-gke" },
