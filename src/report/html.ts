@@ -5,9 +5,10 @@
  * goes through the `html` tag, which escapes it; only this module's own SVG is marked raw.
  */
 import type { Answer, PathHop, PathView, Verdict } from "../model/answer.ts";
-import { sortFindings } from "../model/answer.ts";
 import type { Finding } from "../model/types.ts";
 import { VERDICT_LABEL } from "../model/verdict.ts";
+import type { CauseGroup } from "./causality.ts";
+import { summarise } from "./summary.ts";
 
 /** Text that is already safe HTML (built by {@link html} or {@link raw}). */
 export class SafeHtml {
@@ -123,11 +124,14 @@ export function pathHtml(p: PathView): SafeHtml {
   )}</table></details></div>`;
 }
 
-/** One finding as a section: severity and title, id and subject, explanation, evidence, next. */
-export function findingHtml(f: Finding): SafeHtml {
-  return html`<section class="finding ${f.severity}">
+/**
+ * One finding as a section: severity and title, id and subject (and the finding it follows from,
+ * indented under it), explanation, evidence, next.
+ */
+export function findingHtml(f: Finding, causedBy?: string): SafeHtml {
+  return html`<section class="finding ${f.severity}${causedBy ? " consequence" : ""}">
 <h3><span class="sev">${f.severity.toUpperCase()}</span> ${f.title}</h3>
-<p class="meta"><code>${f.id}</code> · ${f.subject}</p>
+<p class="meta"><code>${f.id}</code> · ${f.subject}${causedBy ? html` · follows from <code>${causedBy}</code>` : ""}</p>
 <p class="expl">${f.explanation}</p>
 <details open><summary>Evidence (${f.evidence.length})</summary><ul>${f.evidence.map(
     (e) =>
@@ -140,7 +144,7 @@ ${f.next.length ? html`<details><summary>Next</summary><ul>${f.next.map((n) => h
 export const CSS = `body{font:14px/1.45 system-ui,sans-serif;margin:2rem auto;max-width:72rem;padding:0 1rem;color:#222}
 h1{font-size:1.4rem}h2{font-size:1.15rem;margin-top:2rem}h3{font-size:1rem;margin:.2rem 0}
 .finding{border-left:4px solid #999;padding:.4rem .8rem;margin:1rem 0;background:#fafafa}
-.finding.error{border-color:#c62828}.finding.warning{border-color:#b26a00}.finding.info{border-color:#1565c0}
+.finding.consequence{margin-left:1.5rem}.finding.error{border-color:#c62828}.finding.warning{border-color:#b26a00}.finding.info{border-color:#1565c0}
 .expl{white-space:pre-line}.sev{font-size:.75rem;font-weight:700;letter-spacing:.05em}.meta{color:#555;margin:.1rem 0}
 code{font-family:ui-monospace,monospace;font-size:.85em}code.line{color:#444;background:#eee;padding:0 .3em}
 .verdict{font-size:1.05rem;padding:.5rem .8rem;border-left:6px solid #999;background:#fafafa}
@@ -155,19 +159,32 @@ function verdictHtml(v: Verdict): SafeHtml {
   }${v.summary}${v.finding ? html` (<code>${v.finding}</code>)` : ""}</p>`;
 }
 
+/** A cause group's findings, cause first, each with the finding it follows from. */
+function groupHtml(g: CauseGroup, causedBy?: string): SafeHtml[] {
+  return [
+    findingHtml(g.finding, causedBy),
+    ...g.consequences.flatMap((c) => groupHtml(c, g.finding.id)),
+  ];
+}
+
+/**
+ * diagnose as one HTML page: the verdict (restated from its root cause, report/summary), the
+ * findings by cause (each consequence indented under its cause), the paths, what would decide more.
+ */
 export function renderHtml(answer: Answer): string {
-  const findings = sortFindings(answer.findings);
+  const { verdict, groups } = summarise(answer);
+  const findings = answer.findings;
   const page = html`<!doctype html>
 <html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width,initial-scale=1">
 <title>podpath ${answer.question}${answer.snapshot ? `: ${answer.snapshot}` : ""}</title>
 <style>${raw(CSS)}</style></head><body>
-${verdictHtml(answer.verdict)}
+${verdictHtml(verdict)}
 <h1>podpath ${answer.question}${answer.snapshot ? html` <code>${answer.snapshot}</code>` : ""}</h1>
 <p>${findings.length} finding${findings.length === 1 ? "" : "s"}: ${["error", "warning", "info"]
     .map((s) => [s, findings.filter((f) => f.severity === s).length] as const)
     .map(([s, k]) => `${k} ${s}${k === 1 ? "" : "s"}`)
     .join(", ")}</p>
-<h2>Findings</h2>${findings.length ? findings.map(findingHtml) : html`<p>None.</p>`}
+<h2>Findings</h2>${findings.length ? groups.flatMap((g) => groupHtml(g)) : html`<p>None.</p>`}
 ${answer.paths.length ? html`<h2>Paths</h2>${answer.paths.map(pathHtml)}` : ""}
 ${
   answer.missing.length

@@ -1,11 +1,13 @@
 /**
  * @module report/markdown — the verdict, findings and paths as Markdown, ready to paste into a
- * ticket; the first line is the verdict.
+ * ticket; the first line is the verdict, then the cause, the fix and the verdict's path, then the
+ * findings by cause.
  */
 import type { Answer, PathView, Verdict } from "../model/answer.ts";
-import { sortFindings } from "../model/answer.ts";
 import type { Finding } from "../model/types.ts";
 import { VERDICT_LABEL } from "../model/verdict.ts";
+import type { CauseGroup } from "./causality.ts";
+import { lowerFirst, type Summary, summarise } from "./summary.ts";
 
 /** Escapes text for a Markdown table cell or inline position. */
 export function mdEscape(s: string): string {
@@ -42,9 +44,10 @@ export function verdictMarkdown(v: Verdict): string {
  * One finding as Markdown lines, each part followed by a blank line: its heading at `level`
  * (`##` in diagnose), id and subject, explanation, evidence and next steps.
  */
-export function findingMarkdown(f: Finding, level: number): string[] {
+export function findingMarkdown(f: Finding, level: number, causedBy?: string): string[] {
   const out = [`${"#".repeat(level)} ${f.severity.toUpperCase()}: ${mdEscape(f.title)}`, ""];
-  out.push(`\`${f.id}\` · ${mdEscape(f.subject)}`, "", f.explanation, "");
+  const after = causedBy ? ` · follows from \`${causedBy}\`` : "";
+  out.push(`\`${f.id}\` · ${mdEscape(f.subject)}${after}`, "", f.explanation, "");
   if (f.evidence.length) {
     out.push("Evidence:", "");
     for (const e of f.evidence) {
@@ -60,19 +63,49 @@ export function findingMarkdown(f: Finding, level: number): string[] {
   return out;
 }
 
+/** The summary under the title: cause, what follows, the fix to try first, the verdict's path. */
+function summaryMarkdown(s: Summary): string[] {
+  const out: string[] = [];
+  const rows: string[] = [];
+  // sentences of the explanations, which findingMarkdown shows as they are
+  if (s.because) rows.push(`**Cause:** ${s.because}`);
+  if (s.consequences.length) {
+    rows.push(`**Then:** ${s.consequences.map((t) => mdEscape(lowerFirst(t))).join("; ")}`);
+  }
+  if (s.fix) rows.push(`**Fix:** ${s.fix}`);
+  if (s.command) rows.push(`${s.fix ? "" : "**Fix:** "}\`${s.command.replace(/`/g, "'")}\``);
+  if (s.nextStep) rows.push(`**Next:** \`${s.nextStep.replace(/`/g, "'")}\``);
+  // two trailing spaces: one line each in the same paragraph
+  if (rows.length) out.push(rows.join("  \n"), "");
+  if (s.path) out.push(pathTable(s.path), "");
+  return out;
+}
+
+function groupMarkdown(g: CauseGroup, level: number, causedBy: string | undefined, out: string[]) {
+  out.push(...findingMarkdown(g.finding, level, causedBy));
+  for (const c of g.consequences) groupMarkdown(c, Math.min(level + 1, 6), g.finding.id, out);
+}
+
+/**
+ * diagnose as Markdown: the verdict (restated from its root cause, report/summary), the title,
+ * the summary and the verdict's path, then the findings by cause (a consequence one heading level
+ * under its cause), the other paths, what would decide more.
+ */
 export function renderMarkdown(answer: Answer): string {
+  const s = summarise(answer);
   const out = [
-    verdictMarkdown(answer.verdict),
+    verdictMarkdown(s.verdict),
     "",
     `# podpath ${answer.question}${answer.snapshot ? `: \`${answer.snapshot}\`` : ""}`,
     "",
+    ...summaryMarkdown(s),
   ];
-  const findings = sortFindings(answer.findings);
-  if (findings.length === 0) out.push("No findings.", "");
-  for (const f of findings) out.push(...findingMarkdown(f, 2));
-  if (answer.paths.length) {
-    out.push("## Paths", "");
-    for (const p of answer.paths) out.push(pathTable(p), "");
+  if (s.groups.length === 0) out.push("No findings.", "");
+  for (const g of s.groups) groupMarkdown(g, 2, undefined, out);
+  const others = answer.paths.filter((p) => p !== s.path);
+  if (others.length) {
+    out.push(s.path ? "## Other paths" : "## Paths", "");
+    for (const p of others) out.push(pathTable(p), "");
   }
   if (answer.missing.length) {
     out.push("## Evidence that would decide more", "");

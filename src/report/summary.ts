@@ -60,7 +60,9 @@ export function fixSentence(explanation: string): string | undefined {
   return firstSentence(explanation.slice(at + 5));
 }
 
-const lowerFirst = (s: string) => (/^[A-Z][a-z]/.test(s) ? s[0]!.toLowerCase() + s.slice(1) : s);
+/** `Pod traffic …` → `pod traffic …` (a word in capitals, `VPN …`, stays). */
+export const lowerFirst = (s: string) =>
+  /^[A-Z][a-z]/.test(s) ? s[0]!.toLowerCase() + s.slice(1) : s;
 
 /** The finding the verdict names: the first of its id in sortFindings' order. */
 function decidingFinding(answer: Answer): Finding | undefined {

@@ -12,7 +12,7 @@ import { VERDICT_LABEL } from "../model/verdict.ts";
 import type { CauseGroup } from "./causality.ts";
 import { nodesOf } from "./causality.ts";
 import { summariseLists } from "./list-summary.ts";
-import { type Summary, summarise } from "./summary.ts";
+import { lowerFirst, type Summary, summarise } from "./summary.ts";
 import { fillWords, type PaintedWord, PIPE_WIDTH, wordsOf, wrap } from "./wrap.ts";
 
 export { wrap };
@@ -177,8 +177,6 @@ function paintVerdict(v: Verdict, p: Paint): string {
   const color = v.state === "broken" ? p.red : v.state === "undecided" ? p.yellow : p.green;
   return `${color(p.bold(label))}${line.slice(label.length)}`;
 }
-
-const lowerFirst = (s: string) => (/^[A-Z][a-z]/.test(s) ? s[0]!.toLowerCase() + s.slice(1) : s);
 
 /** The summary's lines: verdict (one line, whole), cause, then, fix, and the verdict's path. */
 function summaryText(s: Summary, p: Paint, width: number): string[] {
