@@ -163,9 +163,10 @@ describe("copies of one packet in real node captures", { skip: kernelSkip() }, (
     await must(far, ["ip", "link", "set", "eth0", "up"]);
     await must(far, ["ip", "addr", "add", `${FAR}/32`, "dev", "lo"]);
     // what ip-masq-agent installs: exempted destinations RETURN, the rest is masqueraded
-    await must(node, ["iptables", "-t", "nat", "-N", "MASQ-AGENT"]);
+    await must(node, ["iptables", "-w", "-t", "nat", "-N", "MASQ-AGENT"]);
     await must(node, [
       "iptables",
+      "-w",
       "-t",
       "nat",
       "-A",
@@ -175,7 +176,7 @@ describe("copies of one packet in real node captures", { skip: kernelSkip() }, (
       "-j",
       "MASQ-AGENT",
     ]);
-    await must(node, ["iptables", "-t", "nat", "-A", "MASQ-AGENT", "-j", "MASQUERADE"]);
+    await must(node, ["iptables", "-w", "-t", "nat", "-A", "MASQ-AGENT", "-j", "MASQUERADE"]);
   });
 
   after(async () => {

@@ -12,7 +12,12 @@ import { kernelSkip } from "../lab/kernel-guard.ts";
 import type { IptablesDump } from "./dump.ts";
 import { renderRule } from "./render.ts";
 import { parseIptablesSave } from "./save-parser.ts";
-import { hasCommand, installedVariants, iptablesNamespace } from "./test-helpers/iptables-netns.ts";
+import {
+  hasCommand,
+  installedVariants,
+  iptablesNamespace,
+  waitingForXtablesLock,
+} from "./test-helpers/iptables-netns.ts";
 
 const skip = kernelSkip();
 
@@ -206,7 +211,7 @@ describe("iptables-save round trip through the kernel", { skip }, () => {
         // the kernel refuses a few generated combinations (e.g. some match mixes under
         // nf_tables); drop the rule it names and load the rest, so what is compared was loaded
         let text = generated;
-        let load = await ns.exec([`iptables-${v}-restore`], {
+        let load = await ns.exec(waitingForXtablesLock([`iptables-${v}-restore`]), {
           input: text,
           timeoutMs: 20_000,
         });
@@ -218,7 +223,10 @@ describe("iptables-save round trip through the kernel", { skip }, () => {
           lines.splice(bad, 1);
           text = lines.join("\n");
           refused++;
-          load = await ns.exec([`iptables-${v}-restore`], { input: text, timeoutMs: 20_000 });
+          load = await ns.exec(waitingForXtablesLock([`iptables-${v}-restore`]), {
+            input: text,
+            timeoutMs: 20_000,
+          });
         }
         if (load.code !== 0) writeFileSync(`/tmp/podpath-refused-${v}.txt`, text);
         assert.equal(load.code, 0, `iptables-${v}-restore refused:\n${text}\n${load.stderr}`);
@@ -268,7 +276,7 @@ describe("iptables-save round trip through the kernel", { skip }, () => {
       "COMMIT",
       "",
     ].join("\n");
-    const load = await ns.exec(["ip6tables-restore"], { input: text });
+    const load = await ns.exec(["ip6tables-restore", "-w"], { input: text });
     assert.equal(load.code, 0, load.stderr);
     const saved = await ns.exec(["ip6tables-save", "-t", "nat"]);
     const kernel = parseIptablesSave(saved.stdout, "saved6");

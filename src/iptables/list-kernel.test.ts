@@ -197,9 +197,20 @@ describe("readIptablesText on every form iptables prints", { skip }, () => {
     // the nf_tables variant warns on every command when legacy tables exist beside it
     const { ns } = suite;
     if (!hasCommand("iptables-legacy") || !hasCommand("iptables-nft")) return;
-    await ns.exec(["iptables-legacy", "-t", "nat", "-A", "POSTROUTING", "-j", "MASQUERADE"]);
-    await ns.exec(["iptables-nft", "-t", "nat", "-F"]);
-    await ns.exec(["iptables-nft", "-t", "nat", "-A", "POSTROUTING", "-o", "eth0", "-j", "RETURN"]);
+    await ns.exec(["iptables-legacy", "-w", "-t", "nat", "-A", "POSTROUTING", "-j", "MASQUERADE"]);
+    await ns.exec(["iptables-nft", "-w", "-t", "nat", "-F"]);
+    await ns.exec([
+      "iptables-nft",
+      "-w",
+      "-t",
+      "nat",
+      "-A",
+      "POSTROUTING",
+      "-o",
+      "eth0",
+      "-j",
+      "RETURN",
+    ]);
     const r = await ns.exec(["sh", "-c", "iptables-nft -t nat -L -n -v 2>&1"]);
     assert.match(r.stdout, /# Warning: iptables-legacy tables present/);
     const read = readIptablesText(`# iptables -t nat -L -n -v\n${r.stdout}`, "f", { family: 4 });

@@ -105,9 +105,10 @@ describe("NODE_SCRIPT under a real shell", () => {
         ["ip", "addr", "add", "10.128.0.20/24", "dev", "eth0"],
         ["ip", "link", "set", "eth0", "up"],
         ["ip", "route", "add", "10.20.0.0/16", "via", "10.128.0.1", "dev", "eth0", "onlink"],
-        ["iptables", "-t", "nat", "-N", "IP-MASQ"],
+        ["iptables", "-w", "-t", "nat", "-N", "IP-MASQ"],
         [
           "iptables",
+          "-w",
           "-t",
           "nat",
           "-A",
@@ -122,6 +123,7 @@ describe("NODE_SCRIPT under a real shell", () => {
         ],
         [
           "iptables",
+          "-w",
           "-t",
           "nat",
           "-A",
@@ -135,7 +137,7 @@ describe("NODE_SCRIPT under a real shell", () => {
           "-j",
           "RETURN",
         ],
-        ["iptables", "-t", "nat", "-A", "IP-MASQ", "-j", "MASQUERADE"],
+        ["iptables", "-w", "-t", "nat", "-A", "IP-MASQ", "-j", "MASQUERADE"],
       ];
       for (const argv of setup) {
         const r = await ns.exec(argv);

@@ -14,6 +14,7 @@ import { after, before, describe, it } from "node:test";
 import { fileURLToPath } from "node:url";
 import fc from "fast-check";
 import { parseIptablesSave } from "../../iptables/save-parser.ts";
+import { waitingForXtablesLock } from "../../iptables/test-helpers/iptables-netns.ts";
 import { kernelSkip } from "../../lab/kernel-guard.ts";
 import { createLab, type Lab, type Namespace } from "../../lab/netns.ts";
 import { decodeMasqConfig, type MasqConfig, validateMasqConfig } from "./config.ts";
@@ -54,7 +55,7 @@ function decoded(text: string): MasqConfig {
 }
 
 async function run(ns: Namespace, argv: readonly string[], input?: string): Promise<string> {
-  const r = await ns.exec(argv, input === undefined ? {} : { input });
+  const r = await ns.exec(waitingForXtablesLock(argv), input === undefined ? {} : { input });
   assert.equal(r.code, 0, `${argv.join(" ")} failed: ${r.stderr}`);
   return r.stdout;
 }
@@ -67,7 +68,9 @@ async function ensureJump(ns: Namespace, tool: string, written: string): Promise
     );
   assert.ok(m, written);
   const spec = ["-m", "comment", "--comment", m[1]!, "-m", "addrtype", "!", "--dst-type", "LOCAL"];
-  const check = await ns.exec([tool, "-t", "nat", "-C", "POSTROUTING", ...spec, "-j", m[2]!]);
+  const check = await ns.exec(
+    waitingForXtablesLock([tool, "-t", "nat", "-C", "POSTROUTING", ...spec, "-j", m[2]!]),
+  );
   if (check.code !== 0)
     await run(ns, [tool, "-t", "nat", "-A", "POSTROUTING", ...spec, "-j", m[2]!]);
 }
@@ -304,7 +307,10 @@ describe("agent rules on a real kernel", { skip }, () => {
         const chain = agentChain(config, 4, options)!;
         const predicted = restoreProblems(chain);
         const input = agentRestoreInput(config, 4, options)!;
-        const r = await ns.exec([`iptables-${backend}-restore`, "--noflush"], { input });
+        const r = await ns.exec(
+          waitingForXtablesLock([`iptables-${backend}-restore`, "--noflush"]),
+          { input },
+        );
         const what = `${backend} ${JSON.stringify(c)}: ${r.stderr}`;
         assert.equal(r.code !== 0, predicted.length > 0, what);
         if (predicted.length > 0) {
@@ -363,7 +369,10 @@ describe("agent rules on a real kernel", { skip }, () => {
           const chain = agentChain(config, 4, options)!;
           const predicted = restoreProblems(chain);
           const input = agentRestoreInput(config, 4, options)!;
-          const r = await ns.exec([`iptables-${backend}-restore`, "--noflush"], { input });
+          const r = await ns.exec(
+            waitingForXtablesLock([`iptables-${backend}-restore`, "--noflush"]),
+            { input },
+          );
           assert.equal(r.code !== 0, predicted.length > 0, `${input}\n${r.stderr}`);
           if (predicted.length > 0) {
             assert.match(

@@ -39,7 +39,7 @@ const FORMS: readonly { readonly args: string; readonly whole: boolean }[] = [
 function printForms(rules: string): Map<string, string> {
   const script = [
     "set -e",
-    'iptables-restore < "$1"',
+    'iptables-restore -w < "$1"',
     ...FORMS.map((f, i) => `${f.args} > "$2/form-${i}.txt"`),
   ].join("\n");
   const rulesFile = join(tmp, "rules.txt");

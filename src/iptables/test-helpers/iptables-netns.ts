@@ -48,3 +48,19 @@ export function iptablesNamespace(prefix: string): { readonly ns: Namespace } {
     },
   };
 }
+
+const XTABLES = /^ip6?tables(-legacy|-nft)?(-restore)?$/;
+
+/**
+ * `argv` with `-w` (wait for the xtables lock) when it runs iptables, ip6tables, their -legacy and
+ * -nft forms or their -restore, and has no `-w` yet; other commands as they are. The legacy
+ * backend's lock is one file (/run/xtables.lock) for every namespace, so tests running at once
+ * share it; iptables releases without -w may give up at once ("Another app is currently holding
+ * the xtables lock") instead of waiting for the other test's short hold.
+ */
+export function waitingForXtablesLock(argv: readonly string[]): string[] {
+  const [cmd, ...rest] = argv;
+  if (cmd === undefined || !XTABLES.test(cmd) || rest.some((a) => a === "-w" || a === "--wait"))
+    return [...argv];
+  return [cmd, "-w", ...rest];
+}
