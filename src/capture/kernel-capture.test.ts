@@ -59,6 +59,23 @@ function sleep(ms: number) {
   return new Promise((r) => setTimeout(r, ms));
 }
 
+/**
+ * Waits until the packets tcpdump has written to `file` (-U: each as it is captured) satisfy
+ * `done`: a capture is stopped once it holds what the test sent, however slow the machine is.
+ */
+async function untilCaptured(file: string, done: (ps: Packet[]) => boolean, ms = 20_000) {
+  const end = Date.now() + ms;
+  let seen: Packet[] = [];
+  while (Date.now() < end) {
+    try {
+      seen = (await collect(file)).packets;
+      if (done(seen)) return;
+    } catch {}
+    await sleep(50);
+  }
+  throw new Error(`${file}: not all packets captured after ${ms} ms (${seen.length} so far)`);
+}
+
 const SERVER = `
 import socket,sys
 s=socket.socket(); s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
@@ -159,7 +176,13 @@ describe("captures made with the real tcpdump", { skip: kernelSkip() }, () => {
     assert.equal(ping.code, 0, ping.stderr);
     const client = await a.exec(["python3", "-c", CLIENT], { timeoutMs: 10_000 });
     assert.equal(client.code, 0, client.stderr);
-    await sleep(300);
+    // the client's last packet is b's reset from port 9998: each file holds it before it stops
+    const last = (ps: Packet[]) =>
+      ps.some((p) => p.transport?.kind === "tcp" && p.transport.srcPort === 9998);
+    await Promise.all([
+      untilCaptured(join(dir, "any.pcap"), last),
+      untilCaptured(join(dir, "va.pcap"), last),
+    ]);
     await Promise.all([stop(any), stop(one)]);
     // the live text is read from a pipe: wait until it shows every IPv4 packet the file holds
     const inFile = (await collect(join(dir, "any.pcap"))).packets.filter(
@@ -379,7 +402,9 @@ describe("captures made with the real tcpdump", { skip: kernelSkip() }, () => {
     await waitFor(cap, "stderr", /listening on/);
     const ping = await a.exec(["ping", "-c", "3", "-i", "0.2", "-W", "2", "10.8.0.2"]);
     assert.equal(ping.code, 0, ping.stderr);
-    await sleep(200);
+    // three requests and three replies: stop once the file holds all six
+    const icmp4 = (p: Packet) => p.transport?.kind === "icmp" && p.transport.version === 4;
+    await untilCaptured(file, (ps) => ps.filter(icmp4).length >= 6);
     await stop(cap);
     const bin = await collect(file);
     assert.deepEqual(bin.diagnostics, []);
