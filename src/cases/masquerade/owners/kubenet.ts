@@ -177,7 +177,7 @@ function kubenetExempt(input: OwnerExemptInput): OwnerExempt {
 
 /** A word for a shell line: quoted when it holds a space or a quote. */
 export function shellWord(w: string): string {
-  return /^[A-Za-z0-9_./:=+-]+$/.test(w) ? w : `"${w.replace(/(["\\$`])/g, "\\$1")}"`;
+  return /^[A-Za-z0-9_./:=+!-]+$/.test(w) ? w : `"${w.replace(/(["\\$`])/g, "\\$1")}"`;
 }
 
 function kubenetWireWording(snap: Snapshot): OwnerWireWording | undefined {
