@@ -3,6 +3,12 @@
  * (`kube-system/ip-masq-agent`, data key `config`) read exactly as the agent reads it, and the flags
  * from its DaemonSet's container args. Every entry keeps the file line it was written on.
  */
+
+import {
+  type AzureV2File,
+  type AzureV2PlanTarget,
+  readAzureV2Config,
+} from "../../agents/ip-masq-agent/azure-v2-config.ts";
 import {
   type ConfigError,
   decodeMasqConfig,
@@ -11,11 +17,19 @@ import {
   type MasqConfig,
   validateMasqConfig,
 } from "../../agents/ip-masq-agent/config.ts";
+import { unreadKeys } from "../../agents/ip-masq-agent/config-keys.ts";
 import {
   type AgentFlags,
   agentFlagsFromArgs,
   DEFAULT_AGENT_FLAGS,
 } from "../../agents/ip-masq-agent/flags.ts";
+import {
+  type AgentFlavour,
+  AKS_DAEMONSET,
+  AKS_RECONCILED_CONFIGMAP,
+  AKS_USER_CONFIGMAP,
+  flavourOf,
+} from "../../agents/ip-masq-agent/flavour.ts";
 import type { PortInterval } from "../../agents/ip-masq-agent/intervals.ts";
 import type { KubeObject } from "../../evidence/kube-objects.ts";
 import type { Diagnostic, SourceRef } from "../../model/types.ts";
@@ -42,6 +56,15 @@ export interface AgentIntent {
   readonly flagsFatal?: string;
   readonly flagsSource?: SourceRef;
   readonly diagnostics: readonly Diagnostic[];
+  /** Which agent runs (absent: the upstream agent). */
+  readonly flavour?: AgentFlavour;
+  /** Azure ip-masq-agent-v2: the files of /etc/config/ and the ConfigMap keys they come from. */
+  readonly configFiles?: readonly AzureV2File[];
+  /**
+   * Where a change to the list goes when it is not data key `config` of `configMap` (Azure
+   * ip-masq-agent-v2: the user's ConfigMap and key; entries the reconciled one adds stay).
+   */
+  readonly planTarget?: AzureV2PlanTarget;
 }
 
 const AGENT_CONTAINER = /ip-masq-agent/;
@@ -51,8 +74,17 @@ export function findAgentDaemonSet(objects: readonly KubeObject[]): KubeObject |
   const ds = objects.filter((o) => o.kind === "DaemonSet" && o.namespace === "kube-system");
   return (
     ds.find((o) => o.name === "ip-masq-agent") ??
-    ds.find((o) => o.labels["k8s-app"] === "ip-masq-agent")
+    ds.find((o) => o.labels["k8s-app"] === "ip-masq-agent") ??
+    ds.find((o) => o.name === AKS_DAEMONSET) ??
+    ds.find((o) => flavourOfDaemonSet(o) === "azure-v2")
   );
+}
+
+/** The flavour a DaemonSet runs (its agent container's image, else its name). */
+export function flavourOfDaemonSet(ds: KubeObject): AgentFlavour | undefined {
+  const found = agentContainer(ds);
+  const image = typeof found?.container.image === "string" ? found.container.image : undefined;
+  return flavourOf(image, ds.name);
 }
 
 export function findAgentConfigMap(objects: readonly KubeObject[]): KubeObject | undefined {
@@ -124,8 +156,15 @@ function flagsOf(ds: KubeObject | undefined): {
 
 /** Reads the agent's intent from the cluster objects of a snapshot. */
 export function readAgentIntent(objects: readonly KubeObject[]): AgentIntent {
-  const configMap = findAgentConfigMap(objects);
   const daemonSet = findAgentDaemonSet(objects);
+  const aksMaps = objects.some(
+    (o) =>
+      o.kind === "ConfigMap" &&
+      (o.name === AKS_USER_CONFIGMAP || o.name === AKS_RECONCILED_CONFIGMAP),
+  );
+  const flavour = daemonSet ? flavourOfDaemonSet(daemonSet) : aksMaps ? "azure-v2" : undefined;
+  if (flavour === "azure-v2") return readAzureV2Intent(daemonSet, objects);
+  const configMap = findAgentConfigMap(objects);
   const f = flagsOf(daemonSet);
   const defaults = defaultMasqConfig(f.flags.nomasqAllReservedRanges);
   const base = {
@@ -160,6 +199,9 @@ export function readAgentIntent(objects: readonly KubeObject[]): AgentIntent {
     };
   }
   const locate = configLocator(configMap, content);
+  base.diagnostics.push(
+    ...unreadKeys(content, "upstream", locate, `ConfigMap ${configMap.name} key config`),
+  );
   const decoded = decodeMasqConfig(content, {
     nomasqAllReservedRanges: f.flags.nomasqAllReservedRanges,
     locate,
@@ -192,4 +234,30 @@ export function readAgentIntent(objects: readonly KubeObject[]): AgentIntent {
     };
   }
   return { ...base, config: decoded.config, usedDefaults: false };
+}
+
+/** The intent of Azure ip-masq-agent-v2: its merged config dir, in the same shape. */
+function readAzureV2Intent(
+  daemonSet: KubeObject | undefined,
+  objects: readonly KubeObject[],
+): AgentIntent {
+  const r = readAzureV2Config(daemonSet, objects);
+  const configMap = r.target.object;
+  const fatal = r.flags.fatal;
+  return {
+    ...(configMap ? { configMap } : {}),
+    ...(daemonSet ? { daemonSet } : {}),
+    config: r.outcome.config,
+    ...(r.outcome.error ? { error: r.outcome.error } : {}),
+    usedDefaults: r.outcome.usedDefaults,
+    ...(r.defaultsReason ? { defaultsReason: r.defaultsReason } : {}),
+    flags: r.flags.flags,
+    toPorts: [],
+    ...(fatal ? { flagsFatal: fatal } : {}),
+    ...(r.flagsSource ? { flagsSource: r.flagsSource } : {}),
+    diagnostics: r.diagnostics,
+    flavour: "azure-v2",
+    configFiles: r.files,
+    planTarget: r.target,
+  };
 }
