@@ -135,3 +135,25 @@ describe("a finding's evidence in a group", () => {
     assert.ok(shown.has("probes/laptop.txt:4"), "what it shows is shown for the next");
   });
 });
+
+describe("a finding that names many nodes", () => {
+  it("says how many, in which pool, the first two and the last; JSON keeps them all", () => {
+    const names = Array.from({ length: 100 }, (_, i) => `gke-prod-a-1f2e-${i}`);
+    const f: Finding = {
+      id: "masq/agent-missing",
+      severity: "error",
+      title: "ip-masq-agent does not run on node pool a",
+      subject: "pool/a",
+      explanation: `The DaemonSet kube-system/ip-masq-agent does not place its pod on ${names.join(", ")}: node gke-prod-a-1f2e-0 matches none of the 1 required node affinity term(s).`,
+      evidence: [{ file: "cluster/ip-masq-agent.yaml", line: 41 }],
+      next: [],
+    };
+    const out = renderFinding(f, PLAIN);
+    assert.match(
+      out.replace(/\s+/g, " "),
+      /does not place its pod on 100 nodes in pool a: gke-prod-a-1f2e-0, gke-prod-a-1f2e-1, … gke-prod-a-1f2e-99 \(-o json lists all\): node gke-prod-a-1f2e-0 matches/,
+    );
+    assert.ok(out.split("\n").length < 10, out);
+    assert.ok(f.explanation.includes("gke-prod-a-1f2e-57"), "the finding itself is untouched");
+  });
+});
