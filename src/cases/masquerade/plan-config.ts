@@ -10,6 +10,7 @@ import { agentSavedLines, expectedAgentChain } from "../../agents/ip-masq-agent/
 import { deleteServerFields } from "../../k8s/server-fields.ts";
 import type { Diagnostic } from "../../model/types.ts";
 import type { AgentIntent } from "./intent.ts";
+import { newAzureV2Config } from "./plan-config-azure-v2.ts";
 
 /** A config holding only the list; the agent's defaults apply to every other key. */
 function freshConfigText(list: readonly string[]): string {
@@ -140,6 +141,13 @@ export function newAgentConfig(
   list: readonly string[],
   diagnostics: Diagnostic[],
 ): NewAgentConfig {
+  // Azure ip-masq-agent-v2: the user's ConfigMap of the merged set, never the reconciled one
+  const azure = newAzureV2Config(intent, list, diagnostics, {
+    rewrite: rewriteConfigTextChecked,
+    strip: stripServerFields,
+    yaml: configMapYaml,
+  });
+  if (azure) return azure;
   const checked = checkedConfigText(intent, list, diagnostics);
   const base = intent.configMap
     ? stripServerFields(intent.configMap.raw as Record<string, unknown>)
