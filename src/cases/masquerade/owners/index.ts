@@ -8,6 +8,8 @@ import type { Finding, Missing } from "../../../model/types.ts";
 import type { Snapshot } from "../../../snapshot/load.ts";
 import type { ClusterFacts } from "../facts.ts";
 import { awsVpcCniOwner } from "./aws-vpc-cni.ts";
+import { calicoOwner } from "./calico.ts";
+import { ciliumOwner } from "./cilium.ts";
 import { kubenetOwner } from "./kubenet.ts";
 import type {
   OwnerDecideInput,
@@ -31,7 +33,12 @@ export { ownerHop } from "./owner.ts";
 export { exemptionRule, foreignOwnerText, ipMasqAgentPresent, ruleOwner } from "./rule-owner.ts";
 
 /** The registered owners, asked in this order. */
-export const SOURCE_OWNERS: readonly SourceOwnerCase[] = [awsVpcCniOwner, kubenetOwner];
+export const SOURCE_OWNERS: readonly SourceOwnerCase[] = [
+  awsVpcCniOwner,
+  kubenetOwner,
+  calicoOwner,
+  ciliumOwner,
+];
 
 /** The owners at work in this snapshot. */
 export function ownersPresent(snap: Snapshot, owners = SOURCE_OWNERS): SourceOwnerCase[] {
