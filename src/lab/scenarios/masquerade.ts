@@ -37,6 +37,13 @@ import {
 import { mustExec as must, type Namespace } from "../netns.ts";
 import type { Scenario, ScenarioContext, ScenarioOutcome } from "./index.ts";
 import {
+  aksAgentConfig,
+  aksAgentObjects,
+  aksUserText,
+  installAzureV2Rules,
+  reconciledText,
+} from "./masquerade-aks.ts";
+import {
   agentObjects,
   appPodObjects,
   kubectlList,
@@ -104,6 +111,8 @@ export const MasqueradeOptions = z
     rules: z.enum(["current", "old"]).default("current"),
     "kube-proxy": z.union([z.literal(true), z.enum(["true", "false"])]).optional(),
     ipv6: z.union([z.literal(true), z.enum(["true", "false"])]).optional(),
+    /** aks: Azure ip-masq-agent-v2 with AKS's two ConfigMaps (masquerade-aks.ts). */
+    flavour: z.enum(["gke", "aks"]).default("gke"),
   })
   .strict()
   .refine((o) => !(o.config !== undefined && o["non-masquerade"] !== undefined), {
@@ -130,6 +139,9 @@ export interface ReplicaPlan {
   readonly allow: readonly string[];
   readonly phase: "before" | "after";
   readonly ipv6: boolean;
+  readonly flavour: "gke" | "aks";
+  /** aks: the reconciled ConfigMap's text (AKS's own ranges); configText is the user's. */
+  readonly reconciledText?: string;
 }
 
 /**
@@ -150,10 +162,17 @@ export function planReplica(o: MasqueradeOptions): ReplicaPlan {
     } catch (e) {
       throw new Error(`--config ${o.config}: cannot read (${(e as NodeJS.ErrnoException).code})`);
     }
+  } else if (o.flavour === "aks") {
+    configText = aksUserText(o["non-masquerade"] ?? AGENT_DEFAULT_NON_MASQUERADE);
   } else {
     configText = renderAgentConfig(o["non-masquerade"] ?? AGENT_DEFAULT_NON_MASQUERADE);
   }
-  const synced = agentConfigFrom(configText, ipv6, old);
+  const reconciled =
+    o.flavour === "aks" ? reconciledText([CLUSTER_POD_RANGE, NODE_SUBNET]) : undefined;
+  const synced =
+    reconciled === undefined
+      ? agentConfigFrom(configText, ipv6, old)
+      : aksAgentConfig(configText, reconciled, ipv6, old);
   if (synced.error && o.config === undefined) {
     throw new Error(`--non-masquerade: ${synced.error.message}`);
   }
@@ -180,6 +199,8 @@ export function planReplica(o: MasqueradeOptions): ReplicaPlan {
     allow: o.allow,
     phase: o.phase,
     ipv6,
+    flavour: o.flavour,
+    ...(reconciled === undefined ? {} : { reconciledText: reconciled }),
   };
 }
 
@@ -338,8 +359,9 @@ async function build(ctx: ScenarioContext, plan: ReplicaPlan): Promise<Built> {
     if (ipv6) await ipBatch(ns, [`addr add fd00:4:${i}::1/128 dev gkeveth0 nodad`]);
     if (plan.kubeProxy) await must(ns, ["iptables-restore", "--noflush"], KUBE_PROXY_RESTORE);
     const rules = node.hasAgent && !plan.agentLagging ? plan.current : plan.old;
-    await installAgentRules(ns, rules, 4, plan.ipv6);
-    if (ipv6) await installAgentRules(ns, rules, 6, plan.ipv6);
+    const install = plan.flavour === "aks" ? installAzureV2Rules : installAgentRules;
+    await install(ns, rules, 4, plan.ipv6);
+    if (ipv6) await install(ns, rules, 6, plan.ipv6);
     nodes.push({ ns, pod, node });
   }
   return { router, onprem, nodes, ipv6 };
@@ -464,7 +486,13 @@ async function probeAndSnapshot(
   };
   files.push(
     writeSnapshotFile(out, "cluster/nodes.yaml", kubectlList(nodeObjects(desc))),
-    writeSnapshotFile(out, "cluster/ip-masq-agent.yaml", kubectlList(agentObjects(desc))),
+    plan.reconciledText === undefined
+      ? writeSnapshotFile(out, "cluster/ip-masq-agent.yaml", kubectlList(agentObjects(desc)))
+      : writeSnapshotFile(
+          out,
+          "cluster/azure-ip-masq-agent.yaml",
+          kubectlList(aksAgentObjects(desc, plan.configText, plan.reconciledText)),
+        ),
     writeSnapshotFile(out, "cluster/pods.yaml", kubectlList(appPodObjects(desc))),
     writeSnapshotFile(out, `remote/${SITE_NAME}.yaml`, remoteSiteYaml(plan)),
   );
