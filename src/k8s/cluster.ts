@@ -11,7 +11,9 @@
  * prints them).
  */
 import type { IncomingMessage } from "node:http";
+import { createRequire } from "node:module";
 import { PassThrough, Writable } from "node:stream";
+import type { ClientOptions, WebSocket as WsSocket } from "ws";
 
 /** A resource type as the API server names it. */
 export interface ApiResource {
@@ -265,6 +267,10 @@ function wrapNetworkError(raw: unknown, request: ApiRequest, signal?: AbortSigna
   if (typeof code === "string" && (NETWORK_CODES.has(code) || code.startsWith("ERR_TLS")))
     return new ClusterError("Unreachable", request, { apiMessage: `${code}: ${msg}`, cause: e });
   const m = /Unexpected server response: (\d+)/.exec(msg);
+  // the API server's Status when it refused the exec upgrade (see refusalKeepingSocket)
+  const body = (e as { responseBody?: unknown })?.responseBody;
+  if (m && typeof body === "string" && body !== "")
+    return errorFromResponse(Number(m[1]), body, request);
   if (m)
     return new ClusterError(reasonForStatus(Number(m[1]), undefined), request, {
       status: Number(m[1]),
@@ -661,7 +667,7 @@ async function execInPod(
   const stderr = sinkInto(err);
   // Give the handler our own streams: on a v5 close frame it ends the streams it was given,
   // and its default streams are the process's own stdout and stderr.
-  const handler = new WebSocketHandler(kc, undefined, {
+  const handler = new WebSocketHandler(kc, refusalKeepingSocket, {
     stdin: new PassThrough(),
     stdout,
     stderr,
@@ -718,6 +724,49 @@ async function execInPod(
       : { message: status.message }),
     timedOut: false,
   };
+}
+
+type WsConstructor = new (uri: string, protocols: string[], opts: ClientOptions) => WsSocket;
+let wsConstructor: WsConstructor | undefined;
+
+/** ws, resolved from @kubernetes/client-node, whose own dependency it is (loaded on first exec). */
+function ws(): WsConstructor {
+  wsConstructor ??= (
+    createRequire(import.meta.resolve("@kubernetes/client-node"))("ws") as {
+      WebSocket: WsConstructor;
+    }
+  ).WebSocket;
+  return wsConstructor;
+}
+
+/**
+ * The exec WebSocket, as the client library would open it, except that an HTTP answer instead of
+ * the upgrade (the API server refusing the exec: 403, or 500 "error dialing backend …" when it
+ * cannot reach the kubelet) is read to its end, and the error carries the body (`responseBody`),
+ * so the server's reason is not lost.
+ */
+function refusalKeepingSocket(uri: string, protocols: string[], opts: ClientOptions): WsSocket {
+  const socket = new (ws())(uri, protocols, opts);
+  socket.on("unexpected-response", (req, res) => {
+    let body = "";
+    res.setEncoding("utf8");
+    res.on("data", (d: string) => {
+      body += d.slice(0, 4096 - body.length);
+    });
+    let failed = false;
+    const fail = () => {
+      if (failed) return;
+      failed = true;
+      const e = Object.assign(new Error(`Unexpected server response: ${res.statusCode}`), {
+        responseBody: body,
+      });
+      socket.emit("error", e);
+      req.destroy();
+    };
+    res.once("end", fail);
+    res.once("error", fail);
+  });
+  return socket;
 }
 
 /**
