@@ -54,6 +54,7 @@ const EXAMPLES = ["snat-exception-list", "vpn-forwarding-off"].map((e) =>
 );
 const ROLE = parse(readFileSync(join(ROOT, "deploy/rbac/podpath-reader.yaml"), "utf8")) as Obj;
 const USER = "podpath-reader";
+const VPN_POD = "vpn/vpn-openvpn-6d9c7b5f4-x2x7k";
 /** The snapshot parts that are not Kubernetes objects (a cluster without kubelets has none). */
 const NODE_PARTS = ["nodes", "pods", "captures", "probes", "remote"];
 
@@ -92,9 +93,10 @@ function findingsOf(r: Run): string[] {
  * the ip-masq-agent ConfigMap, kube-system's DaemonSets and their pods, kube-proxy's static pods,
  * Services and NetworkPolicies; application pods only with --pod, Deployments never.
  */
-function collectReads(o: Obj): boolean {
+function collectReads(o: Obj, pod?: string): boolean {
   if (o.kind === "Deployment") return false;
   if (o.kind !== "Pod") return true;
+  if (`${o.metadata.namespace}/${o.metadata.name}` === pod) return true;
   const owners = (o.metadata["ownerReferences"] ?? []) as { kind?: string }[];
   const labels = (o.metadata["labels"] ?? {}) as Record<string, string>;
   return (
@@ -110,9 +112,9 @@ const OBJECTS = EXAMPLES.flatMap((ex) => readObjects(join(ex, "cluster")));
  * The offline snapshot of the same objects: the examples' objects that collect reads, written
  * as one List, and (`withNodeState`) the examples' node, pod, capture, probe and remote files.
  */
-function offlineSnapshot(dest: string, withNodeState: boolean): string {
+function offlineSnapshot(dest: string, withNodeState: boolean, pod?: string): string {
   mkdirSync(join(dest, "cluster"), { recursive: true });
-  const items = OBJECTS.filter(collectReads);
+  const items = OBJECTS.filter((o) => collectReads(o, pod));
   writeFileSync(
     join(dest, "cluster", "objects.yaml"),
     stringify({ apiVersion: "v1", kind: "List", items }),
@@ -314,6 +316,47 @@ describe("podpath collect and diagnose --live on the real kube-apiserver", { ski
     assert.ok(!got.some((k) => k.startsWith("DaemonSet ") || k.startsWith("ConfigMap ")));
     assert.ok(report.files.includes("cluster/services.yaml"));
     assert.match(readFileSync(join(out, "README.md"), "utf8"), /daemonsets/);
+  });
+
+  it("--pod on a node without a kubelet: the pod collected, the server's exec refusal named", async () => {
+    const c = cluster!;
+    const out = join(tmp, "with-pod");
+    const r = podpath(["collect", "--out", out, "--pod", VPN_POD, "-o", "json"], kubeconfig);
+    assert.equal(r.code, 3, r.stderr);
+    const report = JSON.parse(r.stdout) as {
+      failures: { subject: string; what: string; why: string }[];
+    };
+    assert.deepEqual(
+      report.failures.map((f) => `${f.subject}: ${f.what}`),
+      [`pod/${VPN_POD}: exec the read commands`],
+    );
+    // the API server's own reason: lab-node-1 has no address to reach a kubelet at
+    assert.match(
+      report.failures[0]!.why,
+      /HTTP 500\): no preferred addresses found; known addresses: \[\]/,
+    );
+    const pods = readObjects(join(out, "cluster")).filter((o) => o.kind === "Pod");
+    assert.ok(pods.some((p) => `${p.metadata.namespace}/${p.metadata.name}` === VPN_POD));
+    // with the pod's own files beside it, as --pod would have read them: the offline diagnosis
+    copyNodeState(out);
+    const want = findingsOf(
+      podpath(["diagnose", offlineSnapshot(join(tmp, "offline-pod"), true, VPN_POD), "-o", "json"]),
+    );
+    assert.ok(want.some((f) => f.startsWith("vpn/forwarding-disabled ")), want.join("\n"));
+    assert.deepEqual(findingsOf(podpath(["diagnose", out, "-o", "json"])), want);
+    // the audit log: the exec attempts on that pod are the only requests that are not reads
+    await auditFlushed(c);
+    const flagged = nonReadRequests(c.auditEvents(), USER).filter(
+      (v) => v.resource !== "configmaps" && v.resource !== "secrets",
+    );
+    assert.ok(flagged.length >= 1);
+    for (const v of flagged) {
+      assert.equal(`${v.resource}/${v.subresource}`, "pods/exec", JSON.stringify(v));
+      assert.ok(
+        v.uri.startsWith(`/api/v1/namespaces/vpn/pods/${VPN_POD.split("/")[1]}/exec?`),
+        v.uri,
+      );
+    }
   });
 
   it("list paging follows the real server's continue tokens: 1,100 pods, each once", async () => {
