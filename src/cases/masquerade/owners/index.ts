@@ -8,6 +8,7 @@ import type { Finding, Missing } from "../../../model/types.ts";
 import type { Snapshot } from "../../../snapshot/load.ts";
 import type { ClusterFacts } from "../facts.ts";
 import { awsVpcCniOwner } from "./aws-vpc-cni.ts";
+import { bridgeCniOwner } from "./bridge-cni.ts";
 import { calicoOwner } from "./calico.ts";
 import { ciliumOwner } from "./cilium.ts";
 import { kubenetOwner } from "./kubenet.ts";
@@ -36,6 +37,7 @@ export { exemptionRule, foreignOwnerText, ipMasqAgentPresent, ruleOwner } from "
 export const SOURCE_OWNERS: readonly SourceOwnerCase[] = [
   awsVpcCniOwner,
   kubenetOwner,
+  bridgeCniOwner,
   calicoOwner,
   ciliumOwner,
 ];
