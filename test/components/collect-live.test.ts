@@ -189,7 +189,7 @@ describe("podpath collect and diagnose --live on the real kube-apiserver", { ski
       "Namespace /kube-system",
       "Service default/kubernetes",
     ];
-    assert.deepEqual(got, keys(OBJECTS.filter(collectReads)).concat(serverMade).sort());
+    assert.deepEqual(got, keys(OBJECTS.filter((o) => collectReads(o))).concat(serverMade).sort());
   });
 
   it("diagnose --live, the collected snapshot and the offline snapshot of the same objects agree", () => {
