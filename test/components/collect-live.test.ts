@@ -189,7 +189,12 @@ describe("podpath collect and diagnose --live on the real kube-apiserver", { ski
       "Namespace /kube-system",
       "Service default/kubernetes",
     ];
-    assert.deepEqual(got, keys(OBJECTS.filter((o) => collectReads(o))).concat(serverMade).sort());
+    assert.deepEqual(
+      got,
+      keys(OBJECTS.filter((o) => collectReads(o)))
+        .concat(serverMade)
+        .sort(),
+    );
   });
 
   it("diagnose --live, the collected snapshot and the offline snapshot of the same objects agree", () => {
@@ -342,7 +347,10 @@ describe("podpath collect and diagnose --live on the real kube-apiserver", { ski
     const want = findingsOf(
       podpath(["diagnose", offlineSnapshot(join(tmp, "offline-pod"), true, VPN_POD), "-o", "json"]),
     );
-    assert.ok(want.some((f) => f.startsWith("vpn/forwarding-disabled ")), want.join("\n"));
+    assert.ok(
+      want.some((f) => f.startsWith("vpn/forwarding-disabled ")),
+      want.join("\n"),
+    );
     assert.deepEqual(findingsOf(podpath(["diagnose", out, "-o", "json"])), want);
     // the audit log: the exec attempts on that pod are the only requests that are not reads
     await auditFlushed(c);

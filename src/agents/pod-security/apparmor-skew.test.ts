@@ -19,10 +19,8 @@ const pod = (annotation: string, extra: JsonObject = {}): JsonObject => ({
 });
 
 const profileOf = (p: JsonObject) =>
-  (
-    (p["spec"] as { containers: { securityContext?: { appArmorProfile?: unknown } }[] })
-      .containers[0]!.securityContext ?? {}
-  ).appArmorProfile;
+  (p["spec"] as { containers: { securityContext?: { appArmorProfile?: unknown } }[] })
+    .containers[0]!.securityContext?.appArmorProfile;
 
 describe("AppArmor annotations synced to fields, as the API server does (>= 1.30)", () => {
   it("copies each valid annotation value into the container's field", () => {
@@ -55,7 +53,7 @@ describe("AppArmor annotations synced to fields, as the API server does (>= 1.30
     });
     assert.equal(
       p?.podSecurity.message,
-      'pods "p" is forbidden: violates PodSecurity "baseline:latest": forbidden AppArmor profiles (container "c" and annotation must not set AppArmor profile type to "Unconfined", "container.apparmor.security.beta.kubernetes.io/c=\"unconfined\"")',
+      'pods "p" is forbidden: violates PodSecurity "baseline:latest": forbidden AppArmor profiles (container "c" and annotation must not set AppArmor profile type to "Unconfined", "container.apparmor.security.beta.kubernetes.io/c="unconfined"")',
     );
   });
 });
