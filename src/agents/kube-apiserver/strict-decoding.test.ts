@@ -25,6 +25,57 @@ describe("strict decoding, as the API server answers", () => {
     });
   }
 
+  // recorded from the real kube-apiserver (test/components/strict-decoding-types.test.ts)
+  const typeCases = JSON.parse(readFileSync(join(FIXTURES, "type-errors.json"), "utf8")) as {
+    name: string;
+    manifest: string;
+    message: string;
+  }[];
+  for (const c of typeCases) {
+    it(`type-errors.json, ${c.name}: the server's own message`, () => {
+      // the reader warns of a label that is no string, and keeps the object as written
+      const [obj] = readKubeObjects(c.manifest, "m.yaml").value;
+      const r = strictDecoding(models, obj!);
+      assert.equal(r.state === "rejected" ? r.message : r.state, c.message);
+    });
+  }
+
+  it("a type error: the server reports it, not the unknown fields, and podpath cites its line", () => {
+    const c = typeCases.find((x) => x.name === "args as a string, and an unknown field")!;
+    const [obj] = objectsOf(c.manifest, "web.yaml");
+    const r = strictDecoding(models, obj!);
+    assert.equal(r.state, "rejected");
+    if (r.state !== "rejected") return;
+    assert.deepEqual(r.fields, []);
+    const line = c.manifest.split("\n").findIndex((l) => l.includes("args: --verbose")) + 1;
+    assert.deepEqual(
+      [r.typeError?.path, r.typeError?.source?.file, r.typeError?.source?.line],
+      ["spec.containers[0].args", "web.yaml", line],
+    );
+    assert.equal(
+      r.typeError?.detail,
+      "json: cannot unmarshal string into Go struct field Container.spec.containers.args of type []string",
+    );
+  });
+
+  it("numbers are quantities where the Go type is one, and strings elsewhere are not numbers", () => {
+    const [ok] = objectsOf(
+      [
+        "apiVersion: v1",
+        "kind: Pod",
+        "metadata: {name: p}",
+        "spec:",
+        "  overhead: {cpu: 0.25}",
+        "  containers:",
+        "  - name: c",
+        "    image: i",
+        "    resources: {limits: {cpu: 2, memory: 1Gi}, requests: {cpu: 500m}}",
+        "  volumes: [{name: scratch, emptyDir: {sizeLimit: 1e9}}]",
+      ].join("\n"),
+    );
+    assert.deepEqual(strictDecoding(models, ok!), { state: "ok" });
+  });
+
   it("cites the line of each unknown field", () => {
     const text = readFileSync(join(FIXTURES, "sloth-tolerations.yaml"), "utf8");
     const [obj] = objectsOf(text, "sloth.yaml");

@@ -231,6 +231,11 @@ function apiServerLines(
   return [
     [
       `API server (strict field validation, before admission): ${sd.message}`,
+      ...(sd.typeError
+        ? [
+            `${sd.typeError.source ? `${sd.typeError.source.file}:${sd.typeError.source.line}: ` : ""}${sd.typeError.path}: ${sd.typeError.detail}`,
+          ]
+        : []),
       ...sd.fields.map(
         (f) => `${f.source ? `${f.source.file}:${f.source.line}: ` : ""}unknown field "${f.path}"`,
       ),
