@@ -31,17 +31,24 @@ export function withAgentRules(dump: string, chain: string, rules: readonly stri
   return out.join("\n");
 }
 
-/** The node's dump with every rule of the chains `rules` append to swapped for `rules`. */
+/**
+ * The node's dump with every rule of the chains `rules` append to swapped for `rules`; a chain
+ * the nat table does not declare yet (an owner's new per-pod chain) is declared.
+ */
 export function withChainRules(dump: string, rules: readonly string[]): string {
   const chains = new Set(rules.map((r) => r.split(" ")[1] ?? ""));
   const lines = dump.split("\n");
   const out: string[] = [];
   let inNat = false;
   let inserted = false;
+  const declared = new Set(
+    lines.filter((l) => l.startsWith(":")).map((l) => l.slice(1).split(" ")[0]),
+  );
   for (const l of lines) {
     if (l.startsWith("*")) inNat = l === "*nat";
     if (inNat && l.startsWith("-A ") && chains.has(l.split(" ")[1] ?? "")) continue;
     if (inNat && l === "COMMIT" && !inserted) {
+      out.push(...[...chains].filter((c) => !declared.has(c)).map((c) => `:${c} - [0:0]`));
       out.push(...rules);
       inserted = true;
     }
