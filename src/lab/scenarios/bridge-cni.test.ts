@@ -1,0 +1,112 @@
+/**
+ * The bridge-cni replica: its options and conflist (pure), and on the real kernel that the pod's
+ * chain is what iptables-save prints for the rules the plugin adds (name hashed as the plugin
+ * does), the pod without it keeps its address and gets no reply, `diagnose` cites the conflist's
+ * ipMasq line, and the plan's rules replayed on the kernel agree.
+ */
+import assert from "node:assert/strict";
+import { mkdtempSync, readFileSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { after, describe, it } from "node:test";
+import { readCniConfig } from "../../agents/bridge-cni/conflist.ts";
+import { formatChainName } from "../../agents/bridge-cni/rules.ts";
+import { planMasquerade } from "../../cases/masquerade/plan.ts";
+import { replayMasqueradePlan } from "../../cases/masquerade/plan-replay.ts";
+import { diagnose } from "../../questions/diagnose.ts";
+import { loadSnapshot } from "../../snapshot/load.ts";
+import { openSnapshot } from "../../snapshot/source.ts";
+import { kernelSkip } from "../kernel-guard.ts";
+import { createLab } from "../netns.ts";
+import {
+  BridgeCniOptions,
+  CONF_FILE,
+  conflist,
+  NETWORK,
+  NODE_NAME,
+  planBridgeReplica,
+  SANDBOX_AFTER,
+  scenario,
+} from "./bridge-cni.ts";
+
+describe("bridge-cni replica plan", () => {
+  it("ipMasq false by default: no rules; --fixed: the pod's chain for its new sandbox", () => {
+    const p = planBridgeReplica(BridgeCniOptions.parse({}));
+    assert.equal(p.rules.length, 0);
+    const f = planBridgeReplica(BridgeCniOptions.parse({ fixed: true }));
+    assert.equal(f.chain, formatChainName(NETWORK, SANDBOX_AFTER));
+    assert.deepEqual(
+      f.rules.map((r) => r.kind),
+      ["subnet-accept", "masquerade", "postrouting-jump"],
+    );
+    assert.equal(BridgeCniOptions.safeParse({ "ip-masq": "maybe" }).success, false);
+  });
+  it("the conflist it writes reads back as the setting", () => {
+    for (const v of ["true", "false", "omit"] as const) {
+      const c = readCniConfig(
+        conflist(planBridgeReplica(BridgeCniOptions.parse({ "ip-masq": v }))),
+        "f",
+      );
+      assert.equal(c.value.bridges[0]?.ipMasq, v === "true");
+      assert.equal(c.value.bridges[0]?.ipMasqSource === undefined, v === "omit");
+    }
+  });
+});
+
+const skip = kernelSkip();
+const dirs: string[] = [];
+after(() => {
+  for (const d of dirs) rmSync(d, { recursive: true, force: true });
+});
+
+async function runLab(opts: Record<string, string | true>) {
+  const lab = await createLab({ prefix: "ppb" });
+  const dir = mkdtempSync(join(tmpdir(), "podpath-bridge-test-"));
+  dirs.push(dir);
+  try {
+    const out = await scenario.run(
+      { lab, outDir: dir, log: () => {} },
+      BridgeCniOptions.parse(opts),
+    );
+    return { dir, summary: out.summary.join("\n") };
+  } finally {
+    await lab.destroy();
+  }
+}
+
+const DUMP = `nodes/${NODE_NAME}/iptables-save.txt`;
+
+describe("lab bridge-cni on the real kernel", { skip, concurrency: false }, () => {
+  it("ipMasq false: the pod keeps its address; diagnose cites the conflist; the plan replays", async () => {
+    const { dir, summary } = await runLab({});
+    assert.match(
+      summary,
+      /node ping 10\.20\.30\.40 answers, pod ping silent, pod tcp\/5432 silent/,
+    );
+    assert.doesNotMatch(readFileSync(join(dir, DUMP), "utf8"), /CNI-/);
+    const snap = loadSnapshot(openSnapshot(dir));
+    const a = await diagnose(snap, {});
+    const f = a.findings.find((x) => x.id === "masq/exempt-destination");
+    assert.ok(f);
+    assert.equal(f.evidence[0]?.file, `nodes/${NODE_NAME}/cni/${CONF_FILE}`);
+    const p = planMasquerade(snap, { strategy: "narrow" });
+    assert.equal(p.owner?.owner, "bridge-cni");
+    const replay = await replayMasqueradePlan(snap, p);
+    assert.ok(replay.length > 0);
+    for (const r of replay) assert.equal(r.agree, true, JSON.stringify(r));
+    assert.ok(replay.some((r) => r.kernelSource === "192.168.50.10"));
+  });
+
+  it("fixed: the pod's chain as the plugin writes it, in the kernel's own words; on-prem answers", async () => {
+    const { dir, summary } = await runLab({ fixed: true });
+    assert.match(summary, /pod ping answers, pod tcp\/5432 answers/);
+    const plan = planBridgeReplica(BridgeCniOptions.parse({ fixed: true }));
+    const saved = readFileSync(join(dir, DUMP), "utf8").split("\n");
+    assert.deepEqual(
+      saved.filter((l) => l.includes('id: \\"')),
+      [plan.rules[2]?.saved, plan.rules[0]?.saved, plan.rules[1]?.saved],
+    );
+    const a = await diagnose(loadSnapshot(openSnapshot(dir)), {});
+    assert.ok(!a.findings.some((x) => x.id === "masq/exempt-destination"));
+  });
+});
