@@ -64,13 +64,13 @@ const COMMENT_ROWS: readonly Row[] = [
     test: /^(AWS SNAT CHAIN( EXCLUSION)?|AWS, SNAT|AWS, primary ENI|AWS, outbound connections|AWS, CONNMARK|AWS CONNMARK CHAIN(, VPC CIDR|, EXCLUDED CIDR)?)$/,
     what: "the AWS VPC CNI's",
   },
-  // kubelet kubenet plugin (pkg/kubelet/dockershim/network/kubenet)
+  // kubenet (kubernetes pkg/kubelet/dockershim/network/kubenet/kubenet_linux.go ensureMasqRule, ≤ v1.23)
   {
     owner: "kubenet",
     test: /^kubenet: SNAT for outbound traffic from cluster$/,
     what: "kubenet's",
   },
-  // containernetworking/plugins pkg/ip/ipmasq_linux.go: fmt.Sprintf(`name: %q id: %q`, ...)
+  // containernetworking/plugins v1.9.1 pkg/utils/utils.go FormatComment: fmt.Sprintf("name: %q id: %q", …)
   { owner: "bridge-cni", test: /^name: ".*" id: ".*"$/, what: 'the CNI ipMasq "name: … id: …"' },
   // Calico (felix) writes "cali:<hash>" on every rule
   { owner: "calico", test: /^cali:/, what: 'Calico\'s "cali:…"' },
