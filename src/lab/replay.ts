@@ -6,6 +6,8 @@
  * reaches a cluster. An explicit I/O module (creates a lab).
  */
 
+import { type IpsetDump, parseIpset } from "../iptables/ipset-parser.ts";
+import { ipsetRestoreInput } from "../iptables/ipset-render.ts";
 import { compileNat } from "../iptables/nat-eval.ts";
 import type { Flow, NatContext, NatTrace } from "../iptables/nat-trace.ts";
 import { parseIptablesSave } from "../iptables/save-parser.ts";
@@ -32,6 +34,12 @@ export interface ReplayOptions {
   readonly local?: boolean;
   /** Name the dump is cited by (default "iptables-save"). */
   readonly file?: string;
+  /** The node's IP sets (`ipset save` or `ipset list`), restored before the rules that test them. */
+  readonly ipsets?: {
+    readonly text: string;
+    readonly file: string;
+    readonly extra?: readonly string[];
+  };
 }
 
 export interface ReplayResult {
@@ -107,6 +115,17 @@ export function sandboxFlow(f: SandboxFlow, inIface: string, outIface: string): 
   };
 }
 
+/** The node's sets with the extra members, as the evaluator reads them and as `ipset restore` input. */
+function replaySets(o: NonNullable<ReplayOptions["ipsets"]>): {
+  dump: IpsetDump;
+  restore: string;
+} {
+  const given = parseIpset(o.text, o.file).value;
+  const restore = ipsetRestoreInput(given, o.extra ?? []);
+  // the sets as given keep their lines for citing; with extra members, as restored
+  return { dump: (o.extra ?? []).length > 0 ? parseIpset(restore, o.file).value : given, restore };
+}
+
 /**
  * Replays one flow through a node's nat table on the kernel and through the evaluator.
  * @example
@@ -148,10 +167,22 @@ export async function replayFlow(
     ...(flow.dport === undefined ? {} : { dport: flow.dport }),
     local,
   };
-  const trace = compileNat(parsed.value, ctx).evaluate(sandboxFlow(cleaned, inIface, outIface));
+  const sets = opts.ipsets ? replaySets(opts.ipsets) : undefined;
+  const trace = compileNat(parsed.value, sets ? { ...ctx, ipsets: sets.dump } : ctx).evaluate(
+    sandboxFlow(cleaned, inIface, outIface),
+  );
   let sb: NatSandbox | undefined;
   try {
     sb = await createNatSandbox({ inIface, outIface, nodeIp });
+    if (sets) {
+      const r = await sb.node.exec(["ipset", "restore"], { input: sets.restore });
+      if (r.code !== 0) {
+        throw new ReplayError(
+          "ERR_REPLAY_KERNEL",
+          `the kernel refuses ${opts.ipsets?.file}'s IP sets: ${r.stderr.trim()}`,
+        );
+      }
+    }
     const loadError = await sb.loadNat(section);
     if (loadError !== undefined) {
       throw new ReplayError(

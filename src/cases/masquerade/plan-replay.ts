@@ -8,7 +8,7 @@
 
 import { replayFlow } from "../../lab/replay.ts";
 import { formatIp, type Ip, parseIp } from "../../net/cidr.ts";
-import type { NodeEvidence, Snapshot } from "../../snapshot/load.ts";
+import { type NodeEvidence, ownerTexts, type Snapshot } from "../../snapshot/load.ts";
 import { masqueradeModel } from "./model.ts";
 import type { MasqueradePlan } from "./plan.ts";
 import type { ReplayLine } from "./plan-render.ts";
@@ -66,6 +66,8 @@ interface NodeReplay {
   readonly nodeIp: Ip;
   /** Why the proposed rules never reach this node, when they do not. */
   readonly unreached?: string;
+  /** The node's IP sets with the plan's `add` lines (an owner that changes sets, e.g. Calico). */
+  readonly ipsets?: { readonly text: string; readonly file: string; readonly extra: string[] };
 }
 
 /** The kernel's source address for each destination of the plan, from one node's pod. */
@@ -82,7 +84,7 @@ async function replayNode(n: NodeReplay, plan: MasqueradePlan): Promise<ReplayLi
           dst: parseIp(d.ip),
           ...(d.port ? { dport: d.port } : {}),
         },
-        { nodeIp: formatIp(n.nodeIp), file: n.file },
+        { nodeIp: formatIp(n.nodeIp), file: n.file, ...(n.ipsets ? { ipsets: n.ipsets } : {}) },
       );
       out.push({
         node: n.node,
@@ -133,7 +135,23 @@ function nodeReplay(
       : rules
         ? withAgentRules(text, intent.flags.masqChain, rules)
         : text;
-  return { node: node.name, file, dump, podIp, nodeIp, ...(unreached ? { unreached } : {}) };
+  const sets = ownerTexts(node, "ipset")[0];
+  const ipsets = sets
+    ? {
+        text: sets.text,
+        file: sets.file,
+        extra: (plan.owner?.expected ?? []).filter((r) => r.startsWith("add ")),
+      }
+    : undefined;
+  return {
+    node: node.name,
+    file,
+    dump,
+    podIp,
+    nodeIp,
+    ...(unreached ? { unreached } : {}),
+    ...(ipsets ? { ipsets } : {}),
+  };
 }
 
 /** Every node's replay of the plan's rules, node by node, in snapshot order. */

@@ -18,6 +18,7 @@ import { loadSnapshot } from "../../../snapshot/load.ts";
 import { openSnapshot } from "../../../snapshot/source.ts";
 import { explainMasquerade } from "../explain.ts";
 import { planMasquerade } from "../plan.ts";
+import { replayMasqueradePlan } from "../plan-replay.ts";
 import { verifyChange } from "../proof.ts";
 import { calicoOwner } from "./calico.ts";
 import { SOURCE_OWNERS } from "./index.ts";
@@ -210,5 +211,21 @@ describe("the Calico replica with the node's sets as `ipset list` prints them", 
     assert.equal(f?.title, fromSave?.title);
     const setLine = lineOf(root, IPSET, /^Name: cali40masq-ipam-pools$/);
     assert.ok(f?.evidence.some((e) => e.file === IPSET && e.line === setLine));
+  });
+
+  it("replays the plan on a kernel: the node's sets with the pool added, the kernel and evaluator agree", async () => {
+    const snap = load(BEFORE);
+    const plan = planMasquerade(snap, { strategy: "narrow" });
+    const lines = await replayMasqueradePlan(snap, plan);
+    assert.equal(lines.length, 1);
+    assert.equal(lines[0]?.kernelSource, "192.168.1.10", JSON.stringify(lines[0]));
+    assert.equal(lines[0]?.agree, true, JSON.stringify(lines[0]));
+    // the same replay without the plan's set change keeps the pod address, on both sides
+    const unchanged = await replayMasqueradePlan(snap, {
+      ...plan,
+      owner: plan.owner ? { ...plan.owner, expected: [] } : undefined,
+    } as typeof plan);
+    assert.equal(unchanged[0]?.kernelSource, "10.245.12.4", JSON.stringify(unchanged[0]));
+    assert.equal(unchanged[0]?.agree, true);
   });
 });
