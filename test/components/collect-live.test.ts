@@ -16,7 +16,7 @@
  * One cluster for the whole file. Needs `npx tsc -p tsconfig.build.json` first (npm test does it).
  */
 import assert from "node:assert/strict";
-import { spawnSync } from "node:child_process";
+import { spawn } from "node:child_process";
 import {
   cpSync,
   existsSync,
@@ -64,19 +64,31 @@ interface Run {
   readonly stderr: string;
 }
 
-function podpath(args: readonly string[], kubeconfig?: string): Run {
+/**
+ * Runs the built CLI without blocking the event loop: the API server's output pipes into this
+ * process keep being drained while podpath runs.
+ */
+function podpath(args: readonly string[], kubeconfig?: string): Promise<Run> {
   const env: NodeJS.ProcessEnv = { ...process.env, NO_COLOR: "1" };
   delete env["KUBECONFIG"];
   if (kubeconfig !== undefined) env["KUBECONFIG"] = kubeconfig;
-  const r = spawnSync(process.execPath, [CLI, ...args], {
-    encoding: "utf8",
-    timeout: 120_000,
-    killSignal: "SIGKILL",
-    maxBuffer: 64 * 1024 * 1024,
-    env,
+  return new Promise((resolve, reject) => {
+    const child = spawn(process.execPath, [CLI, ...args], {
+      env,
+      timeout: 120_000,
+      killSignal: "SIGKILL",
+    });
+    let stdout = "";
+    let stderr = "";
+    child.stdout.on("data", (d: Buffer) => {
+      stdout += d.toString();
+    });
+    child.stderr.on("data", (d: Buffer) => {
+      stderr += d.toString();
+    });
+    child.once("error", reject);
+    child.once("close", (code) => resolve({ code, stdout, stderr }));
   });
-  assert.equal(r.error, undefined, `podpath ${args.join(" ")}: ${r.error?.message}`);
-  return { code: r.status, stdout: r.stdout, stderr: r.stderr };
 }
 
 /** A diagnosis's findings as `id severity subject`, sorted: what must agree. */
@@ -168,9 +180,9 @@ describe("podpath collect and diagnose --live on the real kube-apiserver", { ski
     if (tmp) rmSync(tmp, { recursive: true, force: true });
   });
 
-  it("collect reads every object with the shipped role: exit 0, nothing Forbidden", () => {
+  it("collect reads every object with the shipped role: exit 0, nothing Forbidden", async () => {
     const out = join(tmp, "collected");
-    const r = podpath(["collect", "--out", out, "-o", "json"], kubeconfig);
+    const r = await podpath(["collect", "--out", out, "-o", "json"], kubeconfig);
     assert.equal(r.code, 0, r.stderr);
     assert.doesNotMatch(r.stderr, /Forbidden|forbidden/);
     const report = JSON.parse(r.stdout) as { question: string; failures: unknown[] };
@@ -197,30 +209,33 @@ describe("podpath collect and diagnose --live on the real kube-apiserver", { ski
     );
   });
 
-  it("diagnose --live, the collected snapshot and the offline snapshot of the same objects agree", () => {
+  it("diagnose --live, the collected snapshot and the offline snapshot of the same objects agree", async () => {
     const want = findingsOf(
-      podpath(["diagnose", offlineSnapshot(join(tmp, "offline"), false), "-o", "json"]),
+      await podpath(["diagnose", offlineSnapshot(join(tmp, "offline"), false), "-o", "json"]),
     );
     assert.ok(want.length > 0, "the offline diagnosis finds something to compare");
-    const live = podpath(["diagnose", "--live", "-o", "json"], kubeconfig);
+    const live = await podpath(["diagnose", "--live", "-o", "json"], kubeconfig);
     assert.equal(live.code, want.some((f) => / error /.test(f)) ? 1 : 0, live.stderr);
     assert.doesNotMatch(live.stderr, /Forbidden|forbidden|not collected/);
     assert.deepEqual(findingsOf(live), want);
-    assert.deepEqual(findingsOf(podpath(["diagnose", join(tmp, "collected"), "-o", "json"])), want);
+    assert.deepEqual(
+      findingsOf(await podpath(["diagnose", join(tmp, "collected"), "-o", "json"])),
+      want,
+    );
   });
 
-  it("with the examples' node state beside both, the full diagnoses agree", () => {
+  it("with the examples' node state beside both, the full diagnoses agree", async () => {
     const collected = join(tmp, "collected-full");
     cpSync(join(tmp, "collected"), collected, { recursive: true });
     copyNodeState(collected);
     const want = findingsOf(
-      podpath(["diagnose", offlineSnapshot(join(tmp, "offline-full"), true), "-o", "json"]),
+      await podpath(["diagnose", offlineSnapshot(join(tmp, "offline-full"), true), "-o", "json"]),
     );
     assert.ok(
       want.some((f) => f.startsWith("vpn/forwarding-disabled ")),
       want.join("\n"),
     );
-    assert.deepEqual(findingsOf(podpath(["diagnose", collected, "-o", "json"])), want);
+    assert.deepEqual(findingsOf(await podpath(["diagnose", collected, "-o", "json"])), want);
   });
 
   it("the audit log shows only get, list and watch from podpath's user, and no Secrets", async () => {
@@ -279,7 +294,7 @@ describe("podpath collect and diagnose --live on the real kube-apiserver", { ski
     });
     await waitForAccess(c, token, "/api/v1/nodes");
     const out = join(tmp, "narrow");
-    const r = podpath(
+    const r = await podpath(
       ["collect", "--out", out, "-o", "json"],
       writeKubeconfig(c, token, join(tmp, "kubeconfig-narrow")),
     );
@@ -326,7 +341,7 @@ describe("podpath collect and diagnose --live on the real kube-apiserver", { ski
   it("--pod on a node without a kubelet: the pod collected, the server's exec refusal named", async () => {
     const c = cluster!;
     const out = join(tmp, "with-pod");
-    const r = podpath(["collect", "--out", out, "--pod", VPN_POD, "-o", "json"], kubeconfig);
+    const r = await podpath(["collect", "--out", out, "--pod", VPN_POD, "-o", "json"], kubeconfig);
     assert.equal(r.code, 3, r.stderr);
     const report = JSON.parse(r.stdout) as {
       failures: { subject: string; what: string; why: string }[];
@@ -345,13 +360,18 @@ describe("podpath collect and diagnose --live on the real kube-apiserver", { ski
     // with the pod's own files beside it, as --pod would have read them: the offline diagnosis
     copyNodeState(out);
     const want = findingsOf(
-      podpath(["diagnose", offlineSnapshot(join(tmp, "offline-pod"), true, VPN_POD), "-o", "json"]),
+      await podpath([
+        "diagnose",
+        offlineSnapshot(join(tmp, "offline-pod"), true, VPN_POD),
+        "-o",
+        "json",
+      ]),
     );
     assert.ok(
       want.some((f) => f.startsWith("vpn/forwarding-disabled ")),
       want.join("\n"),
     );
-    assert.deepEqual(findingsOf(podpath(["diagnose", out, "-o", "json"])), want);
+    assert.deepEqual(findingsOf(await podpath(["diagnose", out, "-o", "json"])), want);
     // the audit log: the exec attempts on that pod are the only requests that are not reads
     await auditFlushed(c);
     const flagged = nonReadRequests(c.auditEvents(), USER).filter(
@@ -405,7 +425,7 @@ describe("podpath collect and diagnose --live on the real kube-apiserver", { ski
     );
     // and collect writes every one of them (kube-proxy's static pods are read by label)
     const out = join(tmp, "paged");
-    const r = podpath(["collect", "--out", out], kubeconfig);
+    const r = await podpath(["collect", "--out", out], kubeconfig);
     assert.equal(r.code, 0, r.stderr);
     const collected = readObjects(join(out, "cluster")).filter((o) =>
       o.metadata.name.startsWith("paged-"),
