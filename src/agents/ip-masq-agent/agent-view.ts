@@ -4,9 +4,15 @@
  * after one sync. Pure: callers pass file contents.
  */
 import type { Diagnostic } from "../../model/types.ts";
+import { azureV2AgentView } from "./agent-view-azure-v2.ts";
 import { defaultMasqConfig, type MasqConfig, type SyncOutcome, syncMasqConfig } from "./config.ts";
-import { type AgentConfigInput, readAgentConfigInput } from "./config-source.ts";
-import { agentArgsFromDaemonSet } from "./daemonset-args.ts";
+import { unreadKeys } from "./config-keys.ts";
+import {
+  type AgentConfigInput,
+  readAgentConfigInput,
+  readAgentConfigThroughVolume,
+} from "./config-source.ts";
+import { type AgentContainerArgs, agentArgsFromDaemonSet } from "./daemonset-args.ts";
 import { type AgentFlagsResult, agentFlagsFromArgs } from "./flags.ts";
 import { agentChain, restoreProblems } from "./rules.ts";
 
@@ -36,7 +42,11 @@ export interface AgentView {
  *   view.outcome?.error?.message; // the agent's exact error text, or undefined
  */
 export function agentView(input: AgentViewInput): AgentView {
+  // Azure ip-masq-agent-v2 reads every ip-masq* file of its volume, merged
+  const fork = azureV2AgentView(input);
+  if (fork) return fork;
   const diagnostics: Diagnostic[] = [];
+  let dsObject: { object: NonNullable<AgentContainerArgs["object"]>; index: number } | undefined;
   let dsArgs: readonly string[] = [];
   let dsSource: Diagnostic["source"];
   if (input.daemonSet) {
@@ -45,6 +55,8 @@ export function agentView(input: AgentViewInput): AgentView {
     if (ds.value) {
       dsArgs = ds.value.args;
       dsSource = ds.value.source;
+      if (ds.value.object)
+        dsObject = { object: ds.value.object, index: ds.value.containerIndex ?? 0 };
     }
   }
   const dsFlags = agentFlagsFromArgs(dsArgs, dsSource);
@@ -59,9 +71,25 @@ export function agentView(input: AgentViewInput): AgentView {
 
   let configInput: AgentConfigInput | undefined;
   if (input.config) {
-    const r = readAgentConfigInput(input.config.text, input.config.file);
+    // the file the DaemonSet's volume puts at /etc/config/ip-masq-agent, else ConfigMap key config
+    const r =
+      (dsObject &&
+        readAgentConfigThroughVolume(
+          input.config.text,
+          input.config.file,
+          dsObject.object,
+          dsObject.index,
+        )) ??
+      readAgentConfigInput(input.config.text, input.config.file);
     diagnostics.push(...r.diagnostics);
     configInput = r.value;
+    const f = configInput.file;
+    if (f.present) {
+      const where = configInput.configMap
+        ? `ConfigMap ${configInput.configMap.name}`
+        : input.config.file;
+      diagnostics.push(...unreadKeys(f.content, "upstream", f.locate, where));
+    }
   }
   const previous = input.previous ?? defaultMasqConfig(flags.flags.nomasqAllReservedRanges);
   const outcome = syncMasqConfig(previous, configInput?.file ?? { present: false }, flags.flags);

@@ -207,12 +207,16 @@ export function mergeConfigDir(files: readonly ConfigDirFile[], flags: MergeFlag
       );
     }
     for (const e of u.value.cidrs) if (!merged.has(e.text)) merged.set(e.text, e);
+    // a flag's line: the file that turned it on (OR), else the first that wrote it
+    const cite = (k: "nonMasqueradeCIDRs" | "masqLinkLocal" | "masqLinkLocalIPv6", on: boolean) => {
+      const at = u.value.sources[k];
+      if (at && (!sources[k] || on)) sources[k] = at;
+    };
+    cite("nonMasqueradeCIDRs", false);
+    cite("masqLinkLocal", u.value.masqLinkLocal && !masqLinkLocal);
+    cite("masqLinkLocalIPv6", u.value.masqLinkLocalIPv6 && !masqLinkLocalIPv6);
     masqLinkLocal ||= u.value.masqLinkLocal;
     masqLinkLocalIPv6 ||= u.value.masqLinkLocalIPv6;
-    for (const k of ["nonMasqueradeCIDRs", "masqLinkLocal", "masqLinkLocalIPv6"] as const) {
-      const at = u.value.sources[k];
-      if (at && !sources[k]) sources[k] = at;
-    }
     read.push({ ...u.value, name: f.name });
   }
   if (chosen.length === 0) return { config: defaults(), read, skipped, usedDefaults: true };

@@ -8,6 +8,7 @@
 import { type KubeObject, readKubeObjects } from "../../evidence/kube-objects.ts";
 import type { Diagnostic, Parsed, SourceRef } from "../../model/types.ts";
 import { type ConfigFile, fileLocator, type Locate, lineIndex } from "./config.ts";
+import { configDirLayout } from "./config-volume.ts";
 
 /** The ConfigMap data key the agent's DaemonSet projects to the config file. */
 export const CONFIG_MAP_KEY = "config";
@@ -162,5 +163,36 @@ function stringLocator(
     }
     memo.set(line, ref);
     return ref;
+  };
+}
+
+/**
+ * The file /etc/config/ip-masq-agent as the kubelet lays out the DaemonSet's volume from the
+ * ConfigMaps in `text` (any name and key the volume names, `items`, `projected`, `subPath`), or
+ * undefined when the DaemonSet mounts nothing there from these objects (then the caller reads the
+ * text as before: a ConfigMap named ip-masq-agent, key `config`).
+ */
+export function readAgentConfigThroughVolume(
+  text: string,
+  file: string,
+  ds: KubeObject,
+  containerIndex: number,
+): Parsed<AgentConfigInput> | undefined {
+  if (!looksLikeKubeObjects(text)) return undefined;
+  const read = readKubeObjects(text, file);
+  const layout = configDirLayout(ds, containerIndex, read.value, "/etc/config");
+  const f = layout.files.find((x) => x.name === "ip-masq-agent" && !x.isDirectory);
+  if (!f || f.content === undefined || !f.object) return undefined;
+  return {
+    value: {
+      file: { present: true, content: f.content, ...(f.locate ? { locate: f.locate } : {}) },
+      origin: "configmap",
+      configMap: {
+        name: f.configMap,
+        ...(f.namespace === undefined ? {} : { namespace: f.namespace }),
+        source: f.object.source,
+      },
+    },
+    diagnostics: [...read.diagnostics, ...layout.diagnostics],
   };
 }

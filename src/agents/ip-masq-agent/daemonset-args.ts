@@ -12,6 +12,9 @@ export interface AgentContainerArgs {
   readonly container: string;
   /** Where the `args` list (or `command`) is written. */
   readonly source: SourceRef;
+  /** The DaemonSet read, and the agent container's index in it (for its volumes). */
+  readonly object?: KubeObject;
+  readonly containerIndex?: number;
 }
 
 function isAgentContainer(c: Record<string, unknown>): boolean {
@@ -38,6 +41,7 @@ export function agentArgsFromDaemonSet(
   const sets = read.value.filter((o) => o.kind === "DaemonSet");
   const ds: KubeObject | undefined =
     sets.find((o) => o.name === "ip-masq-agent") ??
+    sets.find((o) => o.name === "azure-ip-masq-agent") ??
     sets.find((o) => containersOf(o).some(isAgentContainer)) ??
     (sets.length === 1 ? sets[0] : undefined);
   if (!ds) {
@@ -89,7 +93,10 @@ export function agentArgsFromDaemonSet(
     });
   }
   const container = typeof c["name"] === "string" ? c["name"] : `#${index}`;
-  return { value: { args: argv, daemonSet: ds.name, container, source }, diagnostics };
+  return {
+    value: { args: argv, daemonSet: ds.name, container, source, object: ds, containerIndex: index },
+    diagnostics,
+  };
 }
 
 function containersOf(o: KubeObject): Record<string, unknown>[] {
