@@ -4,12 +4,16 @@
  * (`masq/intent-rules-drift`), and an eBPF dataplane that makes iptables only part of the truth
  * (`masq/ebpf-dataplane`).
  */
+
+import { readCiliumConfig } from "../../agents/cilium/config.ts";
+import { readCiliumStatus } from "../../agents/cilium/status.ts";
 import { compareAgentChain } from "../../agents/ip-masq-agent/drift.ts";
 import { expectedAgentChain } from "../../agents/ip-masq-agent/rules.ts";
 import type { KubeObject } from "../../evidence/kube-objects.ts";
 import type { IptablesDump } from "../../iptables/dump.ts";
-import { type Evidence, type Finding, refToEvidence } from "../../model/types.ts";
-import type { NodeEvidence } from "../../snapshot/load.ts";
+import { factsOfRule } from "../../iptables/owners.ts";
+import { type Evidence, type Finding, refToEvidence, type SourceRef } from "../../model/types.ts";
+import { type NodeEvidence, ownerTexts } from "../../snapshot/load.ts";
 import type { AgentIntent } from "./intent.ts";
 
 const CM_CMD = "kubectl -n kube-system get configmap ip-masq-agent -o yaml";
@@ -124,7 +128,36 @@ export function driftFindings(
 
 const EBPF_DAEMONSETS = /^(anetd|cilium)$/;
 
-/** `masq/ebpf-dataplane`: Dataplane V2 / Cilium runs; iptables shows only part of the decision. */
+/** How Cilium masquerades, as the nodes' status lines, cilium-config or its rules say. */
+function ciliumMasqMode(
+  objects: readonly KubeObject[],
+  nodes: readonly NodeEvidence[],
+): { mode: "BPF" | "IPTables" | "Disabled"; source: SourceRef } | undefined {
+  for (const n of nodes) {
+    const t = ownerTexts(n, "cilium-status")[0];
+    const st = t ? readCiliumStatus(t.text, t.file).value : undefined;
+    if (st) return { mode: st.mode, source: st.source };
+  }
+  const cfg = readCiliumConfig(objects).value;
+  if (cfg) {
+    const s = cfg.settings;
+    const key = !s.ipv4Masquerade ? "enable-ipv4-masquerade" : "enable-bpf-masquerade";
+    const source = cfg.entries.get(key)?.source ?? cfg.configMap.source;
+    return { mode: !s.ipv4Masquerade ? "Disabled" : s.bpfMasquerade ? "BPF" : "IPTables", source };
+  }
+  for (const n of nodes) {
+    const chain = n.iptables?.tables.get("nat")?.chains.get("CILIUM_POST_nat");
+    const r = chain?.rules.find((x) => factsOfRule(x).comment === "cilium masquerade non-cluster");
+    if (r) return { mode: "IPTables", source: r.source };
+  }
+  return undefined;
+}
+
+/**
+ * `masq/ebpf-dataplane`: Dataplane V2 / Cilium runs. When its masquerade mode is known, the
+ * finding says who decides the pods' source (Cilium's datapath, or its iptables rules); when not,
+ * that iptables shows only part of the decision.
+ */
 export function ebpfFindings(
   objects: readonly KubeObject[],
   nodes: readonly NodeEvidence[],
@@ -145,24 +178,48 @@ export function ebpfFindings(
       }
     }
   }
-  if (evidence.length === 0) return [];
+  const mode = ciliumMasqMode(objects, nodes);
+  if (evidence.length === 0 && !mode) return [];
   const names = ds.map((d) => d.name);
   const agent = names.includes("anetd") ? "anetd" : "cilium";
+  const next = [
+    `kubectl -n kube-system exec ds/${agent} -- cilium-dbg status --verbose | grep -i masquerading`,
+    `kubectl -n kube-system exec ds/${agent} -- cilium-dbg bpf ipmasq list`,
+    "kubectl -n kube-system get configmap cilium-config -o yaml",
+  ];
+  if (mode) evidence.unshift(refToEvidence(mode.source));
+  const known = {
+    BPF: {
+      title: "Cilium masquerades in eBPF: its datapath, not iptables, decides the pods' source",
+      explanation:
+        "Cilium's BPF masquerade rewrites pod packets on the node's devices before iptables' nat rules would: podpath decides the source from Cilium's own state (the SNAT exclusion CIDR, the ip-masq-agent map, the cluster's nodes) and cites it on the path. Cilium can also drop by policy without a trace in iptables: confirm with a capture.",
+    },
+    IPTables: {
+      title: "Cilium masquerades with iptables: its CILIUM_POST_nat rules decide the pods' source",
+      explanation:
+        'Cilium runs with iptables masquerade ("cilium masquerade non-cluster" in CILIUM_POST_nat, everything outside its native-routing CIDR): the node\'s iptables rules decide the source, and podpath evaluates them. Cilium can still drop by policy in eBPF without a trace in iptables: confirm with a capture.',
+    },
+    Disabled: {
+      title:
+        "Cilium does not masquerade: pod packets keep their addresses unless another rule rewrites them",
+      explanation:
+        "Cilium's masquerading is off on this cluster: nothing in Cilium rewrites the pods' source; the node's other iptables rules (if any) decide. Cilium can still drop by policy in eBPF without a trace in iptables.",
+    },
+  } as const;
   return [
     {
       id: "masq/ebpf-dataplane",
-      severity: "warning",
-      title: "An eBPF dataplane (GKE Dataplane V2 / Cilium) runs: iptables is not the whole truth",
+      severity: mode ? "info" : "warning",
+      title: mode
+        ? known[mode.mode].title
+        : "An eBPF dataplane (GKE Dataplane V2 / Cilium) runs: iptables is not the whole truth",
       subject: "cluster",
-      explanation:
-        "Cilium can masquerade in eBPF (its own ip-masq-agent mode reads the same nonMasqueradeCIDRs) before or instead of the iptables rules, and it can drop by policy without a trace in iptables. " +
-        "The iptables evaluation below is only part of the decision: confirm the source address with a capture, and read the eBPF state.",
+      explanation: mode
+        ? known[mode.mode].explanation
+        : "Cilium can masquerade in eBPF (its own ip-masq-agent mode reads the same nonMasqueradeCIDRs) before or instead of the iptables rules, and it can drop by policy without a trace in iptables. " +
+          "The snapshot does not say how it masquerades (no cilium-dbg status, no cilium-config): the iptables evaluation below is only part of the decision. Confirm the source address with a capture, and read Cilium's state.",
       evidence: evidence.slice(0, 6),
-      next: [
-        `kubectl -n kube-system exec ds/${agent} -- cilium bpf ipmasq list`,
-        `kubectl -n kube-system exec ds/${agent} -- cilium bpf nat list | head`,
-        `kubectl -n kube-system exec ds/${agent} -- cilium status --verbose | grep -i masq`,
-      ],
+      next,
     },
   ];
 }

@@ -70,6 +70,22 @@ export function agentCoverage(facts: ClusterFacts, intent: AgentIntent): Coverag
 
 const PODS_CMD = "kubectl -n kube-system get pods -l k8s-app=ip-masq-agent -o wide";
 
+/**
+ * A kube-system DaemonSet that mounts the ConfigMap `name` as a volume reads it: Cilium's agent
+ * mounts `ip-masq-agent` at /etc/config for its own eBPF ip-masq-agent.
+ */
+function mountedBy(objects: readonly KubeObject[], name: string): KubeObject | undefined {
+  return objects.find((o) => {
+    if (o.kind !== "DaemonSet" || o.namespace !== "kube-system") return false;
+    const tpl = (o.raw["spec"] as { template?: { spec?: { volumes?: unknown } } } | undefined)
+      ?.template?.spec?.volumes;
+    return (
+      Array.isArray(tpl) &&
+      tpl.some((v) => (v as { configMap?: { name?: unknown } })?.configMap?.name === name)
+    );
+  });
+}
+
 /** `masq/agent-missing`, one finding per pool (or node without a pool) the agent does not cover. */
 export function agentMissingFindings(
   coverage: Coverage,
@@ -82,7 +98,7 @@ export function agentMissingFindings(
     const sawDaemonSets = objects.some(
       (o) => o.kind === "DaemonSet" && o.namespace === "kube-system",
     );
-    if (intent.configMap && sawDaemonSets) {
+    if (intent.configMap && sawDaemonSets && !mountedBy(objects, intent.configMap.name)) {
       out.push({
         id: "masq/agent-missing",
         severity: "error",

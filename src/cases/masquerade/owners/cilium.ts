@@ -29,7 +29,7 @@ import {
   refToEvidence,
   type SourceRef,
 } from "../../../model/types.ts";
-import { contains, formatCidr, formatIp, type Ip } from "../../../net/cidr.ts";
+import { contains, formatCidr, formatIp, type Ip, tryParseCidr } from "../../../net/cidr.ts";
 import type { Snapshot } from "../../../snapshot/load.ts";
 import { type ClusterFacts, clusterFacts } from "../facts.ts";
 import {
@@ -240,6 +240,10 @@ interface Fix {
   readonly commands: readonly string[];
   readonly rollback: readonly string[];
   readonly evidence: readonly SourceRef[];
+  /** The manifest the plan writes (the ip-masq-agent ConfigMap Cilium reads). */
+  readonly file?: { readonly file: string; readonly content: string };
+  /** The nonMasqueradeCIDRs afterwards. */
+  readonly keep?: readonly string[];
 }
 
 function nativeRoutingFix(objs: CiliumObjects, podRanges: string[], cidr: string | undefined): Fix {
@@ -262,13 +266,17 @@ function nativeRoutingFix(objs: CiliumObjects, podRanges: string[], cidr: string
   };
 }
 
-function ipMasqFix(
-  snap: Snapshot,
-  objs: CiliumObjects,
-  kept: Kept,
-  dst: Ip,
-  podRanges: string[],
-): Fix {
+/** The ip-masq-agent ConfigMap Cilium reads, with `keep` as its nonMasqueradeCIDRs. */
+function ipMasqManifest(keep: readonly string[], intent: CiliumObjects["ipMasq"]): string {
+  const config = renderCiliumIpMasqConfig(keep, intent)
+    .trimEnd()
+    .split("\n")
+    .map((l) => `    ${l}`)
+    .join("\n");
+  return `apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: ip-masq-agent\n  namespace: kube-system\ndata:\n  config: |\n${config}\n`;
+}
+
+function ipMasqFix(objs: CiliumObjects, kept: Kept, dst: Ip, podRanges: string[]): Fix {
   const cidr = kept.cidr ?? "";
   if (kept.mapFrom === "egress-nat-policy") {
     const d = noSnatDestinationFor(objs.policies, dst);
@@ -296,10 +304,16 @@ function ipMasqFix(
   const base =
     objs.ipMasqConfigMap && !intent.usesDefaults ? listed : [...CILIUM_DEFAULT_NON_MASQ_CIDRS];
   const keep = base.filter((c) => c !== cidr);
-  for (const r of podRanges) if (!keep.includes(r)) keep.push(r);
-  const file = "ip-masq-agent.cilium.yaml";
-  const content = renderCiliumIpMasqConfig(keep, intent);
+  // pod-to-pod traffic stays unmasqueraded: the native-routing CIDR already exempts what it holds
+  const native = objs.config?.settings.ipv4NativeRoutingCidr;
+  for (const r of podRanges) {
+    const c = tryParseCidr(r);
+    const covered = "cidr" in c && native !== undefined && contains(native, c.cidr);
+    if (!covered && !keep.includes(r)) keep.push(r);
+  }
+  const content = ipMasqManifest(keep, intent);
   const entry = nonMasqEntryFor(intent.entries ?? [], dst);
+  const ds = agentName(objs);
   return {
     text:
       `take ${cidr} out of nonMasqueradeCIDRs in the ip-masq-agent ConfigMap that Cilium reads (kube-system/ip-masq-agent, key config, at /etc/config/ip-masq-agent)` +
@@ -309,8 +323,8 @@ function ipMasqFix(
       `; the agent reloads the file when the kubelet refreshes the mount (about a minute), no restart: a behaviour change, ${cidr} then sees node addresses`,
     commands: [
       "kubectl -n kube-system get configmap ip-masq-agent -o yaml > ip-masq-agent.before.yaml",
-      `kubectl -n kube-system create configmap ip-masq-agent --from-file=config=<(printf '%s' '${content.trimEnd().replace(/\n/g, "\\n")}') --dry-run=client -o yaml | kubectl apply -f -`,
-      `${execCommand(snap, objs, "each node", IPMASQ_LIST)}   # ${cidr} gone`,
+      `kubectl -n kube-system edit configmap ip-masq-agent   # nonMasqueradeCIDRs: ${keep.join(", ")}`,
+      `kubectl -n kube-system exec ds/${ds} -- ${IPMASQ_LIST}   # after about a minute, on each node's agent: ${cidr} gone`,
     ],
     rollback: [
       objs.ipMasqConfigMap
@@ -320,21 +334,17 @@ function ipMasqFix(
     evidence: [
       ...(kept.ref ? [kept.ref] : []),
       ...(entry?.source ? [entry.source] : []),
-      ...(intent.configSource && file ? [intent.configSource] : []),
+      ...(intent.configSource ? [intent.configSource] : []),
     ],
+    file: { file: "ip-masq-agent.cilium.yaml", content },
+    keep,
   };
 }
 
-function fixFor(
-  snap: Snapshot,
-  objs: CiliumObjects,
-  kept: Kept,
-  dst: Ip,
-  podRanges: string[],
-): Fix {
+function fixFor(objs: CiliumObjects, kept: Kept, dst: Ip, podRanges: string[]): Fix {
   switch (kept.why) {
     case "ip-masq-agent":
-      return ipMasqFix(snap, objs, kept, dst, podRanges);
+      return ipMasqFix(objs, kept, dst, podRanges);
     case "snat-exclusion-cidr":
     case "iptables-exclusion":
       return nativeRoutingFix(objs, podRanges, kept.cidr);
@@ -402,7 +412,7 @@ function ciliumExempt(input: OwnerExemptInput): OwnerExempt {
     ((kept.why === "snat-exclusion-cidr" || kept.why === "iptables-exclusion") && !stops);
   if (byDesign) return { kind: "healthy", why };
   const objs = ciliumObjects(snap);
-  const fix = fixFor(snap, objs, kept, target.ip, podRangeTexts(snap));
+  const fix = fixFor(objs, kept, target.ip, podRangeTexts(snap));
   const evidence: Evidence[] = [];
   for (const r of [kept.ref, ...fix.evidence, kept.mode.source]) {
     if (r && !evidence.some((e) => e.file === r.file && e.line === r.line))
@@ -549,7 +559,7 @@ function ciliumPlan(input: OwnerPlanInput): OwnerPlan | undefined {
       hostSource: undefined,
     });
     if (!kept || kept.why === "remote-node" || kept.why === "node-set") continue;
-    fixes.push({ kept, fix: fixFor(snap, objs, kept, t.ip, podRanges), dst: t.ip });
+    fixes.push({ kept, fix: fixFor(objs, kept, t.ip, podRanges), dst: t.ip });
   }
   const first = fixes[0];
   if (!first) return undefined;
@@ -564,15 +574,14 @@ function ciliumPlan(input: OwnerPlanInput): OwnerPlan | undefined {
         ? `cilium-config ${KEY_IPV4_MASQ}`
         : `cilium-config ${objs.config?.nativeRoutingEntry?.key ?? KEY_IPV4_NATIVE}`;
   const removed = [...new Set(fixes.map((f) => f.kept.cidr ?? ""))].filter((c) => c !== "");
+  const ipMasq = first.kept.why === "ip-masq-agent" && first.kept.mapFrom !== "egress-nat-policy";
+  const finalKeep = (first.fix.keep ?? []).filter((c) => !removed.includes(c));
   const after = before.map((b) => {
-    if (first.kept.why === "ip-masq-agent" && b.key.startsWith("ip-masq-agent")) {
-      const keep = (b.value ?? "").split(",").filter((c) => c !== "" && !removed.includes(c));
-      return { key: b.key, value: keep.join(",") };
-    }
+    if (ipMasq && b.key.startsWith("ip-masq-agent"))
+      return { key: b.key, value: finalKeep.join(",") };
     if (
       (first.kept.why === "snat-exclusion-cidr" || first.kept.why === "iptables-exclusion") &&
-      b.key.endsWith("native-routing-cidr") &&
-      b.key.includes("ipv4") === (objs.config?.nativeRoutingEntry?.key === KEY_IPV4_NATIVE)
+      b.key === `cilium-config ${objs.config?.nativeRoutingEntry?.key ?? KEY_IPV4_NATIVE}`
     ) {
       return { key: b.key, value: podRanges[0] ?? "<the pods' CIDR>" };
     }
@@ -580,8 +589,7 @@ function ciliumPlan(input: OwnerPlanInput): OwnerPlan | undefined {
       return { key: b.key, value: "true" };
     return b;
   });
-  const ipMasqContent =
-    first.kept.why === "ip-masq-agent" && first.kept.mapFrom !== "egress-nat-policy";
+  const dir = input.fileDir ? `${input.fileDir.replace(/\/$/, "")}/` : "";
   return {
     owner: "cilium",
     name: objs.daemonSet?.name === "anetd" ? "GKE Dataplane V2 (anetd, Cilium)" : "Cilium",
@@ -590,20 +598,15 @@ function ciliumPlan(input: OwnerPlanInput): OwnerPlan | undefined {
     why: fixes.map((f) => whyText(f.kept, formatIp(f.dst))).join("; "),
     evidence: fixes.flatMap((f) => [...(f.kept.ref ? [f.kept.ref] : []), ...f.fix.evidence]),
     change: { before, after },
-    files: ipMasqContent
-      ? [
-          {
-            file: "ip-masq-agent.cilium.yaml",
-            content: renderCiliumIpMasqConfig(
-              (after.find((a) => a.key.startsWith("ip-masq-agent"))?.value ?? "")
-                .split(",")
-                .filter((c) => c !== ""),
-              objs.ipMasq,
-            ),
-          },
-        ]
+    files: ipMasq
+      ? [{ file: "ip-masq-agent.cilium.yaml", content: ipMasqManifest(finalKeep, objs.ipMasq) }]
       : [],
-    apply: first.fix.commands.filter((c) => !c.includes(IPMASQ_LIST)),
+    apply: ipMasq
+      ? [
+          "kubectl -n kube-system get configmap ip-masq-agent -o yaml > ip-masq-agent.before.yaml",
+          `kubectl apply -f ${dir}ip-masq-agent.cilium.yaml`,
+        ]
+      : first.fix.commands.filter((c) => !c.includes(IPMASQ_LIST)),
     announcement: `Destinations in ${removed.join(", ") || "the changed range"} will see the nodes' addresses instead of pod addresses: announce it to their owners; allowlists and logs there that name pod addresses stop matching.`,
     nowMasqueraded: removed,
     expected: first.kept.mode.mode === "BPF" ? [] : [],
