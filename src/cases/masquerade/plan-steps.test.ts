@@ -5,8 +5,11 @@
  * alone would break the connection, and lists the steps in the order they must be done.
  */
 import assert from "node:assert/strict";
+import { cpSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { describe, it } from "node:test";
+import { after, describe, it } from "node:test";
+import { parseCidr } from "../../net/cidr.ts";
 import { diagnose } from "../../questions/diagnose.ts";
 import { loadSnapshot } from "../../snapshot/load.ts";
 import { openSnapshot } from "../../snapshot/source.ts";
@@ -101,5 +104,77 @@ describe("plan masquerade leads with the blocker", () => {
       strategy: "keep-pod-identity",
     });
     assert.deepEqual(keep.blockers, []);
+  });
+});
+
+describe("plan masquerade leads with a NetworkPolicy the narrowing breaks", () => {
+  // a second pool's pods come from an additional pod range (GKE discontiguous multi-Pod CIDR)
+  // that --pod-range leaves out; the ledger database there admits only pod addresses
+  const LEDGER = `apiVersion: v1
+kind: List
+items:
+- apiVersion: v1
+  kind: Pod
+  metadata:
+    name: ledger-db-0
+    namespace: finance
+    labels:
+      app: ledger-db
+  spec:
+    nodeName: gke-lab-default-0
+    containers:
+    - name: postgres
+      image: postgres:16
+  status:
+    phase: Running
+    podIP: 10.8.0.12
+    podIPs:
+    - ip: 10.8.0.12
+- apiVersion: networking.k8s.io/v1
+  kind: NetworkPolicy
+  metadata:
+    name: ledger-from-pods
+    namespace: finance
+  spec:
+    podSelector:
+      matchLabels:
+        app: ledger-db
+    policyTypes:
+    - Ingress
+    ingress:
+    - from:
+      - ipBlock:
+          cidr: 10.4.0.0/14
+      - ipBlock:
+          cidr: 10.8.0.0/21
+      ports:
+      - protocol: TCP
+        port: 5432
+`;
+  const dir = mkdtempSync(join(tmpdir(), "podpath-plan-netpol-"));
+  after(() => rmSync(dir, { recursive: true, force: true }));
+  cpSync(join(ROOT, "examples/snat-exception-list"), dir, { recursive: true });
+  writeFileSync(join(dir, "cluster/ledger.yaml"), LEDGER);
+
+  it("the pod the narrowed list stops exempting: a blocker citing the policy, before the ConfigMap", () => {
+    const plan = planMasquerade(load(dir), {
+      strategy: "narrow",
+      podRange: [parseCidr("10.4.0.0/14")],
+    });
+    const b = plan.blockers.find((x) => x.kind === "network-policy")!;
+    assert.equal(b.allowlist, "NetworkPolicy finance/ledger-from-pods");
+    assert.equal(LEDGER.split("\n")[b.line - 1]?.trim(), "- from:");
+    assert.match(b.breaks, /connection to finance\/ledger-db-0 \(10\.8\.0\.12\)/);
+    assert.match(b.breaks, /admits only ipBlock 10\.4\.0\.0\/14, ipBlock 10\.8\.0\.0\/21/);
+    assert.ok(b.combined.includes("+   - ipBlock: {cidr: 10.128.0.2/32}"), b.combined.join("\n"));
+    assert.deepEqual(
+      plan.steps.map((s) => s.cause),
+      ["far-side-allowlist", "network-policy", "config"],
+    );
+  });
+
+  it("with the pod's range kept (the snapshot's pods decide it), nothing breaks there", () => {
+    const plan = planMasquerade(load(dir), { strategy: "narrow" });
+    assert.ok(!plan.blockers.some((x) => x.kind === "network-policy"));
   });
 });

@@ -1,16 +1,22 @@
 /**
  * @module cases/masquerade/plan-steps — what a masquerade plan asks to be done, in the order it
- * must be done, from the causes the diagnosis finds: first the far side's allowlists that admit
- * only the addresses the fix removes (the fix alone would break the connection), then the agent's
+ * must be done, from the causes the diagnosis finds: first the far side's allowlists and the
+ * cluster's NetworkPolicies that admit only the addresses the fix removes (the fix alone would
+ * break the connection), then the agent's
  * DaemonSet where it does not reach a pool (a strategic-merge patch of its nodeSelector, required
  * node affinity or tolerations, with the patch that undoes it), then the agent on nodes whose
  * rules are stale (its pod restarted, by name), and last the ConfigMap, only when it still exempts
  * a destination.
  */
+import type { KubeObject } from "../../evidence/kube-objects.ts";
 import type { RemoteSite } from "../../evidence/remote-site.ts";
+import type { ClusterFacts } from "../../k8s/cluster-facts.ts";
+import { podAddresses } from "../../k8s/cluster-facts.ts";
 import type { NodeView } from "../../k8s/objects.ts";
 import type { SourceRef } from "../../model/types.ts";
 import { type Cidr, contains, formatCidr, formatIp, mergeCidrs } from "../../net/cidr.ts";
+import { readNetworkPolicies } from "../../policy/network-policy.ts";
+import { describeSourceChangeBlocker, sourceChangeBlockers } from "../../policy/source-change.ts";
 import type { Snapshot } from "../../snapshot/load.ts";
 import { driftFindings } from "./agent-findings.ts";
 import type { Coverage, NodeCoverage } from "./coverage.ts";
@@ -67,6 +73,53 @@ export function allowlistBlockers(
     }
   }
   return out;
+}
+
+/**
+ * The cluster's NetworkPolicies that admit the pods' traffic to a pod the narrowing newly
+ * masquerades toward (its address leaves the exempt list: a `--pod-range` narrower than the pods,
+ * or pods outside the ranges the snapshot states) and not the nodes' addresses it then arrives
+ * from. Egress rules match destinations, which masquerade leaves alone, so only the destination
+ * pods' ingress policies count (policy/source-change).
+ */
+export function networkPolicyBlockers(
+  objects: readonly KubeObject[],
+  facts: ClusterFacts,
+  changed: readonly Cidr[],
+  podRanges: readonly Cidr[],
+): Blocker[] {
+  if (changed.length === 0) return [];
+  const policies = readNetworkPolicies(objects).value;
+  if (policies.length === 0) return [];
+  const destinations = facts.pods.flatMap((p) =>
+    podAddresses(p).map((a) => ({ ...p, ip: a.ip, source: a.source })),
+  );
+  const nodes = facts.nodes.flatMap((n) =>
+    n.internalIPs.map(
+      (a) =>
+        ({
+          family: a.ip.family,
+          start: a.ip.value,
+          end: a.ip.value,
+          prefix: a.ip.family === 4 ? 32 : 128,
+        }) as Cidr,
+    ),
+  );
+  return sourceChangeBlockers(policies, destinations, changed, podRanges, nodes).map((b) => ({
+    kind: "network-policy" as const,
+    site: "cluster",
+    allowlist: `NetworkPolicy ${b.policy}`,
+    file: b.source.file,
+    line: b.source.line,
+    ...(b.source.text ? { text: b.source.text } : {}),
+    breaks: `The fix alone breaks the connection to ${b.pod} (${formatIp(b.podIp)}): today's list exempts it, the narrowed one does not, so the pods' traffic to it arrives from the nodes' addresses. ${describeSourceChangeBlocker(b)}.`,
+    combined: [
+      `Keep ${formatIp(b.podIp)} exempt (it is a pod: give --pod-range with the cluster's whole pod range), or add the nodes' addresses to ${b.policy}'s ingress before narrowing:`,
+      "  ingress:",
+      "  - from:",
+      ...mergeCidrs(b.refused).map((c) => `+   - ipBlock: {cidr: ${formatCidr(c)}}`),
+    ],
+  }));
 }
 
 const labelMatches = (

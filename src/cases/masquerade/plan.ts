@@ -34,7 +34,12 @@ import { type OwnerPlan, ownerPlan, SOURCE_OWNERS, type SourceOwnerCase } from "
 import { newAgentConfig } from "./plan-config.ts";
 import { podAddressReferences } from "./plan-impact.ts";
 import { siteChanges } from "./plan-sites.ts";
-import { allowlistBlockers, coverageSteps, staleAgentSteps } from "./plan-steps.ts";
+import {
+  allowlistBlockers,
+  coverageSteps,
+  networkPolicyBlockers,
+  staleAgentSteps,
+} from "./plan-steps.ts";
 
 export type MasqueradeStrategy = "narrow" | "keep-pod-identity";
 
@@ -85,6 +90,9 @@ export interface SiteChange {
 
 /** Something that makes the fix alone break the connection; said first, with the combined change. */
 export interface Blocker {
+  /** Absent: a far side's allowlist (`remote/*.yaml`); `network-policy`: a NetworkPolicy in cluster/. */
+  readonly kind?: "network-policy";
+  /** The far site, or `cluster` for a NetworkPolicy. */
   readonly site: string;
   readonly allowlist: string;
   readonly file: string;
@@ -100,6 +108,7 @@ export interface Blocker {
 export interface PlanStep {
   readonly cause:
     | "far-side-allowlist"
+    | "network-policy"
     | "agent-coverage"
     | "agent-stale"
     | "config"
@@ -713,12 +722,15 @@ function planSteps(snap: Snapshot, basis: ReturnType<typeof planBasis>, isNarrow
   const { model, intent, sites, diagnostics, podRanges, targets, destinations } = basis;
   const { file, rollback } = basis;
   const blockers = isNarrow
-    ? allowlistBlockers(
-        sites,
-        targets,
-        podRanges,
-        nodeSubnets(snap, model.facts).map((n) => n.cidr),
-      )
+    ? [
+        ...allowlistBlockers(
+          sites,
+          targets,
+          podRanges,
+          nodeSubnets(snap, model.facts).map((n) => n.cidr),
+        ),
+        ...networkPolicyBlockers(snap.objects, model.facts, basis.narrow.changed, podRanges),
+      ]
     : [];
   // the ConfigMap changes only while it still exempts a destination (or the agent refuses it)
   const configNeeded =
@@ -758,6 +770,15 @@ function planSteps(snap: Snapshot, basis: ReturnType<typeof planBasis>, isNarrow
 
 /** A far-side allowlist to widen before narrowing, as the plan's first steps. */
 function blockerStep(b: Blocker): PlanStep {
+  if (b.kind === "network-policy")
+    return {
+      cause: "network-policy",
+      title: `Admit the nodes' addresses in ${b.allowlist}, or keep its pod exempt (before narrowing)`,
+      why: b.breaks,
+      evidence: [{ file: b.file, line: b.line, ...(b.text ? { text: b.text } : {}) }],
+      apply: [`# edit ${b.allowlist} as the diff above shows, and kubectl apply it`],
+      rollback: [`# remove the added ipBlock peers (after rolling the narrowing back)`],
+    };
   return {
     cause: "far-side-allowlist",
     title: `Admit the nodes' addresses in ${b.site}'s allowlist ${b.allowlist} (before narrowing)`,
