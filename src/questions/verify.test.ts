@@ -28,7 +28,7 @@ describe("verifySnapshots", () => {
   it("the masquerade examples: the masquerade record only", async () => {
     const r = await verifySnapshots(
       at("examples/snat-exception-list"),
-      at("examples/snat-exception-list-fixed"),
+      at("examples/snat-exception-list-allowlisted"),
     );
     assert.deepEqual(
       r.map((x) => [x.case, x.verdict]),

@@ -31,7 +31,7 @@ import { gzipSync } from "node:zlib";
 const ROOT = join(import.meta.dirname, "../..");
 const CLI = join(ROOT, "dist/cli/main.js");
 const EXAMPLE = join(ROOT, "examples/snat-exception-list");
-const FIXED = join(ROOT, "examples/snat-exception-list-fixed");
+const FIXED = join(ROOT, "examples/snat-exception-list-allowlisted");
 const VPN_LAB = join(ROOT, "src/cases/vpn/testdata/vpn-lab/baseline-ns");
 const VPN_POD = "vpn/vpn-openvpn-6d9c7b5f4-x2x7k";
 const PCAP = join(EXAMPLE, "captures/node-gke-lab-default-0.pcap");

@@ -195,6 +195,13 @@ interface VerdictJson {
 
 describe("podpath diagnose opens with one verdict", () => {
   const FIXED = join(import.meta.dirname, "../../examples/snat-exception-list-fixed");
+  const ALLOWLISTED = join(import.meta.dirname, "../../examples/snat-exception-list-allowlisted");
+  const withoutCaptures = (dir: string, name: string) => {
+    const copy = join(tmp, name);
+    cpSync(dir, copy, { recursive: true });
+    rmSync(join(copy, "captures"), { recursive: true, force: true });
+    return copy;
+  };
 
   it("text: BROKEN, the path and the finding that decide it, on the first line", () => {
     const r = podpath("diagnose", EXAMPLE, "--no-color");
@@ -226,24 +233,34 @@ describe("podpath diagnose opens with one verdict", () => {
   });
 
   it("after the fix: the far side's allowlist (pod range only) is the next break, exit 1", () => {
-    // the example's captures show 10.20.30.40 answering the node address (the lab's far side
-    // does not enforce its allowlist): without them, the site file is all there is
-    const noWire = join(tmp, "fixed-without-captures");
-    cpSync(FIXED, noWire, { recursive: true });
-    rmSync(join(noWire, "captures"), { recursive: true, force: true });
-    const r = podpath("diagnose", noWire, "--no-color");
-    assert.equal(r.code, 1, r.stderr);
-    assert.match(
-      r.stdout.split("\n")[0] ?? "",
-      /^BROKEN {2}pod\/default\/billing-default → 10\.20\.30\.40:5432: .*allowlist db-firewall does not admit 10\.128\.0\.2 .*\(masq\/remote-allowlist-rejects\)$/,
-    );
-    const json = JSON.parse(podpath("diagnose", noWire, "-o", "json").stdout) as VerdictJson;
-    assert.equal(json.verdict.state, "broken");
-    assert.equal(json.verdict.finding, "masq/remote-allowlist-rejects");
+    // the lab's database firewall drops the node address: its SYNs are on the wire, unanswered
+    for (const snapshot of [FIXED, withoutCaptures(FIXED, "fixed-without-captures")]) {
+      const r = podpath("diagnose", snapshot, "--no-color");
+      assert.equal(r.code, 1, r.stderr);
+      assert.match(
+        r.stdout.split("\n")[0] ?? "",
+        /^BROKEN {2}pod\/default\/billing-default → 10\.20\.30\.40:5432: .*allowlist db-firewall does not admit 10\.128\.0\.2 .*\(masq\/remote-allowlist-rejects\)$/,
+      );
+      const json = JSON.parse(podpath("diagnose", snapshot, "-o", "json").stdout) as VerdictJson & {
+        findings: { id: string; severity: string }[];
+      };
+      assert.equal(json.verdict.state, "broken");
+      assert.equal(json.verdict.finding, "masq/remote-allowlist-rejects");
+      const f = json.findings.find((x) => x.id === "masq/remote-allowlist-rejects");
+      assert.equal(f?.severity, "error");
+    }
   });
 
   it("after the fix, with the wire showing the far side answer: the allowlist is a warning, exit 0", () => {
-    const r = podpath("diagnose", FIXED, "-o", "json");
+    // the combined change's snapshot (the firewall admits the node subnet), with a site file that
+    // still lists the pod range only: the file is out of date, and the wire outranks it
+    const stale = join(tmp, "allowlisted-stale-site-file");
+    cpSync(ALLOWLISTED, stale, { recursive: true });
+    const site = join(stale, "remote/onprem-dc1.yaml");
+    const text = readFileSync(site, "utf8");
+    assert.match(text, /\n {6}- 10\.128\.0\.0\/20\n {4}destinations:/);
+    writeFileSync(site, text.replace(/\n {6}- 10\.128\.0\.0\/20(?=\n {4}destinations:)/, ""));
+    const r = podpath("diagnose", stale, "-o", "json");
     assert.equal(r.code, 0, r.stderr);
     const json = JSON.parse(r.stdout) as VerdictJson & {
       findings: { id: string; severity: string; evidence: { file: string }[] }[];
@@ -252,6 +269,11 @@ describe("podpath diagnose opens with one verdict", () => {
     const f = json.findings.find((x) => x.id === "masq/remote-allowlist-rejects");
     assert.equal(f?.severity, "warning");
     assert.match(f?.evidence[0]?.file ?? "", /^captures\//);
+    // the same snapshot as written (the site file admits the node subnet): no finding at all
+    const asIs = JSON.parse(podpath("diagnose", ALLOWLISTED, "-o", "json").stdout) as {
+      findings: { id: string }[];
+    };
+    assert.ok(!asIs.findings.some((x) => x.id === "masq/remote-allowlist-rejects"));
   });
 });
 

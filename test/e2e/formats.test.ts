@@ -15,7 +15,7 @@ import { after, before, describe, it } from "node:test";
 const ROOT = join(import.meta.dirname, "../..");
 const CLI = join(ROOT, "dist/cli/main.js");
 const EXAMPLE = "examples/snat-exception-list";
-const FIXED = "examples/snat-exception-list-fixed";
+const FIXED = "examples/snat-exception-list-allowlisted";
 const VPN_LAB = "src/cases/vpn/testdata/vpn-lab";
 const VPN_POD = "vpn/vpn-openvpn-6d9c7b5f4-x2x7k";
 const PCAP = "src/capture/fixtures/captured/any-sll2.pcap";

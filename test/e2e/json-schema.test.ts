@@ -33,7 +33,7 @@ const SCHEMAS = join(ROOT, "docs/schema");
 const VPN_LAB = "src/cases/vpn/testdata/vpn-lab";
 const VPN_POD = "vpn/vpn-openvpn-6d9c7b5f4-x2x7k";
 const EXAMPLE = "examples/snat-exception-list";
-const EXAMPLE_FIXED = "examples/snat-exception-list-fixed";
+const EXAMPLE_FIXED = "examples/snat-exception-list-allowlisted";
 
 const ajv = new Ajv({ allErrors: true, strict: true, allowUnionTypes: true });
 const validators = new Map<string, ValidateFunction>();

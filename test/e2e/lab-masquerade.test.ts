@@ -74,7 +74,19 @@ function checkVariant(v: LabVariant, dir: string): void {
     assert.match(probe, /^\$ ping -c 3 /m);
     assert.match(probe, n.replied ? / 0% packet loss/ : / 100% packet loss/);
     // the application exchange: connected, and the listener's answer arrived
-    assert.match(probe, n.replied ? /succeeded!\npong$/m : /timed out/);
+    const tcpAnswered = n.tcpAnswered ?? n.replied;
+    assert.match(probe, tcpAnswered ? /succeeded!\npong$/m : /timed out/);
+    // the database's SYN-ACK on the far side's wire, or none (its firewall drops the rest)
+    const synAck = new RegExp(
+      `IP 10\\.20\\.30\\.40\\.5432 > ${seen.replaceAll(".", "\\.")}\\.\\d+: Flags \\[S\\.\\]`,
+    );
+    assert.match(
+      remote,
+      new RegExp(
+        `IP ${seen.replaceAll(".", "\\.")}\\.\\d+ > 10\\.20\\.30\\.40\\.5432: Flags \\[S\\]`,
+      ),
+    );
+    assert.equal(synAck.test(remote), tcpAnswered, `${v.name}: SYN-ACK in\n${remote}`);
     assert.ok(existsSync(join(dir, `pods/default/billing-${pool}/ip-route.txt`)));
   }
   for (const f of [

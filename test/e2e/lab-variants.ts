@@ -10,8 +10,14 @@ export interface NodeExpectation {
   readonly node: string;
   /** Source address the on-prem host sees for the pod's packets. */
   readonly wireSource: "pod" | "node";
-  /** Whether the pod's ping and TCP connection get their replies. */
+  /** Whether the pod's ping gets its replies. */
   readonly replied: boolean;
+  /**
+   * Whether the pod's TCP connection to the database gets its answer (default: as `replied`).
+   * The on-prem host's firewall drops tcp/5432 from sources outside its allowlist (the pod range
+   * unless `--allow` says otherwise), so a node source gets ping replies but no connection.
+   */
+  readonly tcpAnswered?: boolean;
 }
 
 export interface LabVariant {
@@ -55,6 +61,22 @@ export const LAB_VARIANTS: readonly LabVariant[] = [
     },
   },
   {
+    name: "eks-exclude-snat-cidrs-fixed",
+    scenario: "aws-vpc-cni",
+    args: ["--exclude-snat-cidrs", ""],
+    example: "eks-exclude-snat-cidrs-fixed",
+    readme: "kept",
+    tryAlso: ["podpath verify examples/eks-exclude-snat-cidrs examples/eks-exclude-snat-cidrs-fixed"],
+    description:
+      "EKS after the fix in the plugin's terms: AWS_VPC_K8S_CNI_EXCLUDE_SNAT_CIDRS removed from the aws-node DaemonSet, so AWS-SNAT-CHAIN-0 SNATs pod traffic to on-prem to the node's primary address and the connection completes; the VPC host still sees the pod address.",
+    nodes: [],
+    findings: {
+      present: ["masq/wire-node-source"],
+      // the VPC host still sees the pod address (info): the plugin's design
+      absent: ["masq/exempt-destination", "masq/no-return-route", "masq/source-undecided"],
+    },
+  },
+  {
     name: "seed",
     scenario: "masquerade",
     args: [],
@@ -91,12 +113,37 @@ export const LAB_VARIANTS: readonly LabVariant[] = [
     args: ["--non-masquerade", "10.4.0.0/14", "--phase", "after"],
     example: "snat-exception-list-fixed",
     description:
-      "The supported fix: the exception narrowed to the pod range; pods leave as the node.",
-    nodes: [{ node: "gke-lab-default-0", wireSource: "node", replied: true }],
+      "The supported fix: the exception narrowed to the pod range; pods leave as the node. The node address now gets ping replies, but the on-prem database firewall admits only the pod range to 10.20.30.40:5432 and drops the connection: the next break.",
+    nodes: [{ node: "gke-lab-default-0", wireSource: "node", replied: true, tcpAnswered: false }],
     findings: {
       // the far side's allowlist admits only the pod range: the next break after the fix
       present: ["masq/wire-node-source", "masq/remote-allowlist-rejects"],
       absent: ["masq/exempt-destination", "masq/reply-missing", "masq/wire-pod-source"],
+    },
+  },
+  {
+    name: "narrowed-allowlisted",
+    scenario: "masquerade",
+    args: [
+      "--non-masquerade",
+      "10.4.0.0/14",
+      "--allow",
+      "10.4.0.0/14,10.128.0.0/20",
+      "--phase",
+      "after",
+    ],
+    example: "snat-exception-list-allowlisted",
+    description:
+      "The combined change: the exception narrowed to the pod range and the on-prem database firewall's allowlist extended to the node subnet; pods leave as the node and the connection completes.",
+    nodes: [{ node: "gke-lab-default-0", wireSource: "node", replied: true }],
+    findings: {
+      present: ["masq/wire-node-source"],
+      absent: [
+        "masq/remote-allowlist-rejects",
+        "masq/exempt-destination",
+        "masq/reply-missing",
+        "masq/wire-pod-source",
+      ],
     },
   },
   {
@@ -116,7 +163,7 @@ export const LAB_VARIANTS: readonly LabVariant[] = [
     args: ["--non-masquerade", "10.4.0.0/14", "--pools", "default:agent,legacy:no-agent"],
     description: "The fix applied, but one node pool runs no agent and keeps the old rules.",
     nodes: [
-      { node: "gke-lab-default-0", wireSource: "node", replied: true },
+      { node: "gke-lab-default-0", wireSource: "node", replied: true, tcpAnswered: false },
       { node: "gke-lab-legacy-1", wireSource: "pod", replied: false },
     ],
     // drift is reported only where the agent is expected to run; elsewhere agent-missing explains it
@@ -154,7 +201,7 @@ export const LAB_VARIANTS: readonly LabVariant[] = [
     scenario: "masquerade",
     args: ["--config", "test/fixtures/lab/ip-masq-agent-narrow.json"],
     description: "A JSON config narrowing the exception (and masquerading link-local) is applied.",
-    nodes: [{ node: "gke-lab-default-0", wireSource: "node", replied: true }],
+    nodes: [{ node: "gke-lab-default-0", wireSource: "node", replied: true, tcpAnswered: false }],
     findings: {
       present: ["masq/wire-node-source"],
       absent: ["masq/config-invalid", "masq/intent-rules-drift", "masq/exempt-destination"],

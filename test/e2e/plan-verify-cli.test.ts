@@ -14,7 +14,7 @@ import { parse } from "yaml";
 const ROOT = join(import.meta.dirname, "../..");
 const CLI = join(ROOT, "dist/cli/main.js");
 const BEFORE = join(ROOT, "examples/snat-exception-list");
-const FIXED = join(ROOT, "examples/snat-exception-list-fixed");
+const FIXED = join(ROOT, "examples/snat-exception-list-allowlisted");
 
 function podpath(...args: string[]) {
   const r = spawnSync(process.execPath, [CLI, ...args], { encoding: "utf8", timeout: 60_000 });

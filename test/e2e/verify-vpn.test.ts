@@ -108,8 +108,8 @@ describe("podpath verify on VPN snapshots (built CLI)", () => {
 
 describe("podpath verify on the masquerade examples: the output of before", () => {
   const pairs = [
-    ["fixed", "examples/snat-exception-list", "examples/snat-exception-list-fixed", 0],
-    ["rolled-back", "examples/snat-exception-list-fixed", "examples/snat-exception-list", 0],
+    ["fixed", "examples/snat-exception-list", "examples/snat-exception-list-allowlisted", 0],
+    ["rolled-back", "examples/snat-exception-list-allowlisted", "examples/snat-exception-list", 0],
   ] as const;
   for (const [name, b, a, code] of pairs) {
     for (const format of ["json", "md", "text"] as const) {

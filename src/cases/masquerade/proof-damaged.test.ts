@@ -33,7 +33,7 @@ function readTree(dir: string): Record<string, Uint8Array> {
 }
 
 const BEFORE = readTree(join(ROOT, "examples/snat-exception-list"));
-const AFTER = readTree(join(ROOT, "examples/snat-exception-list-fixed"));
+const AFTER = readTree(join(ROOT, "examples/snat-exception-list-allowlisted"));
 
 const GARBAGE_YAML = [
   "{{{",

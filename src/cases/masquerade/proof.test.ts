@@ -25,7 +25,7 @@ import { renderChangeRecordMarkdown, renderChangeRecordText } from "./proof-rend
 
 const ROOT = join(import.meta.dirname, "../../..");
 const EXAMPLE = join(ROOT, "examples/snat-exception-list");
-const FIXED = join(ROOT, "examples/snat-exception-list-fixed");
+const FIXED = join(ROOT, "examples/snat-exception-list-allowlisted");
 const DUMP_BROAD = readFileSync(join(EXAMPLE, "nodes/gke-lab-default-0/iptables-save.txt"), "utf8");
 const DUMP_NARROW = readFileSync(join(FIXED, "nodes/gke-lab-default-0/iptables-save.txt"), "utf8");
 const DEST = { ip: ip("10.20.30.40"), port: 5432, text: "10.20.30.40:5432" };
