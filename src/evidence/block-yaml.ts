@@ -108,6 +108,9 @@ function parse(text: string): BlockDocument[] {
   return out;
 }
 
+/** Deeper than any object kubectl prints (a Pod's deepest path is about 15 levels). */
+const MAX_DEPTH = 128;
+
 class Reader {
   readonly text: string;
   readonly lines: readonly Line[];
@@ -125,11 +128,23 @@ class Reader {
     return undefined;
   }
 
-  /** A block node starting on line `i` at column `indent` (a mapping, a sequence). */
+  /** How deep the node being read is nested. */
+  private depth = 0;
+
+  /**
+   * A block node starting on line `i` at column `indent` (a mapping, a sequence). Nesting deeper
+   * than kubectl ever prints is left to the full parser (and keeps this reader off the stack's end).
+   */
   node(i: number, indent: number): [unknown, Pos, number] {
-    const body = this.lines[i]!.body;
-    if (body === "-" || body.startsWith("- ")) return this.seq(i, indent);
-    return this.map(i, indent, body, this.lines[i]!.start + indent);
+    if (this.depth >= MAX_DEPTH) bail();
+    this.depth++;
+    try {
+      const body = this.lines[i]!.body;
+      if (body === "-" || body.startsWith("- ")) return this.seq(i, indent);
+      return this.map(i, indent, body, this.lines[i]!.start + indent);
+    } finally {
+      this.depth--;
+    }
   }
 
   seq(i: number, indent: number): [unknown[], Pos, number] {

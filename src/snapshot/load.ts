@@ -86,6 +86,36 @@ export interface Snapshot {
   readonly unknownFiles: string[];
 }
 
+/** A file's diagnostics beyond these are counted, not listed (a dump of garbage has one per line). */
+export const MAX_DIAGNOSTICS_PER_FILE = 100;
+
+/**
+ * Appends a reader's diagnostics for one file: the first {@link MAX_DIAGNOSTICS_PER_FILE}, then one
+ * that counts the rest (never spread onto the stack: a file can have hundreds of thousands).
+ */
+export function appendDiagnostics(
+  into: Diagnostic[],
+  from: readonly Diagnostic[],
+  file: string,
+): void {
+  const n = Math.min(from.length, MAX_DIAGNOSTICS_PER_FILE);
+  for (let i = 0; i < n; i++) into.push(from[i]!);
+  if (from.length > n) {
+    const rest = from.slice(n);
+    const worst = rest.some((d) => d.severity === "error")
+      ? "error"
+      : rest.some((d) => d.severity === "warning")
+        ? "warning"
+        : "info";
+    into.push({
+      code: "TOO_MANY_DIAGNOSTICS",
+      severity: worst,
+      message: `${file}: ${rest.length} more problems like these (from line ${rest[0]?.source?.line ?? "?"} on) are not listed; the first ${n} are`,
+      source: { file, line: rest[0]?.source?.line ?? 0 },
+    });
+  }
+}
+
 /** Per-file size limit for text evidence; larger files are refused with a diagnostic. */
 const MAX_TEXT_BYTES = 512 * 1024 * 1024;
 
@@ -102,37 +132,37 @@ function readHostArtifact(
       // any form a person pastes: iptables-save, -S, -L (with prompts and warnings)
       const r = readIptablesText(text, rel, { family: 4 });
       if (r.value) host.iptables = r.value;
-      diagnostics.push(...r.diagnostics);
+      appendDiagnostics(diagnostics, r.diagnostics, rel);
       return;
     }
     case "ip6tables-save": {
       const r = readIptablesText(text, rel, { family: 6 });
       if (r.value) host.ip6tables = r.value;
-      diagnostics.push(...r.diagnostics);
+      appendDiagnostics(diagnostics, r.diagnostics, rel);
       return;
     }
     case "sysctl": {
       const r = readSysctl(text, rel);
       host.sysctl = r.value;
-      diagnostics.push(...r.diagnostics);
+      appendDiagnostics(diagnostics, r.diagnostics, rel);
       return;
     }
     case "ip-route": {
       const r = readIpRoute(text, rel);
       host.routes = r.value;
-      diagnostics.push(...r.diagnostics);
+      appendDiagnostics(diagnostics, r.diagnostics, rel);
       return;
     }
     case "ip-addr": {
       const r = readIpAddr(text, rel);
       host.interfaces = r.value;
-      diagnostics.push(...r.diagnostics);
+      appendDiagnostics(diagnostics, r.diagnostics, rel);
       return;
     }
     case "conntrack": {
       const r = readConntrack(text, rel);
       host.conntrack = r.value;
-      diagnostics.push(...r.diagnostics);
+      appendDiagnostics(diagnostics, r.diagnostics, rel);
       return;
     }
     default: {
@@ -232,8 +262,8 @@ function readSnapshotFile(
       const text = readText(rel);
       if (text === undefined) return;
       const r = readKubeObjects(text, rel);
-      snap.objects.push(...r.value);
-      snap.diagnostics.push(...r.diagnostics);
+      for (const o of r.value) snap.objects.push(o);
+      appendDiagnostics(snap.diagnostics, r.diagnostics, rel);
       return;
     }
     case "node": {
@@ -274,7 +304,7 @@ function readSnapshotFile(
       if (text === undefined) return;
       const r = parseProbeFile(text, rel);
       snap.probes.push(r.value);
-      snap.diagnostics.push(...r.diagnostics);
+      appendDiagnostics(snap.diagnostics, r.diagnostics, rel);
       return;
     }
     case "kubelet-config":
@@ -301,9 +331,13 @@ function podOf(snap: Snapshot, namespace: string, name: string): PodEvidence {
   return pod;
 }
 
-/** True when nothing in the folder fits the layout: the user pointed at something else. */
+/**
+ * True when nothing in the folder fits the layout: the user pointed at something else. A file of
+ * the layout that could not be read (its diagnostics name it) is not "nothing".
+ */
 export function isEmptySnapshot(snap: Snapshot): boolean {
   return (
+    !snap.diagnostics.some((d) => d.severity === "error" && d.source !== undefined) &&
     snap.objects.length === 0 &&
     snap.nodes.size === 0 &&
     snap.pods.size === 0 &&

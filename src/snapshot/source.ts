@@ -13,7 +13,7 @@ import {
 } from "node:fs";
 import { join, relative, sep } from "node:path";
 import type { Diagnostic } from "../model/types.ts";
-import { readTar } from "./tar.ts";
+import { ARCHIVE_LIMITS, readTar } from "./tar.ts";
 
 export interface SnapshotSource {
   /** How the user named it. */
@@ -110,6 +110,15 @@ export function openSnapshot(path: string): SnapshotSource {
   }
   if (!/\.(tar\.gz|tgz|tar)$/.test(path)) {
     throw new SnapshotOpenError(`${path}: not a snapshot (expected a folder, or a .tar.gz of one)`);
+  }
+  // a FIFO or device named .tar.gz would block the read or never end
+  if (!st.isFile()) {
+    throw new SnapshotOpenError(`${path}: not a regular file (expected a .tar.gz archive)`);
+  }
+  if (st.size > ARCHIVE_LIMITS.maxUnpackedBytes) {
+    throw new SnapshotOpenError(
+      `${path}: ${st.size} bytes; archives over ${ARCHIVE_LIMITS.maxUnpackedBytes} bytes are not read (unpack it with tar -xzf and give the folder, which is read file by file)`,
+    );
   }
   const { entries, diagnostics } = readTar(readFileSync(path), path);
   if (entries.length === 0 && diagnostics.length > 0) {

@@ -13,6 +13,34 @@ export interface TarEntry {
   readonly data: Uint8Array;
 }
 
+/** What an archive may unpack to, so a gzip bomb costs a bounded moment, not the machine. */
+export interface ArchiveLimits {
+  /** Bytes the whole archive may unpack to. */
+  readonly maxUnpackedBytes: number;
+  /** Unpacked bytes per packed byte, once past `ratioFrom` (zeros pack a thousandfold). */
+  readonly maxRatio: number;
+  readonly ratioFrom: number;
+  /** Regular files the archive may hold. */
+  readonly maxEntries: number;
+}
+
+/**
+ * 1 GiB unpacked (a snapshot of a 5,000-node cluster's dumps stays well under it; bigger ones are
+ * handed over as a folder, which is read file by file); 200 unpacked bytes per packed byte past
+ * 64 MiB (kube-proxy dumps, the most repetitive real evidence, pack about 20-fold); 100,000 files.
+ */
+export const ARCHIVE_LIMITS: ArchiveLimits = {
+  maxUnpackedBytes: 1 << 30,
+  maxRatio: 200,
+  ratioFrom: 64 << 20,
+  maxEntries: 100_000,
+};
+
+/** The unpacked size a packed archive of `packed` bytes may reach under `limits`. */
+export function unpackedBudget(packed: number, limits: ArchiveLimits = ARCHIVE_LIMITS): number {
+  return Math.min(limits.maxUnpackedBytes, Math.max(limits.ratioFrom, packed * limits.maxRatio));
+}
+
 const BLOCK = 512;
 
 function cString(buf: Uint8Array, start: number, len: number): string {
@@ -50,10 +78,13 @@ function paxPath(data: Uint8Array): string | undefined {
  * block, and inflating is monotone in the prefix length, so the longest prefix that inflates is
  * found by bisection (the error path only: about log2(size) inflations).
  */
-function gunzipPrefix(bytes: Uint8Array): { data: Uint8Array; at: number } {
+function gunzipPrefix(bytes: Uint8Array, budget: number): { data: Uint8Array; at: number } {
   const inflate = (n: number): Uint8Array | undefined => {
     try {
-      return gunzipSync(bytes.subarray(0, n), { finishFlush: constants.Z_SYNC_FLUSH });
+      return gunzipSync(bytes.subarray(0, n), {
+        finishFlush: constants.Z_SYNC_FLUSH,
+        maxOutputLength: budget,
+      });
     } catch {
       return undefined;
     }
@@ -81,15 +112,27 @@ function gunzipPrefix(bytes: Uint8Array): { data: Uint8Array; at: number } {
 export function readTar(
   bytes: Uint8Array,
   file: string,
+  limits: ArchiveLimits = ARCHIVE_LIMITS,
 ): { entries: TarEntry[]; diagnostics: Diagnostic[] } {
   const diagnostics: Diagnostic[] = [];
   let buf = bytes;
+  const budget = unpackedBudget(bytes.length, limits);
   if (bytes[0] === 0x1f && bytes[1] === 0x8b) {
     try {
-      buf = gunzipSync(bytes);
+      // one attempt, stopped by zlib itself at the budget
+      buf = gunzipSync(bytes, { maxOutputLength: budget });
     } catch (e) {
+      if ((e as NodeJS.ErrnoException).code === "ERR_BUFFER_TOO_LARGE") {
+        diagnostics.push({
+          code: "ARCHIVE_TOO_LARGE",
+          severity: "error",
+          message: `${file}: unpacks to more than ${budget} bytes from ${bytes.length} (the limit: ${limits.maxUnpackedBytes} bytes, and ${limits.maxRatio} unpacked bytes per packed byte past ${limits.ratioFrom}); stopped there, nothing read. A real snapshot this big: unpack it (tar -xzf) and give the folder`,
+          source: { file, line: 0 },
+        });
+        return { entries: [], diagnostics };
+      }
       // keep what inflates before the damage: the files in it are still read below
-      const kept = gunzipPrefix(bytes);
+      const kept = gunzipPrefix(bytes, budget);
       buf = kept.data;
       diagnostics.push({
         code: "ARCHIVE_GZIP",
@@ -143,6 +186,16 @@ export function readTar(
     else {
       longName = undefined;
       if (type === "0" || type === "7") {
+        if (entries.length >= limits.maxEntries) {
+          diagnostics.push({
+            code: "ARCHIVE_TOO_MANY_FILES",
+            severity: "error",
+            message: `${file}: byte ${off}: more than ${limits.maxEntries} files; the first ${limits.maxEntries} are read`,
+            source: { file, line: 0 },
+          });
+          stopped = true;
+          break;
+        }
         path = path.replace(/^\.\//, "");
         entries.push({ path, data });
       }
