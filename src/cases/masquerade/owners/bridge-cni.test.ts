@@ -77,6 +77,25 @@ describe("masquerade case on the bridge-cni replica", () => {
     assert.equal(f.evidence[0]?.file, CONF);
   });
 
+  it("plans the pod set up again when ipMasq is on but its chain is missing; nothing once it is there", () => {
+    const root = mkdtempSync(join(tmp, "plan-nochain-"));
+    cpSync(BEFORE, root, { recursive: true });
+    writeFileSync(
+      join(root, CONF),
+      readFileSync(join(root, CONF), "utf8").replace('"ipMasq": false', '"ipMasq": true'),
+    );
+    const p = planMasquerade(load(root), { strategy: "narrow" });
+    assert.equal(p.owner?.owner, "bridge-cni");
+    assert.match(p.owner?.title ?? "", /^Set up again the pod without a CNI-… chain$/);
+    assert.deepEqual(
+      p.owner?.apply.map((a) => a.split("   #")[0]),
+      ["kubectl -n default delete pod billing-5c8d7f9b4-h7r2t"],
+    );
+    const done = planMasquerade(load(AFTER), { strategy: "narrow" });
+    assert.match(done.owner?.title ?? "", /^Nothing to change/);
+    assert.doesNotMatch(JSON.stringify(done), /ip-masq-agent|nonMasqueradeCIDRs/);
+  });
+
   it("after the fix the pod's chain masquerades: no exempt finding, the node address on the wire", async () => {
     const r = await explainMasquerade(load(AFTER), {});
     assert.ok(!r.findings.some((x) => x.id === "masq/exempt-destination"));

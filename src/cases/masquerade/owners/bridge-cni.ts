@@ -230,7 +230,7 @@ function bridgePlan(input: OwnerPlanInput): OwnerPlan | undefined {
     return undefined;
   }
   const nodes = bridgeNodes(snap).filter((n) => n.bridge && !n.bridge.ipMasq);
-  if (nodes.length === 0) return undefined;
+  if (nodes.length === 0) return podsSetUpAgain(snap, targets);
   const before = bridgeSettings(snap);
   const evidence: SourceRef[] = nodes.flatMap((n) =>
     n.bridge ? [n.bridge.ipMasqSource ?? n.bridge.source] : [],
@@ -309,6 +309,65 @@ function bridgePlan(input: OwnerPlanInput): OwnerPlan | undefined {
       `${GREP}   # on each node: no CNI-… chain with a "name: \\"${b0.network}\\"" comment left`,
     ],
     missing: bridgeMissing(snap),
+  };
+}
+
+/**
+ * With ipMasq on: the pods of the bridge network without their chain are set up again; when every
+ * pod has its chain, nothing changes.
+ */
+function podsSetUpAgain(snap: Snapshot, targets: OwnerPlanInput["targets"]): OwnerPlan {
+  const before = bridgeSettings(snap);
+  const nodes = bridgeNodes(snap).filter((n) => n.hasDump);
+  const missing = nodes.flatMap((n) =>
+    podsOn(snap, n.node)
+      .filter((p) => {
+        const ip = p.podIPs[0]?.ip;
+        return ip !== undefined && onBridgeNetwork(n, ip) && !chainOf(n, ip);
+      })
+      .map((p) => ({ node: n.node, p })),
+  );
+  const evidence: SourceRef[] = bridgeNodes(snap).flatMap((n) =>
+    n.bridge ? [n.bridge.ipMasqSource ?? n.bridge.source] : [],
+  );
+  const names = targets.map((t) => formatIp(t.ip)).join(", ");
+  const base = {
+    owner: "bridge-cni" as const,
+    name: "the bridge CNI plugin (ipMasq)",
+    evidence,
+    change: { before, after: before },
+    files: [],
+    nowMasqueraded: [],
+    expected: [],
+    rollback: [],
+    rollbackChecks: [],
+    missing: bridgeMissing(snap),
+  };
+  if (missing.length === 0) {
+    return {
+      ...base,
+      knob: "none: the plugin already masquerades these destinations",
+      title: `Nothing to change: the bridge plugin's chains already masquerade ${names}`,
+      why: `ipMasq is on and every pod of the bridge network has its CNI-… chain, which masquerades everything outside its subnet. If the far side still does not answer, the break is elsewhere.`,
+      apply: [],
+      announcement: "Nothing changes on the nodes.",
+      checks: targets.map(
+        (t) =>
+          `tcpdump -ni any host ${formatIp(t.ip)}   # on a node: the node's address on the wire`,
+      ),
+    };
+  }
+  return {
+    ...base,
+    knob: "the pods' network setup (the bridge plugin writes each pod's chain on ADD)",
+    title: `Set up again the ${missing.length === 1 ? "pod" : "pods"} without a CNI-… chain`,
+    why: `ipMasq is on, but no POSTROUTING jump names ${missing.map(({ p }) => `${p.namespace}/${p.name}`).join(", ")}: set up before ipMasq was turned on (or the chain was removed), so ${missing.length === 1 ? "it keeps its" : "they keep their"} address toward ${names}.`,
+    apply: missing.map(
+      ({ node, p }) =>
+        `kubectl -n ${p.namespace} delete pod ${p.name}   # on ${node}: recreated by its controller; ADD writes its CNI-… chain`,
+    ),
+    announcement: `${names} will see the node's address instead of these pods' addresses, as for the node's other pods.`,
+    checks: [`${GREP}   # on each node: a POSTROUTING jump for each pod's address`],
   };
 }
 

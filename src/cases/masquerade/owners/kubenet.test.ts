@@ -147,6 +147,17 @@ describe("masquerade case on the kubenet replica", () => {
     assert.notEqual(without.owner?.owner, "kubenet");
   });
 
+  it("after the fix the plan changes nothing (never ip-masq-agent's ConfigMap)", () => {
+    const p = planMasquerade(load(AFTER), { strategy: "narrow" });
+    assert.equal(p.owner?.owner, "kubenet");
+    assert.match(
+      p.owner?.title ?? "",
+      /^Nothing to change: kubenet already masquerades 10\.20\.30\.40$/,
+    );
+    assert.deepEqual(p.owner?.apply, []);
+    assert.doesNotMatch(JSON.stringify(p), /ip-masq-agent|nonMasqueradeCIDRs/);
+  });
+
   it("verify on the before/after pair: FIXED, the flag's change and kubenet's rules", async () => {
     const r = await verifyChange(load(BEFORE), load(AFTER));
     assert.equal(r.verdict, "fixed", r.verdictText);

@@ -17,6 +17,7 @@ import {
   type KubenetNode,
   kubenetNode,
   ruleKeeping,
+  ruleMasquerading,
   runsKubenet,
 } from "../../../agents/kubenet/node.ts";
 import { KUBENET_COMMENT, kubenetMasqRule } from "../../../agents/kubenet/rules.ts";
@@ -260,7 +261,7 @@ function kubenetPlan(input: OwnerPlanInput): OwnerPlan | undefined {
       return c !== undefined && c.family === t.ip.family && contains(c, t.ip);
     }),
   );
-  if (kept.length === 0) return undefined;
+  if (kept.length === 0) return nothingToChange(snap, nodes, targets);
   const family = kept[0]!.ip.family;
   const ranges = podRange(snap, input.podRanges);
   const next = covering(ranges, family);
@@ -387,6 +388,41 @@ function kubenetPlan(input: OwnerPlanInput): OwnerPlan | undefined {
       `iptables-save -t nat | grep '${KUBENET_COMMENT}'   # on each node: one rule, ! -d ${previousText}`,
     ],
     missing,
+  };
+}
+
+/** kubenet already masquerades every destination asked about: the plan changes nothing. */
+function nothingToChange(
+  snap: Snapshot,
+  nodes: readonly KubenetNode[],
+  targets: OwnerPlanInput["targets"],
+): OwnerPlan {
+  const before = kubenetSettings(snap);
+  const evidence: SourceRef[] = nodes.flatMap((n) => {
+    const r = targets.map((t) => ruleMasquerading(n, t.ip)).find((x) => x !== undefined);
+    const f = n.flags?.nonMasqueradeCidr.source;
+    return [...(r ? [r.source] : []), ...(f ? [f] : [])];
+  });
+  const names = targets.map((t) => formatIp(t.ip)).join(", ");
+  return {
+    owner: "kubenet",
+    name: "kubenet (the kubelet's --non-masquerade-cidr)",
+    knob: "none: kubenet already masquerades these destinations",
+    title: `Nothing to change: kubenet already masquerades ${names}`,
+    why: `${names} ${targets.length === 1 ? "is" : "are"} outside the kubelet's ${FLAG} on every kubenet node, so kubenet's rule gives pod packets the node's address. If the far side still does not answer, the break is elsewhere (its routes, its firewall).`,
+    evidence,
+    change: { before, after: before },
+    files: [],
+    apply: [],
+    announcement: "Nothing changes on the nodes.",
+    nowMasqueraded: [],
+    expected: [],
+    checks: targets.map(
+      (t) => `tcpdump -ni any host ${formatIp(t.ip)}   # on a node: the node's address on the wire`,
+    ),
+    rollback: [],
+    rollbackChecks: [],
+    missing: kubenetMissing(snap),
   };
 }
 
