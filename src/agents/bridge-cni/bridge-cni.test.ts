@@ -8,6 +8,7 @@
 import assert from "node:assert/strict";
 import { describe, it } from "node:test";
 import fc from "fast-check";
+import { mutatedText } from "../../lab/test-helpers/text-mutations.ts";
 import { parseCidr, parseIp } from "../../net/cidr.ts";
 import { activeConfig, readCniConfig } from "./conflist.ts";
 import { formatChainName, formatComment, parseComment, podMasqRules } from "./rules.ts";
@@ -148,8 +149,12 @@ describe("readCniConfig", () => {
         )
         .map((p) => p.join("")),
     );
+    const inputs = fc.oneof(
+      text,
+      mutatedText([CONFLIST], ["\n", "{", "}", "[", ",", '"', ":", "true"], 40),
+    );
     fc.assert(
-      fc.property(text, (t) => {
+      fc.property(inputs, (t) => {
         const r = readCniConfig(t, FILE);
         const lines = t.split("\n").length;
         for (const d of r.diagnostics) {

@@ -7,6 +7,7 @@
 import assert from "node:assert/strict";
 import { describe, it } from "node:test";
 import fc from "fast-check";
+import { mutatedText } from "../../lab/test-helpers/text-mutations.ts";
 import { parseCidr } from "../../net/cidr.ts";
 import { DEFAULT_NON_MASQUERADE_CIDR, readKubeletFlags } from "./flags.ts";
 import { KUBENET_COMMENT, kubenetMasqRule } from "./rules.ts";
@@ -110,8 +111,14 @@ describe("readKubeletFlags", () => {
         )
         .map((p) => p.join("")),
     );
+    const real = [
+      "/usr/bin/kubelet --network-plugin=kubenet --non-masquerade-cidr=10.0.0.0/8 --v=2\n",
+      '[Service]\nEnvironment="KUBELET_EXTRA_ARGS=--non-masquerade-cidr=10.244.0.0/16"\nExecStart=/usr/bin/kubelet $KUBELET_EXTRA_ARGS \\\n  --network-plugin kubenet\n',
+      "KUBELET_EXTRA_ARGS=--non-masquerade-cidr fd00::/8 --pod-cidr=10.244.1.0/24\n",
+    ];
+    const inputs = fc.oneof(corpus, mutatedText(real, ["\n", "=", "/", '"', "\\", " ", "--"], 40));
     fc.assert(
-      fc.property(corpus, (text) => {
+      fc.property(inputs, (text) => {
         const r = readKubeletFlags(text, FILE);
         const lines = text.split(/\r?\n/).length;
         for (const d of r.diagnostics) {
