@@ -115,7 +115,7 @@ function kubenetExempt(input: OwnerExemptInput): OwnerExempt {
   if (rule && inCluster && !stops) {
     return {
       kind: "healthy",
-      why: `${dstText} is a pod address of the cluster, inside ${FLAG} ${formatCidr(rule.dst?.cidr ?? pods[0]!)} (${ruleText(rule.source)}): kubenet keeps pod addresses between pods by design`,
+      why: `${dstText} is a pod address of the cluster, inside ${FLAG} ${rule.dst ? formatCidr(rule.dst.cidr) : ""} (${ruleText(rule.source)}): kubenet keeps pod addresses between pods by design`,
     };
   }
   const evidence: Evidence[] = [];
