@@ -58,7 +58,7 @@ describe("AppArmor annotations synced to fields, as the API server does (>= 1.30
   });
 });
 
-describe("procMount Unmasked needs hostUsers: false (API validation, >= 1.36)", () => {
+describe("procMount Unmasked needs hostUsers: false (API validation, >= 1.30)", () => {
   const unmasked = (hostUsers: boolean | undefined): JsonObject => ({
     apiVersion: "v1",
     kind: "Pod",
@@ -83,7 +83,7 @@ describe("procMount Unmasked needs hostUsers: false (API validation, >= 1.36)", 
       true,
     );
     assert.equal(
-      predictAdmission(unmasked(true), { version: "v1.35" })?.apiValidation.allowed,
+      predictAdmission(unmasked(true), { version: "v1.29" })?.apiValidation.allowed,
       true,
     );
   });

@@ -123,8 +123,10 @@ const CONTAINER_FIELDS: Readonly<Record<SpecContainerView["kind"], string>> = {
 };
 
 /**
- * API validation (checked against Kubernetes 1.36 and 1.37): `procMount: Unmasked` needs the pod
- * in a user namespace (`hostUsers: false`); one error per container, in the server's order.
+ * API validation since Kubernetes 1.30 (kubernetes/kubernetes#123520; the documentation says
+ * 1.12 to 1.29 did not enforce it; the message checked against the real 1.36 API server):
+ * `procMount: Unmasked` needs the pod in a user namespace (`hostUsers: false`); one error per
+ * container, in the server's order.
  */
 function unmaskedProcMountErrors(pod: PodSpecView, prefix: string): string[] {
   if (pod.spec["hostUsers"] === false) return [];
@@ -193,7 +195,7 @@ export function predictAdmission(
   const hostIPC = pod.spec["hostIPC"] === true;
   const prefix = pod.specPath.slice(0, -1).concat("spec").join(".");
   // the server validates the containers (init, regular, ephemeral) before the pod's sysctls
-  const invalid: string[] = minor >= 36 ? unmaskedProcMountErrors(pod, prefix) : [];
+  const invalid: string[] = minor >= 30 ? unmaskedProcMountErrors(pod, prefix) : [];
   if (minor >= 29) {
     const bad = sysctls.findIndex((s) => {
       const ns = sysctlNamespace(s.name);
