@@ -43,7 +43,6 @@ export interface Scenario<O = unknown> {
 export const SCENARIOS: Readonly<Record<string, () => Promise<Scenario<unknown>>>> = {
   "aws-vpc-cni": async () => (await import("./aws-vpc-cni.ts")).scenario as Scenario<unknown>,
   "bridge-cni": async () => (await import("./bridge-cni.ts")).scenario as Scenario<unknown>,
-  "bridge-cni": async () => (await import("./bridge-cni.ts")).scenario as Scenario<unknown>,
   calico: async () => (await import("./calico.ts")).scenario as Scenario<unknown>,
   kubenet: async () => (await import("./kubenet.ts")).scenario as Scenario<unknown>,
   masquerade: async () => (await import("./masquerade.ts")).scenario as Scenario<unknown>,
