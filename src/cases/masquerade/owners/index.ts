@@ -11,6 +11,7 @@ import { awsVpcCniOwner } from "./aws-vpc-cni.ts";
 import { bridgeCniOwner } from "./bridge-cni.ts";
 import { calicoOwner } from "./calico.ts";
 import { ciliumOwner } from "./cilium.ts";
+import { flannelOwner } from "./flannel.ts";
 import { kubenetOwner } from "./kubenet.ts";
 import type {
   OwnerDecideInput,
@@ -39,6 +40,7 @@ export const SOURCE_OWNERS: readonly SourceOwnerCase[] = [
   kubenetOwner,
   bridgeCniOwner,
   calicoOwner,
+  flannelOwner,
   ciliumOwner,
 ];
 
