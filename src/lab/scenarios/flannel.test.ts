@@ -1,0 +1,88 @@
+/**
+ * The flannel replica: its options and objects (pure), and on the real kernel that flanneld's rules
+ * are the ones masqRules writes (line for line, after --ip-masq), the pod's packets keep their
+ * address and get no reply before and leave as the node after, and `diagnose` gives Flannel's
+ * finding with the DaemonSet's args cited.
+ */
+import assert from "node:assert/strict";
+import { mkdtempSync, readFileSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { after, describe, it } from "node:test";
+import { readFlannelFlags } from "../../agents/flannel/daemonset.ts";
+import { readFlannelNetConf } from "../../agents/flannel/netconf.ts";
+import { flannelMasqRules } from "../../agents/flannel/rules.ts";
+import { readKubeObjects } from "../../evidence/kube-objects.ts";
+import { diagnose } from "../../questions/diagnose.ts";
+import { loadSnapshot } from "../../snapshot/load.ts";
+import { openSnapshot } from "../../snapshot/source.ts";
+import { kernelSkip } from "../kernel-guard.ts";
+import { createLab } from "../netns.ts";
+import {
+  clusterObjects,
+  FlannelOptions,
+  NETWORK,
+  NODE_NAME,
+  POD_SUBNET,
+  planFlannelReplica,
+  scenario,
+} from "./flannel.ts";
+
+describe("flannel replica plan", () => {
+  it("the objects it writes read back as flanneld's settings per phase", () => {
+    for (const [opts, masq] of [
+      [{}, false],
+      [{ fixed: true }, true],
+    ] as const) {
+      const plan = planFlannelReplica(FlannelOptions.parse(opts));
+      const objs = readKubeObjects(clusterObjects(plan).flannel, "cluster/kube-flannel.yaml").value;
+      assert.equal(readFlannelFlags(objs)?.ipMasq, masq);
+      assert.equal(readFlannelNetConf(objs).value?.networkText, NETWORK);
+    }
+    assert.equal(FlannelOptions.safeParse({ bogus: "1" }).success, false);
+  });
+});
+
+const skip = kernelSkip();
+const dirs: string[] = [];
+after(() => {
+  for (const d of dirs) rmSync(d, { recursive: true, force: true });
+});
+
+async function runPhase(opts: FlannelOptions): Promise<{ dir: string; summary: string }> {
+  const lab = await createLab({ prefix: "ppf" });
+  const dir = mkdtempSync(join(tmpdir(), "podpath-flannel-test-"));
+  dirs.push(dir);
+  try {
+    const out = await scenario.run({ lab, outDir: dir, log: () => {} }, opts);
+    return { dir, summary: out.summary.join("\n") };
+  } finally {
+    await lab.destroy();
+  }
+}
+
+describe("lab flannel on the real kernel", { skip, concurrency: false }, () => {
+  it("before: no flanneld rules, the pod is silent, diagnose names Flannel's missing --ip-masq", async () => {
+    const { dir, summary } = await runPhase(FlannelOptions.parse({}));
+    assert.match(summary, /node ping 10\.20\.30\.40 answers, pod ping silent/);
+    const saved = readFileSync(join(dir, `nodes/${NODE_NAME}/iptables-save.txt`), "utf8");
+    assert.doesNotMatch(saved, /FLANNEL-POSTRTG/);
+    const a = await diagnose(loadSnapshot(openSnapshot(dir)), {});
+    const f = a.findings.find((x) => x.id === "masq/exempt-destination");
+    assert.match(f?.title ?? "", /Flannel: no --ip-masq/);
+  });
+
+  it("after --ip-masq: flanneld's rules line for line, the pod reaches on-prem as the node", async () => {
+    const { dir, summary } = await runPhase(FlannelOptions.parse({ fixed: "true" }));
+    assert.match(summary, /pod ping answers, pod tcp\/5432 on-prem answers/);
+    const saved = readFileSync(join(dir, `nodes/${NODE_NAME}/iptables-save.txt`), "utf8")
+      .split("\n")
+      .filter((l) => /flanneld masq/.test(l));
+    assert.deepEqual(
+      saved,
+      flannelMasqRules({ family: 4, network: NETWORK, podSubnet: POD_SUBNET }),
+    );
+    const a = await diagnose(loadSnapshot(openSnapshot(dir)), {});
+    assert.ok(!a.findings.some((x) => x.id === "masq/exempt-destination"));
+  });
+});
