@@ -44,6 +44,7 @@ export const SCENARIOS: Readonly<Record<string, () => Promise<Scenario<unknown>>
   "aws-vpc-cni": async () => (await import("./aws-vpc-cni.ts")).scenario as Scenario<unknown>,
   "bridge-cni": async () => (await import("./bridge-cni.ts")).scenario as Scenario<unknown>,
   calico: async () => (await import("./calico.ts")).scenario as Scenario<unknown>,
+  cilium: async () => (await import("./cilium.ts")).scenario as Scenario<unknown>,
   flannel: async () => (await import("./flannel.ts")).scenario as Scenario<unknown>,
   kubenet: async () => (await import("./kubenet.ts")).scenario as Scenario<unknown>,
   masquerade: async () => (await import("./masquerade.ts")).scenario as Scenario<unknown>,

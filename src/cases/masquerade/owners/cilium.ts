@@ -23,6 +23,7 @@ import {
 } from "../../../agents/cilium/ip-masq-agent.ts";
 import { NODE_SET_COMMENT } from "../../../agents/cilium/rules.ts";
 import { factsOfRule } from "../../../iptables/owners.ts";
+import { renderRule } from "../../../iptables/render.ts";
 import {
   type Evidence,
   type Missing,
@@ -203,15 +204,7 @@ function keptBy(input: OwnerExemptInput): Kept | undefined {
   if (!mode) return undefined;
   if (mode.mode === "Disabled") return { why: "disabled", ref: mode.source, mode };
   if (mode.mode === "BPF") {
-    const facts = { nodes: [], pods: [], podRanges: [], diagnostics: [] } as ClusterFacts;
-    const d = bpfDecision(
-      snap,
-      input.snap ? factsFor(snap) : facts,
-      objs,
-      src.node,
-      mode,
-      target.ip,
-    );
+    const d = bpfDecision(snap, factsFor(snap), objs, src.node, mode, target.ip);
     return keptOf(d.verdict, mode, d.mapFrom, d.exclusion ? formatCidr(d.exclusion) : undefined);
   }
   // iptables: another owner's rule decided → not Cilium's
@@ -454,10 +447,17 @@ function ciliumExempt(input: OwnerExemptInput): OwnerExempt {
 function ciliumWireWording(snap: Snapshot): OwnerWireWording | undefined {
   if (!ciliumPresent(snap) || upstreamAgentAtWork(snap)) return undefined;
   const objs = ciliumObjects(snap);
-  if (!objs.config && ![...snap.nodes.keys()].some((n) => nodeMode(snap, objs, n)))
-    return undefined;
+  const modes = [...snap.nodes.keys()].flatMap((n) => nodeMode(snap, objs, n) ?? []);
+  if (!objs.config && modes.length === 0) return undefined;
+  const ipMasqAgent =
+    objs.config?.settings.ipMasqAgent === true || modes.some((m) => m.status?.ipMasqAgent);
+  const bpf = modes.some((m) => m.mode === "BPF") || objs.config?.settings.bpfMasquerade === true;
+  const native = `narrow ${objs.config?.nativeRoutingEntry?.key ?? KEY_IPV4_NATIVE} in cilium-config and restart the agent`;
   return {
-    fix: "(Cilium: take the destination out of nonMasqueradeCIDRs in the ip-masq-agent ConfigMap it reads, or narrow ipv4-native-routing-cidr in cilium-config and restart the agent)",
+    fix:
+      bpf && ipMasqAgent
+        ? `(Cilium: take the destination out of nonMasqueradeCIDRs in the ip-masq-agent ConfigMap it reads, or ${native})`
+        : `(Cilium: ${native})`,
     next: [
       CM_CMD,
       `kubectl -n kube-system exec ds/${agentName(objs)} -- ${STATUS} | grep -i masquerading`,
@@ -589,6 +589,10 @@ function ciliumPlan(input: OwnerPlanInput): OwnerPlan | undefined {
       return { key: b.key, value: "true" };
     return b;
   });
+  const narrowTo =
+    first.kept.why === "snat-exclusion-cidr" || first.kept.why === "iptables-exclusion"
+      ? (podRanges[0] ?? undefined)
+      : undefined;
   const dir = input.fileDir ? `${input.fileDir.replace(/\/$/, "")}/` : "";
   return {
     owner: "cilium",
@@ -607,9 +611,17 @@ function ciliumPlan(input: OwnerPlanInput): OwnerPlan | undefined {
           `kubectl apply -f ${dir}ip-masq-agent.cilium.yaml`,
         ]
       : first.fix.commands.filter((c) => !c.includes(IPMASQ_LIST)),
-    announcement: `Destinations in ${removed.join(", ") || "the changed range"} will see the nodes' addresses instead of pod addresses: announce it to their owners; allowlists and logs there that name pod addresses stop matching.`,
+    announcement: `Destinations in ${removed.join(", ") || "the changed range"}${narrowTo ? ` outside ${narrowTo}` : ""} will see the nodes' addresses instead of pod addresses: announce it to their owners; allowlists and logs there that name pod addresses stop matching.`,
     nowMasqueraded: removed,
-    expected: first.kept.mode.mode === "BPF" ? [] : [],
+    // iptables mode: Cilium's catch-all rule with the narrowed `! -d` (BPF mode has no rules)
+    expected:
+      first.kept.why === "iptables-exclusion" && narrowTo
+        ? [...snap.nodes.keys()].flatMap((n) =>
+            ciliumMasqRules(snap, n).map((r) =>
+              renderRule(r).replace(`! -d ${first.kept.cidr}`, `! -d ${narrowTo}`),
+            ),
+          )
+        : [],
     checks: [
       first.kept.mode.mode === "BPF"
         ? `kubectl -n kube-system exec ds/${ds} -- ${IPMASQ_LIST}   # on each node: ${removed.join(", ")} gone`

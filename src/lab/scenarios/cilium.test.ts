@@ -1,0 +1,107 @@
+/**
+ * The cilium replica (iptables masquerade): its options and objects (pure), and on the real kernel
+ * that the node's CILIUM_POST_nat is the chain the agent writes (iptables-save of the namespace, in
+ * the agent's order, with its comments and the native-routing CIDR in `! -d`), the pod's packets
+ * reach on-prem with the pod address and get no reply, and `diagnose` names Cilium's rule and
+ * cilium-config's key; `--phase after` answers.
+ */
+import assert from "node:assert/strict";
+import { mkdtempSync, readFileSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { after, describe, it } from "node:test";
+import { readCiliumConfig } from "../../agents/cilium/config.ts";
+import { readKubeObjects } from "../../evidence/kube-objects.ts";
+import { formatCidr } from "../../net/cidr.ts";
+import { diagnose } from "../../questions/diagnose.ts";
+import { loadSnapshot } from "../../snapshot/load.ts";
+import { openSnapshot } from "../../snapshot/source.ts";
+import { kernelSkip } from "../kernel-guard.ts";
+import { createLab } from "../netns.ts";
+import { CiliumOptions, clusterObjects, NODE_NAME, planCiliumReplica, scenario } from "./cilium.ts";
+
+describe("cilium replica plan", () => {
+  it("defaults: native-routing CIDR 10.0.0.0/8 in the rule and in cilium-config; after: 10.0.0.0/16", () => {
+    const plan = planCiliumReplica(CiliumOptions.parse({}));
+    const masq = plan.rules.find((r) => r.comment === "cilium masquerade non-cluster");
+    assert.deepEqual(masq?.spec.slice(0, 3), ["!", "-d", "10.0.0.0/8"]);
+    const cfg = readCiliumConfig(
+      readKubeObjects(clusterObjects(plan).cilium, "cluster/cilium.yaml").value,
+    ).value;
+    assert.equal(formatCidr(cfg!.settings.ipv4NativeRoutingCidr!), "10.0.0.0/8");
+    assert.equal(cfg!.settings.bpfMasquerade, false);
+    const fixed = planCiliumReplica(CiliumOptions.parse({ phase: "after" }));
+    assert.equal(fixed.nativeRoutingCidr, "10.0.0.0/16");
+    assert.equal(CiliumOptions.safeParse({ bogus: "1" }).success, false);
+  });
+});
+
+const skip = kernelSkip();
+const dirs: string[] = [];
+after(() => {
+  for (const d of dirs) rmSync(d, { recursive: true, force: true });
+});
+
+async function runScenario(opts: CiliumOptions) {
+  const lab = await createLab({ prefix: "ppc" });
+  const dir = mkdtempSync(join(tmpdir(), "podpath-cilium-test-"));
+  dirs.push(dir);
+  try {
+    const out = await scenario.run({ lab, outDir: dir, log: () => {} }, opts);
+    return { dir, summary: out.summary.join("\n") };
+  } finally {
+    await lab.destroy();
+  }
+}
+
+describe("lab cilium on the real kernel", { skip, concurrency: false }, () => {
+  it("installs Cilium's chain as the agent writes it; diagnose names Cilium's rule and key", async () => {
+    const { dir, summary } = await runScenario(CiliumOptions.parse({}));
+    assert.match(
+      summary,
+      /node ping 10\.20\.30\.40 answers, pod ping silent, pod tcp\/5432 silent/,
+    );
+    const dumpRel = `nodes/${NODE_NAME}/iptables-save.txt`;
+    const saved = readFileSync(join(dir, dumpRel), "utf8").split("\n");
+    const chain = saved.filter((l) => l.startsWith("-A CILIUM_POST_nat "));
+    assert.deepEqual(
+      chain.map((l) => /--comment "([^"]+)"/.exec(l)?.[1]),
+      planCiliumReplica(CiliumOptions.parse({})).rules.map((r) => r.comment),
+      "the agent's rules, in its order",
+    );
+    assert.ok(
+      chain.includes(
+        '-A CILIUM_POST_nat -s 10.0.1.0/24 ! -d 10.0.0.0/8 ! -o cilium_+ -m comment --comment "cilium masquerade non-cluster" -j MASQUERADE',
+      ),
+    );
+    assert.ok(
+      saved.includes(
+        '-A POSTROUTING -m comment --comment "cilium-feeder: CILIUM_POST_nat" -j CILIUM_POST_nat',
+      ),
+    );
+    assert.match(
+      readFileSync(join(dir, `nodes/${NODE_NAME}/ipset.txt`), "utf8"),
+      /^add cilium_node_set_v4 192\.168\.1\.10$/m,
+    );
+    const a = await diagnose(loadSnapshot(openSnapshot(dir)), {});
+    const f = a.findings.find((x) => x.id === "masq/exempt-destination");
+    assert.ok(f);
+    assert.match(f.title, /Cilium: native-routing CIDR 10\.0\.0\.0\/8/);
+    assert.equal(f.evidence[0]?.file, dumpRel);
+    assert.match(f.evidence[0]?.text ?? "", /"cilium masquerade non-cluster" -j MASQUERADE$/);
+    assert.ok(
+      f.evidence.some(
+        (e) => e.file === "cluster/cilium.yaml" && /ipv4-native-routing-cidr/.test(e.text ?? ""),
+      ),
+    );
+    assert.doesNotMatch(JSON.stringify(a.findings), /ip-masq-agent ConfigMap|GKE's node startup/);
+    assert.ok(a.findings.some((x) => x.id === "masq/wire-pod-source" && x.severity === "error"));
+  });
+
+  it("--phase after: the pod leaves as the node and is answered", async () => {
+    const { dir, summary } = await runScenario(CiliumOptions.parse({ phase: "after" }));
+    assert.match(summary, /pod ping answers, pod tcp\/5432 answers/);
+    const a = await diagnose(loadSnapshot(openSnapshot(dir)), {});
+    assert.ok(!a.findings.some((x) => x.id === "masq/exempt-destination"));
+  });
+});
