@@ -1,7 +1,8 @@
 /**
  * @module k8s/cluster-range — the cluster's whole pod range where a component's configuration
- * states it: kube-proxy's ConfigMap (`clusterCIDR`), Cilium's `cluster-pool-ipv4-cidr`, or the
- * controller manager's `--cluster-cidr`; or where kube-proxy's own rules in the nodes'
+ * states it: kube-proxy's ConfigMap (`clusterCIDR`), Cilium's `cluster-pool-ipv4-cidr` or its
+ * multi-pool CiliumPodIPPools, or the controller manager's `--cluster-cidr`; or where kube-proxy's
+ * own rules in the nodes'
  * iptables-save show it (`! -s CIDR … -j KUBE-MARK-MASQ`); with the line it was read from.
  */
 import type { KubeObject } from "../evidence/kube-objects.ts";
@@ -28,8 +29,9 @@ function cidrsOf(text: string): Cidr[] {
 
 /**
  * The cluster CIDR from kube-proxy's ConfigMap (`clusterCIDR`), the controller manager's
- * `--cluster-cidr`, or Cilium's `cluster-pool-ipv4-cidr`; undefined when none is in the snapshot.
- * The first object (in snapshot order) that states one decides.
+ * `--cluster-cidr`, or Cilium's `cluster-pool-ipv4-cidr`; the first object (in snapshot order)
+ * that states one decides. Else Cilium's CiliumPodIPPools together; undefined when none is in the
+ * snapshot.
  */
 export function statedClusterRange(objects: readonly KubeObject[]): ClusterRange | undefined {
   for (const o of objects) {
@@ -67,7 +69,35 @@ export function statedClusterRange(objects: readonly KubeObject[]): ClusterRange
         };
     }
   }
-  return undefined;
+  return ciliumPools(objects);
+}
+
+/**
+ * Cilium multi-pool IPAM: every CiliumPodIPPool's `spec.ipv4.cidrs` and `spec.ipv6.cidrs` (pods
+ * take their addresses from these pools, not from the Nodes' podCIDRs), cited at the first.
+ */
+function ciliumPools(objects: readonly KubeObject[]): ClusterRange | undefined {
+  const found: { cidr: Cidr; source: SourceRef }[] = [];
+  for (const o of objects) {
+    if (o.kind !== "CiliumPodIPPool") continue;
+    const spec = (o.raw["spec"] ?? {}) as Record<string, unknown>;
+    for (const family of ["ipv4", "ipv6"] as const) {
+      const f = (spec[family] ?? {}) as Record<string, unknown>;
+      const list = Array.isArray(f["cidrs"]) ? (f["cidrs"] as unknown[]) : [];
+      for (const [i, c] of list.entries()) {
+        if (typeof c !== "string") continue;
+        const source = o.locate(["spec", family, "cidrs", i]) ?? o.source;
+        for (const cidr of cidrsOf(c)) found.push({ cidr, source });
+      }
+    }
+  }
+  const first = found[0];
+  if (!first) return undefined;
+  return {
+    cidrs: found.map((f) => f.cidr),
+    source: first.source,
+    what: "Cilium's CiliumPodIPPools",
+  };
 }
 
 /** The dumps of one node: its name and its iptables-save (IPv4 and IPv6, either may be absent). */
