@@ -7,7 +7,7 @@
 import type { Family } from "../../net/cidr.ts";
 
 export const CHAIN_POSTRTG = "FLANNEL-POSTRTG";
-export const MASQ_COMMENT = "flanneld masq";
+export const FLANNEL_MASQ_COMMENT = "flanneld masq";
 /** pkg/trafficmngr/trafficmngr.go KubeProxyMark. */
 export const KUBE_PROXY_MARK = "0x4000/0x4000";
 
@@ -23,7 +23,7 @@ export interface FlannelMasqInput {
 
 /** The rules as iptables-save prints them, POSTROUTING's jump first. */
 export function flannelMasqRules(i: FlannelMasqInput): string[] {
-  const c = `-m comment --comment "${MASQ_COMMENT}"`;
+  const c = `-m comment --comment "${FLANNEL_MASQ_COMMENT}"`;
   const rand = (i.randomFully ?? true) ? " --random-fully" : "";
   const multicast = i.family === 4 ? "224.0.0.0/4" : "ff00::/8";
   const A = `-A ${CHAIN_POSTRTG}`;

@@ -17,7 +17,7 @@ import { loadSnapshot } from "../../snapshot/load.ts";
 import { openSnapshot } from "../../snapshot/source.ts";
 import { kernelSkip } from "../kernel-guard.ts";
 import { createLab } from "../netns.ts";
-import { CalicoOptions, NODE_NAME, planCalicoReplica, scenario } from "./calico.ts";
+import { CALICO_NODE, CalicoOptions, planCalicoReplica, scenario } from "./calico.ts";
 
 describe("calico replica plan", () => {
   it("before: the billing pool without natOutgoing, Felix's rule active for the default pool", () => {
@@ -70,14 +70,14 @@ describe("lab calico on the real kernel", { skip, concurrency: false }, () => {
       summary,
       /node ping 10\.20\.30\.40 answers, pod ping silent, pod tcp\/5432 on-prem silent/,
     );
-    const dumpRel = `nodes/${NODE_NAME}/iptables-save.txt`;
+    const dumpRel = `nodes/${CALICO_NODE}/iptables-save.txt`;
     const saved = readFileSync(join(dir, dumpRel), "utf8").split("\n");
     const inKernel = saved.filter((l) => l.startsWith("-A cali-nat-outgoing "));
     const felix = natOutgoingRules({ family: 4 }, true).map((r) =>
       r.replaceAll(" --jump ", " -j "),
     );
     assert.deepEqual(inKernel, felix);
-    const sets = parseIpset(readFileSync(join(dir, `nodes/${NODE_NAME}/ipset.txt`), "utf8"), "x");
+    const sets = parseIpset(readFileSync(join(dir, `nodes/${CALICO_NODE}/ipset.txt`), "utf8"), "x");
     assert.equal(sets.value.form, "list");
     assert.deepEqual(
       sets.value.sets.get("cali40masq-ipam-pools")?.members?.map((m) => m.element),

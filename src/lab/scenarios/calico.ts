@@ -32,12 +32,12 @@ import type { Scenario, ScenarioContext, ScenarioOutcome } from "./index.ts";
 import { DB_PORT, ONPREM_IP, ONPREM_PREFIX, SITE_NAME, startListener } from "./masquerade.ts";
 import { kubectlList } from "./masquerade-cluster.ts";
 
-export const NODE_NAME = "worker-1";
-export const NODE_IP = "192.168.1.10";
-export const NODE_SUBNET = "192.168.1.0/24";
-export const POD_IP = "10.245.12.4";
-export const POD_NAME = "billing-6c9f7d8b5-q8zkt";
-export const POD_NAMESPACE = "billing";
+export const CALICO_NODE = "worker-1";
+export const CALICO_NODE_IP = "192.168.1.10";
+export const CALICO_NODE_SUBNET = "192.168.1.0/24";
+export const CALICO_POD_IP = "10.245.12.4";
+export const CALICO_POD_NAME = "billing-6c9f7d8b5-q8zkt";
+export const CALICO_POD_NAMESPACE = "billing";
 export const DEFAULT_POOL = { name: "default-ipv4-ippool", cidr: "10.244.0.0/16" } as const;
 export const BILLING_POOL = { name: "billing-ippool", cidr: "10.245.0.0/16" } as const;
 const POD_BLOCK = "10.245.12.0/26";
@@ -59,7 +59,7 @@ export const CalicoOptions = z
     "all-pools-set": z.enum([SET_ID_ALL_POOLS, SET_ID_ALL_POOLS_LEGACY]).default(SET_ID_ALL_POOLS),
     /** How the node's IP sets are written to nodes/<node>/ipset.txt. */
     "ipset-form": z.enum(["save", "list"]).default("save"),
-    "routes-back": z.string().default(NODE_SUBNET),
+    "routes-back": z.string().default(CALICO_NODE_SUBNET),
   })
   .strict();
 export type CalicoOptions = z.output<typeof CalicoOptions>;
@@ -165,7 +165,7 @@ async function build(ctx: ScenarioContext, plan: CalicoReplicaPlan): Promise<Bui
     "link set br0 up",
     "link set onprem0 up",
     // the fabric routes the node's IPAM blocks to it (BGP in a real cluster)
-    `route add ${POD_BLOCK} via ${NODE_IP}`,
+    `route add ${POD_BLOCK} via ${CALICO_NODE_IP}`,
   ]);
   await must(router, ["sysctl", "-q", "-w", "net.ipv4.ip_forward=1"]);
   await ipBatch(onprem, [
@@ -174,12 +174,12 @@ async function build(ctx: ScenarioContext, plan: CalicoReplicaPlan): Promise<Bui
     ...plan.routesBack.map((c) => `route add ${c} via ${ROUTER_ONPREM_IP}`),
   ]);
   await ipBatch(node, [
-    `addr add ${NODE_IP}/24 dev eth0`,
+    `addr add ${CALICO_NODE_IP}/24 dev eth0`,
     "link set eth0 up",
     // Calico's host side of a workload: fixed MAC, proxy ARP answers for 169.254.1.1
     `link set ${HOST_VETH} address ee:ee:ee:ee:ee:ee`,
     `link set ${HOST_VETH} up`,
-    `route add ${POD_IP}/32 dev ${HOST_VETH} scope link`,
+    `route add ${CALICO_POD_IP}/32 dev ${HOST_VETH} scope link`,
     // the node's IPAM block, as BIRD installs it
     `route add blackhole ${POD_BLOCK} proto 80`,
     `route add default via ${ROUTER_NODE_IP}`,
@@ -188,7 +188,7 @@ async function build(ctx: ScenarioContext, plan: CalicoReplicaPlan): Promise<Bui
   await must(node, ["sysctl", "-q", "-w", `net.ipv4.conf.${HOST_VETH}.proxy_arp=1`]);
   await must(node, ["sysctl", "-q", "-w", `net.ipv4.neigh.${HOST_VETH}.proxy_delay=0`]);
   await ipBatch(pod, [
-    `addr add ${POD_IP}/32 dev eth0`,
+    `addr add ${CALICO_POD_IP}/32 dev eth0`,
     "link set eth0 up",
     "route add 169.254.1.1 dev eth0 scope link",
     "route add default via 169.254.1.1 dev eth0",
@@ -199,7 +199,7 @@ async function build(ctx: ScenarioContext, plan: CalicoReplicaPlan): Promise<Bui
 }
 
 /** The far side in podpath's RemoteSite schema. */
-export function remoteSiteYaml(plan: CalicoReplicaPlan): string {
+export function calicoRemoteSite(plan: CalicoReplicaPlan): string {
   return [
     "kind: RemoteSite",
     `name: ${SITE_NAME}`,
@@ -220,7 +220,7 @@ export function remoteSiteYaml(plan: CalicoReplicaPlan): string {
 }
 
 /** The Node, the app pod, and the calico-node DaemonSet with its pod. */
-export function clusterObjects(): { nodes: string; calicoNode: string; pods: string } {
+export function calicoClusterObjects(): { nodes: string; calicoNode: string; pods: string } {
   const labels = { "k8s-app": "calico-node" };
   const podSpec = {
     hostNetwork: true,
@@ -243,18 +243,18 @@ export function clusterObjects(): { nodes: string; calicoNode: string; pods: str
   const node = {
     apiVersion: "v1",
     kind: "Node",
-    metadata: meta(NODE_NAME, {
-      labels: { "kubernetes.io/hostname": NODE_NAME, "kubernetes.io/os": "linux" },
+    metadata: meta(CALICO_NODE, {
+      labels: { "kubernetes.io/hostname": CALICO_NODE, "kubernetes.io/os": "linux" },
       annotations: {
-        "projectcalico.org/IPv4Address": `${NODE_IP}/24`,
+        "projectcalico.org/IPv4Address": `${CALICO_NODE_IP}/24`,
       },
     }),
     // Calico's IPAM ignores the Node's podCIDR: none is set
     spec: {},
     status: {
       addresses: [
-        { address: NODE_IP, type: "InternalIP" },
-        { address: NODE_NAME, type: "Hostname" },
+        { address: CALICO_NODE_IP, type: "InternalIP" },
+        { address: CALICO_NODE, type: "Hostname" },
       ],
       conditions: [{ status: "True", type: "Ready", reason: "KubeletReady" }],
       nodeInfo: { kubeletVersion: "v1.33.2", kernelVersion: "6.8.0-60-generic" },
@@ -280,26 +280,31 @@ export function clusterObjects(): { nodes: string; calicoNode: string; pods: str
         { apiVersion: "apps/v1", kind: "DaemonSet", name: "calico-node", controller: true },
       ],
     }),
-    spec: { ...podSpec, nodeName: NODE_NAME },
-    status: { phase: "Running", hostIP: NODE_IP, podIP: NODE_IP },
+    spec: { ...podSpec, nodeName: CALICO_NODE },
+    status: { phase: "Running", hostIP: CALICO_NODE_IP, podIP: CALICO_NODE_IP },
   };
   const app = {
     apiVersion: "v1",
     kind: "Pod",
-    metadata: meta(POD_NAME, {
-      namespace: POD_NAMESPACE,
+    metadata: meta(CALICO_POD_NAME, {
+      namespace: CALICO_POD_NAMESPACE,
       labels: { app: "billing" },
       annotations: {
         "cni.projectcalico.org/ipv4pools": `["${BILLING_POOL.name}"]`,
-        "cni.projectcalico.org/podIP": `${POD_IP}/32`,
+        "cni.projectcalico.org/podIP": `${CALICO_POD_IP}/32`,
         "cni.projectcalico.org/containerID": "4f1c0d2e9a7b",
       },
     }),
     spec: {
-      nodeName: NODE_NAME,
+      nodeName: CALICO_NODE,
       containers: [{ name: "app", image: "registry.example/billing:1.4" }],
     },
-    status: { phase: "Running", hostIP: NODE_IP, podIP: POD_IP, podIPs: [{ ip: POD_IP }] },
+    status: {
+      phase: "Running",
+      hostIP: CALICO_NODE_IP,
+      podIP: CALICO_POD_IP,
+      podIPs: [{ ip: CALICO_POD_IP }],
+    },
   };
   return {
     nodes: kubectlList([node]),
@@ -321,7 +326,7 @@ async function probeAndSnapshot(
     await startCapture(b.node, out, "node", {
       iface: "any",
       filter: `host ${ONPREM_IP}`,
-      point: `node/${NODE_NAME}`,
+      point: `node/${CALICO_NODE}`,
       phase: plan.phase,
     }),
     await startCapture(b.onprem, out, `remote-${SITE_NAME}`, {
@@ -340,7 +345,7 @@ async function probeAndSnapshot(
       writeSnapshotFile(
         out,
         "probes/node.txt",
-        `# client: node/${NODE_NAME}\n${nodeProbe.transcript}`,
+        `# client: node/${CALICO_NODE}\n${nodeProbe.transcript}`,
       ),
     );
     const podProbe = await runProbes(b.pod, [
@@ -355,8 +360,8 @@ async function probeAndSnapshot(
     files.push(
       writeSnapshotFile(
         out,
-        `probes/pod-${POD_NAME}.txt`,
-        `# client: pod/${POD_NAMESPACE}/${POD_NAME}\n${podProbe.transcript}`,
+        `probes/pod-${CALICO_POD_NAME}.txt`,
+        `# client: pod/${CALICO_POD_NAMESPACE}/${CALICO_POD_NAME}\n${podProbe.transcript}`,
       ),
     );
     const ok = (code: number | undefined) => (code === 0 ? "answers" : "silent");
@@ -374,27 +379,27 @@ async function probeAndSnapshot(
     plan.ipsetForm === "save" ? ["ipset", "save"] : ["ipset", "list"],
   );
   files.push(
-    writeSnapshotFile(out, `nodes/${NODE_NAME}/ipset.txt`, ipsets),
-    ...(await collectKernelState(b.node, out, `nodes/${NODE_NAME}`, [
+    writeSnapshotFile(out, `nodes/${CALICO_NODE}/ipset.txt`, ipsets),
+    ...(await collectKernelState(b.node, out, `nodes/${CALICO_NODE}`, [
       "iptables-save",
       "ip-route",
       "ip-addr",
       "sysctl",
       "conntrack",
     ])),
-    ...(await collectKernelState(b.pod, out, `pods/${POD_NAMESPACE}/${POD_NAME}`, [
+    ...(await collectKernelState(b.pod, out, `pods/${CALICO_POD_NAMESPACE}/${CALICO_POD_NAME}`, [
       "ip-route",
       "ip-addr",
       "sysctl",
     ])),
   );
-  const objs = clusterObjects();
+  const objs = calicoClusterObjects();
   files.push(
     writeSnapshotFile(out, "cluster/nodes.yaml", objs.nodes),
     writeSnapshotFile(out, "cluster/calico-node.yaml", objs.calicoNode),
     writeSnapshotFile(out, "cluster/ippools.yaml", plan.ippoolsYaml),
     writeSnapshotFile(out, "cluster/pods.yaml", objs.pods),
-    writeSnapshotFile(out, `remote/${SITE_NAME}.yaml`, remoteSiteYaml(plan)),
+    writeSnapshotFile(out, `remote/${SITE_NAME}.yaml`, calicoRemoteSite(plan)),
   );
   return { files, summary };
 }
@@ -410,7 +415,7 @@ async function run(ctx: ScenarioContext, opts: CalicoOptions): Promise<ScenarioO
         files: [],
         summary: [
           `on-prem ${ONPREM_IP} listens on tcp/${DB_PORT}`,
-          `node ${NODE_NAME}: ip netns exec ${b.node.name} …   pod ${POD_IP}: ip netns exec ${b.pod.name} …`,
+          `node ${CALICO_NODE}: ip netns exec ${b.node.name} …   pod ${CALICO_POD_IP}: ip netns exec ${b.pod.name} …`,
         ],
       };
     }

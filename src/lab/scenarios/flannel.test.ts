@@ -19,11 +19,11 @@ import { openSnapshot } from "../../snapshot/source.ts";
 import { kernelSkip } from "../kernel-guard.ts";
 import { createLab } from "../netns.ts";
 import {
-  clusterObjects,
+  FLANNEL_NETWORK,
+  FLANNEL_NODE,
+  FLANNEL_POD_SUBNET,
   FlannelOptions,
-  NETWORK,
-  NODE_NAME,
-  POD_SUBNET,
+  flannelClusterObjects,
   planFlannelReplica,
   scenario,
 } from "./flannel.ts";
@@ -35,9 +35,12 @@ describe("flannel replica plan", () => {
       [{ fixed: true }, true],
     ] as const) {
       const plan = planFlannelReplica(FlannelOptions.parse(opts));
-      const objs = readKubeObjects(clusterObjects(plan).flannel, "cluster/kube-flannel.yaml").value;
+      const objs = readKubeObjects(
+        flannelClusterObjects(plan).flannel,
+        "cluster/kube-flannel.yaml",
+      ).value;
       assert.equal(readFlannelFlags(objs)?.ipMasq, masq);
-      assert.equal(readFlannelNetConf(objs).value?.networkText, NETWORK);
+      assert.equal(readFlannelNetConf(objs).value?.networkText, FLANNEL_NETWORK);
     }
     assert.equal(FlannelOptions.safeParse({ bogus: "1" }).success, false);
   });
@@ -65,7 +68,7 @@ describe("lab flannel on the real kernel", { skip, concurrency: false }, () => {
   it("before: no flanneld rules, the pod is silent, diagnose names Flannel's missing --ip-masq", async () => {
     const { dir, summary } = await runPhase(FlannelOptions.parse({}));
     assert.match(summary, /node ping 10\.20\.30\.40 answers, pod ping silent/);
-    const saved = readFileSync(join(dir, `nodes/${NODE_NAME}/iptables-save.txt`), "utf8");
+    const saved = readFileSync(join(dir, `nodes/${FLANNEL_NODE}/iptables-save.txt`), "utf8");
     assert.doesNotMatch(saved, /FLANNEL-POSTRTG/);
     const a = await diagnose(loadSnapshot(openSnapshot(dir)), {});
     const f = a.findings.find((x) => x.id === "masq/exempt-destination");
@@ -75,12 +78,12 @@ describe("lab flannel on the real kernel", { skip, concurrency: false }, () => {
   it("after --ip-masq: flanneld's rules line for line, the pod reaches on-prem as the node", async () => {
     const { dir, summary } = await runPhase(FlannelOptions.parse({ fixed: "true" }));
     assert.match(summary, /pod ping answers, pod tcp\/5432 on-prem answers/);
-    const saved = readFileSync(join(dir, `nodes/${NODE_NAME}/iptables-save.txt`), "utf8")
+    const saved = readFileSync(join(dir, `nodes/${FLANNEL_NODE}/iptables-save.txt`), "utf8")
       .split("\n")
       .filter((l) => /flanneld masq/.test(l));
     assert.deepEqual(
       saved,
-      flannelMasqRules({ family: 4, network: NETWORK, podSubnet: POD_SUBNET }),
+      flannelMasqRules({ family: 4, network: FLANNEL_NETWORK, podSubnet: FLANNEL_POD_SUBNET }),
     );
     const a = await diagnose(loadSnapshot(openSnapshot(dir)), {});
     assert.ok(!a.findings.some((x) => x.id === "masq/exempt-destination"));

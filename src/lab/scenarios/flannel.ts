@@ -26,13 +26,13 @@ import type { Scenario, ScenarioContext, ScenarioOutcome } from "./index.ts";
 import { DB_PORT, ONPREM_IP, ONPREM_PREFIX, SITE_NAME, startListener } from "./masquerade.ts";
 import { kubectlList } from "./masquerade-cluster.ts";
 
-export const NODE_NAME = "flannel-worker-1";
-export const NODE_IP = "192.168.50.10";
-export const NODE_SUBNET = "192.168.50.0/24";
-export const NETWORK = "10.244.0.0/16";
-export const POD_SUBNET = "10.244.1.0/24";
-export const POD_IP = "10.244.1.7";
-export const POD_NAME = "billing-5d8f9c7b6-h2xkq";
+export const FLANNEL_NODE = "flannel-worker-1";
+export const FLANNEL_NODE_IP = "192.168.50.10";
+export const FLANNEL_NODE_SUBNET = "192.168.50.0/24";
+export const FLANNEL_NETWORK = "10.244.0.0/16";
+export const FLANNEL_POD_SUBNET = "10.244.1.0/24";
+export const FLANNEL_POD_IP = "10.244.1.7";
+export const FLANNEL_POD_NAME = "billing-5d8f9c7b6-h2xkq";
 const GATEWAY = "10.244.1.1";
 const HOST_VETH = "veth3a9c1e2f";
 const ROUTER_NODE_IP = "192.168.50.1";
@@ -47,7 +47,7 @@ export const FlannelOptions = z
     phase: z.enum(["before", "after"]).default("before"),
     /** Shorthand for `--phase after`. */
     fixed: boolText.optional(),
-    "routes-back": z.string().default(NODE_SUBNET),
+    "routes-back": z.string().default(FLANNEL_NODE_SUBNET),
   })
   .strict();
 export type FlannelOptions = z.output<typeof FlannelOptions>;
@@ -101,7 +101,7 @@ async function build(ctx: ScenarioContext, plan: FlannelReplicaPlan): Promise<Bu
     `addr add ${ROUTER_ONPREM_IP}/16 dev onprem0`,
     "link set br0 up",
     "link set onprem0 up",
-    `route add ${POD_SUBNET} via ${NODE_IP}`,
+    `route add ${FLANNEL_POD_SUBNET} via ${FLANNEL_NODE_IP}`,
   ]);
   await must(router, ["sysctl", "-q", "-w", "net.ipv4.ip_forward=1"]);
   await ipBatch(onprem, [
@@ -111,7 +111,7 @@ async function build(ctx: ScenarioContext, plan: FlannelReplicaPlan): Promise<Bu
   ]);
   // the bridge plugin's side: cni0 with the lease's first address, the pod's veth on it
   await ipBatch(node, [
-    `addr add ${NODE_IP}/24 dev eth0`,
+    `addr add ${FLANNEL_NODE_IP}/24 dev eth0`,
     "link set eth0 up",
     "link add cni0 type bridge",
     `addr add ${GATEWAY}/24 dev cni0`,
@@ -122,7 +122,7 @@ async function build(ctx: ScenarioContext, plan: FlannelReplicaPlan): Promise<Bu
   ]);
   await must(node, ["sysctl", "-q", "-w", "net.ipv4.ip_forward=1"]);
   await ipBatch(pod, [
-    `addr add ${POD_IP}/24 dev eth0`,
+    `addr add ${FLANNEL_POD_IP}/24 dev eth0`,
     "link set eth0 up",
     `route add default via ${GATEWAY}`,
   ]);
@@ -131,13 +131,13 @@ async function build(ctx: ScenarioContext, plan: FlannelReplicaPlan): Promise<Bu
     await must(
       node,
       ["iptables-restore", "--noflush", "-w"],
-      flannelRestoreText({ family: 4, network: NETWORK, podSubnet: POD_SUBNET }),
+      flannelRestoreText({ family: 4, network: FLANNEL_NETWORK, podSubnet: FLANNEL_POD_SUBNET }),
     );
   }
   return { node, pod, onprem };
 }
 
-export function remoteSiteYaml(plan: FlannelReplicaPlan): string {
+export function flannelRemoteSite(plan: FlannelReplicaPlan): string {
   return [
     "kind: RemoteSite",
     `name: ${SITE_NAME}`,
@@ -157,7 +157,7 @@ const meta = (name: string, extra: Record<string, unknown> = {}) => ({
 });
 
 /** The Node (podCIDR = the lease), the app pod, kube-flannel's ConfigMap, DaemonSet and pod. */
-export function clusterObjects(plan: FlannelReplicaPlan): {
+export function flannelClusterObjects(plan: FlannelReplicaPlan): {
   nodes: string;
   flannel: string;
   pods: string;
@@ -177,7 +177,7 @@ export function clusterObjects(plan: FlannelReplicaPlan): {
     2,
   );
   const netConf = JSON.stringify(
-    { Network: NETWORK, EnableNFTables: false, Backend: { Type: "vxlan" } },
+    { Network: FLANNEL_NETWORK, EnableNFTables: false, Backend: { Type: "vxlan" } },
     null,
     2,
   );
@@ -220,24 +220,24 @@ export function clusterObjects(plan: FlannelReplicaPlan): {
         { apiVersion: "apps/v1", kind: "DaemonSet", name: "kube-flannel-ds", controller: true },
       ],
     }),
-    spec: { ...podSpec, nodeName: NODE_NAME },
-    status: { phase: "Running", hostIP: NODE_IP, podIP: NODE_IP },
+    spec: { ...podSpec, nodeName: FLANNEL_NODE },
+    status: { phase: "Running", hostIP: FLANNEL_NODE_IP, podIP: FLANNEL_NODE_IP },
   };
   const node = {
     apiVersion: "v1",
     kind: "Node",
-    metadata: meta(NODE_NAME, {
-      labels: { "kubernetes.io/hostname": NODE_NAME, "kubernetes.io/os": "linux" },
+    metadata: meta(FLANNEL_NODE, {
+      labels: { "kubernetes.io/hostname": FLANNEL_NODE, "kubernetes.io/os": "linux" },
       annotations: {
         "flannel.alpha.coreos.com/backend-type": "vxlan",
-        "flannel.alpha.coreos.com/public-ip": NODE_IP,
+        "flannel.alpha.coreos.com/public-ip": FLANNEL_NODE_IP,
       },
     }),
-    spec: { podCIDR: POD_SUBNET, podCIDRs: [POD_SUBNET] },
+    spec: { podCIDR: FLANNEL_POD_SUBNET, podCIDRs: [FLANNEL_POD_SUBNET] },
     status: {
       addresses: [
-        { address: NODE_IP, type: "InternalIP" },
-        { address: NODE_NAME, type: "Hostname" },
+        { address: FLANNEL_NODE_IP, type: "InternalIP" },
+        { address: FLANNEL_NODE, type: "Hostname" },
       ],
       conditions: [{ status: "True", type: "Ready", reason: "KubeletReady" }],
       nodeInfo: { kubeletVersion: "v1.33.2", kernelVersion: "6.8.0-60-generic" },
@@ -246,12 +246,17 @@ export function clusterObjects(plan: FlannelReplicaPlan): {
   const app = {
     apiVersion: "v1",
     kind: "Pod",
-    metadata: meta(POD_NAME, { namespace: "default", labels: { app: "billing" } }),
+    metadata: meta(FLANNEL_POD_NAME, { namespace: "default", labels: { app: "billing" } }),
     spec: {
-      nodeName: NODE_NAME,
+      nodeName: FLANNEL_NODE,
       containers: [{ name: "app", image: "registry.example/billing:1.4" }],
     },
-    status: { phase: "Running", hostIP: NODE_IP, podIP: POD_IP, podIPs: [{ ip: POD_IP }] },
+    status: {
+      phase: "Running",
+      hostIP: FLANNEL_NODE_IP,
+      podIP: FLANNEL_POD_IP,
+      podIPs: [{ ip: FLANNEL_POD_IP }],
+    },
   };
   return {
     nodes: kubectlList([node]),
@@ -273,7 +278,7 @@ async function probeAndSnapshot(
     await startCapture(b.node, out, "node", {
       iface: "any",
       filter: `host ${ONPREM_IP}`,
-      point: `node/${NODE_NAME}`,
+      point: `node/${FLANNEL_NODE}`,
       phase: plan.phase,
     }),
     await startCapture(b.onprem, out, `remote-${SITE_NAME}`, {
@@ -292,7 +297,7 @@ async function probeAndSnapshot(
       writeSnapshotFile(
         out,
         "probes/node.txt",
-        `# client: node/${NODE_NAME}\n${nodeProbe.transcript}`,
+        `# client: node/${FLANNEL_NODE}\n${nodeProbe.transcript}`,
       ),
     );
     const podProbe = await runProbes(b.pod, [
@@ -307,8 +312,8 @@ async function probeAndSnapshot(
     files.push(
       writeSnapshotFile(
         out,
-        `probes/pod-${POD_NAME}.txt`,
-        `# client: pod/default/${POD_NAME}\n${podProbe.transcript}`,
+        `probes/pod-${FLANNEL_POD_NAME}.txt`,
+        `# client: pod/default/${FLANNEL_POD_NAME}\n${podProbe.transcript}`,
       ),
     );
     const ok = (code: number | undefined) => (code === 0 ? "answers" : "silent");
@@ -322,25 +327,25 @@ async function probeAndSnapshot(
   }
   for (const c of captures) files.push(c.rel, c.rel.replace(/\.pcap$/, ".yaml"));
   files.push(
-    ...(await collectKernelState(b.node, out, `nodes/${NODE_NAME}`, [
+    ...(await collectKernelState(b.node, out, `nodes/${FLANNEL_NODE}`, [
       "iptables-save",
       "ip-route",
       "ip-addr",
       "sysctl",
       "conntrack",
     ])),
-    ...(await collectKernelState(b.pod, out, `pods/default/${POD_NAME}`, [
+    ...(await collectKernelState(b.pod, out, `pods/default/${FLANNEL_POD_NAME}`, [
       "ip-route",
       "ip-addr",
       "sysctl",
     ])),
   );
-  const objs = clusterObjects(plan);
+  const objs = flannelClusterObjects(plan);
   files.push(
     writeSnapshotFile(out, "cluster/nodes.yaml", objs.nodes),
     writeSnapshotFile(out, "cluster/kube-flannel.yaml", objs.flannel),
     writeSnapshotFile(out, "cluster/pods.yaml", objs.pods),
-    writeSnapshotFile(out, `remote/${SITE_NAME}.yaml`, remoteSiteYaml(plan)),
+    writeSnapshotFile(out, `remote/${SITE_NAME}.yaml`, flannelRemoteSite(plan)),
   );
   return { files, summary };
 }
@@ -356,7 +361,7 @@ async function run(ctx: ScenarioContext, opts: FlannelOptions): Promise<Scenario
         files: [],
         summary: [
           `on-prem ${ONPREM_IP} listens on tcp/${DB_PORT}`,
-          `node ${NODE_NAME}: ip netns exec ${b.node.name} …   pod ${POD_IP}: ip netns exec ${b.pod.name} …`,
+          `node ${FLANNEL_NODE}: ip netns exec ${b.node.name} …   pod ${FLANNEL_POD_IP}: ip netns exec ${b.pod.name} …`,
         ],
       };
     }
