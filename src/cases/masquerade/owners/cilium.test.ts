@@ -16,6 +16,7 @@ import { openSnapshot } from "../../../snapshot/source.ts";
 import type { DiagnoseOptions } from "../../case.ts";
 import { explainMasquerade } from "../explain.ts";
 import { planMasquerade } from "../plan.ts";
+import { coveringCidr } from "./cilium.ts";
 import { SOURCE_OWNERS } from "./index.ts";
 
 const FIXTURE = join(import.meta.dirname, "../fixtures/cilium/bpf-ip-masq-agent");
@@ -166,5 +167,15 @@ describe("Cilium BPF masquerade with its ip-masq-agent", () => {
     assert.equal(after?.value, "172.16.0.0/12,192.168.0.0/16");
     const before = plan.owner?.change.before.find((s) => s.key.startsWith("ip-masq-agent"));
     assert.equal(before?.value, "10.0.0.0/8,172.16.0.0/12,192.168.0.0/16");
+  });
+});
+
+describe("the native-routing CIDR a fix narrows to", () => {
+  it("holds every node's pod range, not one node's", () => {
+    assert.equal(coveringCidr(["10.0.1.0/24", "10.0.2.0/24"]), "10.0.0.0/22");
+    assert.equal(coveringCidr(["10.0.1.0/24"]), "10.0.1.0/24");
+    assert.equal(coveringCidr(["10.4.0.0/16", "10.7.255.0/24"]), "10.4.0.0/14");
+    assert.equal(coveringCidr(["10.0.1.0/24", "fd00::/64"]), undefined);
+    assert.equal(coveringCidr([]), undefined);
   });
 });

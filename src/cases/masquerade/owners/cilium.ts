@@ -243,7 +243,7 @@ function nativeRoutingFix(objs: CiliumObjects, podRanges: string[], cidr: string
   const e = objs.config?.nativeRoutingEntry;
   const key = e?.key ?? KEY_IPV4_NATIVE;
   const ds = agentName(objs);
-  const to = podRanges.length === 1 ? podRanges[0]! : "<the pods' CIDR>";
+  const to = coveringCidr(podRanges) ?? "<the pods' CIDR>";
   return {
     text: `narrow ${key} in the cilium-config ConfigMap from ${cidr ?? e?.value ?? "its value"} to the pods' own range (${to}), so that only pod-to-pod traffic keeps pod addresses, and restart the agent (it reads cilium-config at start): a behaviour change, every destination outside ${to} then sees node addresses`,
     commands: [
@@ -366,6 +366,40 @@ function fixFor(objs: CiliumObjects, kept: Kept, dst: Ip, podRanges: string[]): 
         evidence: kept.ref ? [kept.ref] : [],
       };
   }
+}
+
+/**
+ * The smallest CIDR that holds every pod range (the native-routing CIDR must hold all pods of the
+ * cluster, not one node's range), or undefined when there is none or they mix families.
+ */
+export function coveringCidr(ranges: readonly string[]): string | undefined {
+  const cidrs = ranges.flatMap((r) => {
+    const c = tryParseCidr(r);
+    return "cidr" in c ? [c.cidr] : [];
+  });
+  const first = cidrs[0];
+  if (!first || cidrs.some((c) => c.family !== first.family)) return undefined;
+  const bits = first.family === 4 ? 32 : 128;
+  let start = first.start;
+  let end = first.end;
+  for (const c of cidrs) {
+    if (c.start < start) start = c.start;
+    if (c.end > end) end = c.end;
+  }
+  let prefix = Math.min(...cidrs.map((c) => c.prefix));
+  const all = (1n << BigInt(bits)) - 1n;
+  for (; prefix > 0; prefix--) {
+    const host = (1n << BigInt(bits - prefix)) - 1n;
+    const net = start & (all ^ host);
+    if (net + host >= end) break;
+  }
+  const host = (1n << BigInt(bits - prefix)) - 1n;
+  return formatCidr({
+    family: first.family,
+    start: start & (all ^ host),
+    end: (start & (all ^ host)) + host,
+    prefix,
+  });
 }
 
 const podRangeTexts = (snap: Snapshot) => factsFor(snap).podRanges.map(formatCidr);
@@ -576,6 +610,10 @@ function ciliumPlan(input: OwnerPlanInput): OwnerPlan | undefined {
   const removed = [...new Set(fixes.map((f) => f.kept.cidr ?? ""))].filter((c) => c !== "");
   const ipMasq = first.kept.why === "ip-masq-agent" && first.kept.mapFrom !== "egress-nat-policy";
   const finalKeep = (first.fix.keep ?? []).filter((c) => !removed.includes(c));
+  const narrowTo =
+    first.kept.why === "snat-exclusion-cidr" || first.kept.why === "iptables-exclusion"
+      ? coveringCidr(podRanges)
+      : undefined;
   const after = before.map((b) => {
     if (ipMasq && b.key.startsWith("ip-masq-agent"))
       return { key: b.key, value: finalKeep.join(",") };
@@ -583,16 +621,12 @@ function ciliumPlan(input: OwnerPlanInput): OwnerPlan | undefined {
       (first.kept.why === "snat-exclusion-cidr" || first.kept.why === "iptables-exclusion") &&
       b.key === `cilium-config ${objs.config?.nativeRoutingEntry?.key ?? KEY_IPV4_NATIVE}`
     ) {
-      return { key: b.key, value: podRanges[0] ?? "<the pods' CIDR>" };
+      return { key: b.key, value: narrowTo ?? "<the pods' CIDR>" };
     }
     if (first.kept.why === "disabled" && b.key === `cilium-config ${KEY_IPV4_MASQ}`)
       return { key: b.key, value: "true" };
     return b;
   });
-  const narrowTo =
-    first.kept.why === "snat-exclusion-cidr" || first.kept.why === "iptables-exclusion"
-      ? (podRanges[0] ?? undefined)
-      : undefined;
   const dir = input.fileDir ? `${input.fileDir.replace(/\/$/, "")}/` : "";
   return {
     owner: "cilium",
@@ -625,7 +659,7 @@ function ciliumPlan(input: OwnerPlanInput): OwnerPlan | undefined {
     checks: [
       first.kept.mode.mode === "BPF"
         ? `kubectl -n kube-system exec ds/${ds} -- ${IPMASQ_LIST}   # on each node: ${removed.join(", ")} gone`
-        : `iptables-save -t nat | grep 'cilium masquerade non-cluster'   # on each node: ! -d ${podRanges[0] ?? "<the pods' CIDR>"}`,
+        : `iptables-save -t nat | grep 'cilium masquerade non-cluster'   # on each node: ! -d ${narrowTo ?? "<the pods' CIDR>"}`,
       ...targets.map(
         (t) =>
           `tcpdump -ni any host ${formatIp(t.ip)}   # on a node: the node's address on the wire, replies back`,
