@@ -128,6 +128,34 @@ describe("Cilium BPF masquerade with its ip-masq-agent", () => {
     );
   });
 
+  it("GKE Dataplane V2: an EgressNATPolicy NoSNAT destination keeps the address, cited and fixed there", async () => {
+    const policy = `apiVersion: networking.gke.io/v1
+kind: EgressNATPolicy
+metadata:
+  name: default
+spec:
+  action: NoSNAT
+  destinations:
+  - cidr: 10.0.0.0/8
+  - cidr: 172.16.0.0/12
+`;
+    const root = variant({ [LIST]: null, "cluster/egressnatpolicies.yaml": policy });
+    const r = await explainMasquerade(load(root), dest("10.20.30.40"));
+    const hop = r.paths.find((p) => p.from.startsWith("pod/"))?.hops[1];
+    assert.match(hop?.label ?? "", /EgressNATPolicy NoSNAT/);
+    assert.deepEqual(
+      [hop?.evidence?.file, hop?.evidence?.line],
+      ["cluster/egressnatpolicies.yaml", 8],
+    );
+    const f = r.findings.find((x) => x.id === "masq/exempt-destination");
+    assert.match(f?.title ?? "", /EgressNATPolicy entry 10\.0\.0\.0\/8/);
+    assert.ok(
+      f?.next.includes(
+        "kubectl edit egressnatpolicy default   # remove the destination 10.0.0.0/8",
+      ),
+    );
+  });
+
   it("Masquerading: IPTables hands the decision to the node's rules, and asks for them", async () => {
     const st = readFileSync(join(FIXTURE, STATUS), "utf8").replace(
       /^Masquerading: .*$/m,
