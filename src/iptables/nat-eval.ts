@@ -153,7 +153,13 @@ export function compileNat(dump: IptablesDump, ctx: NatContext = {}): NatEvaluat
   const family = dump.family;
   const table = dump.tables.get("nat");
   const ifaceAddrs = (ctx.interfaces ?? []).flatMap((i) => i.addresses ?? []);
-  const knowledge = addressKnowledge(ctx.localAddresses, ifaceAddrs, ctx.addressFacts, ctx.ipsets);
+  const knowledge = addressKnowledge(
+    ctx.localAddresses,
+    ifaceAddrs,
+    ctx.addressFacts,
+    ctx.ipsets,
+    ctx.ipsetFile,
+  );
   const chains = new Map<string, CChain>();
   const tableRef: SourceRef = table?.source ?? {
     file: dump.file,

@@ -104,6 +104,8 @@ export interface AddressKnowledge {
   readonly facts: readonly AddressFact[];
   /** The node's IP sets (`ipset save`), deciding `-m set --match-set`; undefined when not given. */
   readonly sets?: IpsetDump;
+  /** Where the node's `ipset save` belongs, for what would decide a set match without it. */
+  readonly setsFile?: string;
 }
 
 /**
@@ -596,7 +598,7 @@ function setPred(
   const neg = o.negated;
   const sets = k.sets;
   const decide: Decider = {
-    ...(sets ? { file: sets.file } : {}),
+    ...(sets ? { file: sets.file } : k.setsFile ? { file: k.setsFile } : {}),
     command: `ipset list ${name}   # on the node`,
   };
   return (s) => {
@@ -681,6 +683,7 @@ export function addressKnowledge(
   interfaceAddrs: readonly { readonly ip: Ip; readonly prefix: number }[],
   facts: readonly AddressFact[] = [],
   sets?: IpsetDump,
+  setsFile?: string,
 ): AddressKnowledge {
   const ranges = (local ?? []).map((a) =>
     "value" in a
@@ -701,5 +704,6 @@ export function addressKnowledge(
     broadcast,
     facts,
     ...(sets ? { sets } : {}),
+    ...(setsFile ? { setsFile } : {}),
   };
 }

@@ -100,6 +100,8 @@ export interface NatContext {
   readonly nodeInternalIp?: Ip;
   /** The node's IP sets (`ipset save` / `ipset list`): decide `-m set --match-set`. */
   readonly ipsets?: IpsetDump;
+  /** Where the node's `ipset save` belongs in the snapshot, named when the sets are not given. */
+  readonly ipsetFile?: string;
   /** Chains with at least this many rules get an index on the destination. Default 16. */
   readonly indexThreshold?: number;
   /** Give up (cannot-decide) beyond this many branches (statistic or unknown facts). Default 512. */

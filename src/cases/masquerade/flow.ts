@@ -84,7 +84,9 @@ function contextOf(
   // the node's `ipset save` / `ipset list` decides `-m set` matches (Calico's cali-nat-outgoing)
   const ipset = ownerTexts(node, "ipset")[0];
   return {
-    ...(ipset ? { ipsets: parseIpset(ipset.text, ipset.file).value } : {}),
+    ...(ipset
+      ? { ipsets: parseIpset(ipset.text, ipset.file).value }
+      : { ipsetFile: `nodes/${node.name}/ipset.txt` }),
     ...(node.interfaces ? { localAddresses, interfaces } : {}),
     ...(internal ? { nodeInternalIp: internal } : {}),
     ...(addressFacts.length > 0 ? { addressFacts } : {}),

@@ -96,6 +96,9 @@ describe("masquerade case on the Calico replica", () => {
     assert.notEqual(path?.sourceOnWire, "10.245.12.4", "not decided as kept without the sets");
     assert.ok(!f || !/does not hold/.test(f.explanation));
     assert.ok(r.missing.some((m) => m.file === IPSET && /ipset save/.test(m.command ?? "")));
+    // every set membership the rules turn on is asked of the ipset file, never of the dump
+    assert.ok(r.missing.some((m) => m.file === IPSET && /member of ipset/.test(m.would_decide)));
+    assert.ok(!r.missing.some((m) => m.file === DUMP && /ipset/.test(m.would_decide)));
     assert.match(JSON.stringify(r), /undecided: give ipset save/);
   });
 
