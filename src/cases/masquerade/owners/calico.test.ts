@@ -175,6 +175,14 @@ describe("masquerade case on the Calico replica", () => {
     assert.match(r.proof, /after 192\.168\.1\.10 /);
   });
 
+  it("its installed state on the node (the sets' members) shows the change verify needs", () => {
+    const before = calicoOwner.installedState?.(load(BEFORE), NODE);
+    const after = calicoOwner.installedState?.(load(AFTER), NODE);
+    assert.ok(!before?.lines.includes("cali40masq-ipam-pools 10.245.0.0/16"));
+    assert.ok(after?.lines.includes("cali40masq-ipam-pools 10.245.0.0/16"));
+    assert.equal(before?.source?.file, IPSET);
+  });
+
   // Felix changes the IP set, not the rules: the proof's kernel layer compares only nat rules
   // (proof-owner.ts ownerRules); it needs the owner's installed state (ipset members) to say FIXED
   it("verify on the before/after pair: FIXED", {

@@ -412,6 +412,21 @@ function calicoMissing(snap: Snapshot): Missing[] {
   return out;
 }
 
+/** Felix's NAT-outgoing sets on a node, one `SET MEMBER` line each, from its ipset file. */
+function calicoInstalledState(snap: Snapshot, node: string) {
+  const sets = nodeIpsets(snap, node);
+  if (!sets) return undefined;
+  const lines: string[] = [];
+  let source: SourceRef | undefined;
+  for (const s of sets.sets.values()) {
+    if (!isMasqPoolsSet(s.name) && !isAllPoolsSet(s.name)) continue;
+    source ??= s.source;
+    for (const m of s.members ?? [])
+      lines.push(`${s.name} ${m.element}${m.nomatch ? " nomatch" : ""}`);
+  }
+  return { lines: lines.sort(), ...(source ? { source } : {}) };
+}
+
 /** Calico (Felix's iptables dataplane, IPPool natOutgoing) as an owner of the pods' source. */
 export const calicoOwner: SourceOwnerCase = {
   id: "calico",
@@ -424,4 +439,5 @@ export const calicoOwner: SourceOwnerCase = {
   plan: calicoPlan,
   settings: calicoSettings,
   intendedFor: calicoIntendedFor,
+  installedState: calicoInstalledState,
 };

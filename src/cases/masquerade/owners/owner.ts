@@ -145,6 +145,15 @@ export interface SourceOwnerCase {
   plan?(input: OwnerPlanInput): OwnerPlan | undefined;
   /** The owner's settings as written, for `verify`'s before/after of the intent. */
   settings(snap: Snapshot): readonly OwnerSetting[];
+  /**
+   * The owner's state on a node beyond its nat rules (Calico's IP set members), one line each as
+   * the node's file shows it, for `verify`'s kernel layer; undefined when it has none or the
+   * snapshot lacks the file.
+   */
+  installedState?(
+    snap: Snapshot,
+    node: string,
+  ): { readonly lines: readonly string[]; readonly source?: SourceRef } | undefined;
   /** What the owner's settings intend for a destination, with the line that says so. */
   intendedFor(
     snap: Snapshot,
