@@ -186,11 +186,15 @@ function podpath(args: readonly string[]) {
 /** Whitespace as a browser collapses it, so a cited line compares with the page's text. */
 const squash = (s: string) => s.replace(/\s+/g, " ").trim();
 
-/** The file:line citations and cited lines the answer holds, read from its JSON or text. */
-function citations(c: Case): { refs: string[]; lines: string[] } {
+/**
+ * The file:line citations and cited lines the answer holds, read from its JSON or text, and
+ * (diagnose) the verdict's summary from its JSON.
+ */
+function citations(c: Case): { refs: string[]; lines: string[]; verdict?: string } {
   if (c.args[0] === "diagnose") {
     type Cite = { file: string; line: number; text?: string };
     const json = JSON.parse(podpath([...c.args, "-o", "json"])) as {
+      verdict: { summary: string };
       findings: { evidence: Cite[] }[];
       paths: { hops: { evidence?: Cite }[] }[];
     };
@@ -199,6 +203,7 @@ function citations(c: Case): { refs: string[]; lines: string[] } {
       ...json.paths.flatMap((p) => p.hops.flatMap((h) => (h.evidence ? [h.evidence] : []))),
     ];
     return {
+      verdict: squash(json.verdict.summary),
       refs: [...new Set(ev.map((e) => `${e.file}:${e.line}`))],
       // a path's hops cite lines by file:line only; the findings show the lines themselves
       lines: json.findings.flatMap((f) =>
@@ -293,6 +298,11 @@ describe("every HTML answer rendered in headless Chromium (built CLI)", {
           c.banner,
           `${what}: the first block is not the verdict`,
         );
+        if (cited.verdict !== undefined)
+          assert.ok(
+            squash(m.blockTexts[first] ?? "").includes(cited.verdict),
+            `${what}: the banner does not say the JSON verdict «${cited.verdict}»`,
+          );
         assert.ok(
           banner.y < height / 4,
           `${what}: the verdict starts at ${banner.y}px, below the screen's top quarter`,

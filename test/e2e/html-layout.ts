@@ -28,7 +28,7 @@ export interface Measure {
   readonly overflowing: readonly string[];
   /** body's visible children, in document order, then `svg#0` (the first path diagram), if any. */
   readonly blocks: readonly Box[];
-  /** What a reader sees of each of body's visible children (the first 400 characters). */
+  /** What a reader sees of each of body's visible children (the first 1,000 characters). */
   readonly blockTexts: readonly string[];
   /** The first path diagram: its box, and whether it is laid out (not in a closed `<details>`). */
   readonly svg: (Box & { readonly visible: boolean }) | null;
@@ -80,7 +80,7 @@ export const MEASURE = `(() => {
     clientWidth: de.clientWidth,
     overflowing: overflowing.slice(0, 5),
     blocks: svg ? [...blocks, box("svg#0", s)] : blocks,
-    blockTexts: shown.map((el) => el.innerText.trim().slice(0, 400)),
+    blockTexts: shown.map((el) => el.innerText.trim().slice(0, 1000)),
     svg,
     innerText: document.body.innerText,
     textContent: document.body.textContent,
