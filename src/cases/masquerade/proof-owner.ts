@@ -2,7 +2,8 @@
  * @module cases/masquerade/proof-owner — the change record's intent and kernel layers when another
  * owner than ip-masq-agent decides the pods' source address: the owner's settings before and after
  * (each cited, tagged with its phase), what they intend for the destination, and on each node the
- * rules that owner wrote (by attribution) before and after.
+ * rules that owner wrote (by attribution) and the state it installs beside them (IP sets) before
+ * and after.
  */
 import { attributeRule, factsOfRule } from "../../iptables/owners.ts";
 import { renderRule } from "../../iptables/render.ts";
@@ -72,10 +73,13 @@ function ownerRules(
     .flatMap((c) => c.rules)
     .filter((r) => attributeRule(factsOfRule(r)).owner === owner.id);
   const first = rules[0]?.source;
+  // state the owner keeps outside its rules (Calico's IP sets) counts as its rules here
+  const extra = owner.installedState?.(snap, node);
+  const src = first ?? extra?.source;
   return {
-    rules: rules.map((r) => renderRule(r)),
-    ...(first
-      ? { ev: { file: first.file, line: first.line, ...(first.text ? { text: first.text } : {}) } }
+    rules: [...rules.map((r) => renderRule(r)), ...(extra?.lines ?? [])],
+    ...(src
+      ? { ev: { file: src.file, line: src.line, ...(src.text ? { text: src.text } : {}) } }
       : {}),
   };
 }

@@ -183,11 +183,9 @@ describe("masquerade case on the Calico replica", () => {
     assert.equal(before?.source?.file, IPSET);
   });
 
-  // Felix changes the IP set, not the rules: the proof's kernel layer compares only nat rules
-  // (proof-owner.ts ownerRules); it needs the owner's installed state (ipset members) to say FIXED
-  it("verify on the before/after pair: FIXED", {
-    todo: "the proof compares nat rules only; Calico's change is in the node's ipset",
-  }, async () => {
+  // Felix changes the IP set, not the rules: the proof's kernel layer compares the owner's
+  // installed state (the sets' members) beside its nat rules
+  it("verify on the before/after pair: FIXED, and ROLLED BACK the other way round", async () => {
     const r = await verifyChange(load(BEFORE), load(AFTER));
     assert.equal(r.verdict, "fixed", r.verdictText);
     assert.equal(r.owner?.id, "calico");
