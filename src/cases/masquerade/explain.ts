@@ -90,6 +90,7 @@ export async function explainMasquerade(
   const own = ownerFindings(snap, model.facts, owners);
   result.findings.push(...own.findings);
   result.missing.push(...own.missing);
+  result.diagnostics.push(...own.diagnostics);
 
   const targets = chooseDestinations(opts, sites.sites, snap.probes, facts);
   const sources = chooseSources(opts, facts, snap, targets.list[0]?.ip);

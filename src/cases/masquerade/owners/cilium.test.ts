@@ -207,3 +207,16 @@ describe("the native-routing CIDR a fix narrows to", () => {
     assert.equal(coveringCidr([]), undefined);
   });
 });
+
+describe("problems reading Cilium's node files reach the answer", () => {
+  it("a Masquerading line podpath cannot read is a diagnostic naming the file and line", async () => {
+    const status = readFileSync(join(FIXTURE, STATUS), "utf8");
+    const broken = status.replace(/^Masquerading:.*$/m, "Masquerading:            ??? garbled");
+    const root = variant({ [STATUS]: broken });
+    const r = await explainMasquerade(load(root), {});
+    const line = lineOf(STATUS, /^Masquerading:/);
+    const d = r.diagnostics.find((x) => x.source?.file === STATUS);
+    assert.ok(d, JSON.stringify(r.diagnostics));
+    assert.equal(d.source?.line, line);
+  });
+});

@@ -25,6 +25,7 @@ import { NODE_SET_COMMENT } from "../../../agents/cilium/rules.ts";
 import { factsOfRule } from "../../../iptables/owners.ts";
 import { renderRule } from "../../../iptables/render.ts";
 import {
+  type Diagnostic,
   type Evidence,
   type Missing,
   refToEvidence,
@@ -42,7 +43,9 @@ import {
   ciliumPresent,
   execCommand,
   type ModeFact,
+  nodeIpMasqList,
   nodeMode,
+  nodeStatus,
   upstreamAgentAtWork,
 } from "./cilium-facts.ts";
 import type {
@@ -713,6 +716,15 @@ function ciliumMissing(snap: Snapshot, facts: ClusterFacts): Missing[] {
 }
 
 /** Cilium (and GKE Dataplane V2's anetd) as an owner of the pods' source address. */
+/** Problems reading Cilium's objects and each node's status and ipmasq listing. */
+function ciliumDiagnostics(snap: Snapshot): Diagnostic[] {
+  const out: Diagnostic[] = [...ciliumObjects(snap).diagnostics];
+  for (const node of snap.nodes.keys()) {
+    out.push(...nodeStatus(snap, node).diagnostics, ...nodeIpMasqList(snap, node).diagnostics);
+  }
+  return out;
+}
+
 export const ciliumOwner: SourceOwnerCase = {
   id: "cilium",
   name: "Cilium",
@@ -723,6 +735,7 @@ export const ciliumOwner: SourceOwnerCase = {
   wireWording: ciliumWireWording,
   decideSource: ciliumDecide,
   findings: ciliumFindings,
+  diagnostics: ciliumDiagnostics,
   missing: ciliumMissing,
   plan: ciliumPlan,
   settings: ciliumSettings,

@@ -4,7 +4,7 @@
  * case's questions to all of them. Order matters only where two owners claim one snapshot: the
  * first that answers wins.
  */
-import type { Finding, Missing } from "../../../model/types.ts";
+import type { Diagnostic, Finding, Missing } from "../../../model/types.ts";
 import type { Snapshot } from "../../../snapshot/load.ts";
 import type { ClusterFacts } from "../facts.ts";
 import { awsVpcCniOwner } from "./aws-vpc-cni.ts";
@@ -86,19 +86,21 @@ export function ownerDecision(
   return undefined;
 }
 
-/** The owners' own findings and what would decide more for them. */
+/** The owners' own findings, what would decide more for them, and their readers' problems. */
 export function ownerFindings(
   snap: Snapshot,
   facts: ClusterFacts,
   owners = SOURCE_OWNERS,
-): { findings: Finding[]; missing: Missing[] } {
+): { findings: Finding[]; missing: Missing[]; diagnostics: Diagnostic[] } {
   const findings: Finding[] = [];
   const missing: Missing[] = [];
+  const diagnostics: Diagnostic[] = [];
   for (const o of ownersPresent(snap, owners)) {
     findings.push(...(o.findings?.(snap, facts) ?? []));
     missing.push(...(o.missing?.(snap, facts) ?? []));
+    diagnostics.push(...(o.diagnostics?.(snap) ?? []));
   }
-  return { findings, missing };
+  return { findings, missing, diagnostics };
 }
 
 /** The fix in the terms of the first owner that plans for these destinations. */

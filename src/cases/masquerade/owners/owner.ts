@@ -7,7 +7,7 @@
  */
 import type { Owner } from "../../../iptables/owners.ts";
 import type { PathHop } from "../../../model/answer.ts";
-import type { Evidence, Finding, Missing, SourceRef } from "../../../model/types.ts";
+import type { Diagnostic, Evidence, Finding, Missing, SourceRef } from "../../../model/types.ts";
 import { type Cidr, formatIp, type Ip, sameIp } from "../../../net/cidr.ts";
 import type { Snapshot } from "../../../snapshot/load.ts";
 import type { TracedDestination } from "../destinations.ts";
@@ -139,6 +139,8 @@ export interface SourceOwnerCase {
   decideSource?(input: OwnerDecideInput): OwnerSourceDecision | undefined;
   /** Findings of the owner's own (its config refused, stale state on a node). */
   findings?(snap: Snapshot, facts: ClusterFacts): Finding[];
+  /** Problems reading the owner's objects and node files (each names its file and line). */
+  diagnostics?(snap: Snapshot): Diagnostic[];
   /** What would decide more, for this owner (its objects, its node files). */
   missing?(snap: Snapshot, facts: ClusterFacts): Missing[];
   /** The fix for the case's destinations, in the owner's terms; undefined when not this owner's. */
