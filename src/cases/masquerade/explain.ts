@@ -27,6 +27,7 @@ import {
   ownerExempt,
   ownerFindings,
   ownerHop,
+  ruleOwner,
   SOURCE_OWNERS,
   type SourceOwnerCase,
 } from "./owners/index.ts";
@@ -162,13 +163,17 @@ export async function explainMasquerade(
   return result;
 }
 
-function describeDecision(o: FlowOutcome): string {
+function describeDecision(o: FlowOutcome, snap: Snapshot, node: string): string {
   switch (o.decision) {
     case "keep": {
       const ret = [...o.trace.steps].reverse().find((s) => s.kind === "return" && s.ruleIndex > 0);
-      return ret
-        ? `${ret.chain} rule ${ret.ruleIndex} returns before any MASQUERADE: source kept`
-        : "no rule rewrites the source: kept";
+      const owner = ret ? ruleOwner(snap, node, ret.source)?.attribution.owner : undefined;
+      // kube-proxy's mark RETURN only skips its own service masquerade: it keeps nothing
+      if (!ret || owner === "kube-proxy") return "no rule rewrites the source: kept";
+      const foreign =
+        owner !== undefined && !["unknown", "ip-masq-agent", "gke-node-startup"].includes(owner);
+      const by = foreign ? ` (${owner}'s)` : "";
+      return `${ret.chain} rule ${ret.ruleIndex}${by} returns before any MASQUERADE: source kept`;
     }
     case "masquerade":
       return `MASQUERADE → ${o.sourceOut ? formatIp(o.sourceOut) : "?"}`;
@@ -353,7 +358,7 @@ function decideNode(
     decidedBy = outcome.decidingRule;
     hops.push({
       at: `node/${src.node}`,
-      label: `nat POSTROUTING: ${describeDecision(outcome)}`,
+      label: `nat POSTROUTING: ${describeDecision(outcome, snap, src.node)}`,
       ...(wireSource ? { source: formatIp(wireSource) } : {}),
       state:
         outcome.decision === "cannot-decide" || outcome.decision === "forks"
