@@ -254,7 +254,7 @@ program
   .addOption(output(["text", "json", "md", "html"], "text"))
   .addHelpText(
     "after",
-    "\nExample:\n  podpath verify examples/snat-exception-list examples/snat-exception-list-fixed",
+    "\nExample:\n  podpath verify examples/snat-exception-list examples/snat-exception-list-allowlisted",
   )
   .action(action(() => import("./commands/verify.ts"), prepareDest));
 

@@ -66,7 +66,9 @@ export const LAB_VARIANTS: readonly LabVariant[] = [
     args: ["--exclude-snat-cidrs", ""],
     example: "eks-exclude-snat-cidrs-fixed",
     readme: "kept",
-    tryAlso: ["podpath verify examples/eks-exclude-snat-cidrs examples/eks-exclude-snat-cidrs-fixed"],
+    tryAlso: [
+      "podpath verify examples/eks-exclude-snat-cidrs examples/eks-exclude-snat-cidrs-fixed",
+    ],
     description:
       "EKS after the fix in the plugin's terms: AWS_VPC_K8S_CNI_EXCLUDE_SNAT_CIDRS removed from the aws-node DaemonSet, so AWS-SNAT-CHAIN-0 SNATs pod traffic to on-prem to the node's primary address and the connection completes; the VPC host still sees the pod address.",
     nodes: [],
