@@ -6,6 +6,7 @@
 import { Command, CommanderError, Option } from "commander";
 import { UnknownEndpointError } from "../cases/endpoints.ts";
 import { parseWorkloadRef } from "../k8s/workload-ref.ts";
+import { SCENARIOS } from "../lab/scenarios/index.ts";
 import { EXIT, endQuietlyWhenStdoutCloses, type Io, processIo, UsageError } from "./io.ts";
 import {
   commandPath,
@@ -23,6 +24,9 @@ export interface CommandModule {
 }
 
 type Loader = () => Promise<CommandModule>;
+
+/** The lab's scenarios, for help (the registry loads each scenario only when it runs). */
+const SCENARIO_NAMES = Object.keys(SCENARIOS).join(" | ");
 
 const controller = new AbortController();
 let io: Io | undefined;
@@ -415,7 +419,7 @@ const lab = program.command("lab").description("real-kernel replicas in network 
 lab
   .command("run")
   .description("build a replica, probe and capture it, write a snapshot to --out, tear it down")
-  .argument("<scenario>", "masquerade | vpn")
+  .argument("<scenario>", SCENARIO_NAMES)
   .requiredOption("--out <dir>", "folder to write the snapshot into")
   .addOption(output(["text", "json", "md", "html"], "text"))
   .allowUnknownOption()
@@ -432,7 +436,7 @@ lab
 lab
   .command("up")
   .description("build a replica and keep it running for hands-on work (remove with lab down)")
-  .argument("<scenario>", "masquerade | vpn (with lab run's options)")
+  .argument("<scenario>", `${SCENARIO_NAMES} (with lab run's options)`)
   .addHelpText(
     "after",
     "\nExample:\n  podpath lab up masquerade --pools default:agent,legacy:no-agent   # then: lab down ID",
