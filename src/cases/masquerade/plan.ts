@@ -804,17 +804,7 @@ function ownerPlanOf(
   const model = masqueradeModel(snap);
   const podRanges =
     opts.podRange && opts.podRange.length > 0 ? mergeCidrs(opts.podRange) : model.facts.podRanges;
-  const targets = chooseDestinations(
-    opts.dest ? { dest: opts.dest } : {},
-    model.farSites.sites,
-    snap.probes,
-    model.facts,
-  ).list;
-  if (targets.length === 0) {
-    throw new PlanError(
-      `${snap.name}: no destination to plan for: give --dest IP[:PORT], or describe the far side in remote/*.yaml`,
-    );
-  }
+  const targets = planTargets(snap, model, opts, podRanges);
   const plan = ownerPlan(
     {
       snap,
