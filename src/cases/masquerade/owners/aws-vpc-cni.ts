@@ -5,7 +5,11 @@
  * `AWS_VPC_K8S_CNI_EXTERNALSNAT=true`), whether that is the plugin's design (traffic inside the
  * VPC) or the problem, and the fix in the plugin's terms: the aws-node DaemonSet's env.
  */
-import { type AwsNodeIntent, readAwsNodeIntent } from "../../../agents/aws-vpc-cni/daemonset.ts";
+import {
+  type AwsNodeIntent,
+  type EnvEntry,
+  readAwsNodeIntent,
+} from "../../../agents/aws-vpc-cni/daemonset.ts";
 import {
   ENV_EXCLUDE_SNAT_CIDRS,
   ENV_EXTERNAL_SNAT,
@@ -291,9 +295,8 @@ function awsPlan(input: OwnerPlanInput): OwnerPlan | undefined {
   const intent = readAwsNodeIntent(snap.objects);
   if (!awsPresent(snap) || ipMasqAgentPresent(snap) || input.strategy !== "narrow")
     return undefined;
-  const rules = returnRules(snap);
   const before = awsSettings(snap);
-  const base = {
+  const base: PlanBase = {
     owner: "aws-vpc-cni" as const,
     name: "the AWS VPC CNI (aws-node)",
     files: [],
@@ -307,45 +310,77 @@ function awsPlan(input: OwnerPlanInput): OwnerPlan | undefined {
           },
         ],
   };
-  if (intent?.settings.externalSnat) {
-    const e = intent.env.get(ENV_EXTERNAL_SNAT);
-    return {
-      ...base,
-      knob: `the aws-node DaemonSet's env ${ENV_EXTERNAL_SNAT}`,
-      title: `Set ${ENV_EXTERNAL_SNAT}=false on the aws-node DaemonSet`,
-      why: `${ENV_EXTERNAL_SNAT}=${e?.value ?? "true"}${e ? ` (${e.source.file}:${e.source.line})` : ""}: the plugin installs no SNAT rule, so every pod packet leaves with the pod's address.`,
-      evidence: e ? [e.source] : [],
-      change: {
-        before,
-        after: before.map((b) =>
-          b.key === ENV_EXTERNAL_SNAT ? { key: b.key, value: "false" } : b,
-        ),
-      },
-      apply: [
-        `kubectl -n kube-system set env daemonset aws-node -c aws-node ${ENV_EXTERNAL_SNAT}=false`,
-        "kubectl -n kube-system rollout status daemonset aws-node",
-      ],
-      announcement:
-        "Every destination outside the VPC CIDRs (and outside AWS_VPC_K8S_CNI_EXCLUDE_SNAT_CIDRS) will see the node's primary address instead of pod addresses: announce it to the owners of those destinations; allowlists naming pod addresses stop matching.",
-      nowMasqueraded: ["0.0.0.0/0 outside the VPC CIDRs"],
-      // the chain's RETURNs depend on the VPC CIDRs, which only a node's dump shows
-      expected: [],
-      checks: [
-        "iptables-save -t nat | grep -E 'AWS-SNAT-CHAIN|POSTROUTING'   # on each node: the plugin's SNAT chain is there",
-        ...targets.map(
-          (t) =>
-            `tcpdump -ni any host ${formatIp(t.ip)}   # on a node: the node's address on the wire`,
-        ),
-      ],
-      rollback: [
-        `kubectl -n kube-system set env daemonset aws-node -c aws-node ${ENV_EXTERNAL_SNAT}=${e?.value ?? "true"}`,
-        "kubectl -n kube-system rollout status daemonset aws-node",
-      ],
-      rollbackChecks: [
-        "iptables-save -t nat | grep -c 'AWS, SNAT'   # on each node: 0 again (the plugin removes its SNAT rule)",
-      ],
-    };
+  if (intent?.settings.externalSnat) return externalSnatPlan(base, before, intent, targets);
+  const kept = keptBy(snap, targets, intent);
+  if (kept.remove.size === 0) {
+    return kept.vpcKept.length > 0 ? vpcOnlyPlan(base, before, kept, targets) : undefined;
   }
+  return exclusionPlan(snap, base, before, kept);
+}
+
+/** What every plan of the plugin carries. */
+type PlanBase = Pick<OwnerPlan, "owner" | "name" | "files" | "missing">;
+
+/** External SNAT on: the plugin installs no SNAT rule; the fix turns it off. */
+function externalSnatPlan(
+  base: PlanBase,
+  before: readonly OwnerSetting[],
+  intent: AwsNodeIntent,
+  targets: OwnerPlanInput["targets"],
+): OwnerPlan {
+  const e = intent.env.get(ENV_EXTERNAL_SNAT);
+  return {
+    ...base,
+    knob: `the aws-node DaemonSet's env ${ENV_EXTERNAL_SNAT}`,
+    title: `Set ${ENV_EXTERNAL_SNAT}=false on the aws-node DaemonSet`,
+    why: `${ENV_EXTERNAL_SNAT}=${e?.value ?? "true"}${e ? ` (${e.source.file}:${e.source.line})` : ""}: the plugin installs no SNAT rule, so every pod packet leaves with the pod's address.`,
+    evidence: e ? [e.source] : [],
+    change: {
+      before,
+      after: before.map((b) => (b.key === ENV_EXTERNAL_SNAT ? { key: b.key, value: "false" } : b)),
+    },
+    apply: [
+      `kubectl -n kube-system set env daemonset aws-node -c aws-node ${ENV_EXTERNAL_SNAT}=false`,
+      "kubectl -n kube-system rollout status daemonset aws-node",
+    ],
+    announcement:
+      "Every destination outside the VPC CIDRs (and outside AWS_VPC_K8S_CNI_EXCLUDE_SNAT_CIDRS) will see the node's primary address instead of pod addresses: announce it to the owners of those destinations; allowlists naming pod addresses stop matching.",
+    nowMasqueraded: ["0.0.0.0/0 outside the VPC CIDRs"],
+    // the chain's RETURNs depend on the VPC CIDRs, which only a node's dump shows
+    expected: [],
+    checks: [
+      "iptables-save -t nat | grep -E 'AWS-SNAT-CHAIN|POSTROUTING'   # on each node: the plugin's SNAT chain is there",
+      ...targets.map(
+        (t) =>
+          `tcpdump -ni any host ${formatIp(t.ip)}   # on a node: the node's address on the wire`,
+      ),
+    ],
+    rollback: [
+      `kubectl -n kube-system set env daemonset aws-node -c aws-node ${ENV_EXTERNAL_SNAT}=${e?.value ?? "true"}`,
+      "kubectl -n kube-system rollout status daemonset aws-node",
+    ],
+    rollbackChecks: [
+      "iptables-save -t nat | grep -c 'AWS, SNAT'   # on each node: 0 again (the plugin removes its SNAT rule)",
+    ],
+  };
+}
+
+/** Which entries of the exclusion list keep the destinations, and which VPC CIDRs do. */
+interface KeptBy {
+  readonly remove: Set<string>;
+  readonly evidence: SourceRef[];
+  readonly vpcKept: string[];
+  readonly fixed: Ip[];
+  readonly listed: readonly string[];
+  readonly envEntry: EnvEntry | undefined;
+}
+
+function keptBy(
+  snap: Snapshot,
+  targets: OwnerPlanInput["targets"],
+  intent: AwsNodeIntent | undefined,
+): KeptBy {
+  const rules = returnRules(snap);
   const excludedFor = (dst: Ip) =>
     rules.find((r) => r.exclusion && r.rule.dst && contains(r.rule.dst.cidr, dst));
   const vpcFor = (dst: Ip) =>
@@ -381,28 +416,46 @@ function awsPlan(input: OwnerPlanInput): OwnerPlan | undefined {
   }
   const envEntry = intent?.env.get(ENV_EXCLUDE_SNAT_CIDRS);
   if (envEntry) evidence.push(envEntry.source);
-  if (remove.size === 0) {
-    if (vpcKept.length === 0) return undefined;
-    return {
-      ...base,
-      knob: "none: the plugin always exempts its VPC CIDRs",
-      title:
-        "No setting of the AWS VPC CNI masquerades a VPC destination: route the pod subnets back",
-      why: `${vpcKept.join(", ")}: the plugin writes a RETURN for every VPC CIDR, whatever its env says. The far side must route the pod subnets back (VPC route tables, the VPN's or Direct Connect's prefixes).`,
-      evidence,
-      change: { before, after: before },
-      apply: [],
-      announcement: "Nothing changes on the nodes; the far side's routes change.",
-      nowMasqueraded: [],
-      expected: [],
-      checks: targets.map(
-        (t) =>
-          `tcpdump -ni any host ${formatIp(t.ip)}   # on a node: replies to the pod address come back`,
-      ),
-      rollback: [],
-      rollbackChecks: [],
-    };
-  }
+  return { remove, evidence, vpcKept, fixed, listed, envEntry };
+}
+
+/** Only VPC CIDRs keep the destinations: no setting changes that; the far side routes back. */
+function vpcOnlyPlan(
+  base: PlanBase,
+  before: readonly OwnerSetting[],
+  kept: KeptBy,
+  targets: OwnerPlanInput["targets"],
+): OwnerPlan {
+  const { evidence, vpcKept } = kept;
+  return {
+    ...base,
+    knob: "none: the plugin always exempts its VPC CIDRs",
+    title:
+      "No setting of the AWS VPC CNI masquerades a VPC destination: route the pod subnets back",
+    why: `${vpcKept.join(", ")}: the plugin writes a RETURN for every VPC CIDR, whatever its env says. The far side must route the pod subnets back (VPC route tables, the VPN's or Direct Connect's prefixes).`,
+    evidence,
+    change: { before, after: before },
+    apply: [],
+    announcement: "Nothing changes on the nodes; the far side's routes change.",
+    nowMasqueraded: [],
+    expected: [],
+    checks: targets.map(
+      (t) =>
+        `tcpdump -ni any host ${formatIp(t.ip)}   # on a node: replies to the pod address come back`,
+    ),
+    rollback: [],
+    rollbackChecks: [],
+  };
+}
+
+/** The exclusion list's entries that keep the destinations come out of the env. */
+function exclusionPlan(
+  snap: Snapshot,
+  base: PlanBase,
+  before: readonly OwnerSetting[],
+  kept: KeptBy,
+): OwnerPlan {
+  const { remove, evidence, vpcKept, fixed, listed, envEntry } = kept;
   const remaining = listed.filter((c) => !remove.has(c));
   const setTo =
     remaining.length > 0
