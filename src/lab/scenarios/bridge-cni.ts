@@ -15,19 +15,20 @@
 import { z } from "zod";
 import { type BridgeRule, podMasqRules } from "../../agents/bridge-cni/rules.ts";
 import { parseCidr, parseIp } from "../../net/cidr.ts";
-import {
-  type Capture,
-  collectKernelState,
-  runProbes,
-  startCapture,
-  stopProcess,
-  writeSnapshotFile,
-} from "../artifacts.ts";
-import { KUBE_PROXY_RESTORE } from "../masq-rules.ts";
 import type { Namespace } from "../netns.ts";
 import type { Scenario, ScenarioContext, ScenarioOutcome } from "./index.ts";
-import { DB_PORT, ONPREM_IP, ONPREM_PREFIX, SITE_NAME, startListener } from "./masquerade.ts";
+import { SITE_NAME } from "./masquerade.ts";
 import { kubectlList } from "./masquerade-cluster.ts";
+import {
+  appPod,
+  boolText,
+  cidrList,
+  isTrue,
+  meta,
+  must,
+  onpremSite,
+  runSnatReplica,
+} from "./snat-replica.ts";
 
 export const NODE_NAME = "bridge-node-0";
 export const NODE_IP = "192.168.50.10";
@@ -43,10 +44,6 @@ export const SANDBOX_BEFORE = "4f1d2a9c7b3e8d60a5c2f9e1b7d4c3a2e6f8b0c1d2e3f4a5b
 export const SANDBOX_AFTER = "9e8d7c6b5a4f3e2d1c0b9a8f7e6d5c4b3a2f1e0d9c8b7a6f5e4d3c2b1a0f9e8d";
 const HOST_VETH = "veth5e2b9a41";
 const ROUTER_NODE_IP = "192.168.50.1";
-const ROUTER_ONPREM_IP = "10.20.0.1";
-const CREATED_AT = "2026-01-01T00:00:00Z";
-
-const boolText = z.union([z.literal(true), z.enum(["true", "false"])]);
 
 export const BridgeCniOptions = z
   .object({
@@ -70,7 +67,7 @@ export interface BridgeReplicaPlan {
 }
 
 export function planBridgeReplica(o: BridgeCniOptions): BridgeReplicaPlan {
-  const fixed = o.fixed === true || o.fixed === "true";
+  const fixed = isTrue(o.fixed);
   const ipMasq = fixed ? "true" : o["ip-masq"];
   const sandbox = fixed ? SANDBOX_AFTER : SANDBOX_BEFORE;
   const r =
@@ -87,10 +84,7 @@ export function planBridgeReplica(o: BridgeCniOptions): BridgeReplicaPlan {
     sandbox,
     ...(r ? { chain: r.chain } : {}),
     rules: r?.rules ?? [],
-    routesBack: o["routes-back"]
-      .split(",")
-      .map((s) => s.trim())
-      .filter((s) => s !== ""),
+    routesBack: cidrList(o["routes-back"]),
     phase: fixed ? "after" : "before",
   };
 }
@@ -120,17 +114,6 @@ export function conflist(plan: BridgeReplicaPlan): string {
   )}\n`;
 }
 
-async function must(ns: Namespace, argv: readonly string[], input?: string): Promise<string> {
-  const r = await ns.exec(argv, input === undefined ? {} : { input });
-  if (r.code !== 0) {
-    throw new Error(`${argv.join(" ")} in ${ns.name} exited ${r.code}: ${r.stderr.trim()}`);
-  }
-  return r.stdout;
-}
-
-const ipBatch = (ns: Namespace, lines: readonly string[]) =>
-  must(ns, ["ip", "-batch", "-"], `${lines.join("\n")}\n`);
-
 /** SetupIPMasq: `-N` the chain when `-S` does not list it, then AppendUnique each rule. */
 export async function installBridgeRules(
   ns: Namespace,
@@ -148,78 +131,10 @@ export async function installBridgeRules(
   }
 }
 
-interface Built {
-  readonly node: Namespace;
-  readonly pod: Namespace;
-  readonly onprem: Namespace;
-}
-
-async function build(ctx: ScenarioContext, plan: BridgeReplicaPlan): Promise<Built> {
-  const { lab } = ctx;
-  const router = await lab.addNamespace("router");
-  const onprem = await lab.addNamespace("onprem");
-  const node = await lab.addNamespace("node");
-  const pod = await lab.addNamespace("pod");
-  await lab.link(router, "onprem0", onprem, "eth0");
-  await lab.link(node, "eth0", router, "br0");
-  await lab.link(pod, "eth0", node, HOST_VETH);
-  await ipBatch(router, [
-    `addr add ${ROUTER_NODE_IP}/24 dev br0`,
-    `addr add ${ROUTER_ONPREM_IP}/16 dev onprem0`,
-    "link set br0 up",
-    "link set onprem0 up",
-  ]);
-  await must(router, ["sysctl", "-q", "-w", "net.ipv4.ip_forward=1"]);
-  await ipBatch(onprem, [
-    `addr add ${ONPREM_IP}/16 dev eth0`,
-    "link set eth0 up",
-    ...plan.routesBack.map((c) => `route add ${c} via ${ROUTER_ONPREM_IP}`),
-  ]);
-  // the bridge plugin's node side: cni0 with the gateway address (isGateway), the pod's veth on it
-  await ipBatch(node, [
-    `addr add ${NODE_IP}/24 dev eth0`,
-    "link set eth0 up",
-    "link add cni0 type bridge",
-    `addr add ${BRIDGE_IP}/24 dev cni0`,
-    "link set cni0 up",
-    `link set ${HOST_VETH} master cni0`,
-    `link set ${HOST_VETH} up`,
-    `route add default via ${ROUTER_NODE_IP}`,
-  ]);
-  await must(node, ["sysctl", "-q", "-w", "net.ipv4.ip_forward=1"]);
-  await ipBatch(pod, [
-    `addr add ${POD_IP}/24 dev eth0`,
-    "link set eth0 up",
-    `route add default via ${BRIDGE_IP}`,
-  ]);
-  await must(node, ["iptables-restore", "--noflush"], KUBE_PROXY_RESTORE);
-  if (plan.chain) await installBridgeRules(node, plan.chain, plan.rules);
-  return { node, pod, onprem };
-}
-
+/** The far side in podpath's RemoteSite schema (as one line of JSON). */
 export function remoteSite(plan: BridgeReplicaPlan): string {
-  return `${JSON.stringify({
-    kind: "RemoteSite",
-    name: SITE_NAME,
-    prefixes: [ONPREM_PREFIX],
-    routesBack: plan.routesBack,
-    allowlists: [
-      {
-        name: "db-firewall",
-        sources: plan.routesBack,
-        destinations: [`${ONPREM_IP}/32`],
-        ports: [`tcp/${DB_PORT}`],
-      },
-    ],
-  })}\n`;
+  return onpremSite(plan.routesBack, { allowlist: true, json: true });
 }
-
-const meta = (name: string, extra: Record<string, unknown> = {}) => ({
-  name,
-  creationTimestamp: CREATED_AT,
-  resourceVersion: "1000",
-  ...extra,
-});
 
 /** The Node (its podCIDR, the conflist's subnet) and the app pod. */
 export function clusterObjects(): { nodes: string; pods: string } {
@@ -239,117 +154,61 @@ export function clusterObjects(): { nodes: string; pods: string } {
       nodeInfo: { kubeletVersion: "v1.31.4", containerRuntimeVersion: "containerd://1.7.24" },
     },
   };
-  const app = {
-    apiVersion: "v1",
-    kind: "Pod",
-    metadata: meta(POD_NAME, { namespace: "default", labels: { app: "billing" } }),
-    spec: {
-      nodeName: NODE_NAME,
-      containers: [{ name: "app", image: "registry.example/billing:1.4" }],
-    },
-    status: { phase: "Running", hostIP: NODE_IP, podIP: POD_IP, podIPs: [{ ip: POD_IP }] },
-  };
+  const app = appPod({
+    name: POD_NAME,
+    namespace: "default",
+    nodeName: NODE_NAME,
+    nodeIp: NODE_IP,
+    podIp: POD_IP,
+  });
   return { nodes: kubectlList([node]), pods: kubectlList([app]) };
-}
-
-const PING = ["ping", "-c", "3", "-i", "0.2", "-W", "1"] as const;
-const NC = ["nc", "-v", "-N", "-w", "2", ONPREM_IP, String(DB_PORT)];
-
-async function probeAndSnapshot(
-  out: string,
-  plan: BridgeReplicaPlan,
-  b: Built,
-): Promise<ScenarioOutcome> {
-  const files: string[] = [];
-  const captures: Capture[] = [
-    await startCapture(b.node, out, "node", {
-      iface: "any",
-      filter: `host ${ONPREM_IP}`,
-      point: `node/${NODE_NAME}`,
-      phase: plan.phase,
-    }),
-    await startCapture(b.onprem, out, `remote-${SITE_NAME}`, {
-      iface: "eth0",
-      filter: `host ${ONPREM_IP}`,
-      point: `remote/${SITE_NAME}`,
-      phase: plan.phase,
-    }),
-  ];
-  const summary: string[] = [];
-  try {
-    const nodeProbe = await runProbes(b.node, [
-      { shown: `${PING.join(" ")} ${ONPREM_IP}`, argv: [...PING, ONPREM_IP] },
-    ]);
-    files.push(
-      writeSnapshotFile(
-        out,
-        "probes/node.txt",
-        `# client: node/${NODE_NAME}\n${nodeProbe.transcript}`,
-      ),
-    );
-    const podProbe = await runProbes(b.pod, [
-      { shown: `${PING.join(" ")} ${ONPREM_IP}`, argv: [...PING, ONPREM_IP] },
-      { shown: `${NC.join(" ")} </dev/null`, argv: NC, input: "", stderrFirst: true },
-    ]);
-    files.push(
-      writeSnapshotFile(
-        out,
-        `probes/pod-${POD_NAME}.txt`,
-        `# client: pod/default/${POD_NAME}\n${podProbe.transcript}`,
-      ),
-    );
-    const ok = (code: number | undefined) => (code === 0 ? "answers" : "silent");
-    summary.push(
-      `node ping ${ONPREM_IP} ${ok(nodeProbe.results[0]?.code)}, pod ping ${ok(podProbe.results[0]?.code)}, pod tcp/${DB_PORT} ${ok(podProbe.results[1]?.code)}`,
-    );
-  } finally {
-    await new Promise((r) => setTimeout(r, 200));
-    for (const c of captures) await c.stop();
-  }
-  for (const c of captures) files.push(c.rel, c.rel.replace(/\.pcap$/, ".yaml"));
-  files.push(
-    ...(await collectKernelState(b.node, out, `nodes/${NODE_NAME}`, [
-      "iptables-save",
-      "ip-route",
-      "ip-addr",
-      "sysctl",
-      "conntrack",
-    ])),
-    ...(await collectKernelState(b.pod, out, `pods/default/${POD_NAME}`, [
-      "ip-route",
-      "ip-addr",
-      "sysctl",
-    ])),
-  );
-  const objs = clusterObjects();
-  files.push(
-    writeSnapshotFile(out, `nodes/${NODE_NAME}/cni/${CONF_FILE}`, conflist(plan)),
-    writeSnapshotFile(out, "cluster/nodes.yaml", objs.nodes),
-    writeSnapshotFile(out, "cluster/pods.yaml", objs.pods),
-    writeSnapshotFile(out, `remote/${SITE_NAME}.yaml`, remoteSite(plan)),
-  );
-  return { files, summary };
 }
 
 async function run(ctx: ScenarioContext, opts: BridgeCniOptions): Promise<ScenarioOutcome> {
   const plan = planBridgeReplica(opts);
-  ctx.log(`building bridge-cni replica ${ctx.lab.id}`);
-  const b = await build(ctx, plan);
-  const listener = await startListener(b.onprem, false);
-  try {
-    if (ctx.outDir === undefined) {
-      return {
-        files: [],
-        summary: [
-          `on-prem ${ONPREM_IP} listens on tcp/${DB_PORT}`,
-          `node ${NODE_NAME}: ip netns exec ${b.node.name} …   pod ${POD_IP}: ip netns exec ${b.pod.name} …`,
-        ],
-      };
-    }
-    return await probeAndSnapshot(ctx.outDir, plan, b);
-  } finally {
-    if (ctx.outDir !== undefined) await stopProcess(listener);
-  }
+  return runSnatReplica(ctx, {
+    title: "bridge-cni",
+    phase: plan.phase,
+    node: {
+      name: NODE_NAME,
+      ip: NODE_IP,
+      routerIp: ROUTER_NODE_IP,
+      hostVeth: HOST_VETH,
+      // the bridge plugin's node side: cni0 with the gateway address (isGateway), the pod's veth on it
+      lines: [
+        "link add cni0 type bridge",
+        `addr add ${BRIDGE_IP}/24 dev cni0`,
+        "link set cni0 up",
+        `link set ${HOST_VETH} master cni0`,
+        `link set ${HOST_VETH} up`,
+      ],
+    },
+    pod: {
+      name: POD_NAME,
+      namespace: "default",
+      ip: POD_IP,
+      lines: [
+        `addr add ${POD_IP}/24 dev eth0`,
+        "link set eth0 up",
+        `route add default via ${BRIDGE_IP}`,
+      ],
+    },
+    routerLines: [],
+    routesBack: plan.routesBack,
+    kubeProxy: true,
+    install: async (node) => {
+      if (plan.chain) await installBridgeRules(node, plan.chain, plan.rules);
+    },
+    files: async () => {
+      const objs = clusterObjects();
+      return [
+        [`nodes/${NODE_NAME}/cni/${CONF_FILE}`, conflist(plan)],
+        ["cluster/nodes.yaml", objs.nodes],
+        ["cluster/pods.yaml", objs.pods],
+        [`remote/${SITE_NAME}.yaml`, remoteSite(plan)],
+      ];
+    },
+  });
 }
 
 export const scenario: Scenario<BridgeCniOptions> = {

@@ -132,13 +132,16 @@ export function daemonSetAndPod(d: {
   return [ds, pod];
 }
 
-/** The on-prem site in podpath's RemoteSite schema: its prefix, what it routes back, and
- * optionally the VPN's selectors and the database firewall's allowlist (the routes-back ranges). */
+/**
+ * The on-prem site in podpath's RemoteSite schema: its prefix, what it routes back, and optionally
+ * the VPN's selectors and the database firewall's allowlist (the routes-back ranges); YAML, or one
+ * line of JSON (which RemoteSite files may also be).
+ */
 export function onpremSite(
   routesBack: readonly string[],
-  opts: { vpn?: boolean; allowlist?: boolean } = {},
+  opts: { vpn?: boolean; allowlist?: boolean; json?: boolean } = {},
 ): string {
-  return stringify({
+  const site = {
     kind: "RemoteSite",
     name: SITE_NAME,
     prefixes: [ONPREM_PREFIX],
@@ -164,7 +167,8 @@ export function onpremSite(
           ],
         }
       : {}),
-  });
+  };
+  return opts.json ? `${JSON.stringify(site)}\n` : stringify(site);
 }
 
 /** A host behind the router besides the on-prem one (its own /24 on a router interface). */
