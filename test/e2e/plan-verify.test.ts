@@ -32,6 +32,8 @@ interface PlanJson {
   coverage: { pool: string; nodes: string[]; reached: boolean }[];
   impact: { namesPodAddresses: { what: string; file: string; line: number }[] };
   rollback: { previousConfigMap?: string };
+  blockers: { allowlist: string; combined: string[] }[];
+  steps: { cause: string }[];
   replay: { node: string; flow: string; kernelSource?: string; agree?: boolean; note?: string }[];
 }
 
@@ -57,6 +59,24 @@ describe("plan masquerade → lab → verify (real kernel)", { skip: kernelSkip(
     rmSync(base, { recursive: true, force: true });
     assert.equal(await rootNamespaceHash(), rootBefore, "the root namespace is unchanged");
   });
+
+  /**
+   * The plan's first step, the far side's allowlist, as `lab run --allow`: today's sources plus the
+   * ones its combined change adds (`+ CIDR` lines), so the replica applies the whole plan.
+   */
+  function allowlistStep(p: PlanJson): string[] {
+    assert.equal(p.steps[0]?.cause, "far-side-allowlist", "the plan leads with the allowlist");
+    const lines = p.blockers[0]?.combined ?? [];
+    const sources = lines.flatMap((l) => {
+      const m = /^\+?\s+- (\S+)$/.exec(l);
+      return m ? [m[1]!] : [];
+    });
+    assert.ok(
+      lines.some((l) => l.startsWith("+")),
+      "the combined change adds a source",
+    );
+    return ["--allow", sources.join(",")];
+  }
 
   /** lab run masquerade with `args`, into base/name; returns the snapshot folder. */
   function lab(name: string, ...args: string[]): string {
@@ -101,7 +121,7 @@ describe("plan masquerade → lab → verify (real kernel)", { skip: kernelSkip(
     const line = readFileSync(join(b, allow.file), "utf8").split("\n")[allow.line - 1];
     assert.match(line ?? "", /10\.4\.0\.0\/14/);
 
-    const a = lab("one-after", "--config", configFile, "--phase", "after");
+    const a = lab("one-after", "--config", configFile, ...allowlistStep(p), "--phase", "after");
     const fixed = verify(b, a);
     assert.equal(fixed.code, 0, fixed.record.verdictText);
     assert.equal(fixed.record.verdict, "fixed");
@@ -180,7 +200,15 @@ describe("plan masquerade → lab → verify (real kernel)", { skip: kernelSkip(
     assert.equal(replayDefault?.kernelSource, "10.128.0.2");
     assert.match(p.replay.find((r) => r.node === "gke-lab-legacy-1")?.note ?? "", /never reach/);
 
-    const a = lab("two-after", ...pools, "--config", configFile, "--phase", "after");
+    const a = lab(
+      "two-after",
+      ...pools,
+      "--config",
+      configFile,
+      ...allowlistStep(p),
+      "--phase",
+      "after",
+    );
     const { code, record } = verify(b, a);
     assert.equal(code, 1);
     assert.equal(record.verdict, "partly-applied", record.verdictText);
