@@ -11,6 +11,11 @@ export interface ReadCommand {
   readonly argv: readonly string[];
   /** Tried when the image lacks the first command (distroless images have no sysctl). */
   readonly fallback?: readonly string[];
+  /**
+   * The tool is often absent and that is normal (a node without ipset or nft): its absence is
+   * recorded as not available, not as a failure.
+   */
+  readonly optional?: boolean;
 }
 
 const SYSCTL_KEYS = [
@@ -38,13 +43,34 @@ export const NODE_COMMANDS: readonly ReadCommand[] = [
   { artifact: "ip-route", argv: ["ip", "route"] },
   { artifact: "ip-addr", argv: ["ip", "addr"] },
   { artifact: "conntrack", argv: ["conntrack", "-L"] },
+  // Calico's and kube-proxy's IP sets, and nftables rules (kube-proxy nftables mode, firewalls)
+  { artifact: "ipset", argv: ["ipset", "save"], optional: true },
+  { artifact: "nft-ruleset", argv: ["nft", "list", "ruleset"], optional: true },
+];
+
+/**
+ * Cilium's own view, read inside its agent pod (DaemonSet `cilium`, or `anetd` on GKE Dataplane
+ * V2): the datapath status (masquerading mode) and the BPF ip-masq-agent map. Images before
+ * Cilium 1.15 call the binary `cilium`.
+ */
+export const CILIUM_COMMANDS: readonly ReadCommand[] = [
+  {
+    artifact: "cilium-status",
+    argv: ["cilium-dbg", "status", "--verbose"],
+    fallback: ["cilium", "status", "--verbose"],
+  },
+  {
+    artifact: "cilium-bpf-ipmasq",
+    argv: ["cilium-dbg", "bpf", "ipmasq", "list"],
+    fallback: ["cilium", "bpf", "ipmasq", "list"],
+  },
 ];
 
 const MARK = "\x1epodpath";
 
 /**
  * All node commands in one exec: on a real cluster every exec is a round trip through the API
- * server to the kubelet, so one per node instead of six is what makes fleets fast. Each command's
+ * server to the kubelet, so one per node instead of eight is what makes fleets fast. Each command's
  * stdout, stderr and exit code are framed by marker lines that start with an ASCII record
  * separator (0x1e), which none of these tools prints. The script is fixed text; only the
  * commands of NODE_COMMANDS run.
@@ -123,7 +149,7 @@ export function isReadCommand(argv: readonly string[]): boolean {
   const same = (a: readonly string[]) =>
     a.length === argv.length && a.every((x, i) => x === argv[i]);
   if (same(NODE_SCRIPT_ARGV)) return true;
-  for (const c of [...POD_COMMANDS, ...NODE_COMMANDS]) {
+  for (const c of [...POD_COMMANDS, ...NODE_COMMANDS, ...CILIUM_COMMANDS]) {
     if (same(c.argv) || (c.fallback && same(c.fallback))) return true;
   }
   return (

@@ -15,6 +15,8 @@ export interface ExecTarget {
 export interface CommandFailure {
   readonly command: string;
   readonly why: string;
+  /** An optional tool that is not there: normal, recorded as not available, not as a failure. */
+  readonly notAvailable?: boolean;
 }
 
 /** A command that could not start (missing binary) rather than one that ran and failed. */
@@ -41,13 +43,16 @@ export function judge(
     timedOut: boolean;
   },
   timeoutMs: number,
-): { data: Buffer } | { why: string } {
+): { data: Buffer } | { why: string; notAvailable?: true } {
   if (r.timedOut) return { why: `no answer within ${timeoutMs} ms` };
   // sysctl exits non-zero when one of several keys is unknown, yet prints the others
   if (r.code === 0 || (c.artifact === "sysctl" && r.code !== undefined && r.stdout.length > 0)) {
     return { data: r.stdout };
   }
-  if (didNotStart(r)) return { why: `${c.argv[0]} is not in the image` };
+  if (didNotStart(r)) {
+    if (c.optional) return { why: `${c.argv[0]} is not installed`, notAvailable: true };
+    return { why: `${c.argv[0]} is not in the image` };
+  }
   if (r.code !== undefined) {
     const err = firstLine(r.stderr);
     return { why: `exited ${r.code}${err ? `: ${err}` : ""}` };
@@ -83,7 +88,12 @@ export async function runReadCommands(
     }
     const verdict = judge(c, { ...r, stdout: text }, opts.timeoutMs);
     if ("data" in verdict) await write(`${dir}/${c.artifact}.txt`, verdict.data);
-    else failures.push({ command: c.argv.join(" "), why: verdict.why });
+    else failures.push(failureOf(c, verdict));
   }
   return failures;
+}
+
+/** The failure record of a command judged as giving no file. */
+export function failureOf(c: ReadCommand, v: { why: string; notAvailable?: true }): CommandFailure {
+  return { command: c.argv.join(" "), why: v.why, ...(v.notAvailable ? { notAvailable: true } : {}) };
 }

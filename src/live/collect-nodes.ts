@@ -17,7 +17,13 @@ import {
   NODE_SCRIPT_ARGV,
   parseScriptOutput,
 } from "./collect-commands.ts";
-import { type CommandFailure, type ExecTarget, judge, runReadCommands } from "./collect-exec.ts";
+import {
+  type CommandFailure,
+  type ExecTarget,
+  failureOf,
+  judge,
+  runReadCommands,
+} from "./collect-exec.ts";
 import type { RunContext } from "./collect-objects.ts";
 import { listAll } from "./collect-objects.ts";
 import { createLimiter } from "./collect-pool.ts";
@@ -133,7 +139,7 @@ async function readNodeState(
       ? judge(c, { ...sec, timedOut: sec.code === undefined }, timeoutMs)
       : { why: r.timedOut ? `not reached within ${timeoutMs} ms` : "did not run" };
     if ("data" in verdict) await write(`${dir}/${c.artifact}.txt`, verdict.data);
-    else failures.push({ command: name, why: verdict.why });
+    else failures.push(failureOf(c, verdict));
   }
   return failures;
 }
@@ -149,7 +155,10 @@ async function readNode(run: NodeRun, node: string, pod: string): Promise<boolea
   };
   const target = { namespace: run.spec.namespace, pod, container: "collector" };
   const failures = await readNodeState(run, target, `nodes/${node}`, write, timeoutMs);
-  for (const f of failures) run.fail(`node/${node}`, f.command, f.why);
+  for (const f of failures) {
+    if (f.notAvailable) run.note(`node/${node}`, f.command, f.why);
+    else run.fail(`node/${node}`, f.command, f.why);
+  }
   if (o.capture) {
     const argv = captureCommand(o.capture.host, o.capture.seconds);
     const startedAt = new Date().toISOString();

@@ -1,8 +1,9 @@
 /**
  * @module live/collect-objects — the Kubernetes objects a diagnosis reads, fetched with reads only
  * and written as `kubectl get -o yaml` prints them: Nodes, Namespaces, the ip-masq-agent
- * ConfigMap, the kube-system DaemonSets that masquerade and their pods, the pods asked about,
- * Services, NetworkPolicies and (where the CRD exists) EgressNATPolicies. Secrets are never read.
+ * ConfigMap, the DaemonSets that masquerade (kube-system, kube-flannel) and their pods, the pods
+ * asked about, Services, NetworkPolicies, (where the CRD exists) EgressNATPolicies, and the objects
+ * of the other owners of a pod's source address (collect-owners.ts). Secrets are never read.
  */
 import {
   type ApiObject,
@@ -11,6 +12,7 @@ import {
   type ClusterSource,
   RESOURCES,
 } from "../k8s/cluster.ts";
+import { collectOwnerObjects } from "./collect-owners.ts";
 import { renderKubectlList, renderKubectlObject } from "./collect-render.ts";
 import type { CollectOptions, PodTarget } from "./collect-types.ts";
 
@@ -21,6 +23,8 @@ export interface RunContext {
   readonly signal: AbortSignal | undefined;
   write(rel: string, data: string | Uint8Array): Promise<void>;
   fail(subject: string, what: string, e: unknown): void;
+  /** Records something that is normally absent (a tool not installed): not a failure. */
+  note(subject: string, what: string, why: string): void;
 }
 
 const PAGE = 500;
@@ -90,10 +94,10 @@ function selectorOf(ds: ApiObject): string | undefined {
 const podKey = (p: ApiObject) => `${p.metadata?.namespace}/${p.metadata?.name}`;
 
 /** Runs one collection step: a failure is recorded and the next step runs, unless it ends the run. */
-type Step = (subject: string, what: string, f: () => Promise<void>) => Promise<void>;
+export type Step = (subject: string, what: string, f: () => Promise<void>) => Promise<void>;
 
 /** The signal, as the options of a list or get call. */
-type Sig = { signal?: AbortSignal };
+export type Sig = { signal?: AbortSignal };
 
 /**
  * Collects and writes the objects; returns the selected nodes (names) and the target pods as the
@@ -101,10 +105,10 @@ type Sig = { signal?: AbortSignal };
  */
 export async function collectObjects(
   run: RunContext,
-): Promise<{ nodes: string[]; pods: ApiObject[] }> {
+): Promise<{ nodes: string[]; pods: ApiObject[]; agentPods: ApiObject[] }> {
   const { signal } = run;
   const sig: Sig = signal === undefined ? {} : { signal };
-  const out = { nodes: [] as string[], pods: [] as ApiObject[] };
+  const out = { nodes: [] as string[], pods: [] as ApiObject[], agentPods: [] as ApiObject[] };
   async function step(subject: string, what: string, f: () => Promise<void>): Promise<void> {
     try {
       await f();
@@ -127,7 +131,9 @@ export async function collectObjects(
   await step("cluster/configmaps", "get ConfigMap kube-system/ip-masq-agent", () =>
     collectAgentConfigMap(run, sig),
   );
-  out.pods = await collectPods(run, step, sig);
+  const pods = await collectPods(run, step, sig);
+  out.pods = pods.targets;
+  out.agentPods = pods.agents;
   await collectScoped(run, step, sig);
   await step("cluster/egressnatpolicies", "list EgressNATPolicies", async () => {
     const src = run.source;
@@ -138,6 +144,7 @@ export async function collectObjects(
       renderKubectlList(RESOURCES.egressnatpolicies, items),
     );
   });
+  await collectOwnerObjects(run, step, sig, out.nodes);
   return out;
 }
 
@@ -184,34 +191,51 @@ async function collectAgentConfigMap(run: RunContext, sig: Sig): Promise<void> {
 }
 
 /**
- * The masquerading DaemonSets (written) and their pods, kube-proxy's pods and the target pods,
- * written together; the target pods as the API returned them.
+ * Namespaces whose DaemonSets are read: kube-system, and kube-flannel where Flannel >= v0.20
+ * installs itself (older Flannel lives in kube-system).
  */
-async function collectPods(run: RunContext, step: Step, sig: Sig): Promise<ApiObject[]> {
+export const DAEMONSET_NAMESPACES = ["kube-system", "kube-flannel"] as const;
+
+/**
+ * The masquerading DaemonSets (written) and their pods, kube-proxy's pods and the target pods,
+ * written together; the target pods as the API returned them, and the DaemonSets' pods.
+ */
+async function collectPods(
+  run: RunContext,
+  step: Step,
+  sig: Sig,
+): Promise<{ targets: ApiObject[]; agents: ApiObject[] }> {
   const src = run.source;
   const targets: ApiObject[] = [];
+  const agents: ApiObject[] = [];
   const pods = new Map<string, ApiObject>();
-  await step("cluster/daemonsets", "list DaemonSets in kube-system", async () => {
-    const all = await listAll(src, RESOURCES.daemonsets, { namespace: "kube-system", ...sig });
-    const kept = all.filter(isMasqueradingDaemonSet);
+  const kept: ApiObject[] = [];
+  let systemListed = false;
+  for (const ns of DAEMONSET_NAMESPACES) {
+    await step("cluster/daemonsets", `list DaemonSets in ${ns}`, async () => {
+      const all = await listAll(src, RESOURCES.daemonsets, { namespace: ns, ...sig });
+      kept.push(...all.filter(isMasqueradingDaemonSet));
+      if (ns === "kube-system") systemListed = true;
+    });
+  }
+  // without kube-system's list the file would claim DaemonSets absent that were not read
+  if (systemListed)
     await run.write("cluster/daemonsets.yaml", renderKubectlList(RESOURCES.daemonsets, kept));
-    for (const ds of kept) {
-      const selector = selectorOf(ds);
-      if (selector === undefined) continue;
-      await step(
-        "cluster/pods",
-        `list pods of DaemonSet kube-system/${ds.metadata?.name}`,
-        async () => {
-          for (const p of await listAll(src, RESOURCES.pods, {
-            namespace: "kube-system",
-            labelSelector: selector,
-            ...sig,
-          }))
-            pods.set(podKey(p), p);
-        },
-      );
-    }
-  });
+  for (const ds of kept) {
+    const selector = selectorOf(ds);
+    const ns = ds.metadata?.namespace ?? "kube-system";
+    if (selector === undefined) continue;
+    await step("cluster/pods", `list pods of DaemonSet ${ns}/${ds.metadata?.name}`, async () => {
+      for (const p of await listAll(src, RESOURCES.pods, {
+        namespace: ns,
+        labelSelector: selector,
+        ...sig,
+      })) {
+        pods.set(podKey(p), p);
+        agents.push(p);
+      }
+    });
+  }
   // kube-proxy often runs as static pods (GKE), not as a DaemonSet
   await step("cluster/pods", "list kube-proxy pods in kube-system", async () => {
     for (const p of await listAll(src, RESOURCES.pods, {
@@ -229,7 +253,7 @@ async function collectPods(run: RunContext, step: Step, sig: Sig): Promise<ApiOb
     });
   }
   await run.write("cluster/pods.yaml", renderKubectlList(RESOURCES.pods, [...pods.values()]));
-  return targets;
+  return { targets, agents };
 }
 
 /** Services and NetworkPolicies: of `--namespace` and the target pods' namespaces, or all. */

@@ -4,8 +4,14 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { after, describe, it } from "node:test";
 import { parse } from "yaml";
-import { kubeconfigFor, type RecordedRequest, startFakeApi } from "../../test/k8s-api/server.ts";
-import { smallCluster, smallClusterExec } from "../../test/k8s-api/small-cluster.ts";
+import {
+  kubeconfigFor,
+  type Obj,
+  type OptionalApi,
+  type RecordedRequest,
+  startFakeApi,
+} from "../../test/k8s-api/server.ts";
+import { NODES, smallCluster, smallClusterExec } from "../../test/k8s-api/small-cluster.ts";
 import { openCluster } from "../k8s/cluster.ts";
 import { collectSnapshot } from "./collect.ts";
 import { memoryWriter } from "./collect-writer.ts";
@@ -49,8 +55,41 @@ function allows(roles: readonly Role[], q: RecordedRequest): boolean {
 const scratch = mkdtempSync(join(tmpdir(), "podpath-rbac-test-"));
 after(() => rmSync(scratch, { recursive: true, force: true }));
 
-async function requestsOf(nodeState: boolean, daemonSetThreshold = 50): Promise<RecordedRequest[]> {
-  const api = await startFakeApi(smallCluster(), { gkeCrds: true, exec: smallClusterExec });
+/** The small cluster plus every owner's objects, so that every read collect makes is checked. */
+function withOwners(): Obj[] {
+  const cm = (namespace: string, name: string): Obj => ({
+    apiVersion: "v1",
+    kind: "ConfigMap",
+    metadata: { name, namespace },
+    data: { k: "v" },
+  });
+  return [
+    ...smallCluster(),
+    cm("kube-system", "cilium-config"),
+    cm("kube-system", "azure-ip-masq-agent-config"),
+    cm("kube-system", "azure-ip-masq-agent-config-reconciled"),
+    cm("kube-flannel", "kube-flannel-cfg"),
+    cm("kube-system", "kube-flannel-cfg"),
+    {
+      apiVersion: "crd.projectcalico.org/v1",
+      kind: "IPPool",
+      metadata: { name: "default-ipv4-ippool" },
+      spec: { cidr: "10.244.0.0/16", natOutgoing: true },
+    },
+    { apiVersion: "cilium.io/v2", kind: "CiliumNode", metadata: { name: NODES[0]! }, spec: {} },
+  ];
+}
+
+async function requestsOf(
+  nodeState: boolean,
+  daemonSetThreshold = 50,
+  apis: readonly OptionalApi[] = ["calico-crd", "cilium"],
+): Promise<RecordedRequest[]> {
+  const api = await startFakeApi(withOwners(), {
+    gkeCrds: true,
+    apis,
+    exec: smallClusterExec,
+  });
   try {
     const kc = join(scratch, `kc-${nodeState}-${daemonSetThreshold}`);
     writeFileSync(kc, kubeconfigFor(api.url, { token: "t" }));
@@ -71,7 +110,25 @@ async function requestsOf(nodeState: boolean, daemonSetThreshold = 50): Promise<
 describe("deploy/rbac", () => {
   it("podpath-reader allows every request of a read-only collection, and grants no write", async () => {
     const reader = readRole("podpath-reader.yaml");
-    for (const q of await requestsOf(false)) {
+    const reqs = [
+      ...(await requestsOf(false)),
+      ...(await requestsOf(false, 50, ["calico-crd", "calico-v3"])),
+    ];
+    // the owners' objects were really read (so the rules below are really checked)
+    for (const [group, resource] of [
+      ["crd.projectcalico.org", "ippools"],
+      ["projectcalico.org", "ippools"],
+      ["cilium.io", "ciliumnodes"],
+    ])
+      assert.ok(
+        reqs.some((q) => q.verb === "list" && q.group === group && q.resource === resource),
+      );
+    for (const name of ["cilium-config", "kube-flannel-cfg", "azure-ip-masq-agent-config"])
+      assert.ok(
+        reqs.some((q) => q.verb === "get" && q.name === name && q.status === 200),
+        name,
+      );
+    for (const q of reqs) {
       assert.ok(
         allows([reader], q),
         `podpath-reader does not allow ${q.verb} ${q.resource} ${q.namespace ?? ""}`,

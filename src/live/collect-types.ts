@@ -64,6 +64,8 @@ export interface CollectReport {
   readonly finishedAt: string;
   readonly files: readonly string[];
   readonly failures: readonly CollectFailure[];
+  /** Optional tools that are not there (no ipset or nft on the node): normal, not failures. */
+  readonly notAvailable: readonly CollectFailure[];
   readonly nodes: { readonly total: number; readonly done: number; readonly failed: number };
   /** Collector objects created and removed (`pod/NS/NAME`, `daemonset/NS/NAME`). */
   readonly collectorsCreated: readonly string[];

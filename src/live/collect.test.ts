@@ -287,7 +287,17 @@ describe("podpath collect against the API server", () => {
         "ip",
         "ip",
         "conntrack",
+        "ipset",
+        "nft",
       ]);
+      // this node has neither ipset nor nft: normal, recorded as not available
+      assert.deepEqual(
+        rep.notAvailable.map((n) => `${n.subject}: ${n.what}: ${n.why}`),
+        [
+          `node/${NODES[0]}: ipset save: ipset is not installed`,
+          `node/${NODES[0]}: nft list ruleset: nft is not installed`,
+        ],
+      );
       assert.match(
         w.files.get(`nodes/${NODES[0]}/iptables-save.txt`)!.toString(),
         /ip-masq-agent:/,
@@ -452,14 +462,16 @@ describe("podpath collect against the API server", () => {
   });
 
   it("draws its status line on stderr only when stderr is a terminal", async () => {
-    const s = await setup();
+    // the line appears once a run has lasted a second: collector pods that take 1.5 s to start
+    const s = await setup({ podStartMs: 1500 });
     try {
       const { run } = await import("../cli/commands/collect.ts");
       const base = memoryIo();
       const io = { ...base, stderrIsTTY: true };
       const code = await run([], { out: s.dir, kubeconfig: s.kubeconfig, nodeState: true }, io);
       assert.equal(code, 0, base.stderr());
-      assert.match(base.stderr(), /\r\x1b\[2Knodes 3\/3/);
+      assert.match(base.stderr(), /\r\x1b\[2Kpodpath: collecting… nodes 0\/3 \(1 s\)/);
+      assert.match(base.stderr(), /\r\x1b\[2Kpodpath: \d+ files written; nodes 3\/3 read\n$/);
       assert.equal(base.stdout(), `${s.dir}\n`);
       const plain = await runCollect(
         { ...s, dir: join(scratch, `plain-${++seq}`) },

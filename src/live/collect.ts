@@ -12,6 +12,7 @@ import {
 import { POD_COMMANDS } from "./collect-commands.ts";
 import { explainClusterError } from "./collect-errors.ts";
 import { runReadCommands } from "./collect-exec.ts";
+import { readCiliumStates } from "./collect-cilium.ts";
 import { collectNodeState, type NodeRun } from "./collect-nodes.ts";
 import { collectObjects, type RunContext } from "./collect-objects.ts";
 import type {
@@ -59,6 +60,7 @@ export async function collectSnapshot(
   const startedAt = now().toISOString();
   const files: string[] = [];
   const failures: CollectFailure[] = [];
+  const notAvailable: CollectFailure[] = [];
   const signal = options.signal;
   const progress = options.onProgress ?? (() => {});
   const run: RunContext = {
@@ -73,6 +75,9 @@ export async function collectSnapshot(
       const why = typeof e === "string" ? e : describe(e, source);
       failures.push({ subject, what, why });
       progress({ kind: "warning", message: `${subject}: ${what}: ${why}` });
+    },
+    note(subject, what, why) {
+      notAvailable.push({ subject, what, why });
     },
   };
   const collectors: Collectors = {
@@ -89,6 +94,7 @@ export async function collectSnapshot(
     await readPodStates(run, found.pods, progress);
     if (options.nodeState && found.nodes.length > 0) {
       await readNodeStates(run, found.nodes, now, progress, collectors);
+      await readCiliumStates(run, found.nodes, found.agentPods, progress);
     }
   } catch (e) {
     if (!signal?.aborted) throw e;
@@ -97,7 +103,14 @@ export async function collectSnapshot(
   if (signal?.aborted) aborted = true;
   await writer.write(
     "README.md",
-    renderReadme({ context: source.contextName, startedAt, failures, created, removed }),
+    renderReadme({
+      context: source.contextName,
+      startedAt,
+      failures,
+      notAvailable,
+      created,
+      removed,
+    }),
   );
   return {
     context: source.contextName,
@@ -105,6 +118,7 @@ export async function collectSnapshot(
     finishedAt: now().toISOString(),
     files,
     failures,
+    notAvailable,
     nodes: collectors.nodes,
     collectorsCreated: created,
     collectorsRemoved: removed,
@@ -143,7 +157,10 @@ async function readPodStates(
         run.write,
         { timeoutMs: options.execTimeoutMs ?? 30_000, signal },
       );
-      for (const f of fails) run.fail(`pod/${ns}/${name}`, f.command, f.why);
+      for (const f of fails) {
+        if (f.notAvailable) run.note(`pod/${ns}/${name}`, f.command, f.why);
+        else run.fail(`pod/${ns}/${name}`, f.command, f.why);
+      }
     } catch (e) {
       if (signal?.aborted) throw e;
       run.fail(`pod/${ns}/${name}`, "exec the read commands", e);
@@ -202,6 +219,7 @@ function renderReadme(r: {
   context: string;
   startedAt: string;
   failures: readonly CollectFailure[];
+  notAvailable: readonly CollectFailure[];
   created: readonly string[];
   removed: readonly string[];
 }): string {
@@ -216,6 +234,12 @@ function renderReadme(r: {
   if (r.failures.length > 0) {
     lines.push("## Not collected", "");
     for (const f of r.failures) lines.push(`- ${f.subject}: ${f.what}: ${f.why}`);
+    lines.push("");
+  }
+  if (r.notAvailable.length > 0) {
+    // absent tools are normal (a node without ipset or nft): the files are missing, not failed
+    lines.push("## Not available (normal for this node or image)", "");
+    for (const f of r.notAvailable) lines.push(`- ${f.subject}: ${f.what}: ${f.why}`);
     lines.push("");
   }
   return lines.join("\n");

@@ -110,7 +110,41 @@ const DEFS: ResourceDef[] = [
     namespaced: false,
     verbs: ["get", "list", "watch"],
   },
+  // Calico: the IPPool CRD (Kubernetes datastore) and the Calico API server's aggregated v3 API
+  {
+    group: "crd.projectcalico.org",
+    version: "v1",
+    resource: "ippools",
+    kind: "IPPool",
+    namespaced: false,
+    verbs: ["delete", "deletecollection", "get", "list", "patch", "create", "update", "watch"],
+  },
+  {
+    group: "projectcalico.org",
+    version: "v3",
+    resource: "ippools",
+    kind: "IPPool",
+    namespaced: false,
+    verbs: ["create", "delete", "deletecollection", "get", "list", "patch", "update", "watch"],
+  },
+  {
+    group: "cilium.io",
+    version: "v2",
+    resource: "ciliumnodes",
+    kind: "CiliumNode",
+    namespaced: false,
+    verbs: ["delete", "deletecollection", "get", "list", "patch", "create", "update", "watch"],
+  },
 ];
+
+/** API groups that exist only when their CRD (or aggregated API server) is installed. */
+export type OptionalApi = "gke" | "calico-crd" | "calico-v3" | "cilium";
+const OPTIONAL_GROUPS: Record<string, OptionalApi> = {
+  "networking.gke.io": "gke",
+  "crd.projectcalico.org": "calico-crd",
+  "projectcalico.org": "calico-v3",
+  "cilium.io": "cilium",
+};
 
 /** One request as the server saw it, with the Kubernetes verb it means. */
 export interface RecordedRequest {
@@ -148,6 +182,8 @@ export interface FakeApiOptions {
   readonly forbid?: readonly { verb: string; resource: string; namespace?: string }[];
   /** Whether the networking.gke.io group (EgressNATPolicy CRD) is served. */
   readonly gkeCrds?: boolean;
+  /** Other optional API groups served (Calico's CRD or v3 API server, Cilium's CRDs). */
+  readonly apis?: readonly OptionalApi[];
   /** Answers an exec in a pod; `pod` is the stored pod object. */
   readonly exec?: (pod: Obj, argv: readonly string[]) => ExecAnswer;
   /** Milliseconds before a created pod is Running. */
@@ -165,7 +201,7 @@ export interface FakeApiOptions {
 export interface FakeApi {
   readonly url: string;
   readonly requests: RecordedRequest[];
-  /** Current objects per resource (plural). */
+  /** Current objects per resource (plural; `ippools.<group>` for the kind served twice). */
   readonly store: Map<string, Obj[]>;
   /** Exec WebSockets open now, and the most open at once. */
   readonly stats: { openExecs: number; peakExecs: number };
@@ -204,6 +240,12 @@ function forbiddenMessage(
   const subject = name === undefined ? def.resource : `${def.resource} "${name}"`;
   const scope = ns === undefined ? "at the cluster scope" : `in the namespace "${ns}"`;
   return `${subject} is forbidden: User "${user}" cannot ${verb} resource "${resource}" in API group "${def.group}" ${scope}`;
+}
+
+/** `/api/<v>` or `/apis/<group>/<version>`: discovery (system:discovery lets everyone read it). */
+function isDiscoveryPath(pathname: string): boolean {
+  const seg = pathname.split("/").filter((x) => x !== "");
+  return (seg[0] === "api" && seg.length === 2) || (seg[0] === "apis" && seg.length === 3);
 }
 
 /** A subset of label selector syntax: `k=v`, `k==v`, `k!=v`, `k`, `!k`, `k in (a,b)`. */
@@ -251,16 +293,23 @@ export async function startFakeApi(initial: Obj[], opts: FakeApiOptions = {}): P
   const store = new Map<string, Obj[]>();
   let rv = 1000;
   const nextRv = () => String(++rv);
-  const defOfKind = (kind: string | undefined) => DEFS.find((d) => d.kind === kind);
+  const gvOf = (d: ResourceDef) => (d.group === "" ? d.version : `${d.group}/${d.version}`);
+  const defOf = (o: Obj) =>
+    DEFS.find((d) => d.kind === o.kind && (o.apiVersion === undefined || gvOf(d) === o.apiVersion));
+  // objects of a kind served by two APIs (IPPool) are stored per API group
+  const keyOf = (d: ResourceDef) =>
+    DEFS.filter((x) => x.resource === d.resource).length > 1
+      ? `${d.resource}.${d.group}`
+      : d.resource;
   for (const o of initial) {
-    const d = defOfKind(o.kind);
+    const d = defOf(o);
     if (!d) throw new Error(`fake api: unknown kind ${o.kind}`);
     const copy = structuredClone(o);
     delete copy.apiVersion;
     delete copy.kind;
     copy.metadata.resourceVersion ??= nextRv();
     copy.metadata["uid"] ??= stableUid(d.kind, copy.metadata.namespace, copy.metadata.name);
-    store.set(d.resource, [...(store.get(d.resource) ?? []), copy]);
+    store.set(keyOf(d), [...(store.get(keyOf(d)) ?? []), copy]);
   }
   const requests: RecordedRequest[] = [];
   const stats = { openExecs: 0, peakExecs: 0 };
@@ -273,7 +322,12 @@ export async function startFakeApi(initial: Obj[], opts: FakeApiOptions = {}): P
     }, ms);
     timers.add(t);
   };
-  const served = (d: ResourceDef) => d.group !== "networking.gke.io" || opts.gkeCrds === true;
+  const served = (d: ResourceDef) => {
+    const optional = OPTIONAL_GROUPS[d.group];
+    if (optional === undefined) return true;
+    if (optional === "gke" && opts.gkeCrds === true) return true;
+    return (opts.apis ?? []).includes(optional);
+  };
   const list = (resource: string) => store.get(resource) ?? [];
   const peerCn = (req: IncomingMessage): string | undefined => {
     const sock = req.socket as TLSSocket;
@@ -554,7 +608,8 @@ export async function startFakeApi(initial: Obj[], opts: FakeApiOptions = {}): P
         record({
           method,
           path: url.pathname + url.search,
-          verb: r?.discovery ? "discover" : verb,
+          // a discovery path of a group not served (absent CRD) is still discovery: 404
+          verb: r?.discovery || isDiscoveryPath(url.pathname) ? "discover" : verb,
           resource,
           group: r?.def?.group ?? "",
           ...(r?.ns === undefined ? {} : { namespace: r.ns }),
@@ -583,7 +638,7 @@ export async function startFakeApi(initial: Obj[], opts: FakeApiOptions = {}): P
           }),
         );
       }
-      const items = list(def.resource);
+      const items = list(keyOf(def));
       const notFound = () =>
         answer(
           404,
@@ -664,7 +719,7 @@ export async function startFakeApi(initial: Obj[], opts: FakeApiOptions = {}): P
           resourceVersion: nextRv(),
           creationTimestamp: new Date().toISOString(),
         };
-        store.set(def.resource, [...items, o]);
+        store.set(keyOf(def), [...items, o]);
         if (def.resource === "pods") {
           o["status"] = { phase: "Pending" };
           startPod(o);
@@ -680,7 +735,7 @@ export async function startFakeApi(initial: Obj[], opts: FakeApiOptions = {}): P
         const o = items.find((x) => inNs(x) && x.metadata.name === r.name);
         if (!o) return notFound();
         store.set(
-          def.resource,
+          keyOf(def),
           items.filter((x) => x !== o),
         );
         if (def.resource === "daemonsets") {
