@@ -95,5 +95,9 @@ export async function runReadCommands(
 
 /** The failure record of a command judged as giving no file. */
 export function failureOf(c: ReadCommand, v: { why: string; notAvailable?: true }): CommandFailure {
-  return { command: c.argv.join(" "), why: v.why, ...(v.notAvailable ? { notAvailable: true } : {}) };
+  return {
+    command: c.argv.join(" "),
+    why: v.why,
+    ...(v.notAvailable ? { notAvailable: true } : {}),
+  };
 }

@@ -4,6 +4,7 @@
  * always removed). Partial results are kept; every failure is reported with why.
  */
 import { type ApiObject, ClusterError, type ClusterSource } from "../k8s/cluster.ts";
+import { readCiliumStates } from "./collect-cilium.ts";
 import {
   DEFAULT_COLLECTOR_IMAGE,
   DEFAULT_COLLECTOR_NAMESPACE,
@@ -12,7 +13,6 @@ import {
 import { POD_COMMANDS } from "./collect-commands.ts";
 import { explainClusterError } from "./collect-errors.ts";
 import { runReadCommands } from "./collect-exec.ts";
-import { readCiliumStates } from "./collect-cilium.ts";
 import { collectNodeState, type NodeRun } from "./collect-nodes.ts";
 import { collectObjects, type RunContext } from "./collect-objects.ts";
 import type {
