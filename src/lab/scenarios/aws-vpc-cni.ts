@@ -23,19 +23,21 @@ import {
   awsNodeRules,
   type NodeSnatInput,
 } from "../../agents/aws-vpc-cni/rules.ts";
-import {
-  type Capture,
-  collectKernelState,
-  runProbes,
-  startCapture,
-  stopProcess,
-  writeSnapshotFile,
-} from "../artifacts.ts";
-import { KUBE_PROXY_RESTORE } from "../masq-rules.ts";
 import type { Namespace } from "../netns.ts";
 import type { Scenario, ScenarioContext, ScenarioOutcome } from "./index.ts";
-import { DB_PORT, ONPREM_IP, ONPREM_PREFIX, SITE_NAME, startListener } from "./masquerade.ts";
+import { DB_PORT, ONPREM_PREFIX, SITE_NAME } from "./masquerade.ts";
 import { kubectlList } from "./masquerade-cluster.ts";
+import {
+  appPod,
+  boolText,
+  cidrList,
+  daemonSetAndPod,
+  isTrue,
+  meta,
+  must,
+  onpremSite,
+  runSnatReplica,
+} from "./snat-replica.ts";
 
 export const VPC_CIDRS = ["192.168.0.0/16", "100.64.0.0/16"] as const;
 export const NODE_NAME = "ip-192-168-1-10.eu-west-1.compute.internal";
@@ -47,11 +49,7 @@ export const VPC_SITE_NAME = "vpc-services";
 const HOST_VETH = "eni3f1c2a9b7d0";
 const ROUTER_NODE_IP = "192.168.1.1";
 const ROUTER_VPC_IP = "192.168.2.1";
-const ROUTER_ONPREM_IP = "10.20.0.1";
-const CREATED_AT = "2026-01-01T00:00:00Z";
 const CNI_IMAGE = "602401143452.dkr.ecr.us-west-2.amazonaws.com/amazon-k8s-cni:v1.23.1";
-
-const boolText = z.union([z.literal(true), z.enum(["true", "false"])]);
 
 export const AwsVpcCniOptions = z
   .object({
@@ -76,7 +74,7 @@ export interface AwsReplicaPlan {
 }
 
 export function planAwsReplica(o: AwsVpcCniOptions): AwsReplicaPlan {
-  const externalSnat = o["external-snat"] === true || o["external-snat"] === "true";
+  const externalSnat = isTrue(o["external-snat"]);
   const exclude = cidrListEnv("AWS_VPC_K8S_CNI_EXCLUDE_SNAT_CIDRS", o["exclude-snat-cidrs"]);
   const settings: AwsNodeSettings = {
     externalSnat,
@@ -99,24 +97,10 @@ export function planAwsReplica(o: AwsVpcCniOptions): AwsReplicaPlan {
     settings,
     input,
     rules: awsNodeRules(input),
-    routesBack: o["routes-back"]
-      .split(",")
-      .map((s) => s.trim())
-      .filter((s) => s !== ""),
+    routesBack: cidrList(o["routes-back"]),
     phase: o.phase,
   };
 }
-
-async function must(ns: Namespace, argv: readonly string[], input?: string): Promise<string> {
-  const r = await ns.exec(argv, input === undefined ? {} : { input });
-  if (r.code !== 0) {
-    throw new Error(`${argv.join(" ")} in ${ns.name} exited ${r.code}: ${r.stderr.trim()}`);
-  }
-  return r.stdout;
-}
-
-const ipBatch = (ns: Namespace, lines: readonly string[]) =>
-  must(ns, ["ip", "-batch", "-"], `${lines.join("\n")}\n`);
 
 /**
  * Adds the plugin's rules to `ns` as the plugin does on a node that has none: `-N` its chains,
@@ -134,95 +118,10 @@ export async function installAwsNodeRules(ns: Namespace, input: NodeSnatInput): 
   }
 }
 
-interface Built {
-  readonly router: Namespace;
-  readonly node: Namespace;
-  readonly pod: Namespace;
-  readonly onprem: Namespace;
-  readonly vpcHost: Namespace;
-}
-
-async function build(ctx: ScenarioContext, plan: AwsReplicaPlan): Promise<Built> {
-  const { lab } = ctx;
-  const router = await lab.addNamespace("router");
-  const onprem = await lab.addNamespace("onprem");
-  const vpcHost = await lab.addNamespace("vpchost");
-  const node = await lab.addNamespace("node");
-  const pod = await lab.addNamespace("pod");
-  await lab.link(router, "onprem0", onprem, "eth0");
-  await lab.link(router, "vpc0", vpcHost, "eth0");
-  await lab.link(node, "eth0", router, "br0");
-  await lab.link(pod, "eth0", node, HOST_VETH);
-  await ipBatch(router, [
-    `addr add ${ROUTER_NODE_IP}/24 dev br0`,
-    `addr add ${ROUTER_VPC_IP}/24 dev vpc0`,
-    `addr add ${ROUTER_ONPREM_IP}/16 dev onprem0`,
-    "link set br0 up",
-    "link set vpc0 up",
-    "link set onprem0 up",
-    // the VPC routes the pod's secondary-CIDR address to the node's ENI
-    `route add ${POD_IP}/32 via ${NODE_IP}`,
-  ]);
-  await must(router, ["sysctl", "-q", "-w", "net.ipv4.ip_forward=1"]);
-  await ipBatch(onprem, [
-    `addr add ${ONPREM_IP}/16 dev eth0`,
-    "link set eth0 up",
-    ...plan.routesBack.map((c) => `route add ${c} via ${ROUTER_ONPREM_IP}`),
-  ]);
-  await ipBatch(vpcHost, [
-    `addr add ${VPC_HOST_IP}/24 dev eth0`,
-    "link set eth0 up",
-    `route add default via ${ROUTER_VPC_IP}`,
-  ]);
-  await ipBatch(node, [
-    `addr add ${NODE_IP}/24 dev eth0`,
-    "link set eth0 up",
-    `link set ${HOST_VETH} address 02:00:00:00:00:01`,
-    `link set ${HOST_VETH} up`,
-    `route add ${POD_IP}/32 dev ${HOST_VETH} scope link`,
-    `route add default via ${ROUTER_NODE_IP}`,
-  ]);
-  await must(node, ["sysctl", "-q", "-w", "net.ipv4.ip_forward=1"]);
-  // the VPC CNI's pod side: a /32, the link-local gateway with a static ARP entry for the host veth
-  await ipBatch(pod, [
-    `addr add ${POD_IP}/32 dev eth0`,
-    "link set eth0 up",
-    "route add 169.254.1.1 dev eth0 scope link",
-    "route add default via 169.254.1.1 dev eth0",
-    "neigh add 169.254.1.1 lladdr 02:00:00:00:00:01 dev eth0 nud permanent",
-  ]);
-  // the host answers ARP for the pod's gateway only through the static entry; replies to the pod
-  // leave by the /32 route
-  await must(node, ["iptables-restore", "--noflush"], KUBE_PROXY_RESTORE);
-  await installAwsNodeRules(node, plan.input);
-  return { router, node, pod, onprem, vpcHost };
-}
-
 /** The far sides in podpath's RemoteSite schema. */
 export function remoteSites(plan: AwsReplicaPlan): { name: string; text: string }[] {
   return [
-    {
-      name: SITE_NAME,
-      text: stringify({
-        kind: "RemoteSite",
-        name: SITE_NAME,
-        prefixes: [ONPREM_PREFIX],
-        routesBack: [...plan.routesBack],
-        vpn: {
-          kind: "ipsec",
-          localTrafficSelectors: [...plan.routesBack],
-          remoteTrafficSelectors: [ONPREM_PREFIX],
-        },
-        allowlists: [
-          {
-            name: "db-firewall",
-            sources: [...plan.routesBack],
-            destinations: [`${ONPREM_IP}/32`],
-            ports: [`tcp/${DB_PORT}`],
-          },
-        ],
-      }),
-    },
+    { name: SITE_NAME, text: onpremSite(plan.routesBack, { vpn: true, allowlist: true }) },
     {
       name: VPC_SITE_NAME,
       text: stringify({
@@ -242,13 +141,6 @@ export function remoteSites(plan: AwsReplicaPlan): { name: string; text: string 
     },
   ];
 }
-
-const meta = (name: string, extra: Record<string, unknown> = {}) => ({
-  name,
-  creationTimestamp: CREATED_AT,
-  resourceVersion: "1000",
-  ...extra,
-});
 
 /** The EKS objects: the Node (no podCIDR), the app pod, the aws-node DaemonSet and its pod. */
 export function clusterObjects(plan: AwsReplicaPlan): {
@@ -306,39 +198,23 @@ export function clusterObjects(plan: AwsReplicaPlan): {
       },
     },
   };
-  const ds = {
-    apiVersion: "apps/v1",
-    kind: "DaemonSet",
-    metadata: meta("aws-node", { namespace: "kube-system", labels }),
-    spec: {
-      selector: { matchLabels: { "k8s-app": "aws-node" } },
-      template: { metadata: { labels }, spec: podSpec },
-    },
-    status: { desiredNumberScheduled: 1, numberReady: 1 },
-  };
-  const cniPod = {
-    apiVersion: "v1",
-    kind: "Pod",
-    metadata: meta("aws-node-7xk2p", {
-      namespace: "kube-system",
-      labels,
-      ownerReferences: [
-        { apiVersion: "apps/v1", kind: "DaemonSet", name: "aws-node", controller: true },
-      ],
-    }),
-    spec: { ...podSpec, nodeName: NODE_NAME },
-    status: { phase: "Running", hostIP: NODE_IP, podIP: NODE_IP },
-  };
-  const app = {
-    apiVersion: "v1",
-    kind: "Pod",
-    metadata: meta(POD_NAME, { namespace: "default", labels: { app: "billing" } }),
-    spec: {
-      nodeName: NODE_NAME,
-      containers: [{ name: "app", image: "registry.example/billing:1.4" }],
-    },
-    status: { phase: "Running", hostIP: NODE_IP, podIP: POD_IP, podIPs: [{ ip: POD_IP }] },
-  };
+  const [ds, cniPod] = daemonSetAndPod({
+    name: "aws-node",
+    namespace: "kube-system",
+    labels,
+    selector: { "k8s-app": "aws-node" },
+    podName: "aws-node-7xk2p",
+    podSpec,
+    nodeName: NODE_NAME,
+    nodeIp: NODE_IP,
+  });
+  const app = appPod({
+    name: POD_NAME,
+    namespace: "default",
+    nodeName: NODE_NAME,
+    nodeIp: NODE_IP,
+    podIp: POD_IP,
+  });
   return {
     nodes: kubectlList([node]),
     awsNode: kubectlList([ds, cniPod]),
@@ -346,123 +222,63 @@ export function clusterObjects(plan: AwsReplicaPlan): {
   };
 }
 
-const PING = ["ping", "-c", "3", "-i", "0.2", "-W", "1"] as const;
-const nc = (ip: string) => ["nc", "-v", "-N", "-w", "2", ip, String(DB_PORT)];
-
-async function probeAndSnapshot(
-  out: string,
-  plan: AwsReplicaPlan,
-  b: Built,
-): Promise<ScenarioOutcome> {
-  const files: string[] = [];
-  const filter = `host ${ONPREM_IP} or host ${VPC_HOST_IP}`;
-  const captures: Capture[] = [
-    await startCapture(b.node, out, "node", {
-      iface: "any",
-      filter,
-      point: `node/${NODE_NAME}`,
-      phase: plan.phase,
-    }),
-    await startCapture(b.onprem, out, `remote-${SITE_NAME}`, {
-      iface: "eth0",
-      filter: `host ${ONPREM_IP}`,
-      point: `remote/${SITE_NAME}`,
-      phase: plan.phase,
-    }),
-    await startCapture(b.vpcHost, out, `remote-${VPC_SITE_NAME}`, {
-      iface: "eth0",
-      filter: `host ${VPC_HOST_IP}`,
-      point: `remote/${VPC_SITE_NAME}`,
-      phase: plan.phase,
-    }),
-  ];
-  const summary: string[] = [];
-  try {
-    const nodeProbe = await runProbes(b.node, [
-      { shown: `${PING.join(" ")} ${ONPREM_IP}`, argv: [...PING, ONPREM_IP] },
-    ]);
-    files.push(
-      writeSnapshotFile(
-        out,
-        "probes/node.txt",
-        `# client: node/${NODE_NAME}\n${nodeProbe.transcript}`,
-      ),
-    );
-    const podProbe = await runProbes(b.pod, [
-      { shown: `${PING.join(" ")} ${ONPREM_IP}`, argv: [...PING, ONPREM_IP] },
-      {
-        shown: `${nc(ONPREM_IP).join(" ")} </dev/null`,
-        argv: nc(ONPREM_IP),
-        input: "",
-        stderrFirst: true,
-      },
-      {
-        shown: `${nc(VPC_HOST_IP).join(" ")} </dev/null`,
-        argv: nc(VPC_HOST_IP),
-        input: "",
-        stderrFirst: true,
-      },
-    ]);
-    files.push(
-      writeSnapshotFile(
-        out,
-        `probes/pod-${POD_NAME}.txt`,
-        `# client: pod/default/${POD_NAME}\n${podProbe.transcript}`,
-      ),
-    );
-    const ok = (code: number | undefined) => (code === 0 ? "answers" : "silent");
-    summary.push(
-      `node ping ${ONPREM_IP} ${ok(nodeProbe.results[0]?.code)}, pod ping ${ok(podProbe.results[0]?.code)}, ` +
-        `pod tcp/${DB_PORT} on-prem ${ok(podProbe.results[1]?.code)}, pod tcp/${DB_PORT} VPC host ${ok(podProbe.results[2]?.code)}`,
-    );
-  } finally {
-    await new Promise((r) => setTimeout(r, 200));
-    for (const c of captures) await c.stop();
-  }
-  for (const c of captures) files.push(c.rel, c.rel.replace(/\.pcap$/, ".yaml"));
-  files.push(
-    ...(await collectKernelState(b.node, out, `nodes/${NODE_NAME}`, [
-      "iptables-save",
-      "ip-route",
-      "ip-addr",
-      "sysctl",
-      "conntrack",
-    ])),
-    ...(await collectKernelState(b.pod, out, `pods/default/${POD_NAME}`, [
-      "ip-route",
-      "ip-addr",
-      "sysctl",
-    ])),
-  );
-  const objs = clusterObjects(plan);
-  files.push(
-    writeSnapshotFile(out, "cluster/nodes.yaml", objs.nodes),
-    writeSnapshotFile(out, "cluster/aws-node.yaml", objs.awsNode),
-    writeSnapshotFile(out, "cluster/pods.yaml", objs.pods),
-    ...remoteSites(plan).map((s) => writeSnapshotFile(out, `remote/${s.name}.yaml`, s.text)),
-  );
-  return { files, summary };
-}
-
 async function run(ctx: ScenarioContext, opts: AwsVpcCniOptions): Promise<ScenarioOutcome> {
   const plan = planAwsReplica(opts);
-  ctx.log(`building aws-vpc-cni replica ${ctx.lab.id}`);
-  const b = await build(ctx, plan);
-  const listeners = [await startListener(b.onprem, false), await startListener(b.vpcHost, false)];
-  try {
-    if (ctx.outDir === undefined) {
-      return {
-        files: [],
-        summary: [
-          `on-prem ${ONPREM_IP} and VPC host ${VPC_HOST_IP} listen on tcp/${DB_PORT}`,
-          `node ${NODE_NAME}: ip netns exec ${b.node.name} …   pod ${POD_IP}: ip netns exec ${b.pod.name} …`,
-        ],
-      };
-    }
-    return await probeAndSnapshot(ctx.outDir, plan, b);
-  } finally {
-    if (ctx.outDir !== undefined) for (const l of listeners) await stopProcess(l);
-  }
+  return runSnatReplica(ctx, {
+    title: "aws-vpc-cni",
+    phase: plan.phase,
+    node: {
+      name: NODE_NAME,
+      ip: NODE_IP,
+      routerIp: ROUTER_NODE_IP,
+      hostVeth: HOST_VETH,
+      // the host answers ARP for the pod's gateway only through the pod's static entry; replies
+      // to the pod leave by the /32 route
+      lines: [
+        `link set ${HOST_VETH} address 02:00:00:00:00:01`,
+        `link set ${HOST_VETH} up`,
+        `route add ${POD_IP}/32 dev ${HOST_VETH} scope link`,
+      ],
+    },
+    // the VPC CNI's pod side: a /32, the link-local gateway with a static ARP entry for the host veth
+    pod: {
+      name: POD_NAME,
+      namespace: "default",
+      ip: POD_IP,
+      lines: [
+        `addr add ${POD_IP}/32 dev eth0`,
+        "link set eth0 up",
+        "route add 169.254.1.1 dev eth0 scope link",
+        "route add default via 169.254.1.1 dev eth0",
+        "neigh add 169.254.1.1 lladdr 02:00:00:00:00:01 dev eth0 nud permanent",
+      ],
+    },
+    // the VPC routes the pod's secondary-CIDR address to the node's ENI
+    routerLines: [`route add ${POD_IP}/32 via ${NODE_IP}`],
+    routesBack: plan.routesBack,
+    extraHosts: [
+      {
+        ns: "vpchost",
+        routerIface: "vpc0",
+        routerIp: ROUTER_VPC_IP,
+        ip: VPC_HOST_IP,
+        site: VPC_SITE_NAME,
+        label: "VPC host",
+      },
+    ],
+    kubeProxy: true,
+    install: (node) => installAwsNodeRules(node, plan.input),
+    onpremLabel: "on-prem",
+    files: async () => {
+      const objs = clusterObjects(plan);
+      return [
+        ["cluster/nodes.yaml", objs.nodes],
+        ["cluster/aws-node.yaml", objs.awsNode],
+        ["cluster/pods.yaml", objs.pods],
+        ...remoteSites(plan).map((s) => [`remote/${s.name}.yaml`, s.text] as const),
+      ];
+    },
+  });
 }
 
 export const scenario: Scenario<AwsVpcCniOptions> = {
