@@ -36,7 +36,7 @@ export interface ProgressOptions {
   readonly everyMs?: number;
 }
 
-export interface Progress {
+export interface ProgressLine {
   /** What is being done now (`12 034 packets`); drawn when over the delay, at most every everyMs. */
   readonly update: (detail: string) => void;
   /** Erases the line (when one was drawn); further updates are ignored. */
@@ -50,7 +50,7 @@ export function startProgress(
   stream: ProgressStream,
   label: string,
   opts: ProgressOptions = {},
-): Progress {
+): ProgressLine {
   if (!stream.isTTY) return { update: () => {}, done: () => {}, say: stream.write };
   const clock = opts.clock ?? realClock;
   const afterMs = opts.afterMs ?? 1000;
@@ -97,7 +97,7 @@ export function startProgress(
 export async function withProgress<T>(
   stream: ProgressStream,
   label: string,
-  work: (progress: Progress) => Promise<T> | T,
+  work: (progress: ProgressLine) => Promise<T> | T,
   opts: ProgressOptions = {},
 ): Promise<T> {
   const progress = startProgress(stream, label, opts);

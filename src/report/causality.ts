@@ -9,7 +9,7 @@ import { sortFindings } from "../model/answer.ts";
 import type { Finding, FindingId } from "../model/types.ts";
 
 /** A pod flow a finding is about: the source address on the wire and the destination. */
-export interface Flow {
+export interface FindingFlow {
   readonly src: string;
   readonly dst: string;
 }
@@ -19,7 +19,7 @@ export interface Flow {
  * traffic to DST keeps its pod source address SRC`); the missing route back's explanation
  * (`Packets to DST arrive at SITE with source SRC,`). Otherwise none.
  */
-export function flowOf(f: Finding): Flow | undefined {
+export function flowOf(f: Finding): FindingFlow | undefined {
   const subject = /^flow\/([^\s>-]+)->(\S+)$/.exec(f.subject);
   if (subject) return { src: subject[1]!, dst: subject[2]! };
   if (f.id === "masq/exempt-destination") {

@@ -8,7 +8,7 @@ import type { Answer, PathHop, PathView, Verdict } from "../model/answer.ts";
 import type { Finding } from "../model/types.ts";
 import { VERDICT_LABEL } from "../model/verdict.ts";
 import type { CauseGroup } from "./causality.ts";
-import { summarise } from "./summary.ts";
+import { summariseAnswer } from "./summary.ts";
 
 /** Text that is already safe HTML (built by {@link html} or {@link raw}). */
 export class SafeHtml {
@@ -172,7 +172,7 @@ function groupHtml(g: CauseGroup, causedBy?: string): SafeHtml[] {
  * findings by cause (each consequence indented under its cause), the paths, what would decide more.
  */
 export function renderHtml(answer: Answer): string {
-  const { verdict, groups } = summarise(answer);
+  const { verdict, groups } = summariseAnswer(answer);
   const findings = answer.findings;
   const page = html`<!doctype html>
 <html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width,initial-scale=1">

@@ -7,7 +7,7 @@ import type { Answer, PathView, Verdict } from "../model/answer.ts";
 import type { Finding } from "../model/types.ts";
 import { VERDICT_LABEL } from "../model/verdict.ts";
 import type { CauseGroup } from "./causality.ts";
-import { lowerFirst, type Summary, summarise } from "./summary.ts";
+import { lowerFirst, type Summary, summariseAnswer } from "./summary.ts";
 
 /** Escapes text for a Markdown table cell or inline position. */
 export function mdEscape(s: string): string {
@@ -92,7 +92,7 @@ function groupMarkdown(g: CauseGroup, level: number, causedBy: string | undefine
  * under its cause), the other paths, what would decide more.
  */
 export function renderMarkdown(answer: Answer): string {
-  const s = summarise(answer);
+  const s = summariseAnswer(answer);
   const out = [
     verdictMarkdown(s.verdict),
     "",

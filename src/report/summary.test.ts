@@ -4,7 +4,7 @@ import type { Answer } from "../model/answer.ts";
 import { diagnose } from "../questions/diagnose.ts";
 import { loadSnapshot } from "../snapshot/load.ts";
 import { openSnapshot } from "../snapshot/source.ts";
-import { firstSentence, fixSentence, summarise } from "./summary.ts";
+import { firstSentence, fixSentence, summariseAnswer } from "./summary.ts";
 
 const answerOf = async (dir: string): Promise<Answer> => diagnose(loadSnapshot(openSnapshot(dir)));
 
@@ -33,7 +33,7 @@ describe("sentences of an explanation", () => {
 describe("the summary an answer opens with", () => {
   it("the seed example: the exemption's cause, what follows, its fix and plan command, its path", async () => {
     const a = await answerOf("examples/snat-exception-list");
-    const s = summarise(a);
+    const s = summariseAnswer(a);
     assert.deepEqual(s.verdict, a.verdict, "the cause decides the verdict: unchanged");
     assert.equal(s.cause?.id, "masq/exempt-destination");
     assert.match(
@@ -51,7 +51,7 @@ describe("the summary an answer opens with", () => {
 
   it("three pools: the verdict is restated from the missing agent on pool legacy", async () => {
     const a = await answerOf("src/cases/masquerade/fixtures/three-pools");
-    const s = summarise(a);
+    const s = summariseAnswer(a);
     assert.equal(a.verdict.finding, "masq/exempt-destination");
     assert.equal(s.verdict.finding, "masq/agent-missing");
     assert.equal(s.verdict.subject, a.verdict.subject);
@@ -64,7 +64,7 @@ describe("the summary an answer opens with", () => {
   });
 
   it("VPN: forwarding off, its plan command as the fix", async () => {
-    const s = summarise(await answerOf("examples/vpn-forwarding-off"));
+    const s = summariseAnswer(await answerOf("examples/vpn-forwarding-off"));
     assert.equal(s.cause?.id, "vpn/forwarding-disabled");
     assert.match(s.command ?? "", /^podpath plan vpn /);
     assert.deepEqual(s.consequences, ["First hop without an answer: pod-ip (vpn-pod-forwarding)"]);
@@ -72,7 +72,7 @@ describe("the summary an answer opens with", () => {
 
   it("healthy: no cause, no fix, the first path", async () => {
     const a = await answerOf("examples/vpn-forwarding-fixed");
-    const s = summarise(a);
+    const s = summariseAnswer(a);
     assert.equal(s.verdict.state, "healthy");
     assert.equal(s.cause, undefined);
     assert.equal(s.fix, undefined);

@@ -75,7 +75,7 @@ function pathOf(answer: Answer, v: Verdict): PathView | undefined {
   return answer.paths.find((p) => pathName(p) === v.subject) ?? answer.paths[0];
 }
 
-export function summarise(answer: Answer): Summary {
+export function summariseAnswer(answer: Answer): Summary {
   const groups = groupByCause(answer.findings);
   const deciding = decidingFinding(answer);
   const group = deciding && groups.find((g) => flattenGroup(g).includes(deciding));

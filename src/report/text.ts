@@ -12,8 +12,8 @@ import { VERDICT_LABEL } from "../model/verdict.ts";
 import type { CauseGroup } from "./causality.ts";
 import { nodesOf } from "./causality.ts";
 import { summariseLists } from "./list-summary.ts";
-import { lowerFirst, type Summary, summarise } from "./summary.ts";
-import { fillWords, type PaintedWord, PIPE_WIDTH, wordsOf, wrap } from "./wrap.ts";
+import { lowerFirst, type Summary, summariseAnswer } from "./summary.ts";
+import { fillWords, type PaintedWord, PIPE_WIDTH, paintedWords, wrap } from "./wrap.ts";
 
 export { wrap };
 
@@ -86,9 +86,9 @@ function explanationText(f: Finding, shown: Map<string, FindingId> | undefined):
  */
 export function renderFinding(f: Finding, p: Paint, ctx: FindingContext = {}): string {
   const width = ctx.width ?? PIPE_WIDTH;
-  const lines = fillWords(wordsOf(f.title, p.bold), severityLabel(f, p), "       ", width);
+  const lines = fillWords(paintedWords(f.title, p.bold), severityLabel(f, p), "       ", width);
   const about = `${f.id} · ${f.subject}${ctx.causedBy ? ` · follows from ${ctx.causedBy}` : ""}`;
-  lines.push(...fillWords(wordsOf(about, p.dim), "       ", "         ", width));
+  lines.push(...fillWords(paintedWords(about, p.dim), "       ", "         ", width));
   lines.push(wrap(explanationText(f, ctx.shownLines), "       ", width));
   const fresh = f.evidence.filter((e) => !ctx.shownEvidence?.has(`${e.file}:${e.line}`));
   const again = f.evidence.filter((e) => ctx.shownEvidence?.has(`${e.file}:${e.line}`));
@@ -100,14 +100,14 @@ export function renderFinding(f: Finding, p: Paint, ctx: FindingContext = {}): s
     const hang = width - (9 + atWidth + 2) >= 40 ? " ".repeat(9 + atWidth + 2) : " ".repeat(11);
     for (const e of fresh) {
       const first = `         ${at(e).padEnd(atWidth)}  `;
-      const text = e.text === undefined ? [] : wordsOf(e.text.trim(), p.dim);
+      const text = e.text === undefined ? [] : paintedWords(e.text.trim(), p.dim);
       lines.push(...fillWords(text, first, hang, width).map((l) => l.trimEnd()));
       ctx.shownEvidence?.add(at(e));
     }
     if (again.length > 0) {
       lines.push(
         ...fillWords(
-          wordsOf(`${again.map(at).join(", ")} (shown above)`, p.dim),
+          paintedWords(`${again.map(at).join(", ")} (shown above)`, p.dim),
           "         also ",
           "              ",
           width,
@@ -142,7 +142,7 @@ export function renderPath(path: PathView, p: Paint, width = PIPE_WIDTH): string
   const atWidth = Math.min(34, Math.max(...path.hops.map((h) => h.at.length)));
   path.hops.forEach((h, i) => {
     const words: PaintedWord[] = [
-      ...wordsOf(h.label),
+      ...paintedWords(h.label),
       ...(h.source ? [{ text: ` src ${h.source}` }] : []),
       ...(h.evidence ? [{ text: ` [${h.evidence.file}:${h.evidence.line}]`, paint: p.dim }] : []),
     ];
@@ -158,7 +158,7 @@ export function renderPath(path: PathView, p: Paint, width = PIPE_WIDTH): string
     });
     if (!last) lines.push(`  ${p.dim("↓")}`);
   });
-  lines.push(...fillWords(wordsOf(path.verdict), `  ${p.bold("⇒")} `, "    ", width));
+  lines.push(...fillWords(paintedWords(path.verdict), `  ${p.bold("⇒")} `, "    ", width));
   return lines.join("\n");
 }
 
@@ -182,7 +182,7 @@ function paintVerdict(v: Verdict, p: Paint): string {
 function summaryText(s: Summary, p: Paint, width: number): string[] {
   const out = [paintVerdict(s.verdict, p)];
   const row = (key: string, text: string) =>
-    out.push(...fillWords(wordsOf(text), p.bold(key.padEnd(8)), "        ", width));
+    out.push(...fillWords(paintedWords(text), p.bold(key.padEnd(8)), "        ", width));
   if (s.because) row("cause", s.because);
   if (s.consequences.length > 0) row("then", s.consequences.map(lowerFirst).join("; "));
   if (s.fix) row("fix", s.fix);
@@ -219,7 +219,7 @@ function groupText(
 
 /** The answer as text; `width` is the terminal's (report/wrap textWidth), 100 in files and pipes. */
 export function renderText(answer: Answer, p: Paint = PLAIN, width = PIPE_WIDTH): string {
-  const s = summarise(answer);
+  const s = summariseAnswer(answer);
   const out: string[] = summaryText(s, p, width);
   const counts = ["error", "warning", "info"]
     .map((sev) => [sev, answer.findings.filter((f) => f.severity === sev).length] as const)
@@ -231,7 +231,7 @@ export function renderText(answer: Answer, p: Paint = PLAIN, width = PIPE_WIDTH)
   const heading: PaintedWord[] = [
     { text: "podpath", paint: p.bold },
     { text: answer.snapshot ? answer.question : `${answer.question}:`, paint: p.bold },
-    ...wordsOf(`${answer.snapshot ? `${answer.snapshot}: ` : ""}${said}`),
+    ...paintedWords(`${answer.snapshot ? `${answer.snapshot}: ` : ""}${said}`),
   ];
   out.push("", ...fillWords(heading, "", "  ", width));
   const shownLines = new Map<string, FindingId>();

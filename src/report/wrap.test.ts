@@ -1,6 +1,6 @@
 import assert from "node:assert/strict";
 import { describe, it } from "node:test";
-import { fillWords, PIPE_WIDTH, textWidth, visibleLength, wordsOf, wrap } from "./wrap.ts";
+import { fillWords, PIPE_WIDTH, paintedWords, textWidth, visibleLength, wrap } from "./wrap.ts";
 
 describe("the width text is wrapped to", () => {
   it("is the terminal's on a TTY, 100 in a file or a pipe", () => {
@@ -16,7 +16,7 @@ describe("filling words to a width", () => {
     '-A IP-MASQ-AGENT -d 10.0.0.0/8 -m comment --comment "ip-masq-agent: local traffic is not subject to MASQUERADE" -j RETURN';
 
   it("keeps every word, in order, each line within the width", () => {
-    const lines = fillWords(wordsOf(rule), "    at:10  ", "           ", 50);
+    const lines = fillWords(paintedWords(rule), "    at:10  ", "           ", 50);
     assert.ok(lines.length > 1);
     for (const l of lines) assert.ok(l.length <= 50, l);
     assert.equal(lines.map((l) => l.trim()).join(" "), `at:10  ${rule}`);
@@ -26,7 +26,7 @@ describe("filling words to a width", () => {
 
   it("never cuts a word longer than the width: it stands alone, whole", () => {
     const long = "x".repeat(70);
-    const lines = fillWords(wordsOf(`a ${long} b`), "", "  ", 40);
+    const lines = fillWords(paintedWords(`a ${long} b`), "", "  ", 40);
     assert.deepEqual(lines, ["a", `  ${long}`, "  b"]);
     assert.ok(!lines.join("").includes("…"));
   });
@@ -34,9 +34,9 @@ describe("filling words to a width", () => {
   it("measures coloured prefixes and words without their escapes", () => {
     const red = (s: string) => `\x1b[31m${s}\x1b[39m`;
     assert.equal(visibleLength(red("ERROR  ")), 7);
-    const plain = fillWords(wordsOf("one two three four five six"), "ERROR  ", "       ", 20);
+    const plain = fillWords(paintedWords("one two three four five six"), "ERROR  ", "       ", 20);
     const painted = fillWords(
-      wordsOf("one two three four five six", red),
+      paintedWords("one two three four five six", red),
       red("ERROR  "),
       "       ",
       20,

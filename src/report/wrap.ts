@@ -22,7 +22,7 @@ export interface PaintedWord {
 }
 
 /** Plain words of a text, each painted with `paint`. */
-export function wordsOf(text: string, paint?: (s: string) => string): PaintedWord[] {
+export function paintedWords(text: string, paint?: (s: string) => string): PaintedWord[] {
   return text
     .split(/\s+/)
     .filter((w) => w.length > 0)
@@ -71,7 +71,7 @@ export function wrap(text: string, indent: string, width = PIPE_WIDTH): string {
   const out: string[] = [];
   for (const para of text.split("\n")) {
     const rest = /^\s*- /.test(para) ? `${indent}  ` : indent;
-    out.push(...fillWords(wordsOf(para), indent, rest, width));
+    out.push(...fillWords(paintedWords(para), indent, rest, width));
   }
   return out.join("\n");
 }
