@@ -110,18 +110,17 @@ export async function collectOwnerObjects(
     await run.write("cluster/ciliumnodes.yaml", renderKubectlList(res, kept));
   });
   for (const cm of OWNER_CONFIGMAPS) {
-    await step("cluster/configmaps", `get ConfigMap ${cm.name}`, async () => {
-      const found: ApiObject[] = [];
-      for (const namespace of cm.namespaces) {
+    const found: ApiObject[] = [];
+    for (const namespace of cm.namespaces) {
+      await step("cluster/configmaps", `get ConfigMap ${namespace}/${cm.name}`, async () => {
         try {
           found.push(await run.source.get(RESOURCES.configmaps, cm.name, { namespace, ...sig }));
         } catch (e) {
           // absent: that owner is not installed (or not configured); a fact, not a failure
           if (!notFound(e)) throw e;
         }
-      }
-      if (found.length > 0)
-        await run.write(cm.file, renderKubectlList(RESOURCES.configmaps, found));
-    });
+      });
+    }
+    if (found.length > 0) await run.write(cm.file, renderKubectlList(RESOURCES.configmaps, found));
   }
 }

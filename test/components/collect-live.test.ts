@@ -251,10 +251,21 @@ describe("podpath collect and diagnose --live on the real kube-apiserver", { ski
       [],
       "nothing podpath asked was refused",
     );
-    // the only other answer: the GKE API group, asked whether it is served, is not (404)
+    // the only other answers: the owners' API groups, asked whether they are served, are not
+    // (404), and the owners' ConfigMaps, read by name, do not exist here (404)
     assert.deepEqual(
       [...new Set(reqs.filter((r) => r.code !== 200).map((r) => `${r.code} ${r.uri}`))],
-      ["404 /apis/networking.gke.io/v1"],
+      [
+        "404 /apis/networking.gke.io/v1",
+        "404 /apis/projectcalico.org/v3",
+        "404 /apis/crd.projectcalico.org/v1",
+        "404 /apis/cilium.io/v2",
+        "404 /api/v1/namespaces/kube-system/configmaps/cilium-config",
+        "404 /api/v1/namespaces/kube-system/configmaps/azure-ip-masq-agent-config",
+        "404 /api/v1/namespaces/kube-system/configmaps/azure-ip-masq-agent-config-reconciled",
+        "404 /api/v1/namespaces/kube-flannel/configmaps/kube-flannel-cfg",
+        "404 /api/v1/namespaces/kube-system/configmaps/kube-flannel-cfg",
+      ],
     );
   });
 
@@ -309,6 +320,13 @@ describe("podpath collect and diagnose --live on the real kube-apiserver", { ski
       [
         "cluster/configmaps: get ConfigMap kube-system/ip-masq-agent",
         "cluster/daemonsets: list DaemonSets in kube-system",
+        "cluster/daemonsets: list DaemonSets in kube-flannel",
+        // the other owners' ConfigMaps, each read by name
+        "cluster/configmaps: get ConfigMap kube-system/cilium-config",
+        "cluster/configmaps: get ConfigMap kube-system/azure-ip-masq-agent-config",
+        "cluster/configmaps: get ConfigMap kube-system/azure-ip-masq-agent-config-reconciled",
+        "cluster/configmaps: get ConfigMap kube-flannel/kube-flannel-cfg",
+        "cluster/configmaps: get ConfigMap kube-system/kube-flannel-cfg",
       ],
     );
     const [cm, ds] = report.failures;
