@@ -3,7 +3,13 @@ import { describe, it } from "node:test";
 import fc from "fast-check";
 import { ClusterError, errorFromResponse, exitCodeOf, RESOURCES } from "../k8s/cluster.ts";
 import { collectorDaemonSet, collectorName, collectorPod } from "./collect-collector.ts";
-import { captureCommand, isReadCommand, NODE_COMMANDS, POD_COMMANDS } from "./collect-commands.ts";
+import {
+  CILIUM_COMMANDS,
+  captureCommand,
+  isReadCommand,
+  NODE_COMMANDS,
+  POD_COMMANDS,
+} from "./collect-commands.ts";
 import { explainClusterError } from "./collect-errors.ts";
 import { podState } from "./collect-nodes.ts";
 import { isLabelSelector, isMasqueradingDaemonSet } from "./collect-objects.ts";
@@ -11,7 +17,17 @@ import { createLimiter } from "./collect-pool.ts";
 
 describe("isReadCommand", () => {
   it("accepts the fixed commands and the bounded capture, and nothing else", () => {
-    for (const c of [...POD_COMMANDS, ...NODE_COMMANDS]) assert.ok(isReadCommand(c.argv));
+    for (const c of [...POD_COMMANDS, ...NODE_COMMANDS, ...CILIUM_COMMANDS]) {
+      assert.ok(isReadCommand(c.argv));
+      if (c.fallback) assert.ok(isReadCommand(c.fallback));
+    }
+    // the owners' tools: their listing commands only, never one that changes state
+    assert.ok(!isReadCommand(["ipset", "flush"]));
+    assert.ok(!isReadCommand(["ipset", "restore"]));
+    assert.ok(!isReadCommand(["nft", "flush", "ruleset"]));
+    assert.ok(!isReadCommand(["nft", "-f", "/tmp/x"]));
+    assert.ok(!isReadCommand(["cilium-dbg", "bpf", "ipmasq", "delete", "10.0.0.0/8"]));
+    assert.ok(!isReadCommand(["cilium", "config", "EnableIPMasqAgent=false"]));
     assert.ok(isReadCommand(captureCommand("10.20.30.40", 10)));
     assert.ok(!isReadCommand(["iptables", "-F"]));
     assert.ok(!isReadCommand(["sysctl", "-w", "net.ipv4.ip_forward=1"]));

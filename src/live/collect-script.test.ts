@@ -88,7 +88,7 @@ describe("NODE_SCRIPT under a real shell", () => {
     );
   });
 
-  it("reads a network namespace's real iptables rules, routes and sysctls as the commands print them", async (t) => {
+  it("reads a network namespace's real iptables rules, IP sets, nftables, routes and sysctls as the commands print them", async (t) => {
     const why = labUnavailableReason();
     if (why !== undefined) {
       if (process.env["CI"]) assert.fail(`kernel test cannot run in CI: ${why}`);
@@ -138,6 +138,19 @@ describe("NODE_SCRIPT under a real shell", () => {
           "RETURN",
         ],
         ["iptables", "-w", "-t", "nat", "-A", "IP-MASQ", "-j", "MASQUERADE"],
+        // an IP set as Calico's Felix makes them, and an nftables table of its own
+        ["ipset", "create", "cali40masq-ipam-pools", "hash:net", "family", "inet"],
+        ["ipset", "add", "cali40masq-ipam-pools", "10.244.0.0/16"],
+        ["nft", "add", "table", "inet", "podpath_test"],
+        [
+          "nft",
+          "add",
+          "chain",
+          "inet",
+          "podpath_test",
+          "post",
+          "{ type nat hook postrouting priority 100 ; }",
+        ],
       ];
       for (const argv of setup) {
         const r = await ns.exec(argv);
@@ -146,7 +159,13 @@ describe("NODE_SCRIPT under a real shell", () => {
       const script = await ns.exec(["sh", "-c", NODE_SCRIPT]);
       assert.equal(script.code, 0, script.stderr);
       const sections = parseScriptOutput(Buffer.from(script.stdout));
-      for (const argv of [["iptables-save"], ["ip", "route"], ["ip", "addr"]]) {
+      for (const argv of [
+        ["iptables-save"],
+        ["ip", "route"],
+        ["ip", "addr"],
+        ["ipset", "save"],
+        ["nft", "list", "ruleset"],
+      ]) {
         const alone = await ns.exec(argv);
         const sec = sections.find((s) => s.command === argv.join(" "));
         assert.ok(sec, argv.join(" "));
@@ -159,6 +178,14 @@ describe("NODE_SCRIPT under a real shell", () => {
       assert.match(
         ipt,
         /-A IP-MASQ -d 10\.0\.0\.0\/8 -m comment --comment "ip-masq-agent: local traffic is not subject to MASQUERADE" -j RETURN/,
+      );
+      assert.match(
+        sections.find((s) => s.command === "ipset save")!.stdout.toString("utf8"),
+        /^create cali40masq-ipam-pools hash:net family inet .*\nadd cali40masq-ipam-pools 10\.244\.0\.0\/16$/m,
+      );
+      assert.match(
+        sections.find((s) => s.command === "nft list ruleset")!.stdout.toString("utf8"),
+        /table inet podpath_test \{\n\tchain post \{\n\t\ttype nat hook postrouting priority srcnat; policy accept;/,
       );
       assert.match(
         sections.find((s) => s.command.startsWith("sysctl"))!.stdout.toString(),
