@@ -33,8 +33,8 @@ import {
   cidrList,
   daemonSetAndPod,
   isTrue,
-  meta,
   must,
+  nodeObject,
   onpremSite,
   runSnatReplica,
 } from "./snat-replica.ts";
@@ -174,30 +174,19 @@ export function clusterObjects(plan: AwsReplicaPlan): {
     serviceAccountName: "aws-node",
     containers: [{ name: "aws-node", image: CNI_IMAGE, env }],
   };
-  const node = {
-    apiVersion: "v1",
-    kind: "Node",
-    metadata: meta(NODE_NAME, {
-      labels: {
-        "eks.amazonaws.com/nodegroup": "default",
-        "kubernetes.io/hostname": NODE_NAME,
-        "kubernetes.io/os": "linux",
-        "topology.kubernetes.io/zone": "eu-west-1a",
-      },
-    }),
-    spec: { providerID: "aws:///eu-west-1a/i-0abc123def4567890" },
-    status: {
-      addresses: [
-        { address: NODE_IP, type: "InternalIP" },
-        { address: NODE_NAME, type: "Hostname" },
-      ],
-      conditions: [{ status: "True", type: "Ready", reason: "KubeletReady" }],
-      nodeInfo: {
-        kubeletVersion: "v1.31.4-eks-aeac579",
-        kernelVersion: "6.1.119-129.201.amzn2023.x86_64",
-      },
+  const node = nodeObject({
+    name: NODE_NAME,
+    ip: NODE_IP,
+    labels: {
+      "eks.amazonaws.com/nodegroup": "default",
+      "topology.kubernetes.io/zone": "eu-west-1a",
     },
-  };
+    spec: { providerID: "aws:///eu-west-1a/i-0abc123def4567890" },
+    nodeInfo: {
+      kubeletVersion: "v1.31.4-eks-aeac579",
+      kernelVersion: "6.1.119-129.201.amzn2023.x86_64",
+    },
+  });
   const [ds, cniPod] = daemonSetAndPod({
     name: "aws-node",
     namespace: "kube-system",
@@ -227,31 +216,19 @@ async function run(ctx: ScenarioContext, opts: AwsVpcCniOptions): Promise<Scenar
   return runSnatReplica(ctx, {
     title: "aws-vpc-cni",
     phase: plan.phase,
-    node: {
-      name: NODE_NAME,
-      ip: NODE_IP,
-      routerIp: ROUTER_NODE_IP,
-      hostVeth: HOST_VETH,
-      // the host answers ARP for the pod's gateway only through the pod's static entry; replies
-      // to the pod leave by the /32 route
-      lines: [
-        `link set ${HOST_VETH} address 02:00:00:00:00:01`,
-        `link set ${HOST_VETH} up`,
-        `route add ${POD_IP}/32 dev ${HOST_VETH} scope link`,
-      ],
-    },
-    // the VPC CNI's pod side: a /32, the link-local gateway with a static ARP entry for the host veth
+    node: { name: NODE_NAME, ip: NODE_IP, routerIp: ROUTER_NODE_IP, hostVeth: HOST_VETH },
+    // the VPC CNI's pod side: a /32, the link-local gateway with a static ARP entry for the host
+    // veth (the host answers ARP for it only through that entry)
     pod: {
       name: POD_NAME,
       namespace: "default",
       ip: POD_IP,
-      lines: [
-        `addr add ${POD_IP}/32 dev eth0`,
-        "link set eth0 up",
-        "route add 169.254.1.1 dev eth0 scope link",
-        "route add default via 169.254.1.1 dev eth0",
-        "neigh add 169.254.1.1 lladdr 02:00:00:00:00:01 dev eth0 nud permanent",
-      ],
+      attach: {
+        kind: "routed",
+        gateway: "169.254.1.1",
+        hostMac: "02:00:00:00:00:01",
+        staticNeigh: true,
+      },
     },
     // the VPC routes the pod's secondary-CIDR address to the node's ENI
     routerLines: [`route add ${POD_IP}/32 via ${NODE_IP}`],

@@ -24,8 +24,8 @@ import {
   boolText,
   cidrList,
   isTrue,
-  meta,
   must,
+  nodeObject,
   onpremSite,
   runSnatReplica,
 } from "./snat-replica.ts";
@@ -138,22 +138,12 @@ export function remoteSite(plan: BridgeReplicaPlan): string {
 
 /** The Node (its podCIDR, the conflist's subnet) and the app pod. */
 export function clusterObjects(): { nodes: string; pods: string } {
-  const node = {
-    apiVersion: "v1",
-    kind: "Node",
-    metadata: meta(NODE_NAME, {
-      labels: { "kubernetes.io/hostname": NODE_NAME, "kubernetes.io/os": "linux" },
-    }),
+  const node = nodeObject({
+    name: NODE_NAME,
+    ip: NODE_IP,
     spec: { podCIDR: POD_SUBNET, podCIDRs: [POD_SUBNET] },
-    status: {
-      addresses: [
-        { address: NODE_IP, type: "InternalIP" },
-        { address: NODE_NAME, type: "Hostname" },
-      ],
-      conditions: [{ status: "True", type: "Ready", reason: "KubeletReady" }],
-      nodeInfo: { kubeletVersion: "v1.31.4", containerRuntimeVersion: "containerd://1.7.24" },
-    },
-  };
+    nodeInfo: { kubeletVersion: "v1.31.4", containerRuntimeVersion: "containerd://1.7.24" },
+  });
   const app = appPod({
     name: POD_NAME,
     namespace: "default",
@@ -169,31 +159,14 @@ async function run(ctx: ScenarioContext, opts: BridgeCniOptions): Promise<Scenar
   return runSnatReplica(ctx, {
     title: "bridge-cni",
     phase: plan.phase,
-    node: {
-      name: NODE_NAME,
-      ip: NODE_IP,
-      routerIp: ROUTER_NODE_IP,
-      hostVeth: HOST_VETH,
-      // the bridge plugin's node side: cni0 with the gateway address (isGateway), the pod's veth on it
-      lines: [
-        "link add cni0 type bridge",
-        `addr add ${BRIDGE_IP}/24 dev cni0`,
-        "link set cni0 up",
-        `link set ${HOST_VETH} master cni0`,
-        `link set ${HOST_VETH} up`,
-      ],
-    },
+    node: { name: NODE_NAME, ip: NODE_IP, routerIp: ROUTER_NODE_IP, hostVeth: HOST_VETH },
+    // the bridge plugin's node side: cni0 with the gateway address (isGateway), the pod's veth on it
     pod: {
       name: POD_NAME,
       namespace: "default",
       ip: POD_IP,
-      lines: [
-        `addr add ${POD_IP}/24 dev eth0`,
-        "link set eth0 up",
-        `route add default via ${BRIDGE_IP}`,
-      ],
+      attach: { kind: "bridge", bridge: "cni0", gateway: BRIDGE_IP },
     },
-    routerLines: [],
     routesBack: plan.routesBack,
     kubeProxy: true,
     install: async (node) => {

@@ -30,6 +30,7 @@ import {
   isTrue,
   meta,
   must,
+  nodeObject,
   onpremSite,
   runSnatReplica,
 } from "./snat-replica.ts";
@@ -146,26 +147,14 @@ export function calicoClusterObjects(): { nodes: string; calicoNode: string; pod
       },
     ],
   };
-  const node = {
-    apiVersion: "v1",
-    kind: "Node",
-    metadata: meta(CALICO_NODE, {
-      labels: { "kubernetes.io/hostname": CALICO_NODE, "kubernetes.io/os": "linux" },
-      annotations: {
-        "projectcalico.org/IPv4Address": `${CALICO_NODE_IP}/24`,
-      },
-    }),
+  const node = nodeObject({
+    name: CALICO_NODE,
+    ip: CALICO_NODE_IP,
+    annotations: { "projectcalico.org/IPv4Address": `${CALICO_NODE_IP}/24` },
     // Calico's IPAM ignores the Node's podCIDR: none is set
     spec: {},
-    status: {
-      addresses: [
-        { address: CALICO_NODE_IP, type: "InternalIP" },
-        { address: CALICO_NODE, type: "Hostname" },
-      ],
-      conditions: [{ status: "True", type: "Ready", reason: "KubeletReady" }],
-      nodeInfo: { kubeletVersion: "v1.33.2", kernelVersion: "6.8.0-60-generic" },
-    },
-  };
+    nodeInfo: { kubeletVersion: "v1.33.2", kernelVersion: "6.8.0-60-generic" },
+  });
   const [ds, cniPod] = daemonSetAndPod({
     name: "calico-node",
     namespace: "kube-system",
@@ -206,29 +195,25 @@ async function run(ctx: ScenarioContext, opts: CalicoOptions): Promise<ScenarioO
       ip: CALICO_NODE_IP,
       routerIp: ROUTER_NODE_IP,
       hostVeth: HOST_VETH,
-      lines: [
-        // Calico's host side of a workload: fixed MAC, proxy ARP answers for 169.254.1.1
-        `link set ${HOST_VETH} address ee:ee:ee:ee:ee:ee`,
-        `link set ${HOST_VETH} up`,
-        `route add ${CALICO_POD_IP}/32 dev ${HOST_VETH} scope link`,
-        // the node's IPAM block, as BIRD installs it
-        `route add blackhole ${POD_BLOCK} proto 80`,
-      ],
+      // the node's IPAM block, as BIRD installs it
+      lines: [`route add blackhole ${POD_BLOCK} proto 80`],
+      // proxy ARP on the host side answers for 169.254.1.1
       sysctls: [
         `net.ipv4.conf.${HOST_VETH}.proxy_arp=1`,
         `net.ipv4.neigh.${HOST_VETH}.proxy_delay=0`,
       ],
     },
+    // Calico's workload: a /32, default via 169.254.1.1; the host side has Calico's fixed MAC
     pod: {
       name: CALICO_POD_NAME,
       namespace: CALICO_POD_NAMESPACE,
       ip: CALICO_POD_IP,
-      lines: [
-        `addr add ${CALICO_POD_IP}/32 dev eth0`,
-        "link set eth0 up",
-        "route add 169.254.1.1 dev eth0 scope link",
-        "route add default via 169.254.1.1 dev eth0",
-      ],
+      attach: {
+        kind: "routed",
+        gateway: "169.254.1.1",
+        hostMac: "ee:ee:ee:ee:ee:ee",
+        staticNeigh: false,
+      },
     },
     // the fabric routes the node's IPAM blocks to it (BGP in a real cluster)
     routerLines: [`route add ${POD_BLOCK} via ${CALICO_NODE_IP}`],

@@ -30,7 +30,15 @@ import type { Namespace } from "../netns.ts";
 import type { Scenario, ScenarioContext, ScenarioOutcome } from "./index.ts";
 import { SITE_NAME } from "./masquerade.ts";
 import { kubectlList } from "./masquerade-cluster.ts";
-import { appPod, daemonSetAndPod, meta, must, onpremSite, runSnatReplica } from "./snat-replica.ts";
+import {
+  appPod,
+  daemonSetAndPod,
+  meta,
+  must,
+  nodeObject,
+  onpremSite,
+  runSnatReplica,
+} from "./snat-replica.ts";
 
 export const NODE_NAME = "worker-1";
 export const NODE_IP = "192.168.1.10";
@@ -162,22 +170,12 @@ export function clusterObjects(plan: CiliumReplicaPlan): {
     nodeName: NODE_NAME,
     nodeIp: NODE_IP,
   });
-  const node = {
-    apiVersion: "v1",
-    kind: "Node",
-    metadata: meta(NODE_NAME, {
-      labels: { "kubernetes.io/hostname": NODE_NAME, "kubernetes.io/os": "linux" },
-    }),
+  const node = nodeObject({
+    name: NODE_NAME,
+    ip: NODE_IP,
     spec: { podCIDR: POD_CIDR, podCIDRs: [POD_CIDR] },
-    status: {
-      addresses: [
-        { address: NODE_IP, type: "InternalIP" },
-        { address: NODE_NAME, type: "Hostname" },
-      ],
-      conditions: [{ status: "True", type: "Ready", reason: "KubeletReady" }],
-      nodeInfo: { kubeletVersion: "v1.31.4" },
-    },
-  };
+    nodeInfo: { kubeletVersion: "v1.31.4" },
+  });
   const app = appPod({
     name: POD_NAME,
     namespace: "default",
@@ -202,15 +200,12 @@ async function run(ctx: ScenarioContext, opts: CiliumOptions): Promise<ScenarioO
       ip: NODE_IP,
       routerIp: ROUTER_NODE_IP,
       hostVeth: LXC,
+      // Cilium's own pair: cilium_host (the router IP) and cilium_net
       lines: [
-        // Cilium's own pair: cilium_host (the router IP) and cilium_net
         `link add ${HOST_DEVICE} type veth peer name cilium_net`,
         `addr add ${CILIUM_HOST_IP}/32 dev ${HOST_DEVICE}`,
         `link set ${HOST_DEVICE} up`,
         "link set cilium_net up",
-        `link set ${LXC} address 02:00:00:00:01:01`,
-        `link set ${LXC} up`,
-        `route add ${POD_IP}/32 dev ${LXC} scope link`,
       ],
     },
     // Cilium's pod side: a /32 and the router IP (cilium_host) as gateway, its MAC the host veth's
@@ -218,13 +213,12 @@ async function run(ctx: ScenarioContext, opts: CiliumOptions): Promise<ScenarioO
       name: POD_NAME,
       namespace: "default",
       ip: POD_IP,
-      lines: [
-        `addr add ${POD_IP}/32 dev eth0`,
-        "link set eth0 up",
-        `route add ${CILIUM_HOST_IP} dev eth0 scope link`,
-        `route add default via ${CILIUM_HOST_IP} dev eth0`,
-        `neigh add ${CILIUM_HOST_IP} lladdr 02:00:00:00:01:01 dev eth0 nud permanent`,
-      ],
+      attach: {
+        kind: "routed",
+        gateway: CILIUM_HOST_IP,
+        hostMac: "02:00:00:00:01:01",
+        staticNeigh: true,
+      },
     },
     // native routing: the network routes the node's pod CIDR to the node
     routerLines: [`route add ${POD_CIDR} via ${NODE_IP}`],

@@ -23,6 +23,7 @@ import {
   isTrue,
   meta,
   must,
+  nodeObject,
   onpremSite,
   runSnatReplica,
 } from "./snat-replica.ts";
@@ -123,26 +124,16 @@ export function flannelClusterObjects(plan: FlannelReplicaPlan): {
     nodeName: FLANNEL_NODE,
     nodeIp: FLANNEL_NODE_IP,
   });
-  const node = {
-    apiVersion: "v1",
-    kind: "Node",
-    metadata: meta(FLANNEL_NODE, {
-      labels: { "kubernetes.io/hostname": FLANNEL_NODE, "kubernetes.io/os": "linux" },
-      annotations: {
-        "flannel.alpha.coreos.com/backend-type": "vxlan",
-        "flannel.alpha.coreos.com/public-ip": FLANNEL_NODE_IP,
-      },
-    }),
-    spec: { podCIDR: FLANNEL_POD_SUBNET, podCIDRs: [FLANNEL_POD_SUBNET] },
-    status: {
-      addresses: [
-        { address: FLANNEL_NODE_IP, type: "InternalIP" },
-        { address: FLANNEL_NODE, type: "Hostname" },
-      ],
-      conditions: [{ status: "True", type: "Ready", reason: "KubeletReady" }],
-      nodeInfo: { kubeletVersion: "v1.33.2", kernelVersion: "6.8.0-60-generic" },
+  const node = nodeObject({
+    name: FLANNEL_NODE,
+    ip: FLANNEL_NODE_IP,
+    annotations: {
+      "flannel.alpha.coreos.com/backend-type": "vxlan",
+      "flannel.alpha.coreos.com/public-ip": FLANNEL_NODE_IP,
     },
-  };
+    spec: { podCIDR: FLANNEL_POD_SUBNET, podCIDRs: [FLANNEL_POD_SUBNET] },
+    nodeInfo: { kubeletVersion: "v1.33.2", kernelVersion: "6.8.0-60-generic" },
+  });
   const app = appPod({
     name: FLANNEL_POD_NAME,
     namespace: "default",
@@ -168,24 +159,13 @@ async function run(ctx: ScenarioContext, opts: FlannelOptions): Promise<Scenario
       ip: FLANNEL_NODE_IP,
       routerIp: ROUTER_NODE_IP,
       hostVeth: HOST_VETH,
-      // the bridge plugin's side: cni0 with the lease's first address, the pod's veth on it
-      lines: [
-        "link add cni0 type bridge",
-        `addr add ${GATEWAY}/24 dev cni0`,
-        "link set cni0 up",
-        `link set ${HOST_VETH} master cni0`,
-        `link set ${HOST_VETH} up`,
-      ],
     },
+    // the bridge plugin's side: cni0 with the lease's first address, the pod's veth on it
     pod: {
       name: FLANNEL_POD_NAME,
       namespace: "default",
       ip: FLANNEL_POD_IP,
-      lines: [
-        `addr add ${FLANNEL_POD_IP}/24 dev eth0`,
-        "link set eth0 up",
-        `route add default via ${GATEWAY}`,
-      ],
+      attach: { kind: "bridge", bridge: "cni0", gateway: GATEWAY },
     },
     routerLines: [`route add ${FLANNEL_POD_SUBNET} via ${FLANNEL_NODE_IP}`],
     routesBack: plan.routesBack,

@@ -29,6 +29,7 @@ import {
   isTrue,
   meta,
   must,
+  nodeObject,
   onpremSite,
   runSnatReplica,
 } from "./snat-replica.ts";
@@ -124,22 +125,12 @@ export function remoteSite(plan: KubenetReplicaPlan): string {
 
 /** The cluster's objects: the Node (its podCIDR), kube-proxy's ConfigMap, the app pod. */
 export function clusterObjects(): { nodes: string; kubeProxy: string; pods: string } {
-  const node = {
-    apiVersion: "v1",
-    kind: "Node",
-    metadata: meta(NODE_NAME, {
-      labels: { "kubernetes.io/hostname": NODE_NAME, "kubernetes.io/os": "linux" },
-    }),
+  const node = nodeObject({
+    name: NODE_NAME,
+    ip: NODE_IP,
     spec: { podCIDR: NODE_POD_CIDR, podCIDRs: [NODE_POD_CIDR] },
-    status: {
-      addresses: [
-        { address: NODE_IP, type: "InternalIP" },
-        { address: NODE_NAME, type: "Hostname" },
-      ],
-      conditions: [{ status: "True", type: "Ready", reason: "KubeletReady" }],
-      nodeInfo: { kubeletVersion: KUBELET_VERSION, containerRuntimeVersion: "docker://20.10.24" },
-    },
-  };
+    nodeInfo: { kubeletVersion: KUBELET_VERSION, containerRuntimeVersion: "docker://20.10.24" },
+  });
   const kubeProxy = {
     apiVersion: "v1",
     kind: "ConfigMap",
@@ -167,29 +158,13 @@ async function run(ctx: ScenarioContext, opts: KubenetOptions): Promise<Scenario
   return runSnatReplica(ctx, {
     title: "kubenet",
     phase: plan.phase,
-    node: {
-      name: NODE_NAME,
-      ip: NODE_IP,
-      routerIp: ROUTER_NODE_IP,
-      hostVeth: HOST_VETH,
-      // kubenet's node: the cbr0 bridge holds the pod CIDR's first address, pods hang on it by veth
-      lines: [
-        "link add cbr0 type bridge",
-        `addr add ${BRIDGE_IP}/24 dev cbr0`,
-        "link set cbr0 up",
-        `link set ${HOST_VETH} master cbr0`,
-        `link set ${HOST_VETH} up`,
-      ],
-    },
+    node: { name: NODE_NAME, ip: NODE_IP, routerIp: ROUTER_NODE_IP, hostVeth: HOST_VETH },
+    // kubenet's node: the cbr0 bridge holds the pod CIDR's first address, pods hang on it by veth
     pod: {
       name: POD_NAME,
       namespace: "default",
       ip: POD_IP,
-      lines: [
-        `addr add ${POD_IP}/24 dev eth0`,
-        "link set eth0 up",
-        `route add default via ${BRIDGE_IP}`,
-      ],
+      attach: { kind: "bridge", bridge: "cbr0", gateway: BRIDGE_IP },
     },
     // the cloud's route for the node's pod CIDR (kubenet relies on the cloud's routes)
     routerLines: [`route add ${NODE_POD_CIDR} via ${NODE_IP}`],

@@ -95,6 +95,34 @@ export function appPod(p: {
   };
 }
 
+/** The replica's Node as the API server returns it (Ready, its InternalIP and Hostname). */
+export function nodeObject(n: {
+  name: string;
+  ip: string;
+  labels?: Record<string, string>;
+  annotations?: Record<string, string>;
+  spec: Record<string, unknown>;
+  nodeInfo: Record<string, string>;
+}): unknown {
+  return {
+    apiVersion: "v1",
+    kind: "Node",
+    metadata: meta(n.name, {
+      labels: { ...n.labels, "kubernetes.io/hostname": n.name, "kubernetes.io/os": "linux" },
+      ...(n.annotations ? { annotations: n.annotations } : {}),
+    }),
+    spec: n.spec,
+    status: {
+      addresses: [
+        { address: n.ip, type: "InternalIP" },
+        { address: n.name, type: "Hostname" },
+      ],
+      conditions: [{ status: "True", type: "Ready", reason: "KubeletReady" }],
+      nodeInfo: n.nodeInfo,
+    },
+  };
+}
+
 /** An owner's DaemonSet and its one pod on the node (host network, node-critical). */
 export function daemonSetAndPod(d: {
   name: string;
@@ -198,6 +226,62 @@ export interface SnatReplica {
   readonly extra: readonly Namespace[];
 }
 
+/**
+ * How the pod hangs off the node. "bridge": the node's bridge holds the gateway (/24), the pod's
+ * veth is on it, the pod has a /24 and its default via the gateway. "routed": the pod has a /32,
+ * an on-link gateway and the default via it; the node routes the /32 to the veth, whose MAC is
+ * `hostMac`; `staticNeigh` gives the pod a permanent neighbour entry for the gateway (else the
+ * node answers ARP, e.g. by proxy ARP in `sysctls`).
+ */
+export type PodAttachment =
+  | { readonly kind: "bridge"; readonly bridge: string; readonly gateway: string }
+  | {
+      readonly kind: "routed";
+      readonly gateway: string;
+      readonly hostMac: string;
+      readonly staticNeigh: boolean;
+    };
+
+/** The node's and the pod's `ip -batch` lines for an attachment. */
+export function attachmentLines(
+  a: PodAttachment,
+  hostVeth: string,
+  podIp: string,
+): { node: string[]; pod: string[] } {
+  if (a.kind === "bridge") {
+    return {
+      node: [
+        `link add ${a.bridge} type bridge`,
+        `addr add ${a.gateway}/24 dev ${a.bridge}`,
+        `link set ${a.bridge} up`,
+        `link set ${hostVeth} master ${a.bridge}`,
+        `link set ${hostVeth} up`,
+      ],
+      pod: [
+        `addr add ${podIp}/24 dev eth0`,
+        "link set eth0 up",
+        `route add default via ${a.gateway}`,
+      ],
+    };
+  }
+  return {
+    node: [
+      `link set ${hostVeth} address ${a.hostMac}`,
+      `link set ${hostVeth} up`,
+      `route add ${podIp}/32 dev ${hostVeth} scope link`,
+    ],
+    pod: [
+      `addr add ${podIp}/32 dev eth0`,
+      "link set eth0 up",
+      `route add ${a.gateway} dev eth0 scope link`,
+      `route add default via ${a.gateway} dev eth0`,
+      ...(a.staticNeigh
+        ? [`neigh add ${a.gateway} lladdr ${a.hostMac} dev eth0 nud permanent`]
+        : []),
+    ],
+  };
+}
+
 /** What a scenario's owner makes different in the replica. */
 export interface SnatReplicaSpec {
   /** Progress line: `building <title> replica <lab id>[ (<note>)]`. */
@@ -211,8 +295,8 @@ export interface SnatReplicaSpec {
     readonly routerIp: string;
     /** The node's end of the pod's veth pair. */
     readonly hostVeth: string;
-    /** The owner's node lines for `ip -batch` between `eth0 up` and the default route. */
-    readonly lines: readonly string[];
+    /** The owner's own node lines for `ip -batch`, before the pod's attachment. */
+    readonly lines?: readonly string[];
     /** sysctl `key=value`s set after ip_forward. */
     readonly sysctls?: readonly string[];
   };
@@ -220,11 +304,10 @@ export interface SnatReplicaSpec {
     readonly name: string;
     readonly namespace: string;
     readonly ip: string;
-    /** The pod's `ip -batch` lines (its address, gateway, neighbours). */
-    readonly lines: readonly string[];
+    readonly attach: PodAttachment;
   };
   /** The router's routes toward the node's pods (`ip -batch` lines). */
-  readonly routerLines: readonly string[];
+  readonly routerLines?: readonly string[];
   /** What the on-prem host routes back to the router. */
   readonly routesBack: readonly string[];
   readonly extraHosts?: readonly ExtraHost[];
@@ -264,7 +347,7 @@ async function build(ctx: ScenarioContext, spec: SnatReplicaSpec): Promise<SnatR
     "link set br0 up",
     ...extras.map((h) => `link set ${h.routerIface} up`),
     "link set onprem0 up",
-    ...spec.routerLines,
+    ...(spec.routerLines ?? []),
   ]);
   await must(router, ["sysctl", "-q", "-w", "net.ipv4.ip_forward=1"]);
   await ipBatch(onprem, [
@@ -281,15 +364,17 @@ async function build(ctx: ScenarioContext, spec: SnatReplicaSpec): Promise<SnatR
       `route add default via ${h.routerIp}`,
     ]);
   }
+  const attach = attachmentLines(spec.pod.attach, n.hostVeth, spec.pod.ip);
   await ipBatch(node, [
     `addr add ${n.ip}/24 dev eth0`,
     "link set eth0 up",
-    ...n.lines,
+    ...(n.lines ?? []),
+    ...attach.node,
     `route add default via ${n.routerIp}`,
   ]);
   await must(node, ["sysctl", "-q", "-w", "net.ipv4.ip_forward=1"]);
   for (const s of n.sysctls ?? []) await must(node, ["sysctl", "-q", "-w", s]);
-  await ipBatch(pod, spec.pod.lines);
+  await ipBatch(pod, attach.pod);
   if (spec.kubeProxy) {
     await must(node, ["iptables-restore", "--noflush", "-w"], KUBE_PROXY_RESTORE);
   }
