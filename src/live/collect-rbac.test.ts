@@ -5,6 +5,7 @@ import { join } from "node:path";
 import { after, describe, it } from "node:test";
 import { parse } from "yaml";
 import {
+  type ExecAnswer,
   kubeconfigFor,
   type Obj,
   type OptionalApi,
@@ -77,7 +78,32 @@ function withOwners(): Obj[] {
       spec: { cidr: "10.244.0.0/16", natOutgoing: true },
     },
     { apiVersion: "cilium.io/v2", kind: "CiliumNode", metadata: { name: NODES[0]! }, spec: {} },
+    {
+      apiVersion: "apps/v1",
+      kind: "DaemonSet",
+      metadata: { name: "cilium", namespace: "kube-system", labels: { "k8s-app": "cilium" } },
+      spec: {
+        selector: { matchLabels: { "k8s-app": "cilium" } },
+        template: { spec: { containers: [{ name: "cilium-agent" }] } },
+      },
+    },
+    {
+      apiVersion: "v1",
+      kind: "Pod",
+      metadata: { name: "cilium-x7k2p", namespace: "kube-system", labels: { "k8s-app": "cilium" } },
+      spec: { nodeName: NODES[0]!, containers: [{ name: "cilium-agent" }] },
+    },
   ];
+}
+
+/** The small cluster's answers, and a Cilium agent's (status with the BPF ip-masq-agent, its map). */
+function execWithCilium(pod: Obj, argv: readonly string[]): ExecAnswer {
+  if (pod.metadata.labels?.["k8s-app"] !== "cilium") return smallClusterExec(pod, argv);
+  if (argv.join(" ") === "cilium-dbg status --verbose")
+    return { stdout: "Masquerading:            BPF (ip-masq-agent)   [eth0]   10.0.0.0/16\n" };
+  if (argv.join(" ") === "cilium-dbg bpf ipmasq list")
+    return { stdout: "IP PREFIX/ADDRESS   \n10.0.0.0/8          \n" };
+  return { notFound: true };
 }
 
 async function requestsOf(
@@ -88,7 +114,7 @@ async function requestsOf(
   const api = await startFakeApi(withOwners(), {
     gkeCrds: true,
     apis,
-    exec: smallClusterExec,
+    exec: execWithCilium,
   });
   try {
     const kc = join(scratch, `kc-${nodeState}-${daemonSetThreshold}`);
@@ -148,6 +174,8 @@ describe("deploy/rbac", () => {
     for (const threshold of [50, 1]) {
       const reqs = await requestsOf(true, threshold);
       assert.ok(reqs.some((q) => q.verb === "create" && q.resource !== "pods/exec"));
+      // the Cilium agent's state was read by exec in its pod (and is checked below)
+      assert.ok(reqs.some((q) => q.name === "cilium-x7k2p" && q.command?.[0] === "cilium-dbg"));
       for (const q of reqs) {
         assert.ok(
           allows(roles, q),
