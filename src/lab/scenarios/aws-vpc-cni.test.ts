@@ -19,9 +19,9 @@ import { openSnapshot } from "../../snapshot/source.ts";
 import { kernelSkip } from "../kernel-guard.ts";
 import { createLab } from "../netns.ts";
 import {
+  AWS_NODE_NAME,
   AwsVpcCniOptions,
-  clusterObjects,
-  NODE_NAME,
+  awsClusterObjects,
   planAwsReplica,
   remoteSites,
   scenario,
@@ -39,7 +39,7 @@ describe("aws-vpc-cni replica plan", () => {
     const plan = planAwsReplica(
       AwsVpcCniOptions.parse({ "exclude-snat-cidrs": "10.20.0.0/16, 10.30.0.0/16" }),
     );
-    const objs = clusterObjects(plan);
+    const objs = awsClusterObjects(plan);
     const intent = readAwsNodeIntent(readKubeObjects(objs.awsNode, "cluster/aws-node.yaml").value);
     assert.deepEqual(intent?.settings, plan.settings);
     const node = parse(objs.nodes) as { items: { spec: Record<string, unknown> }[] };
@@ -71,7 +71,7 @@ describe("lab aws-vpc-cni on the real kernel", { skip, concurrency: false }, () 
       summary.join("\n"),
       /node ping 10\.20\.30\.40 answers, pod ping silent, pod tcp\/5432 on-prem silent, pod tcp\/5432 VPC host answers/,
     );
-    const dumpRel = `nodes/${NODE_NAME}/iptables-save.txt`;
+    const dumpRel = `nodes/${AWS_NODE_NAME}/iptables-save.txt`;
     const saved = readFileSync(join(dir, dumpRel), "utf8").split("\n");
     for (const [key, lines] of savedOrder(plan.rules)) {
       const chain = key.split("/")[1]!;

@@ -40,10 +40,10 @@ import {
 } from "./snat-replica.ts";
 
 export const VPC_CIDRS = ["192.168.0.0/16", "100.64.0.0/16"] as const;
-export const NODE_NAME = "ip-192-168-1-10.eu-west-1.compute.internal";
-export const NODE_IP = "192.168.1.10";
-export const POD_IP = "100.64.1.50";
-export const POD_NAME = "billing-7d4b9c6f5-x2kqp";
+export const AWS_NODE_NAME = "ip-192-168-1-10.eu-west-1.compute.internal";
+const NODE_IP = "192.168.1.10";
+const POD_IP = "100.64.1.50";
+const POD_NAME = "billing-7d4b9c6f5-x2kqp";
 export const VPC_HOST_IP = "192.168.2.20";
 export const VPC_SITE_NAME = "vpc-services";
 const HOST_VETH = "eni3f1c2a9b7d0";
@@ -143,7 +143,7 @@ export function remoteSites(plan: AwsReplicaPlan): { name: string; text: string 
 }
 
 /** The EKS objects: the Node (no podCIDR), the app pod, the aws-node DaemonSet and its pod. */
-export function clusterObjects(plan: AwsReplicaPlan): {
+export function awsClusterObjects(plan: AwsReplicaPlan): {
   nodes: string;
   awsNode: string;
   pods: string;
@@ -175,7 +175,7 @@ export function clusterObjects(plan: AwsReplicaPlan): {
     containers: [{ name: "aws-node", image: CNI_IMAGE, env }],
   };
   const node = nodeObject({
-    name: NODE_NAME,
+    name: AWS_NODE_NAME,
     ip: NODE_IP,
     labels: {
       "eks.amazonaws.com/nodegroup": "default",
@@ -194,13 +194,13 @@ export function clusterObjects(plan: AwsReplicaPlan): {
     selector: { "k8s-app": "aws-node" },
     podName: "aws-node-7xk2p",
     podSpec,
-    nodeName: NODE_NAME,
+    nodeName: AWS_NODE_NAME,
     nodeIp: NODE_IP,
   });
   const app = appPod({
     name: POD_NAME,
     namespace: "default",
-    nodeName: NODE_NAME,
+    nodeName: AWS_NODE_NAME,
     nodeIp: NODE_IP,
     podIp: POD_IP,
   });
@@ -216,7 +216,7 @@ async function run(ctx: ScenarioContext, opts: AwsVpcCniOptions): Promise<Scenar
   return runSnatReplica(ctx, {
     title: "aws-vpc-cni",
     phase: plan.phase,
-    node: { name: NODE_NAME, ip: NODE_IP, routerIp: ROUTER_NODE_IP, hostVeth: HOST_VETH },
+    node: { name: AWS_NODE_NAME, ip: NODE_IP, routerIp: ROUTER_NODE_IP, hostVeth: HOST_VETH },
     // the VPC CNI's pod side: a /32, the link-local gateway with a static ARP entry for the host
     // veth (the host answers ARP for it only through that entry)
     pod: {
@@ -247,7 +247,7 @@ async function run(ctx: ScenarioContext, opts: AwsVpcCniOptions): Promise<Scenar
     install: (node) => installAwsNodeRules(node, plan.input),
     onpremLabel: "on-prem",
     files: async () => {
-      const objs = clusterObjects(plan);
+      const objs = awsClusterObjects(plan);
       return [
         ["cluster/nodes.yaml", objs.nodes],
         ["cluster/aws-node.yaml", objs.awsNode],

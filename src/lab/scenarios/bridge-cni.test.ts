@@ -19,11 +19,11 @@ import { openSnapshot } from "../../snapshot/source.ts";
 import { kernelSkip } from "../kernel-guard.ts";
 import { createLab } from "../netns.ts";
 import {
+  BRIDGE_NODE_NAME,
   BridgeCniOptions,
   CONF_FILE,
   conflist,
   NETWORK,
-  NODE_NAME,
   planBridgeReplica,
   SANDBOX_AFTER,
   scenario,
@@ -74,7 +74,7 @@ async function runLab(opts: Record<string, string | true>) {
   }
 }
 
-const DUMP = `nodes/${NODE_NAME}/iptables-save.txt`;
+const DUMP = `nodes/${BRIDGE_NODE_NAME}/iptables-save.txt`;
 
 describe("lab bridge-cni on the real kernel", { skip, concurrency: false }, () => {
   it("ipMasq false: the pod keeps its address; diagnose cites the conflist; the plan replays", async () => {
@@ -88,7 +88,7 @@ describe("lab bridge-cni on the real kernel", { skip, concurrency: false }, () =
     const a = await diagnose(snap, {});
     const f = a.findings.find((x) => x.id === "masq/exempt-destination");
     assert.ok(f);
-    assert.equal(f.evidence[0]?.file, `nodes/${NODE_NAME}/cni/${CONF_FILE}`);
+    assert.equal(f.evidence[0]?.file, `nodes/${BRIDGE_NODE_NAME}/cni/${CONF_FILE}`);
     const p = planMasquerade(snap, { strategy: "narrow" });
     assert.equal(p.owner?.owner, "bridge-cni");
     const replay = await replayMasqueradePlan(snap, p);

@@ -30,15 +30,15 @@ import {
   runSnatReplica,
 } from "./snat-replica.ts";
 
-export const NODE_NAME = "bridge-node-0";
-export const NODE_IP = "192.168.50.10";
-export const NODE_RANGE = "192.168.0.0/16";
+export const BRIDGE_NODE_NAME = "bridge-node-0";
+const NODE_IP = "192.168.50.10";
+const NODE_RANGE = "192.168.0.0/16";
 export const NETWORK = "containerd-net";
 export const CONF_FILE = "10-containerd-net.conflist";
 export const POD_SUBNET = "10.88.0.0/24";
-export const BRIDGE_IP = "10.88.0.1";
-export const POD_IP = "10.88.0.5";
-export const POD_NAME = "billing-5c8d7f9b4-h7r2t";
+const BRIDGE_IP = "10.88.0.1";
+const POD_IP = "10.88.0.5";
+const POD_NAME = "billing-5c8d7f9b4-h7r2t";
 /** The pod sandbox's ID (containerd's), before and after the pod is set up again. */
 export const SANDBOX_BEFORE = "4f1d2a9c7b3e8d60a5c2f9e1b7d4c3a2e6f8b0c1d2e3f4a5b6c7d8e9f0a1b2c3";
 export const SANDBOX_AFTER = "9e8d7c6b5a4f3e2d1c0b9a8f7e6d5c4b3a2f1e0d9c8b7a6f5e4d3c2b1a0f9e8d";
@@ -132,14 +132,14 @@ export async function installBridgeRules(
 }
 
 /** The far side in podpath's RemoteSite schema (as one line of JSON). */
-export function remoteSite(plan: BridgeReplicaPlan): string {
+function remoteSite(plan: BridgeReplicaPlan): string {
   return onpremSite(plan.routesBack, { allowlist: true, json: true });
 }
 
 /** The Node (its podCIDR, the conflist's subnet) and the app pod. */
-export function clusterObjects(): { nodes: string; pods: string } {
+export function bridgeClusterObjects(): { nodes: string; pods: string } {
   const node = nodeObject({
-    name: NODE_NAME,
+    name: BRIDGE_NODE_NAME,
     ip: NODE_IP,
     spec: { podCIDR: POD_SUBNET, podCIDRs: [POD_SUBNET] },
     nodeInfo: { kubeletVersion: "v1.31.4", containerRuntimeVersion: "containerd://1.7.24" },
@@ -147,7 +147,7 @@ export function clusterObjects(): { nodes: string; pods: string } {
   const app = appPod({
     name: POD_NAME,
     namespace: "default",
-    nodeName: NODE_NAME,
+    nodeName: BRIDGE_NODE_NAME,
     nodeIp: NODE_IP,
     podIp: POD_IP,
   });
@@ -159,7 +159,7 @@ async function run(ctx: ScenarioContext, opts: BridgeCniOptions): Promise<Scenar
   return runSnatReplica(ctx, {
     title: "bridge-cni",
     phase: plan.phase,
-    node: { name: NODE_NAME, ip: NODE_IP, routerIp: ROUTER_NODE_IP, hostVeth: HOST_VETH },
+    node: { name: BRIDGE_NODE_NAME, ip: NODE_IP, routerIp: ROUTER_NODE_IP, hostVeth: HOST_VETH },
     // the bridge plugin's node side: cni0 with the gateway address (isGateway), the pod's veth on it
     pod: {
       name: POD_NAME,
@@ -173,9 +173,9 @@ async function run(ctx: ScenarioContext, opts: BridgeCniOptions): Promise<Scenar
       if (plan.chain) await installBridgeRules(node, plan.chain, plan.rules);
     },
     files: async () => {
-      const objs = clusterObjects();
+      const objs = bridgeClusterObjects();
       return [
-        [`nodes/${NODE_NAME}/cni/${CONF_FILE}`, conflist(plan)],
+        [`nodes/${BRIDGE_NODE_NAME}/cni/${CONF_FILE}`, conflist(plan)],
         ["cluster/nodes.yaml", objs.nodes],
         ["cluster/pods.yaml", objs.pods],
         [`remote/${SITE_NAME}.yaml`, remoteSite(plan)],

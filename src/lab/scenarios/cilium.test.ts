@@ -18,7 +18,13 @@ import { loadSnapshot } from "../../snapshot/load.ts";
 import { openSnapshot } from "../../snapshot/source.ts";
 import { kernelSkip } from "../kernel-guard.ts";
 import { createLab } from "../netns.ts";
-import { CiliumOptions, clusterObjects, NODE_NAME, planCiliumReplica, scenario } from "./cilium.ts";
+import {
+  CILIUM_NODE_NAME,
+  CiliumOptions,
+  ciliumClusterObjects,
+  planCiliumReplica,
+  scenario,
+} from "./cilium.ts";
 
 describe("cilium replica plan", () => {
   it("defaults: native-routing CIDR 10.0.0.0/8 in the rule and in cilium-config; after: 10.0.0.0/16", () => {
@@ -26,7 +32,7 @@ describe("cilium replica plan", () => {
     const masq = plan.rules.find((r) => r.comment === "cilium masquerade non-cluster");
     assert.deepEqual(masq?.spec.slice(0, 3), ["!", "-d", "10.0.0.0/8"]);
     const cfg = readCiliumConfig(
-      readKubeObjects(clusterObjects(plan).cilium, "cluster/cilium.yaml").value,
+      readKubeObjects(ciliumClusterObjects(plan).cilium, "cluster/cilium.yaml").value,
     ).value;
     assert.equal(formatCidr(cfg!.settings.ipv4NativeRoutingCidr!), "10.0.0.0/8");
     assert.equal(cfg!.settings.bpfMasquerade, false);
@@ -61,7 +67,7 @@ describe("lab cilium on the real kernel", { skip, concurrency: false }, () => {
       summary,
       /node ping 10\.20\.30\.40 answers, pod ping silent, pod tcp\/5432 silent/,
     );
-    const dumpRel = `nodes/${NODE_NAME}/iptables-save.txt`;
+    const dumpRel = `nodes/${CILIUM_NODE_NAME}/iptables-save.txt`;
     const saved = readFileSync(join(dir, dumpRel), "utf8").split("\n");
     const chain = saved.filter((l) => l.startsWith("-A CILIUM_POST_nat "));
     assert.deepEqual(
@@ -80,7 +86,7 @@ describe("lab cilium on the real kernel", { skip, concurrency: false }, () => {
       ),
     );
     assert.match(
-      readFileSync(join(dir, `nodes/${NODE_NAME}/ipset.txt`), "utf8"),
+      readFileSync(join(dir, `nodes/${CILIUM_NODE_NAME}/ipset.txt`), "utf8"),
       /^add cilium_node_set_v4 192\.168\.1\.10$/m,
     );
     const a = await diagnose(loadSnapshot(openSnapshot(dir)), {});

@@ -40,11 +40,11 @@ import {
   runSnatReplica,
 } from "./snat-replica.ts";
 
-export const NODE_NAME = "worker-1";
-export const NODE_IP = "192.168.1.10";
+export const CILIUM_NODE_NAME = "worker-1";
+const NODE_IP = "192.168.1.10";
 export const POD_CIDR = "10.0.1.0/24";
-export const POD_IP = "10.0.1.23";
-export const POD_NAME = "billing-5f7c9d8b6-q2w4e";
+const POD_IP = "10.0.1.23";
+const POD_NAME = "billing-5f7c9d8b6-q2w4e";
 export const CILIUM_HOST_IP = "10.0.1.1";
 export const CLUSTER_POD_CIDR = "10.0.0.0/16";
 const LXC = "lxc9a1c2e7f3b40";
@@ -115,12 +115,12 @@ export async function installCiliumRules(
 }
 
 /** The far side in podpath's RemoteSite schema: it routes back only the nodes' range. */
-export function remoteSite(): string {
+function remoteSite(): string {
   return onpremSite([NODES_RANGE], { vpn: true, allowlist: true });
 }
 
 /** The cluster's objects: the Node, the app pod, cilium-config, the cilium DaemonSet and pod. */
-export function clusterObjects(plan: CiliumReplicaPlan): {
+export function ciliumClusterObjects(plan: CiliumReplicaPlan): {
   nodes: string;
   cilium: string;
   pods: string;
@@ -167,11 +167,11 @@ export function clusterObjects(plan: CiliumReplicaPlan): {
     selector: { "k8s-app": "cilium" },
     podName: "cilium-x7k2p",
     podSpec,
-    nodeName: NODE_NAME,
+    nodeName: CILIUM_NODE_NAME,
     nodeIp: NODE_IP,
   });
   const node = nodeObject({
-    name: NODE_NAME,
+    name: CILIUM_NODE_NAME,
     ip: NODE_IP,
     spec: { podCIDR: POD_CIDR, podCIDRs: [POD_CIDR] },
     nodeInfo: { kubeletVersion: "v1.31.4" },
@@ -179,7 +179,7 @@ export function clusterObjects(plan: CiliumReplicaPlan): {
   const app = appPod({
     name: POD_NAME,
     namespace: "default",
-    nodeName: NODE_NAME,
+    nodeName: CILIUM_NODE_NAME,
     nodeIp: NODE_IP,
     podIp: POD_IP,
   });
@@ -196,7 +196,7 @@ async function run(ctx: ScenarioContext, opts: CiliumOptions): Promise<ScenarioO
     title: "cilium (iptables masquerade)",
     phase: plan.phase,
     node: {
-      name: NODE_NAME,
+      name: CILIUM_NODE_NAME,
       ip: NODE_IP,
       routerIp: ROUTER_NODE_IP,
       hostVeth: LXC,
@@ -226,11 +226,11 @@ async function run(ctx: ScenarioContext, opts: CiliumOptions): Promise<ScenarioO
     routesBack: [NODES_RANGE],
     kubeProxy: false,
     install: (node) => installCiliumRules(node, plan.input, [NODE_IP]),
-    nodeProbeFile: `probes/node-${NODE_NAME}.txt`,
+    nodeProbeFile: `probes/node-${CILIUM_NODE_NAME}.txt`,
     files: async (r) => {
-      const objs = clusterObjects(plan);
+      const objs = ciliumClusterObjects(plan);
       return [
-        [`nodes/${NODE_NAME}/ipset.txt`, await must(r.node, ["ipset", "save"])],
+        [`nodes/${CILIUM_NODE_NAME}/ipset.txt`, await must(r.node, ["ipset", "save"])],
         ["cluster/nodes.yaml", objs.nodes],
         ["cluster/cilium.yaml", objs.cilium],
         ["cluster/pods.yaml", objs.pods],

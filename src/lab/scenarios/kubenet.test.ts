@@ -20,9 +20,9 @@ import { kernelSkip } from "../kernel-guard.ts";
 import { createLab } from "../netns.ts";
 import {
   CLUSTER_CIDR,
+  KUBENET_NODE_NAME,
   KubenetOptions,
   kubeletArgs,
-  NODE_NAME,
   planKubenetReplica,
   scenario,
 } from "./kubenet.ts";
@@ -79,7 +79,7 @@ async function runLab(
   }
 }
 
-const DUMP = `nodes/${NODE_NAME}/iptables-save.txt`;
+const DUMP = `nodes/${KUBENET_NODE_NAME}/iptables-save.txt`;
 
 describe("lab kubenet on the real kernel", { skip, concurrency: false }, () => {
   it("installs kubenet's rule as it writes it; diagnose names kubenet, its rule and the flag; the plan replays", async () => {
@@ -100,7 +100,7 @@ describe("lab kubenet on the real kernel", { skip, concurrency: false }, () => {
     assert.ok(f);
     assert.equal(f.evidence[0]?.file, DUMP);
     assert.equal(f.evidence[0]?.text, plan.rules[0]?.saved);
-    assert.equal(f.evidence[1]?.file, `nodes/${NODE_NAME}/kubelet-flags.txt`);
+    assert.equal(f.evidence[1]?.file, `nodes/${KUBENET_NODE_NAME}/kubelet-flags.txt`);
     assert.doesNotMatch(JSON.stringify(a.findings), /ip-masq-agent|GKE/);
     const p = planMasquerade(snap, { strategy: "narrow" });
     assert.equal(p.owner?.owner, "kubenet");

@@ -34,14 +34,14 @@ import {
   runSnatReplica,
 } from "./snat-replica.ts";
 
-export const NODE_NAME = "kubenet-pool-1-node-0";
-export const NODE_IP = "172.16.1.10";
-export const NODE_RANGE = "172.16.0.0/16";
+export const KUBENET_NODE_NAME = "kubenet-pool-1-node-0";
+const NODE_IP = "172.16.1.10";
+const NODE_RANGE = "172.16.0.0/16";
 export const CLUSTER_CIDR = "10.244.0.0/16";
 export const NODE_POD_CIDR = "10.244.1.0/24";
-export const BRIDGE_IP = "10.244.1.1";
-export const POD_IP = "10.244.1.5";
-export const POD_NAME = "billing-6f9c7d5b8-q4m2x";
+const BRIDGE_IP = "10.244.1.1";
+const POD_IP = "10.244.1.5";
+const POD_NAME = "billing-6f9c7d5b8-q4m2x";
 const HOST_VETH = "veth3a9f01c2";
 const ROUTER_NODE_IP = "172.16.1.1";
 const KUBELET_VERSION = "v1.23.17";
@@ -119,14 +119,14 @@ export async function installKubenetRule(ns: Namespace, rule: KubenetRule): Prom
 }
 
 /** The far side in podpath's RemoteSite schema. */
-export function remoteSite(plan: KubenetReplicaPlan): string {
+function remoteSite(plan: KubenetReplicaPlan): string {
   return onpremSite(plan.routesBack, { allowlist: true });
 }
 
 /** The cluster's objects: the Node (its podCIDR), kube-proxy's ConfigMap, the app pod. */
-export function clusterObjects(): { nodes: string; kubeProxy: string; pods: string } {
+export function kubenetClusterObjects(): { nodes: string; kubeProxy: string; pods: string } {
   const node = nodeObject({
-    name: NODE_NAME,
+    name: KUBENET_NODE_NAME,
     ip: NODE_IP,
     spec: { podCIDR: NODE_POD_CIDR, podCIDRs: [NODE_POD_CIDR] },
     nodeInfo: { kubeletVersion: KUBELET_VERSION, containerRuntimeVersion: "docker://20.10.24" },
@@ -142,7 +142,7 @@ export function clusterObjects(): { nodes: string; kubeProxy: string; pods: stri
   const app = appPod({
     name: POD_NAME,
     namespace: "default",
-    nodeName: NODE_NAME,
+    nodeName: KUBENET_NODE_NAME,
     nodeIp: NODE_IP,
     podIp: POD_IP,
   });
@@ -158,7 +158,7 @@ async function run(ctx: ScenarioContext, opts: KubenetOptions): Promise<Scenario
   return runSnatReplica(ctx, {
     title: "kubenet",
     phase: plan.phase,
-    node: { name: NODE_NAME, ip: NODE_IP, routerIp: ROUTER_NODE_IP, hostVeth: HOST_VETH },
+    node: { name: KUBENET_NODE_NAME, ip: NODE_IP, routerIp: ROUTER_NODE_IP, hostVeth: HOST_VETH },
     // kubenet's node: the cbr0 bridge holds the pod CIDR's first address, pods hang on it by veth
     pod: {
       name: POD_NAME,
@@ -174,9 +174,9 @@ async function run(ctx: ScenarioContext, opts: KubenetOptions): Promise<Scenario
       for (const r of plan.rules) await installKubenetRule(node, r);
     },
     files: async () => {
-      const objs = clusterObjects();
+      const objs = kubenetClusterObjects();
       return [
-        [`nodes/${NODE_NAME}/kubelet-flags.txt`, kubeletArgs(plan)],
+        [`nodes/${KUBENET_NODE_NAME}/kubelet-flags.txt`, kubeletArgs(plan)],
         ["cluster/nodes.yaml", objs.nodes],
         ["cluster/kube-proxy.yaml", objs.kubeProxy],
         ["cluster/pods.yaml", objs.pods],
