@@ -191,10 +191,11 @@ async function collectAgentConfigMap(run: RunContext, sig: Sig): Promise<void> {
 }
 
 /**
- * Namespaces whose DaemonSets are read: kube-system, and kube-flannel where Flannel >= v0.20
- * installs itself (older Flannel lives in kube-system).
+ * Namespaces whose DaemonSets are read: kube-system, kube-flannel where Flannel >= v0.20 installs
+ * itself (older Flannel lives in kube-system), and calico-system where the Tigera operator runs
+ * calico-node (manifest installs put it in kube-system).
  */
-export const DAEMONSET_NAMESPACES = ["kube-system", "kube-flannel"] as const;
+export const DAEMONSET_NAMESPACES = ["kube-system", "kube-flannel", "calico-system"] as const;
 
 /**
  * The masquerading DaemonSets (written) and their pods, kube-proxy's pods and the target pods,

@@ -144,12 +144,16 @@ describe("collect for Calico", () => {
     assert.equal(collected.verdict.summary, original.verdict.summary);
   });
 
-  it("prefers projectcalico.org/v3 when the Calico API server serves it, and reads the pools once", async () => {
-    const v3 = snapshotObjects(CALICO_SNAPSHOT).map((o) =>
-      o.kind === "IPPool" ? { ...o, apiVersion: "projectcalico.org/v3" } : o,
-    );
+  it("prefers projectcalico.org/v3 when the Calico API server serves it (pools read once); finds calico-node in calico-system", async () => {
+    // as the Tigera operator installs Calico: the API server, and calico-node in calico-system
+    const operator = snapshotObjects(CALICO_SNAPSHOT).map((o) => {
+      if (o.kind === "IPPool") return { ...o, apiVersion: "projectcalico.org/v3" };
+      if (o.metadata.namespace === "kube-system")
+        return { ...o, metadata: { ...o.metadata, namespace: "calico-system" } };
+      return o;
+    });
     const { dir } = await collectInto(
-      v3,
+      operator,
       { apis: ["calico-crd", "calico-v3"], exec: fixtureExec(CALICO_SNAPSHOT) },
       {},
     );
@@ -157,6 +161,18 @@ describe("collect for Calico", () => {
     assert.deepEqual(
       pools.map((p) => p.apiVersion),
       ["projectcalico.org/v3", "projectcalico.org/v3"],
+    );
+    assert.deepEqual(
+      items(dir, "cluster/daemonsets.yaml").map(
+        (d) => `${d.metadata.namespace}/${d.metadata.name}`,
+      ),
+      ["calico-system/calico-node"],
+    );
+    assert.ok(
+      items(dir, "cluster/pods.yaml").some(
+        (p) =>
+          p.metadata.namespace === "calico-system" && p.metadata.name.startsWith("calico-node-"),
+      ),
     );
   });
 });

@@ -321,6 +321,7 @@ describe("podpath collect and diagnose --live on the real kube-apiserver", { ski
         "cluster/configmaps: get ConfigMap kube-system/ip-masq-agent",
         "cluster/daemonsets: list DaemonSets in kube-system",
         "cluster/daemonsets: list DaemonSets in kube-flannel",
+        "cluster/daemonsets: list DaemonSets in calico-system",
         // the other owners' ConfigMaps, each read by name
         "cluster/configmaps: get ConfigMap kube-system/cilium-config",
         "cluster/configmaps: get ConfigMap kube-system/azure-ip-masq-agent-config",
