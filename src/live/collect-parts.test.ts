@@ -212,6 +212,15 @@ describe("collect-objects helpers", () => {
   it("keeps masquerading DaemonSets only", () => {
     assert.ok(isMasqueradingDaemonSet({ metadata: { name: "ip-masq-agent" } }));
     assert.ok(isMasqueradingDaemonSet({ metadata: { name: "anetd" } }));
+    // the other owners' agents, by their install names
+    for (const name of [
+      "cilium",
+      "calico-node",
+      "kube-flannel-ds",
+      "kube-flannel-ds-amd64",
+      "azure-ip-masq-agent",
+    ])
+      assert.ok(isMasqueradingDaemonSet({ metadata: { name } }), name);
     // the AWS VPC CNI: by name, or by its image when renamed
     assert.ok(isMasqueradingDaemonSet({ metadata: { name: "aws-node" } }));
     assert.ok(
