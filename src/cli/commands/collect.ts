@@ -180,6 +180,11 @@ export async function collectLive(args: LiveArgs, dir: string, io: Io): Promise<
     io.err(`podpath: not collected (${report.failures.length}):\n`);
     for (const f of report.failures) io.err(`  ${f.subject}: ${f.what}: ${f.why}\n`);
   }
+  if (report.notAvailable.length > 0) {
+    // normal on many nodes (no ipset, no nft, no BPF ip-masq-agent map): said, not a failure
+    io.err(`podpath: not available on the node (${report.notAvailable.length}):\n`);
+    for (const f of report.notAvailable) io.err(`  ${f.subject}: ${f.what}: ${f.why}\n`);
+  }
   const leftover = report.collectorsCreated.filter((c) => !report.collectorsRemoved.includes(c));
   if (leftover.length > 0) {
     io.err(
