@@ -69,3 +69,29 @@ describe("html", () => {
     assert.equal(escapeHtml(`<"'&>`), "&lt;&quot;&#39;&amp;&gt;");
   });
 });
+
+describe("renderHtml on the seed example: the verdict, the summary and its path come first", () => {
+  it("orders verdict, cause and fix, the verdict's path, then the findings", async () => {
+    const { diagnose } = await import("../questions/diagnose.ts");
+    const { loadSnapshot } = await import("../snapshot/load.ts");
+    const { openSnapshot } = await import("../snapshot/source.ts");
+    const { join } = await import("node:path");
+    const a = await diagnose(
+      loadSnapshot(openSnapshot(join(import.meta.dirname, "../../examples/snat-exception-list"))),
+      {},
+    );
+    const page = renderHtml(a);
+    const at = (needle: string) => {
+      const i = page.indexOf(needle);
+      assert.ok(i >= 0, needle);
+      return i;
+    };
+    const verdict = at('<p class="verdict');
+    const cause = at("<dt>cause</dt>");
+    const fix = at("<dt>fix</dt>");
+    const path = at("<h2>Path</h2>");
+    const findings = at("<h2>Findings</h2>");
+    assert.ok(verdict < cause && cause < fix && fix < path && path < findings);
+    assert.match(page.slice(fix, path), /podpath plan masquerade/);
+  });
+});

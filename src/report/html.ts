@@ -8,7 +8,7 @@ import type { Answer, PathHop, PathView, Verdict } from "../model/answer.ts";
 import type { Finding } from "../model/types.ts";
 import { VERDICT_LABEL } from "../model/verdict.ts";
 import type { CauseGroup } from "./causality.ts";
-import { summariseAnswer } from "./summary.ts";
+import { type Summary, summariseAnswer } from "./summary.ts";
 
 /** Text that is already safe HTML (built by {@link html} or {@link raw}). */
 export class SafeHtml {
@@ -150,13 +150,29 @@ code{font-family:ui-monospace,monospace;font-size:.85em}code.line{color:#444;bac
 .verdict{font-size:1.05rem;padding:.5rem .8rem;border-left:6px solid #999;background:#fafafa}
 .verdict.broken{border-color:#c62828}.verdict.undecided{border-color:#b26a00}.verdict.healthy{border-color:#2f7d32}
 .path{overflow-x:auto;margin:1rem 0}table{border-collapse:collapse}td,th{border:1px solid #ddd;padding:.2rem .5rem;text-align:left}
-table{display:block;max-width:100%;overflow-x:auto}body{overflow-wrap:break-word}`;
+table{display:block;max-width:100%;overflow-x:auto}body{overflow-wrap:break-word}
+.summary{display:grid;grid-template-columns:max-content 1fr;gap:.2rem .8rem;margin:.6rem 0}.summary dt{font-weight:bold}.summary dd{margin:0}`;
 
 /** The verdict as the page's first line. */
 function verdictHtml(v: Verdict): SafeHtml {
   return html`<p class="verdict ${v.state}"><strong>${VERDICT_LABEL[v.state]}</strong> ${
     v.subject ? `${v.subject}: ` : ""
   }${v.summary}${v.finding ? html` (<code>${v.finding}</code>)` : ""}</p>`;
+}
+
+/** Under the verdict: the cause in one sentence, what follows from it, the fix to try first. */
+function summaryHtml(s: Summary): SafeHtml | string {
+  const rows: [string, SafeHtml | string][] = [];
+  if (s.because) rows.push(["cause", s.because]);
+  if (s.consequences.length > 0) rows.push(["then", s.consequences.join("; ")]);
+  if (s.fix || s.command) {
+    rows.push([
+      "fix",
+      html`${s.fix ?? ""}${s.command ? html`${s.fix ? html`<br>` : ""}<code>$ ${s.command}</code>` : ""}`,
+    ]);
+  } else if (s.nextStep) rows.push(["next", html`<code>$ ${s.nextStep}</code>`]);
+  if (rows.length === 0) return "";
+  return html`<dl class="summary">${rows.map(([k, v]) => html`<dt>${k}</dt><dd>${v}</dd>`)}</dl>`;
 }
 
 /** A cause group's findings, cause first, each with the finding it follows from. */
@@ -168,12 +184,15 @@ function groupHtml(g: CauseGroup, causedBy?: string): SafeHtml[] {
 }
 
 /**
- * diagnose as one HTML page: the verdict (restated from its root cause, report/summary), the
- * findings by cause (each consequence indented under its cause), the paths, what would decide more.
+ * diagnose as one HTML page: the verdict (restated from its root cause, report/summary), the cause,
+ * what follows from it and the fix to try first, the verdict's path, the findings by cause (each
+ * consequence indented under its cause), the other paths, what would decide more.
  */
 export function renderHtml(answer: Answer): string {
-  const { verdict, groups } = summariseAnswer(answer);
+  const s = summariseAnswer(answer);
+  const { verdict, groups } = s;
   const findings = answer.findings;
+  const others = answer.paths.filter((p) => p !== s.path);
   const page = html`<!doctype html>
 <html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width,initial-scale=1">
 <title>podpath ${answer.question}${answer.snapshot ? `: ${answer.snapshot}` : ""}</title>
@@ -184,8 +203,10 @@ ${verdictHtml(verdict)}
     .map((s) => [s, findings.filter((f) => f.severity === s).length] as const)
     .map(([s, k]) => `${k} ${s}${k === 1 ? "" : "s"}`)
     .join(", ")}</p>
+${summaryHtml(s)}
+${s.path ? html`<h2>Path</h2>${pathHtml(s.path)}` : ""}
 <h2>Findings</h2>${findings.length ? groups.flatMap((g) => groupHtml(g)) : html`<p>None.</p>`}
-${answer.paths.length ? html`<h2>Paths</h2>${answer.paths.map(pathHtml)}` : ""}
+${others.length ? html`<h2>${s.path ? "Other paths" : "Paths"}</h2>${others.map(pathHtml)}` : ""}
 ${
   answer.missing.length
     ? html`<h2>Evidence that would decide more</h2><ul>${answer.missing.map(
