@@ -17,12 +17,15 @@
  * same report/document-html as the pages here).
  */
 import assert from "node:assert/strict";
-import { spawnSync } from "node:child_process";
-import { existsSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
+import { spawn, spawnSync } from "node:child_process";
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { after, before, describe, it } from "node:test";
 import { type Browser, chromium } from "playwright-core";
 import { kernelSkip } from "../../src/lab/kernel-guard.ts";
+import { kubeconfigFor, startFakeApi } from "../k8s-api/server.ts";
+import { smallCluster, smallClusterExec } from "../k8s-api/small-cluster.ts";
 import {
   assertLayout,
   type Box,
@@ -60,6 +63,45 @@ interface Case {
   readonly cites: boolean;
   /** Runs on this machine's kernel (lab replay): only where the lab can run. */
   readonly kernel?: boolean;
+  /** Makes the page itself (commands that need a folder or a fake API server beside them). */
+  readonly page?: () => Promise<string>;
+}
+
+/** A scratch folder removed when the tests end. */
+function scratch(prefix: string): string {
+  const dir = mkdtempSync(join(tmpdir(), prefix));
+  process.on("exit", () => rmSync(dir, { recursive: true, force: true }));
+  return dir;
+}
+
+/** `collect -o html` against test/k8s-api's fake API server (it answers in this process). */
+async function collectPage(): Promise<string> {
+  const api = await startFakeApi(smallCluster(), { gkeCrds: true, exec: smallClusterExec });
+  const tmp = scratch("podpath-html-collect-");
+  try {
+    const kc = join(tmp, "kubeconfig");
+    writeFileSync(kc, kubeconfigFor(api.url, { token: "t" }, "prod"));
+    const child = spawn(
+      process.execPath,
+      [CLI, "collect", "--out", join(tmp, "snap"), "-o", "html"],
+      {
+        env: { ...process.env, KUBECONFIG: kc, NO_COLOR: "1" },
+      },
+    );
+    let stdout = "";
+    let stderr = "";
+    child.stdout.on("data", (d) => {
+      stdout += d;
+    });
+    child.stderr.on("data", (d) => {
+      stderr += d;
+    });
+    const code = await new Promise<number | null>((done) => child.on("close", done));
+    assert.equal(code, 0, stderr);
+    return stdout;
+  } finally {
+    await api.close();
+  }
 }
 
 const EXAMPLES = [
@@ -170,6 +212,32 @@ const CASES: readonly Case[] = [
     cites: true,
     kernel: true,
   },
+  {
+    name: "collect",
+    args: ["collect"],
+    title: /^podpath collect/,
+    banner: /^snapshot\s/,
+    cites: false,
+    page: collectPage,
+  },
+  {
+    name: "lab-run",
+    args: ["lab", "run", "masquerade"],
+    title: /^podpath lab run/,
+    banner: /^snapshot written to /,
+    cites: false,
+    kernel: true,
+    page: async () =>
+      podpath([
+        "lab",
+        "run",
+        "masquerade",
+        "--out",
+        join(scratch("podpath-html-lab-"), "snap"),
+        "-o",
+        "html",
+      ]),
+  },
 ];
 
 function podpath(args: readonly string[]) {
@@ -191,6 +259,7 @@ const squash = (s: string) => s.replace(/\s+/g, " ").trim();
  * (diagnose) the verdict's summary from its JSON.
  */
 function citations(c: Case): { refs: string[]; lines: string[]; verdict?: string } {
+  if (c.page) return { refs: [], lines: [] };
   if (c.args[0] === "diagnose") {
     type Cite = { file: string; line: number; text?: string };
     const json = JSON.parse(podpath([...c.args, "-o", "json"])) as {
@@ -269,7 +338,7 @@ describe("every HTML answer rendered in headless Chromium (built CLI)", {
   for (const c of CASES) {
     const skip = c.kernel ? kernelSkip() : false;
     it(`podpath ${c.args.join(" ")} -o html`, { skip }, async () => {
-      const page = podpath([...c.args, "-o", "html"]);
+      const page = c.page ? await c.page() : podpath([...c.args, "-o", "html"]);
       assert.ok(page.startsWith("<!doctype html>"), `${c.name}: the page does not start with it`);
       const cited = citations(c);
       if (c.cites) assert.ok(cited.refs.length > 0, `${c.name}: the answer cites no evidence`);
