@@ -181,9 +181,11 @@ export async function collectLive(args: LiveArgs, dir: string, io: Io): Promise<
     for (const f of report.failures) io.err(`  ${f.subject}: ${f.what}: ${f.why}\n`);
   }
   if (report.notAvailable.length > 0) {
-    // normal on many nodes (no ipset, no nft, no BPF ip-masq-agent map): said, not a failure
-    io.err(`podpath: not available on the node (${report.notAvailable.length}):\n`);
-    for (const f of report.notAvailable) io.err(`  ${f.subject}: ${f.what}: ${f.why}\n`);
+    // normal on many nodes (no ipset, no nft, no BPF ip-masq-agent map): one line, not a failure
+    const byWhat = new Map<string, number>();
+    for (const f of report.notAvailable) byWhat.set(f.what, (byWhat.get(f.what) ?? 0) + 1);
+    const said = [...byWhat].map(([what, n]) => `${what} (${n} node${n === 1 ? "" : "s"})`);
+    io.err(`podpath: not available, not collected: ${said.join(", ")}\n`);
   }
   const leftover = report.collectorsCreated.filter((c) => !report.collectorsRemoved.includes(c));
   if (leftover.length > 0) {
