@@ -802,8 +802,13 @@ function ownerPlanOf(
 ): MasqueradePlan | undefined {
   if (!owners.some((o) => o.replacesAgent(snap))) return undefined;
   const model = masqueradeModel(snap);
+  // the cluster's pod range as the agent's plan knows it: --pod-range, else the stated or
+  // kube-proxy's rules' cluster range, with the nodes' ranges
+  const stated = model.statedPodRange ?? model.rulesPodRange;
   const podRanges =
-    opts.podRange && opts.podRange.length > 0 ? mergeCidrs(opts.podRange) : model.facts.podRanges;
+    opts.podRange && opts.podRange.length > 0
+      ? mergeCidrs(opts.podRange)
+      : mergeCidrs([...(stated?.cidrs ?? []), ...model.facts.podRanges]);
   const targets = planTargets(snap, model, opts, podRanges);
   const plan = ownerPlan(
     {
@@ -811,6 +816,7 @@ function ownerPlanOf(
       facts: model.facts,
       targets,
       podRanges,
+      ...(stated && !(opts.podRange && opts.podRange.length > 0) ? { podRangeStated: stated } : {}),
       strategy: opts.strategy,
       ...(opts.fileDir ? { fileDir: opts.fileDir } : {}),
     },

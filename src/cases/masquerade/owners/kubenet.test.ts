@@ -178,3 +178,20 @@ describe("masquerade case on the kubenet replica", () => {
     }
   });
 });
+
+describe("kubenet's plan on a real listing with nothing else (a legacy GKE node's iptables -S)", () => {
+  it("takes the cluster's pod range from kube-proxy's rules and cites them", () => {
+    const root = join(import.meta.dirname, "../fixtures/gke-legacy-kubenet-listing");
+    const plan = planMasquerade(loadSnapshot(openSnapshot(root)), {
+      strategy: "narrow",
+      dest: { ip: parseIp("10.20.30.40"), text: "10.20.30.40" },
+    });
+    assert.equal(plan.owner?.owner, "kubenet");
+    assert.deepEqual(plan.podRanges, ["10.48.0.0/14"]);
+    assert.match(plan.owner?.title ?? "", /pod range 10\.48\.0\.0\/14$/);
+    assert.match(
+      plan.owner?.why ?? "",
+      /kube-proxy's rules .*nodes\/gke-rei-default-pool\/iptables-save\.txt:\d+/,
+    );
+  });
+});

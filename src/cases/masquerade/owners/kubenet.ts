@@ -276,7 +276,7 @@ function kubenetPlan(input: OwnerPlanInput): OwnerPlan | undefined {
     }
   }
   const missing: Missing[] = kubenetMissing(snap);
-  const stated = clusterPodRange(snap.objects);
+  const stated = input.podRangeStated ?? clusterPodRange(snap.objects);
   const base = {
     owner: "kubenet" as const,
     name: "kubenet (the kubelet's --non-masquerade-cidr)",

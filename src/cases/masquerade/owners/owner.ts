@@ -6,6 +6,7 @@
  * "not-mine" otherwise, so a dump of one owner never produces another owner's finding or fix.
  */
 import type { Owner } from "../../../iptables/owners.ts";
+import type { ClusterRange } from "../../../k8s/cluster-range.ts";
 import type { PathHop } from "../../../model/answer.ts";
 import type { Diagnostic, Evidence, Finding, Missing, SourceRef } from "../../../model/types.ts";
 import { type Cidr, formatIp, type Ip, sameIp } from "../../../net/cidr.ts";
@@ -86,6 +87,8 @@ export interface OwnerPlanInput {
   readonly targets: readonly TracedDestination[];
   /** The cluster's pod ranges the case knows (kube-proxy's rules, Nodes, pods). */
   readonly podRanges: readonly Cidr[];
+  /** Where the cluster's whole pod range is stated (a flag, kube-proxy's rules), when it is. */
+  readonly podRangeStated?: ClusterRange;
   readonly strategy: "narrow" | "keep-pod-identity";
   /** Folder the plan's files are (to be) written to; commands name them there. */
   readonly fileDir?: string;
