@@ -536,22 +536,30 @@ function exemptFinding(
   if (owner.kind === "healthy") return undefined;
   const rule = exemptionRule(snap, src.node, decidingRule);
   const foreign = basis === "rules" ? foreignOwnerText(snap, src.node, rule) : undefined;
+  const noAgentObjects = !intent.configMap && !intent.daemonSet;
+  // the node's rules hold no masquerade for it at all, and nothing says whose job it is: no
+  // agent's default list to blame (the dump would show its chain)
+  const noMasqRule = basis === "rules" && !rule && noAgentObjects;
   const ex = isExempt(intent.config, target.ip, intent.flags);
-  const entry = ex.exempt && ex.reason === "non-masquerade-cidr" && !foreign ? ex.entry : undefined;
+  const entry =
+    ex.exempt && ex.reason === "non-masquerade-cidr" && !foreign && !noMasqRule
+      ? ex.entry
+      : undefined;
   const evidence: Evidence[] = [];
   if (rule) evidence.push(refToEvidence(rule));
   if (entry?.source) evidence.push(refToEvidence(entry.source));
   if (src.evidence) evidence.push(refToEvidence(src.evidence));
   const dstText = formatIp(target.ip);
   const hostSource = outcome?.hostSource ?? nodeIp;
-  const noAgentObjects = !intent.configMap && !intent.daemonSet;
-  const entryText = noAgentObjects
-    ? `the default exception list (${entry?.text ?? "RFC 1918"}), as GKE's node startup or an ip-masq-agent without a ConfigMap writes it; the snapshot has no ip-masq-agent ConfigMap or DaemonSet to say which`
-    : entry
-      ? `the nonMasqueradeCIDRs entry ${entry.text}${entry.source ? ` (${entry.source.file}:${entry.source.line})` : " (the agent's default list)"}`
-      : ex.exempt && ex.reason === "link-local"
-        ? "the agent's link-local exemption"
-        : "a rule that returns before any MASQUERADE";
+  const entryText = noMasqRule
+    ? "no rule at all: the node's nat rules hold no masquerade for pod traffic to it (no ip-masq-agent or GKE chain, no CNI masquerade rule), and the snapshot has no component's objects (an ip-masq-agent, the CNI's DaemonSet and config) to say which should write one"
+    : noAgentObjects
+      ? `the default exception list (${entry?.text ?? "RFC 1918"}), as GKE's node startup or an ip-masq-agent without a ConfigMap writes it; the snapshot has no ip-masq-agent ConfigMap or DaemonSet to say which`
+      : entry
+        ? `the nonMasqueradeCIDRs entry ${entry.text}${entry.source ? ` (${entry.source.file}:${entry.source.line})` : " (the agent's default list)"}`
+        : ex.exempt && ex.reason === "link-local"
+          ? "the agent's link-local exemption"
+          : "a rule that returns before any MASQUERADE";
   const ruleText = rule
     ? `${rule.file}:${rule.line}${rule.text ? ` (${rule.text.trim()})` : ""}`
     : "";
@@ -568,9 +576,11 @@ function exemptFinding(
     (stops
       ? "The far side has no route back to the pod range, so the replies vanish. Tunnel and routes look fine; the source address is the problem."
       : "Unless the far side routes the pod range back, the replies vanish.") +
-    (foreign
-      ? " Fix: change the rule where its owner writes it, or teach the far side the pod range (keep pod identity)."
-      : " Fix: narrow the exemption to the pod range (`podpath plan masquerade`), or teach the far side the pod range (keep pod identity).");
+    (noMasqRule
+      ? " Fix: have the component that owns masquerade on this cluster write its rule (the CNI's masquerade setting, or an ip-masq-agent), or teach the far side the pod range (keep pod identity)."
+      : foreign
+        ? " Fix: change the rule where its owner writes it, or teach the far side the pod range (keep pod identity)."
+        : " Fix: narrow the exemption to the pod range (`podpath plan masquerade`), or teach the far side the pod range (keep pod identity).");
   return {
     id: "masq/exempt-destination",
     severity: stops ? "error" : "warning",

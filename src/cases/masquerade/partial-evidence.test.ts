@@ -133,3 +133,18 @@ describe("diagnose on real node dumps cut down", () => {
     });
   }
 });
+
+describe("a whole dump with no masquerade rule at all, and no component's objects", () => {
+  it("says no rule masquerades and nothing says whose job it is; blames no agent's default list", async () => {
+    // the Flannel lab's node before the fix (flanneld without --ip-masq), its objects left out
+    const root = mkdtempSync(join(tmp, "s-"));
+    cpSync(join(import.meta.dirname, "fixtures/flannel/before"), root, { recursive: true });
+    for (const f of ["kube-flannel.yaml"]) rmSync(join(root, "cluster", f), { force: true });
+    const a = await diagnose(loadSnapshot(openSnapshot(root)), {});
+    const f = a.findings.find((x) => x.id === "masq/exempt-destination");
+    assert.ok(f, JSON.stringify(a.findings.map((x) => x.id)));
+    assert.doesNotMatch(f.title, /exempted by/);
+    assert.doesNotMatch(f.explanation, /default exception list|GKE's node startup/);
+    assert.match(f.explanation, /no masquerade for pod traffic to it/);
+  });
+});
