@@ -110,3 +110,19 @@ describe("cluster-sized and hostile files are read without crashing", () => {
     assert.ok(!isEmptySnapshot(snap), "a layout file that failed is not 'nothing in it'");
   });
 });
+
+describe("owner files are read once, on load", () => {
+  it("an unreadable ipset.txt is a problem named with its file and line; the sets read are kept", () => {
+    const root = folder(
+      "nodes/n1/ipset.txt",
+      "create s hash:net family inet\nadd s 10.244.0.0/16\n{{{\nadd nope\n",
+    );
+    const snap = loadSnapshot(openSnapshot(root));
+    const bad = snap.diagnostics.filter((d) => d.source?.file === "nodes/n1/ipset.txt");
+    assert.deepEqual(
+      bad.map((d) => d.source?.line),
+      [3, 4],
+    );
+    assert.ok(snap.nodes.get("n1")?.ipsets, "the sets before the damage are kept");
+  });
+});

@@ -12,6 +12,7 @@ import { type KubeObject, readKubeObjects } from "../evidence/kube-objects.ts";
 import { type ProbeTranscript, parseProbeFile } from "../evidence/probes.ts";
 import { readSysctl, type SysctlValues } from "../evidence/sysctl.ts";
 import type { IptablesDump } from "../iptables/dump.ts";
+import { type IpsetDump, parseIpset } from "../iptables/ipset-parser.ts";
 import { readIptablesText } from "../iptables/read-iptables-text.ts";
 import type { Diagnostic } from "../model/types.ts";
 import { type Artifact, classifyPath, type OwnerArtifact } from "./layout.ts";
@@ -27,6 +28,8 @@ export interface HostEvidence {
   routes?: Route[];
   interfaces?: NetInterface[];
   conntrack?: ConntrackEntry[];
+  /** `ipset save` / `ipset list` (nodes/<node>/ipset.txt), read once here for every owner. */
+  ipsets?: IpsetDump;
   /**
    * Owner evidence as text, in the order read (several CNI config files may be there); its
    * owner's reader parses it (cases/masquerade/owners) and cites `file`.
@@ -165,13 +168,24 @@ function readHostArtifact(
       appendDiagnostics(diagnostics, r.diagnostics, rel);
       return;
     }
-    default: {
-      const texts = (host as { texts?: OwnerText[] }).texts ?? [];
-      texts.push({ artifact, file: rel, text });
-      (host as { texts?: OwnerText[] }).texts = texts;
+    case "ipset": {
+      const r = parseIpset(text, rel);
+      host.ipsets = r.value;
+      appendDiagnostics(diagnostics, r.diagnostics, rel);
+      keepOwnerText(host, artifact, rel, text);
       return;
     }
+    default:
+      keepOwnerText(host, artifact, rel, text);
+      return;
   }
+}
+
+/** An owner file kept as text for its owner's reader (and cited by its path). */
+function keepOwnerText(host: HostEvidence, artifact: OwnerArtifact, rel: string, text: string) {
+  const texts = (host as { texts?: OwnerText[] }).texts ?? [];
+  texts.push({ artifact, file: rel, text });
+  (host as { texts?: OwnerText[] }).texts = texts;
 }
 
 /**

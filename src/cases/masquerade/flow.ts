@@ -5,7 +5,6 @@
  */
 import { primaryAddress } from "../../evidence/ip-addr.ts";
 import { lookupRoute } from "../../evidence/ip-route.ts";
-import { parseIpset } from "../../iptables/ipset-parser.ts";
 import { compileNat, decidingRuleOf } from "../../iptables/nat-eval.ts";
 import type {
   AddressFact,
@@ -19,7 +18,7 @@ import type {
 import type { NodeView } from "../../k8s/objects.ts";
 import type { SourceRef } from "../../model/types.ts";
 import type { Ip } from "../../net/cidr.ts";
-import { type NodeEvidence, ownerTexts } from "../../snapshot/load.ts";
+import type { NodeEvidence } from "../../snapshot/load.ts";
 
 export interface FlowQuestion {
   readonly src: Ip;
@@ -82,11 +81,8 @@ function contextOf(
   const localAddresses = (node.interfaces ?? []).flatMap((i) => i.addresses.map((a) => a.local));
   const internal = view?.internalIPs[0]?.ip;
   // the node's `ipset save` / `ipset list` decides `-m set` matches (Calico's cali-nat-outgoing)
-  const ipset = ownerTexts(node, "ipset")[0];
   return {
-    ...(ipset
-      ? { ipsets: parseIpset(ipset.text, ipset.file).value }
-      : { ipsetFile: `nodes/${node.name}/ipset.txt` }),
+    ...(node.ipsets ? { ipsets: node.ipsets } : { ipsetFile: `nodes/${node.name}/ipset.txt` }),
     ...(node.interfaces ? { localAddresses, interfaces } : {}),
     ...(internal ? { nodeInternalIp: internal } : {}),
     ...(addressFacts.length > 0 ? { addressFacts } : {}),

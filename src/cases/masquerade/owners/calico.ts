@@ -17,7 +17,7 @@ import {
 import { CHAIN_NAT_OUTGOING, natOutgoingRules } from "../../../agents/calico/rules.ts";
 import type { Rule } from "../../../iptables/dump.ts";
 import { ipsetMembership } from "../../../iptables/ipset-member.ts";
-import { type IpsetDump, parseIpset } from "../../../iptables/ipset-parser.ts";
+import type { IpsetDump } from "../../../iptables/ipset-parser.ts";
 import {
   type Evidence,
   type Missing,
@@ -25,7 +25,7 @@ import {
   type SourceRef,
 } from "../../../model/types.ts";
 import { contains, formatIp, type Ip, tryParseIp } from "../../../net/cidr.ts";
-import { ownerTexts, type Snapshot } from "../../../snapshot/load.ts";
+import type { Snapshot } from "../../../snapshot/load.ts";
 import type {
   ExemptWording,
   OwnerExempt,
@@ -52,8 +52,7 @@ function poolOf(pools: readonly CalicoIpPool[], ip: Ip): CalicoIpPool | undefine
 
 /** The node's IP sets, when its `ipset save` / `ipset list` is in the snapshot. */
 function nodeIpsets(snap: Snapshot, node: string): IpsetDump | undefined {
-  const t = ownerTexts(snap.nodes.get(node), "ipset")[0];
-  return t ? parseIpset(t.text, t.file).value : undefined;
+  return snap.nodes.get(node)?.ipsets;
 }
 
 /** Felix's MASQUERADE (or SNAT) rule in cali-nat-outgoing, the last of the chain. */
