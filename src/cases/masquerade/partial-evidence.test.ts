@@ -4,7 +4,7 @@
  * excerpt never produces an error or warning finding that the whole dump does not.
  */
 import assert from "node:assert/strict";
-import { cpSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { cpSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { after, describe, it } from "node:test";
@@ -147,4 +147,25 @@ describe("a whole dump with no masquerade rule at all, and no component's object
     assert.doesNotMatch(f.explanation, /default exception list|GKE's node startup/);
     assert.match(f.explanation, /no masquerade for pod traffic to it/);
   });
+});
+
+describe("an owner's file that cannot be read is named, whoever reads it", () => {
+  for (const [owner, file, code] of [
+    ["kubenet", "kubelet-flags.txt", "KUBELET_FLAGS_UNRECOGNIZED"],
+    ["bridge-cni", "cni/10-containerd-net.conflist", "CNI_CONFIG_SYNTAX"],
+  ] as const) {
+    it(`${owner}: a garbled ${file} is a diagnostic of the answer`, async () => {
+      const root = mkdtempSync(join(tmp, "s-"));
+      cpSync(join(import.meta.dirname, `fixtures/${owner}/before`), root, { recursive: true });
+      const node = readdirSync(join(root, "nodes"))[0]!;
+      writeFileSync(join(root, "nodes", node, file), "{{{ garbage\n");
+      const a = await diagnose(loadSnapshot(openSnapshot(root)), {});
+      const d = a.diagnostics.find((x) => x.code === code);
+      assert.ok(d, JSON.stringify(a.diagnostics));
+      assert.match(
+        d.message + JSON.stringify(d.source ?? {}),
+        new RegExp(file.replace(".", "\\.")),
+      );
+    });
+  }
 });

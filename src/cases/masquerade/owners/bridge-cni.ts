@@ -17,6 +17,7 @@ import {
 import { podMasqRules } from "../../../agents/bridge-cni/rules.ts";
 import { renderRule } from "../../../iptables/render.ts";
 import {
+  type Diagnostic,
   type Evidence,
   type Missing,
   refToEvidence,
@@ -371,11 +372,17 @@ function podsSetUpAgain(snap: Snapshot, targets: OwnerPlanInput["targets"]): Own
   };
 }
 
+/** Problems reading the CNI config files of every node. */
+function bridgeDiagnostics(snap: Snapshot): Diagnostic[] {
+  return [...snap.nodes.keys()].flatMap((n) => [...bridgeNode(snap, n).diagnostics]);
+}
+
 /** The bridge CNI plugin's `ipMasq` as an owner of the pods' source address. */
 export const bridgeCniOwner: SourceOwnerCase = {
   id: "bridge-cni",
   name: "the bridge CNI plugin",
   present: bridgePresent,
+  diagnostics: bridgeDiagnostics,
   replacesAgent: (snap) => bridgePresent(snap) && !ipMasqAgentPresent(snap),
   exempt: bridgeExempt,
   wireWording: bridgeWireWording,

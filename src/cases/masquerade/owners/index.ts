@@ -98,8 +98,9 @@ export function ownerFindings(
   for (const o of ownersPresent(snap, owners)) {
     findings.push(...(o.findings?.(snap, facts) ?? []));
     missing.push(...(o.missing?.(snap, facts) ?? []));
-    diagnostics.push(...(o.diagnostics?.(snap) ?? []));
   }
+  // a file an owner reads is said unreadable even when, unread, nothing shows the owner at work
+  for (const o of owners) diagnostics.push(...(o.diagnostics?.(snap) ?? []));
   return { findings, missing, diagnostics };
 }
 

@@ -22,7 +22,7 @@ import {
 } from "../../../agents/kubenet/node.ts";
 import { KUBENET_COMMENT, kubenetMasqRule } from "../../../agents/kubenet/rules.ts";
 import { renderRule } from "../../../iptables/render.ts";
-import type { Evidence, Missing, SourceRef } from "../../../model/types.ts";
+import type { Diagnostic, Evidence, Missing, SourceRef } from "../../../model/types.ts";
 import { refToEvidence } from "../../../model/types.ts";
 import {
   type Cidr,
@@ -426,11 +426,17 @@ function nothingToChange(
   };
 }
 
+/** Problems reading the kubelet flags of every node. */
+function kubenetDiagnostics(snap: Snapshot): Diagnostic[] {
+  return [...snap.nodes.keys()].flatMap((n) => [...kubenetNode(snap, n).diagnostics]);
+}
+
 /** kubenet (the kubelet's --non-masquerade-cidr) as an owner of the pods' source address. */
 export const kubenetOwner: SourceOwnerCase = {
   id: "kubenet",
   name: "kubenet",
   present: kubenetPresent,
+  diagnostics: kubenetDiagnostics,
   replacesAgent: (snap) => kubenetPresent(snap) && !ipMasqAgentPresent(snap),
   exempt: kubenetExempt,
   wireWording: kubenetWireWording,
