@@ -17,15 +17,14 @@
  * same report/document-html as the pages here).
  */
 import assert from "node:assert/strict";
-import { spawn, spawnSync } from "node:child_process";
+import { spawnSync } from "node:child_process";
 import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { after, before, describe, it } from "node:test";
 import { type Browser, chromium } from "playwright-core";
 import { kernelSkip } from "../../src/lab/kernel-guard.ts";
-import { kubeconfigFor, startFakeApi } from "../k8s-api/server.ts";
-import { smallCluster, smallClusterExec } from "../k8s-api/small-cluster.ts";
+import { collectFromFakeApi } from "./fake-api-collect.ts";
 import {
   assertLayout,
   type Box,
@@ -74,34 +73,11 @@ function scratch(prefix: string): string {
   return dir;
 }
 
-/** `collect -o html` against test/k8s-api's fake API server (it answers in this process). */
+/** `collect -o html` against test/k8s-api's fake API server. */
 async function collectPage(): Promise<string> {
-  const api = await startFakeApi(smallCluster(), { gkeCrds: true, exec: smallClusterExec });
-  const tmp = scratch("podpath-html-collect-");
-  try {
-    const kc = join(tmp, "kubeconfig");
-    writeFileSync(kc, kubeconfigFor(api.url, { token: "t" }, "prod"));
-    const child = spawn(
-      process.execPath,
-      [CLI, "collect", "--out", join(tmp, "snap"), "-o", "html"],
-      {
-        env: { ...process.env, KUBECONFIG: kc, NO_COLOR: "1" },
-      },
-    );
-    let stdout = "";
-    let stderr = "";
-    child.stdout.on("data", (d) => {
-      stdout += d;
-    });
-    child.stderr.on("data", (d) => {
-      stderr += d;
-    });
-    const code = await new Promise<number | null>((done) => child.on("close", done));
-    assert.equal(code, 0, stderr);
-    return stdout;
-  } finally {
-    await api.close();
-  }
+  const r = await collectFromFakeApi(scratch("podpath-html-collect-"), "html");
+  assert.equal(r.code, 0, r.stderr);
+  return r.stdout;
 }
 
 const EXAMPLES = [

@@ -8,7 +8,7 @@
  * diagnose's), `lab up|down` (no JSON output).
  */
 import assert from "node:assert/strict";
-import { spawn, spawnSync } from "node:child_process";
+import { spawnSync } from "node:child_process";
 import {
   cpSync,
   existsSync,
@@ -17,15 +17,13 @@ import {
   readdirSync,
   readFileSync,
   rmSync,
-  writeFileSync,
 } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { after, before, describe, it } from "node:test";
 import { Ajv, type ValidateFunction } from "ajv";
 import { kernelSkip } from "../../src/lab/kernel-guard.ts";
-import { kubeconfigFor, startFakeApi } from "../k8s-api/server.ts";
-import { smallCluster, smallClusterExec } from "../k8s-api/small-cluster.ts";
+import { collectFromFakeApi } from "./fake-api-collect.ts";
 
 const ROOT = join(import.meta.dirname, "../..");
 const CLI = join(ROOT, "dist/cli/main.js");
@@ -352,34 +350,11 @@ describe("every command's JSON matches its schema", () => {
   });
 
   it("collect, against a fake API server", async () => {
-    const api = await startFakeApi(smallCluster(), { gkeCrds: true, exec: smallClusterExec });
     const tmp = mkdtempSync(join(tmpdir(), "podpath-schema-collect-"));
     after(() => rmSync(tmp, { recursive: true, force: true }));
-    try {
-      const kc = join(tmp, "kubeconfig");
-      writeFileSync(kc, kubeconfigFor(api.url, { token: "t" }, "prod"));
-      // the fake API answers in this process: the CLI runs beside it, not blocking it
-      const child = spawn(
-        process.execPath,
-        [CLI, "collect", "--out", join(tmp, "snap"), "-o", "json"],
-        {
-          env: { ...process.env, KUBECONFIG: kc, NO_COLOR: "1" },
-        },
-      );
-      let stdout = "";
-      let stderr = "";
-      child.stdout.on("data", (d) => {
-        stdout += d;
-      });
-      child.stderr.on("data", (d) => {
-        stderr += d;
-      });
-      const code = await new Promise<number | null>((done) => child.on("close", done));
-      assert.equal(code, 0, stderr);
-      assert.deepEqual(errorsOf("collect", JSON.parse(stdout)), []);
-    } finally {
-      await api.close();
-    }
+    const r = await collectFromFakeApi(tmp, "json");
+    assert.equal(r.code, 0, r.stderr);
+    assert.deepEqual(errorsOf("collect", JSON.parse(r.stdout)), []);
   });
 
   it("verify on snapshots that hold both cases: an array of their records", () => {
