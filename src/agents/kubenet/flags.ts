@@ -103,6 +103,16 @@ function tokens(text: string): Token[] {
   return out;
 }
 
+/** The first line with text, as the file shows it: where an unrecognized file is cited. */
+function firstLine(text: string, file: string): SourceRef {
+  const lines = text.split(/\r?\n/);
+  const i = Math.max(
+    0,
+    lines.findIndex((l) => l.trim() !== ""),
+  );
+  return { file, line: i + 1, text: (lines[i] ?? "").trim().slice(0, 200) };
+}
+
 /** Reads the kubelet's command line; never throws. */
 export function readKubeletFlags(text: string, file: string): Parsed<KubeletFlags> {
   const diagnostics: Diagnostic[] = [];
@@ -166,6 +176,7 @@ export function readKubeletFlags(text: string, file: string): Parsed<KubeletFlag
       code: "KUBELET_FLAGS_UNRECOGNIZED",
       severity: "info",
       message: `${file} does not look like the kubelet's command line (expected \`ps -o args\` of the kubelet, its systemd unit or KUBELET_EXTRA_ARGS)`,
+      source: firstLine(text, file),
     });
   }
   const networkPlugin = flags.get(FLAG_NETWORK_PLUGIN);

@@ -84,6 +84,12 @@ describe("readKubeletFlags", () => {
     assert.equal(none?.source?.line, 3);
   });
 
+  it("a file that is not the kubelet's command line is cited at its first line with text", () => {
+    const r = readKubeletFlags("\n\n  {{{ garbage\nmore\n", FILE);
+    const d = r.diagnostics.find((x) => x.code === "KUBELET_FLAGS_UNRECOGNIZED");
+    assert.deepEqual(d?.source, { file: FILE, line: 3, text: "{{{ garbage" });
+  });
+
   it("never throws; every diagnostic names the file and a line of the input", () => {
     const corpus = fc.oneof(
       fc.string({ maxLength: 300 }),
@@ -123,10 +129,8 @@ describe("readKubeletFlags", () => {
         const lines = text.split(/\r?\n/).length;
         for (const d of r.diagnostics) {
           assert.match(d.code, /^[A-Z][A-Z0-9_]*$/);
-          if (d.severity !== "info") {
-            assert.equal(d.source?.file, FILE);
-            assert.ok((d.source?.line ?? 0) >= 1 && (d.source?.line ?? 0) <= lines);
-          }
+          assert.equal(d.source?.file, FILE);
+          assert.ok((d.source?.line ?? 0) >= 1 && (d.source?.line ?? 0) <= lines);
         }
       }),
       { numRuns: 400 },
