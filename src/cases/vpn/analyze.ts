@@ -6,7 +6,6 @@
  * Pure: snapshot pieces in ({@link VpnInput}), findings and missing evidence out.
  */
 
-import { chartMasqueradeRule } from "../../agents/openvpn/chart.ts";
 import type { KubeObject } from "../../evidence/kube-objects.ts";
 import type { ProbeCommand } from "../../evidence/probes.ts";
 import {
@@ -65,7 +64,7 @@ export function analyzeVpn(input: VpnInput): VpnAnswer {
   const ctx = resolveVpn(input);
   const services = serviceIps(input.objects);
   const podRanges = clusterPodRanges(input.objects);
-  const pushed = ctx?.evidence?.openvpn?.pushedRoutes.map((r) => r.value) ?? [];
+  const pushed = ctx?.kind.pushedRoutes.map((r) => r.value) ?? [];
   const walk = walkHops(input.probes, {
     ...(ctx?.peer ? { peer: ctx.peer.value } : {}),
     podRanges,
@@ -92,6 +91,14 @@ export function analyzeVpn(input: VpnInput): VpnAnswer {
   const masq = returnPath(ctx, input, walk, subject, findings, missing);
   policySource(ctx, input, masq?.verdict, subject, findings);
   serviceVip(ctx, walk, subject, findings);
+  const asked = {
+    walk,
+    subject,
+    forwarding,
+    ...(masq ? { masquerade: masq.verdict } : {}),
+  };
+  findings.push(...ctx.kind.findings(asked));
+  missing.push(...ctx.kind.missing(asked));
   const needsFix = findings.some(
     (f) => f.id === "vpn/forwarding-disabled" || f.id === "vpn/forwarding-not-durable",
   );
@@ -145,7 +152,7 @@ function dnsLayer(
   const failing = walk.nameFailures[0];
   const rawOk = walk.hops.find((h) => h.hop !== "peer" && h.state === "answered");
   if (!failing || !rawOk) return;
-  const pushedDns = ctx?.evidence?.openvpn?.pushedDns ?? [];
+  const pushedDns = ctx?.kind.pushedDns ?? [];
   const server = failing.dnsServer;
   const notPushed =
     server !== undefined &&
@@ -242,7 +249,7 @@ function forwardingState(
 function notDurable(ctx: VpnContext, input: VpnInput, subject: string, findings: Finding[]): void {
   const entry = ctx.evidence?.sysctl?.values.get(IP_FORWARD);
   if (!entry || !ctx.workload) return;
-  const setters = forwardingSetters(ctx.workload, ctx.chartValues);
+  const setters = forwardingSetters(ctx.workload, ctx.kind.extraSetters);
   if (setters.length > 0) return;
   findings.push({
     id: "vpn/forwarding-not-durable",
@@ -251,13 +258,13 @@ function notDurable(ctx: VpnContext, input: VpnInput, subject: string, findings:
     subject,
     explanation:
       `${IP_FORWARD} reads 1 in the running pod, but ${ctx.workload.kind} ${ctx.workload.name} has no init ` +
-      `container writing it, no securityContext.sysctls entry for it${ctx.chart ? ", and the chart value ipForwardInitContainer is not true" : ""}. ` +
+      `container writing it, no securityContext.sysctls entry for it${ctx.kind.notDurableExtra}. ` +
       `A value set by hand (kubectl exec … sysctl -w) lives only as long as this pod's network namespace: ` +
       `the next restart starts from the default again and the tunnel goes silent past the peer.`,
     evidence: [
       ev(entry.source),
       ev(ctx.workload.source),
-      ...(ctx.chartValues?.ipForwardInitContainer
+      ...(ctx.chartValues?.ipForwardInitContainer && ctx.kind.kind === "openvpn"
         ? [ev(ctx.chartValues.ipForwardInitContainer.source)]
         : []),
     ],
@@ -287,11 +294,7 @@ function returnPath(
 ): { verdict: MasqueradeVerdict; src: Ip; dst: Ip } | undefined {
   const pool = ctx.pool;
   if (!pool) {
-    missing.push({
-      file: `pods/${ctx.namespace}/${ctx.name}/openvpn.conf`,
-      would_decide: "the client pool, and so whether replies can find their way back",
-      command: `${execIn(ctx, "cat /etc/openvpn/openvpn.conf")} > pods/${ctx.namespace}/${ctx.name}/openvpn.conf`,
-    });
+    missing.push(ctx.kind.configMissing);
     return undefined;
   }
   if (!ctx.evidence?.iptables) {
@@ -304,7 +307,12 @@ function returnPath(
   }
   const client: Ip = { family: pool.value.family, value: pool.value.start + 2n };
   const dst = representativeDst(ctx, walk, input) ?? { family: 4, value: 0x0a000001n };
-  const verdict = masqueradeOf(ctx.evidence.iptables, { src: client, dst, outIface: "eth0" });
+  const verdict = masqueradeOf(ctx.evidence.iptables, {
+    src: client,
+    dst,
+    outIface: "eth0",
+    inIface: ctx.kind.tunnelDevice,
+  });
   const asked = { verdict, src: client, dst };
   if (verdict.kind === "masqueraded" || verdict.kind === "unknown") return asked;
   const routed = (input.nodeRoutes ?? []).flatMap((n) =>
@@ -315,7 +323,7 @@ function returnPath(
       .map((r) => ({ node: n.node, route: r })),
   );
   if (routed.length > 0) return asked;
-  const rule = chartMasqueradeRule(pool.value);
+  const fix = ctx.kind.masqueradeFix(pool.value);
   const nat = ctx.evidence.iptables.tables.get("nat");
   findings.push({
     id: "vpn/client-pool-unroutable",
@@ -332,7 +340,7 @@ function returnPath(
       ...(verdict.kind === "not-masqueraded" && verdict.last ? [ev(verdict.last)] : []),
     ],
     next: [
-      `Masquerade the pool in the VPN pod: iptables -t nat ${rule.replace(/^-A/, "-A")}`,
+      fix.next,
       "or route the pool to the VPN pod in the cluster network (and keep client addresses visible)",
     ],
   });
@@ -536,13 +544,11 @@ function policyFinding(
 }
 
 function serviceVip(ctx: VpnContext, walk: Walk, subject: string, findings: Finding[]): void {
-  const cfg = ctx.evidence?.openvpn;
-  if (!cfg) return;
+  if (!ctx.kind.onlyServicesRouted) return;
   const targets = walk.hops.filter((h) => h.hop !== "peer");
-  const onlyServices =
-    targets.length > 0 && targets.every((h) => h.hop === "service-ip") && !cfg.redirectGateway;
+  const onlyServices = targets.length > 0 && targets.every((h) => h.hop === "service-ip");
   if (!onlyServices) return;
-  const routes = cfg.pushedRoutes;
+  const routes = ctx.kind.pushedRoutes;
   findings.push({
     id: "vpn/service-vip-suffices",
     severity: "info",

@@ -1,11 +1,10 @@
 /**
  * @module cases/vpn/durable — what in a workload manifest sets `net.ipv4.ip_forward` when the pod
  * is created: an init container that writes it (`sysctl -w`, `echo 1 > /proc/sys/…`), a pod-level
- * `securityContext.sysctls` entry, or the chart's `ipForwardInitContainer` value. A value set by
+ * `securityContext.sysctls` entry, or a tunnel kind's own switch (the OpenVPN chart's value). A value set by
  * hand inside a running container is not among them: it is gone after the next restart.
  */
 
-import type { OpenvpnChartValues } from "../../agents/openvpn/chart.ts";
 import type { KubeObject } from "../../evidence/kube-objects.ts";
 import type { SourceRef } from "../../model/types.ts";
 
@@ -36,10 +35,13 @@ function at(obj: unknown, path: readonly (string | number)[]): unknown {
 const WRITES_FORWARD =
   /(?:sysctl\s+(?:-\w+\s+)*-w\s+(?:[\w.]+=\S+\s+)*net[./]ipv4[./]ip_forward\s*=\s*1|echo\s+(?:-n\s+)?["']?1["']?\s*>\s*["']?\/proc\/sys\/net\/ipv4\/ip_forward)/;
 
-/** Everything in the manifest (and chart values) that sets ip_forward to 1 at pod creation. */
+/**
+ * Everything in the manifest that sets ip_forward to 1 at pod creation, then `extra`: the tunnel
+ * kind's own switches (`KindView.extraSetters`, e.g. the OpenVPN chart's value).
+ */
 export function forwardingSetters(
   workload: KubeObject | undefined,
-  chartValues?: OpenvpnChartValues,
+  extra: readonly ForwardingSetter[] = [],
 ): ForwardingSetter[] {
   const out: ForwardingSetter[] = [];
   if (workload) {
@@ -75,12 +77,6 @@ export function forwardingSetters(
       });
     }
   }
-  if (chartValues?.ipForwardInitContainer?.value === true) {
-    out.push({
-      kind: "chart-value",
-      value: "ipForwardInitContainer: true",
-      source: chartValues.ipForwardInitContainer.source,
-    });
-  }
+  out.push(...extra);
   return out;
 }

@@ -6,15 +6,10 @@
 
 import {
   type ChartRef,
-  envClientPool,
   type OpenvpnChartValues,
   recognizeChart,
 } from "../../agents/openvpn/chart.ts";
-import {
-  cidrOf,
-  clientPools,
-  type OpenvpnServerConfig,
-} from "../../agents/openvpn/server-config.ts";
+import type { OpenvpnServerConfig } from "../../agents/openvpn/server-config.ts";
 import type { KubeletSysctlConfig } from "../../agents/pod-security/kubelet-config.ts";
 import type { NetInterface } from "../../evidence/ip-addr.ts";
 import type { Route } from "../../evidence/ip-route.ts";
@@ -26,7 +21,9 @@ import { clusterFacts, podRangesOf, serviceAddresses } from "../../k8s/cluster-f
 import { type PodView, readPod } from "../../k8s/objects.ts";
 import { WORKLOAD_KINDS, workloadOf } from "../../k8s/workloads.ts";
 import type { Located, SourceRef } from "../../model/types.ts";
-import { type Cidr, contains, formatCidr, type Ip } from "../../net/cidr.ts";
+import { type Cidr, contains, type Ip } from "../../net/cidr.ts";
+import { detectKind, viewOf } from "./kinds/index.ts";
+import type { KindReading, KindView } from "./kinds/kind.ts";
 
 /** Evidence read inside one pod's network namespace (`pods/<ns>/<pod>/…`). */
 export interface VpnPodEvidence {
@@ -40,6 +37,8 @@ export interface VpnPodEvidence {
   readonly ipRoute?: { readonly file: string; readonly routes: readonly Route[] };
   /** `pods/NS/POD/openvpn.conf` (or the chart's ConfigMap key), parsed. */
   readonly openvpn?: OpenvpnServerConfig;
+  /** The other tunnel kinds' readings of their own files beside the pod (`cases/vpn/kinds`). */
+  readonly readings?: readonly KindReading[];
 }
 
 /** One far-side site (`remote/*.yaml`): only what the VPN checks use. */
@@ -88,15 +87,11 @@ export interface VpnContext {
   readonly peer?: Located<Ip>;
   /** The pod's own address: what a masqueraded client packet carries as source. */
   readonly podIp?: Located<Ip>;
+  /** The pod as its tunnel kind sees it (OpenVPN, WireGuard …): pool, device, fixes. */
+  readonly kind: KindView;
 }
 
-const isTun = (i: NetInterface) => /^(tun|tap|wg)/.test(i.name);
-
-function rec(v: unknown): Record<string, unknown> | undefined {
-  return typeof v === "object" && v !== null && !Array.isArray(v)
-    ? (v as Record<string, unknown>)
-    : undefined;
-}
+const isTunnelDevice = (i: NetInterface) => /^(tun|tap|wg)/.test(i.name);
 
 /** The pod's own address: the Pod's status.podIP, else the primary address of its eth0. */
 function podIpOf(
@@ -109,7 +104,7 @@ function podIpOf(
   return a ? { value: a.local, source: a.source } : undefined;
 }
 
-/** The VPN pod's `NS/NAME`: the one named, else one with an OpenVPN config, a tunnel device or the chart. */
+/** The VPN pod's `NS/NAME`: the one named, else one with a kind's own config, a tunnel device, or a kind's manifest. */
 function vpnPodName(input: VpnInput): { namespace: string; name: string } | undefined {
   if (input.vpnPod) {
     const [namespace, name] = input.vpnPod.includes("/")
@@ -118,62 +113,14 @@ function vpnPodName(input: VpnInput): { namespace: string; name: string } | unde
     return namespace === undefined || name === undefined ? undefined : { namespace, name };
   }
   const ev =
-    input.pods.find((p) => p.openvpn) ?? input.pods.find((p) => p.ipAddr?.interfaces.some(isTun));
+    input.pods.find((p) => detectKind(p, [], input)?.strength === "config") ??
+    input.pods.find((p) => p.ipAddr?.interfaces.some(isTunnelDevice));
   if (ev) return { namespace: ev.namespace, name: ev.name };
-  const pod = input.objects.find((o) => o.kind === "Pod" && recognizeChart(o));
-  const wl = input.objects.find((o) => WORKLOAD_KINDS.includes(o.kind) && recognizeChart(o));
+  const byManifest = (o: KubeObject) => detectKind(undefined, [o], input) !== undefined;
+  const pod = input.objects.find((o) => o.kind === "Pod" && byManifest(o));
+  const wl = input.objects.find((o) => WORKLOAD_KINDS.includes(o.kind) && byManifest(o));
   const chosen = pod ?? wl;
   return chosen ? { namespace: chosen.namespace ?? "default", name: chosen.name } : undefined;
-}
-
-/** The containers of a workload's pod template (or of the Pod), with the path to them. */
-function containersOf(workload: KubeObject): { path: string[]; containers: unknown[] } {
-  const path = workload.kind === "Pod" ? ["spec"] : ["spec", "template", "spec"];
-  let c: unknown = workload.raw;
-  for (const p of path) c = rec(c)?.[p];
-  const list = rec(c)?.["containers"];
-  return { path, containers: Array.isArray(list) ? list : [] };
-}
-
-/** The client pool: the server's own config decides; then the chart values; then env; then tun0. */
-function clientPoolOf(
-  evidence: VpnPodEvidence | undefined,
-  chartValues: OpenvpnChartValues | undefined,
-  workload: KubeObject | undefined,
-): Located<Cidr> | undefined {
-  let pool: Located<Cidr> | undefined = evidence?.openvpn
-    ? clientPools(evidence.openvpn)[0]
-    : undefined;
-  pool ??= chartValues?.clientPool;
-  if (!pool && workload) {
-    const { path, containers } = containersOf(workload);
-    for (let i = 0; i < containers.length && !pool; i++) {
-      pool = envClientPool(workload, [...path, "containers", i]);
-    }
-  }
-  const tunAddr = tunAddressOf(evidence);
-  if (!pool && tunAddr) {
-    const c = cidrOf(formatCidr(tunAddr.cidr));
-    if (c) pool = { value: c, source: tunAddr.source };
-  }
-  return pool;
-}
-
-const tunAddressOf = (evidence: VpnPodEvidence | undefined) =>
-  evidence?.ipAddr?.interfaces.find(isTun)?.addresses?.find((a) => a.family === 4);
-
-/** The server's tunnel address: tun0's, else the first of `server`, else the first of the pool. */
-function peerOf(
-  evidence: VpnPodEvidence | undefined,
-  pool: Located<Cidr> | undefined,
-): Located<Ip> | undefined {
-  const tunAddr = tunAddressOf(evidence);
-  if (tunAddr) return { value: tunAddr.local, source: tunAddr.source };
-  const s = evidence?.openvpn?.server;
-  if (s) return { value: { family: 4, value: s.value.start + 1n }, source: s.source };
-  if (pool && pool.value.family === 4)
-    return { value: { family: 4, value: pool.value.start + 1n }, source: pool.source };
-  return undefined;
 }
 
 /** Picks the VPN pod (see `vpnPodName`) and resolves what is known about it. */
@@ -197,8 +144,20 @@ export function resolveVpn(input: VpnInput): VpnContext | undefined {
   const namespaceObject = input.objects.find((o) => o.kind === "Namespace" && o.name === namespace);
   const chart = (workload && recognizeChart(workload)) ?? (pod && recognizeChart(pod));
   const chartValues = input.chartValues?.[0];
-  const pool = clientPoolOf(evidence, chartValues, workload);
-  const peer = peerOf(evidence, pool);
+  const manifests = [pod, workload].filter((o): o is KubeObject => o !== undefined);
+  const kind = viewOf(
+    {
+      namespace,
+      name,
+      input,
+      ...(evidence ? { evidence } : {}),
+      ...(pod ? { pod } : {}),
+      ...(workload ? { workload } : {}),
+    },
+    detectKind(evidence, manifests, input),
+  );
+  const pool = kind.pool;
+  const peer = kind.peer;
   const podIp = podIpOf(evidence, pod ? readPod(pod).value : undefined);
   return {
     namespace,
@@ -212,6 +171,7 @@ export function resolveVpn(input: VpnInput): VpnContext | undefined {
     ...(pool ? { pool } : {}),
     ...(peer ? { peer } : {}),
     ...(podIp ? { podIp } : {}),
+    kind,
   };
 }
 

@@ -446,8 +446,7 @@ export function vpnPaths(input: VpnInput, answer: VpnAnswer): PathView[] {
   if (!walk) return [];
   const facts = clusterFacts(input.objects);
   const services = serviceAddresses(input.objects).value;
-  const pushed: readonly Cidr[] =
-    answer.context?.evidence?.openvpn?.pushedRoutes.map((r) => r.value) ?? [];
+  const pushed: readonly Cidr[] = answer.context?.kind.pushedRoutes.map((r) => r.value) ?? [];
   const podRanges = podRangesOf(facts);
   const inCluster = (ip: Ip) =>
     services.some((s) => sameIp(s.ip, ip)) ||

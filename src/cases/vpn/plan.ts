@@ -6,7 +6,6 @@
  * see; and the check to run after the rollout. Pure.
  */
 import { stringify } from "yaml";
-import { chartMasqueradeRule } from "../../agents/openvpn/chart.ts";
 import type { KubeletSysctlConfig } from "../../agents/pod-security/kubelet-config.ts";
 import {
   type AdmissionPrediction,
@@ -21,7 +20,6 @@ import { formatCidr, formatIp } from "../../net/cidr.ts";
 import { type ForwardingSetter, forwardingSetters, IP_FORWARD, podSpecPath } from "./durable.ts";
 import { execIn, type VpnContext } from "./input.ts";
 import { masqueradeOf } from "./masquerade.ts";
-import { scriptNatFor } from "./plan-nat.ts";
 
 export const STRATEGIES = ["init-container", "pod-sysctls", "chart-value"] as const;
 export type Strategy = (typeof STRATEGIES)[number];
@@ -87,16 +85,7 @@ export interface PlanOptions {
   readonly fileDir?: string;
 }
 
-/** stable/openvpn's init container, exactly as its template renders it (chart 4.2.5). */
-export const CHART_INIT_CONTAINER = {
-  args: ["-c", "sysctl -w net.ipv4.ip_forward=1"],
-  command: ["/bin/sh"],
-  image: "busybox:1.29",
-  imagePullPolicy: "IfNotPresent",
-  name: "sysctl",
-  resources: { requests: { cpu: "1m", memory: "1Mi" } },
-  securityContext: { privileged: true },
-} as const;
+export { CHART_INIT_CONTAINER } from "./kinds/openvpn.ts";
 
 /** The init container podpath proposes when no chart does it. */
 export const INIT_CONTAINER = {
@@ -252,33 +241,31 @@ function podSysctlsPlan(b: StrategyBase): StrategyPlan {
   );
 }
 
-/** The chart's own switch, `ipForwardInitContainer: true`, when the workload names its chart. */
+/** The tunnel kind's own chart switch (OpenVPN: `ipForwardInitContainer: true`), when it has one. */
 function chartValuePlan(b: StrategyBase, ctx: VpnContext): StrategyPlan {
-  const { wl, spec, patched } = b;
-  if (!ctx.chart) {
+  const { spec, patched } = b;
+  const sw = ctx.kind.chartSwitch;
+  if ("whyNot" in sw) {
     return {
       strategy: "chart-value",
       applicable: false,
-      whyNot: `${wl.kind} ${wl.name} carries no chart label (chart: openvpn-X): no chart switch is known; use init-container or pod-sysctls`,
+      whyNot: sw.whyNot,
       description: "",
       commands: [],
     };
   }
+  const name = sw.initContainer["name"];
   const inits = (
     Array.isArray(spec["initContainers"]) ? (spec["initContainers"] as { name?: string }[]) : []
-  ).filter((c) => c.name !== CHART_INIT_CONTAINER.name);
-  spec["initContainers"] = [structuredClone(CHART_INIT_CONTAINER), ...inits];
-  const release = ctx.chart.release ?? "RELEASE";
+  ).filter((c) => c.name !== name);
+  spec["initContainers"] = [structuredClone(sw.initContainer), ...inits];
   return {
     strategy: "chart-value",
     applicable: true,
-    description: `The chart's own switch (stable/openvpn ${ctx.chart.version ?? ""}): ipForwardInitContainer: true renders a privileged init container "sysctl" running sysctl -w net.ipv4.ip_forward=1. The override stays small and survives chart upgrades; admission sees the same privileged container as the init-container strategy.`,
-    helmValues: { ipForwardInitContainer: true },
+    description: sw.description,
+    helmValues: sw.helmValues,
     patched,
-    commands: [
-      `helm upgrade ${release} stable/openvpn ${b.nsArg} --reuse-values -f ${b.file("values-ip-forward.yaml")}`,
-      `# or: helm upgrade ${release} stable/openvpn ${b.nsArg} --reuse-values --set ipForwardInitContainer=true`,
-    ],
+    commands: sw.commands(b.nsArg, b.file("values-ip-forward.yaml")),
     ...admission(b.predict(patched), b.kubeletRefused),
   };
 }
@@ -409,7 +396,7 @@ export function planVpn(
   );
   const file = (name: string) =>
     opts.fileDir === undefined ? name : `${opts.fileDir.replace(/\/+$/, "")}/${name}`;
-  const setters = forwardingSetters(wl, ctx.chartValues);
+  const setters = forwardingSetters(wl, ctx.kind.extraSetters);
   const strategies = (opts.strategies ?? STRATEGIES).map((s) =>
     setters.length > 0
       ? alreadyDone(s, setters)
@@ -429,7 +416,7 @@ export function planVpn(
     })),
     strategies,
     warnings: hostNetworkWarnings(wl),
-    returnPath: returnPath(ctx, objects),
+    returnPath: returnPath(ctx),
     verify: verifyCommands(ctx, wl, kindArg),
   };
 }
@@ -450,20 +437,26 @@ function forwardingNow(ctx: VpnContext): Pick<VpnPlan, "forwardingNow"> {
   return e ? { forwardingNow: { value: e.value, evidence: refToEvidence(e.source) } } : {};
 }
 
-function returnPath(ctx: VpnContext, objects: readonly KubeObject[]): ReturnPathStep {
+function returnPath(ctx: VpnContext): ReturnPathStep {
   const pool = ctx.pool;
   if (!pool) {
     return {
       needed: false,
-      explanation: `The client pool is unknown (no openvpn.conf, chart values or tun0 address): ${execIn(execTarget(ctx), "cat /etc/openvpn/openvpn.conf")}`,
+      explanation: `The client pool is unknown (${ctx.kind.poolUnknownWhy}): ${execIn(execTarget(ctx), ctx.kind.readConfig)}`,
       evidence: [],
     };
   }
-  const rule = chartMasqueradeRule(pool.value);
+  const fix = ctx.kind.masqueradeFix(pool.value);
+  const rule = fix.rule;
   const dump = ctx.evidence?.iptables;
   const client = { family: pool.value.family, value: pool.value.start + 2n };
   const verdict = dump
-    ? masqueradeOf(dump, { src: client, dst: { family: 4, value: 0x0a000001n }, outIface: "eth0" })
+    ? masqueradeOf(dump, {
+        src: client,
+        dst: { family: 4, value: 0x0a000001n },
+        outIface: "eth0",
+        inIface: ctx.kind.tunnelDevice,
+      })
     : undefined;
   if (verdict?.kind === "masqueraded") {
     return {
@@ -472,13 +465,13 @@ function returnPath(ctx: VpnContext, objects: readonly KubeObject[]): ReturnPath
       evidence: [refToEvidence(pool.source), refToEvidence(verdict.source)],
     };
   }
-  const script = scriptNatFor(objects, ctx.namespace, pool.value);
+  const script = ctx.kind.scriptMasquerade(pool.value);
   if (script) {
     const where = `${script.at.file}:${script.at.line}`;
     return {
       needed: false,
       explanation:
-        `The pod's start script masquerades the client pool ${formatCidr(pool.value)}: ConfigMap ${script.configMap} key ${script.key} runs "${script.text}" (${where}). ` +
+        `The pod's start script masquerades the client pool ${formatCidr(pool.value)}: ${script.where} runs "${script.text}" (${where}). ` +
         (dump
           ? "The pod's nat table in the snapshot does not show it yet: it is added when the VPN container starts. "
           : "") +
@@ -493,7 +486,7 @@ function returnPath(ctx: VpnContext, objects: readonly KubeObject[]): ReturnPath
       `the pod to masquerade the pool on eth0${dump ? "" : " (the pod's nat table is not in the snapshot: " + execIn(execTarget(ctx), "iptables-save -t nat") + ")"}, ` +
       `or a route for the pool to the VPN pod in the cluster network. Masquerading makes policies and allowlists see the pod's address.`,
     rule,
-    command: `iptables -t nat ${rule}   # in the VPN container's start script (the chart's configure.sh does this)`,
+    command: fix.command,
     ...(ctx.podIp
       ? {
           route: `ip route add ${formatCidr(pool.value)} via ${formatIp(ctx.podIp.value)}   # on every node / in the VPC, instead of masquerading`,

@@ -131,7 +131,7 @@ function readSide(phase: VpnPhase, snap: Snapshot): Side {
     ...(ctx?.peer ? { peer: ctx.peer.value } : {}),
     podRanges: clusterPodRanges(input.objects),
     serviceIps: serviceIps(input.objects).map((s) => s.ip),
-    pushed: ctx?.evidence?.openvpn?.pushedRoutes.map((r) => r.value) ?? [],
+    pushed: ctx?.kind.pushedRoutes.map((r) => r.value) ?? [],
   });
   return { phase, snap, input, ...(ctx ? { ctx } : {}), walk, diagnostics };
 }
@@ -347,7 +347,7 @@ function verdictOf(
 /** Whether the after manifest sets forwarding when the pod is created, and what sets it. */
 function durableOf(a: Side): VpnChangeRecord["durable"] {
   const wl = a.ctx?.workload;
-  const setters = a.ctx ? forwardingSetters(wl, a.ctx.chartValues) : [];
+  const setters = a.ctx ? forwardingSetters(wl, a.ctx.kind.extraSetters) : [];
   return {
     state: setters.length > 0 ? "yes" : wl ? "no" : "unknown",
     ...(wl ? { workload: `${wl.kind} ${wl.namespace ?? "default"}/${wl.name}` } : {}),
