@@ -22,13 +22,20 @@ import { classifyPath } from "../../snapshot/layout.ts";
 import { readSnapshotText, type Snapshot } from "../../snapshot/load.ts";
 import { readSites } from "../../snapshot/sites.ts";
 import type { RemoteSiteInput, VpnInput, VpnPodEvidence } from "./input.ts";
+import { kindOfFile, TUNNEL_KINDS } from "./kinds/index.ts";
+import type { KindFile, KindReading, TunnelKind } from "./kinds/kind.ts";
 
 type MutablePod = { -readonly [K in keyof VpnPodEvidence]: VpnPodEvidence[K] };
 
 type Take = <T>(r: { value: T; diagnostics: Diagnostic[] }) => T;
 
 /** What was read inside each pod's namespace, and its server config (a file, else the chart's ConfigMap). */
-function podEvidence(snap: Snapshot, take: Take): MutablePod[] {
+function podEvidence(
+  snap: Snapshot,
+  take: Take,
+  values: readonly KindFile[],
+  diagnostics: Diagnostic[],
+): MutablePod[] {
   const pods: MutablePod[] = [];
   for (const p of snap.pods.values()) {
     const e: MutablePod = { namespace: p.namespace, name: p.name };
@@ -37,8 +44,29 @@ function podEvidence(snap: Snapshot, take: Take): MutablePod[] {
     if (p.iptables) e.iptables = p.iptables;
     if (p.interfaces && f["ip-addr"]) e.ipAddr = { file: f["ip-addr"], interfaces: p.interfaces };
     if (p.routes && f["ip-route"]) e.ipRoute = { file: f["ip-route"], routes: p.routes };
-    // the last server config beside the pod's files
-    for (const c of p.vpnConfigs) e.openvpn = take(parseOpenvpnConfig(c.text, c.file));
+    // each VPN file beside the pod goes to the kind that claims it; OpenVPN's last config wins
+    const byKind = new Map<TunnelKind, KindFile[]>();
+    for (const c of p.vpnConfigs) {
+      const kind = kindOfFile(c.file.split("/").at(-1) ?? "", c.text);
+      if (kind?.id === "openvpn") e.openvpn = take(parseOpenvpnConfig(c.text, c.file));
+      else if (kind) byKind.set(kind, [...(byKind.get(kind) ?? []), c]);
+    }
+    const readings: KindReading[] = [];
+    for (const kind of TUNNEL_KINDS) {
+      if (kind.id === "openvpn") continue;
+      const r = kind.readPod({
+        namespace: p.namespace,
+        name: p.name,
+        files: byKind.get(kind) ?? [],
+        objects: snap.objects,
+        values,
+      });
+      if (r) {
+        diagnostics.push(...r.diagnostics);
+        readings.push(r);
+      }
+    }
+    if (readings.length > 0) e.readings = readings;
     pods.push(e);
   }
   // The chart keeps the server config in a ConfigMap (`openvpn.conf` key): read it when no file does.
@@ -83,15 +111,9 @@ function kubeletConfigsOf(
   return out;
 }
 
-function chartValuesOf(
-  snap: Snapshot,
-  take: Take,
-  readText: (rel: string) => string | undefined,
-): OpenvpnChartValues[] {
+function chartValuesOf(values: readonly KindFile[], take: Take): OpenvpnChartValues[] {
   const out: OpenvpnChartValues[] = [];
-  for (const rel of snap.chartValuesFiles) {
-    const text = readText(rel);
-    if (text === undefined) continue;
+  for (const { file: rel, text } of values) {
     const { source } = readYamlSource(text, rel);
     if (source.documents.some((d) => d.ok && looksLikeChartValues(d.value))) {
       out.push(take(readChartValues(text, rel)));
@@ -114,7 +136,12 @@ export function vpnInputFromSnapshot(
     return r.value;
   };
   const readText = (rel: string) => readSnapshotText(snap.source, rel, diagnostics);
-  const pods = podEvidence(snap, take);
+  const values: KindFile[] = [];
+  for (const rel of snap.chartValuesFiles) {
+    const text = readText(rel);
+    if (text !== undefined) values.push({ file: rel, text });
+  }
+  const pods = podEvidence(snap, take, values, diagnostics);
   const nodeRoutes: { node: string; file: string; routes: Route[] }[] = [];
   for (const n of snap.nodes.values()) {
     const file = n.files["ip-route"];
@@ -122,7 +149,7 @@ export function vpnInputFromSnapshot(
   }
   const remotes = remotesOf(snap);
   const kubeletConfigs = kubeletConfigsOf(snap, take, readText);
-  const chartValues = chartValuesOf(snap, take, readText);
+  const chartValues = chartValuesOf(values, take);
   return {
     input: {
       pods,
