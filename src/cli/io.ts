@@ -3,12 +3,18 @@
  * it and return an exit code; nothing below cli/ touches process, console or colour.
  */
 import pc from "picocolors";
+import { terminalSafe } from "../report/terminal-safe.ts";
 
 export interface Io {
   /** Writes the answer (stdout). */
   readonly out: (text: string) => void;
-  /** Writes progress and diagnostics (stderr). */
+  /**
+   * Writes progress and diagnostics (stderr), control characters shown visibly (report/
+   * terminal-safe): a file or object name in a message cannot drive the terminal.
+   */
   readonly err: (text: string) => void;
+  /** Writes to stderr as it is: only podpath's own terminal control (cli/progress's line). */
+  readonly errRaw?: (text: string) => void;
   /**
    * With `-v` only: one step done (what was read, what was decided), on stderr with the time the
    * step took since the previous one. Nothing without `-v`.
@@ -62,10 +68,12 @@ export function stepClock(
 
 export function processIo(signal: AbortSignal, colorFlag?: boolean, verbose = false): Io {
   const color = decideColor(colorFlag, process.env, Boolean(process.stdout.isTTY));
-  const err = (t: string) => process.stderr.write(t);
+  const errRaw = (t: string) => process.stderr.write(t);
+  const err = (t: string) => errRaw(terminalSafe(t, { keepLayout: true }));
   return {
     out: (t) => process.stdout.write(t),
     err,
+    errRaw,
     verbose: stepClock(err, verbose),
     stdoutIsTTY: Boolean(process.stdout.isTTY),
     stderrIsTTY: Boolean(process.stderr.isTTY),
@@ -91,7 +99,7 @@ export function memoryIo(
   let o = "";
   let e = "";
   const err = (t: string) => {
-    e += t;
+    e += terminalSafe(t, { keepLayout: true });
   };
   return {
     out: (t) => {

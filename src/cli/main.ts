@@ -7,6 +7,7 @@ import { Command, CommanderError, Option } from "commander";
 import { UnknownEndpointError } from "../cases/endpoints.ts";
 import { parseWorkloadRef } from "../k8s/workload-ref.ts";
 import { SCENARIOS } from "../lab/scenarios/index.ts";
+import { terminalSafe } from "../report/terminal-safe.ts";
 import { EXIT, endQuietlyWhenStdoutCloses, type Io, processIo, UsageError } from "./io.ts";
 import {
   commandPath,
@@ -139,7 +140,7 @@ const program = new Command("podpath")
   .showHelpAfterError("(add --help for usage)")
   .configureOutput({
     writeOut: (s) => process.stdout.write(s),
-    writeErr: (s) => process.stderr.write(s),
+    writeErr: (s) => process.stderr.write(terminalSafe(s, { keepLayout: true })),
   })
   .exitOverride()
   .addHelpText(
@@ -513,7 +514,10 @@ async function main(argv: string[]): Promise<void> {
       return;
     }
     process.stderr.write(
-      `podpath: internal error: ${e instanceof Error ? (e.stack ?? e.message) : String(e)}\n`,
+      terminalSafe(
+        `podpath: internal error: ${e instanceof Error ? (e.stack ?? e.message) : String(e)}\n`,
+        { keepLayout: true },
+      ),
     );
     process.exitCode = 70;
   }

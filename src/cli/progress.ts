@@ -6,6 +6,8 @@
  * clock is injected, so tests drive time without waiting.
  */
 
+import { terminalSafe } from "../report/terminal-safe.ts";
+
 /** Where progress goes: stderr, or a fake terminal in tests. */
 export interface ProgressStream {
   readonly isTTY: boolean;
@@ -65,7 +67,8 @@ export function startProgress(
     if (finished || t - start < afterMs) return;
     if (!force && drawnAt !== undefined && t - drawnAt < everyMs) return;
     const seconds = Math.floor((t - start) / 1000);
-    stream.write(`\r\x1b[2Kpodpath: ${label}…${detail ? ` ${detail}` : ""} (${seconds} s)`);
+    const said = terminalSafe(`${label}…${detail ? ` ${detail}` : ""}`);
+    stream.write(`\r\x1b[2Kpodpath: ${said} (${seconds} s)`);
     drawnAt = t;
     drawn = true;
   };
@@ -87,7 +90,7 @@ export function startProgress(
     },
     say: (text) => {
       erase();
-      stream.write(text);
+      stream.write(terminalSafe(text, { keepLayout: true }));
       if (!finished && drawnAt !== undefined) draw(true);
     },
   };
@@ -112,8 +115,10 @@ export async function withProgress<T>(
 export function progressStream(io: {
   readonly stderrIsTTY: boolean;
   readonly err: (text: string) => void;
+  readonly errRaw?: (text: string) => void;
 }): ProgressStream {
-  return { isTTY: io.stderrIsTTY, write: io.err };
+  // the line's own \r and erase sequences go as they are; what it says is made safe above
+  return { isTTY: io.stderrIsTTY, write: io.errRaw ?? io.err };
 }
 
 /** `1234567` → `1 234 567`. */

@@ -42,7 +42,7 @@ const HOSTILE = [
   "*",
   "~",
   "!!",
-  "${HOME}",
+  "$" + "{HOME}",
   "x;touch pwned",
   "a|touch pwned",
   "",
