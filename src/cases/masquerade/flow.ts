@@ -63,15 +63,24 @@ export interface FlowOutcome {
   readonly unknownButSettled?: readonly UnknownFact[];
 }
 
-const evaluators = new WeakMap<NodeEvidence, NatEvaluator>();
+type NatDump = NonNullable<NodeEvidence["iptables"]>;
+/** One evaluator per dump: a node's iptables-save and its ip6tables-save each have their own. */
+const evaluators = new WeakMap<NatDump, NatEvaluator>();
+
+/** The node's dump for a flow of this family (IPv6: its ip6tables-save). */
+function dumpFor(node: NodeEvidence, family: 4 | 6): NatDump | undefined {
+  return family === 6 ? node.ip6tables : node.iptables;
+}
 
 function contextOf(
   node: NodeEvidence,
   view: NodeView | undefined,
   addressFacts: readonly AddressFact[],
+  family: 4 | 6 = 4,
 ): NatContext {
+  const other = family === 4 ? 6 : 4;
   const interfaces: NodeInterface[] = (node.interfaces ?? []).map((i) => {
-    const primary = primaryAddress(i, 4) ?? primaryAddress(i, 6);
+    const primary = primaryAddress(i, family) ?? primaryAddress(i, other);
     return {
       name: i.name,
       ...(primary ? { primary: primary.local } : {}),
@@ -79,7 +88,8 @@ function contextOf(
     };
   });
   const localAddresses = (node.interfaces ?? []).flatMap((i) => i.addresses.map((a) => a.local));
-  const internal = view?.internalIPs[0]?.ip;
+  const internal = (view?.internalIPs.find((a) => a.ip.family === family) ?? view?.internalIPs[0])
+    ?.ip;
   // the node's `ipset save` / `ipset list` decides `-m set` matches (Calico's cali-nat-outgoing)
   return {
     ...(node.ipsets ? { ipsets: node.ipsets } : { ipsetFile: `nodes/${node.name}/ipset.txt` }),
@@ -93,12 +103,14 @@ function evaluatorOf(
   node: NodeEvidence,
   view: NodeView | undefined,
   addressFacts: readonly AddressFact[],
+  family: 4 | 6 = 4,
 ): NatEvaluator | undefined {
-  if (!node.iptables) return undefined;
-  let e = evaluators.get(node);
+  const dump = dumpFor(node, family);
+  if (!dump) return undefined;
+  let e = evaluators.get(dump);
   if (!e) {
-    e = compileNat(node.iptables, contextOf(node, view, addressFacts));
-    evaluators.set(node, e);
+    e = compileNat(dump, contextOf(node, view, addressFacts, family));
+    evaluators.set(dump, e);
   }
   return e;
 }
@@ -140,7 +152,10 @@ export function evaluateNodeFlow(
   q: FlowQuestion,
   addressFacts: readonly AddressFact[] = [],
 ): FlowOutcome | undefined {
-  const ev = evaluatorOf(node, view, addressFacts);
+  // an IPv6 flow goes through the node's ip6tables-save; without it, the evaluator of the
+  // IPv4 dump says that the families differ
+  const dump = dumpFor(node, q.dst.family) ?? node.iptables;
+  const ev = evaluatorOf(node, view, addressFacts, dump === node.iptables ? 4 : 6);
   if (!ev) return undefined;
   const out = routeDev(node, q.dst);
   const inIface = q.origin === "pod" ? routeDev(node, q.src).dev : undefined;
@@ -153,7 +168,9 @@ export function evaluateNodeFlow(
     ...(inIface ? { inIface } : {}),
     ...(out.dev ? { outIface: out.dev } : {}),
   });
-  const hostSource = out.src ?? view?.internalIPs[0]?.ip;
+  const hostSource =
+    out.src ??
+    (view?.internalIPs.find((a) => a.ip.family === q.dst.family) ?? view?.internalIPs[0])?.ip;
   const deciding = decidingRuleOf(trace);
   // whether any RETURN skipped a translation (a cut dump's kept source may rest on none)
   const lastReturn = trace.steps.some((s) => s.kind === "return" && s.ruleIndex > 0);
@@ -165,11 +182,11 @@ export function evaluateNodeFlow(
     ...(trace.factsUsed ? { factsUsed: trace.factsUsed } : {}),
     ...(trace.unknownButSettled ? { unknownButSettled: trace.unknownButSettled } : {}),
   };
-  const nat = node.iptables?.tables.get("nat");
+  const nat = dump?.tables.get("nat");
   if (
     trace.decision === "keep" &&
     !lastReturn &&
-    node.iptables?.format === "save" &&
+    dump?.format === "save" &&
     nat?.committed === false
   ) {
     // The dump ends before the nat table's COMMIT: the rules that would rewrite the source may
@@ -177,7 +194,7 @@ export function evaluateNodeFlow(
     return {
       ...base,
       decision: "cannot-decide",
-      undecided: `the nat table in ${node.iptables.file} is cut off (no COMMIT): the rules after its last line are missing`,
+      undecided: `the nat table in ${dump.file} is cut off (no COMMIT): the rules after its last line are missing`,
     };
   }
   return outcomeOf(base, trace, q);

@@ -59,7 +59,8 @@ export function chooseSources(
   const diagnostics: Diagnostic[] = [];
   const list: Source[] = [];
   const podSource = (p: ClusterFacts["pods"][number]): Source | undefined => {
-    const ip = p.podIPs[0];
+    // a dual-stack pod sends from its address of the destination's family
+    const ip = (toward && p.podIPs.find((a) => a.ip.family === toward.family)) ?? p.podIPs[0];
     if (!ip || !p.nodeName || p.hostNetwork) return undefined;
     return {
       kind: "pod",

@@ -12,7 +12,13 @@
  * Topology (IPv4):
  *   pod ─ node (<hostVeth> · eth0 <node ip>/24) ─ router (br0 <router ip>/24 · [<extra>0] ·
  *     onprem0 10.20.0.1/16) ─ on-prem host (10.20.30.40/16) · [extra hosts (/24)]
+ * With `spec.ipv6` the same links carry IPv6 too (dual stack, /64s, no DAD): the node's and the
+ * router's /64 on eth0/br0, onprem0 fd00:20::1/64 ─ on-prem host fd00:20::30:40/64, the pod's
+ * address beside its IPv4 one; the probes and captures add the IPv6 on-prem host, the snapshot
+ * adds the node's ip6tables-save and its IPv6 routes.
  */
+import { readFileSync } from "node:fs";
+import { join } from "node:path";
 import { stringify } from "yaml";
 import { z } from "zod";
 import {
@@ -29,6 +35,10 @@ import type { ScenarioContext, ScenarioOutcome } from "./index.ts";
 import { DB_PORT, ONPREM_IP, ONPREM_PREFIX, SITE_NAME, startListener } from "./masquerade.ts";
 
 const ROUTER_ONPREM_IP = "10.20.0.1";
+/** The on-prem host's IPv6 address (in fd00:20::/64, as the GKE replica's) and its prefix. */
+export const ONPREM_IP6 = "fd00:20::30:40";
+export const ONPREM_PREFIX6 = "fd00:20::/64";
+const ROUTER_ONPREM_IP6 = "fd00:20::1";
 const CREATED_AT = "2026-01-01T00:00:00Z";
 
 /** A boolean option as the CLI gives it: a bare `--flag` (true) or `--flag true|false`. */
@@ -77,6 +87,8 @@ export function appPod(p: {
   nodeName: string;
   nodeIp: string;
   podIp: string;
+  /** Dual stack: the pod's IPv6 address, listed second in `podIPs`. */
+  podIp6?: string;
   annotations?: Record<string, string>;
 }): unknown {
   return {
@@ -91,7 +103,12 @@ export function appPod(p: {
       nodeName: p.nodeName,
       containers: [{ name: "app", image: "registry.example/billing:1.4" }],
     },
-    status: { phase: "Running", hostIP: p.nodeIp, podIP: p.podIp, podIPs: [{ ip: p.podIp }] },
+    status: {
+      phase: "Running",
+      hostIP: p.nodeIp,
+      podIP: p.podIp,
+      podIPs: [{ ip: p.podIp }, ...(p.podIp6 ? [{ ip: p.podIp6 }] : [])],
+    },
   };
 }
 
@@ -99,6 +116,8 @@ export function appPod(p: {
 export function nodeObject(n: {
   name: string;
   ip: string;
+  /** Dual stack: the node's IPv6 InternalIP. */
+  ip6?: string;
   labels?: Record<string, string>;
   annotations?: Record<string, string>;
   spec: Record<string, unknown>;
@@ -115,6 +134,7 @@ export function nodeObject(n: {
     status: {
       addresses: [
         { address: n.ip, type: "InternalIP" },
+        ...(n.ip6 ? [{ address: n.ip6, type: "InternalIP" }] : []),
         { address: n.name, type: "Hostname" },
       ],
       conditions: [{ status: "True", type: "Ready", reason: "KubeletReady" }],
@@ -167,19 +187,20 @@ export function daemonSetAndPod(d: {
  */
 export function onpremSite(
   routesBack: readonly string[],
-  opts: { vpn?: boolean; allowlist?: boolean; json?: boolean } = {},
+  opts: { vpn?: boolean; allowlist?: boolean; json?: boolean; ipv6?: boolean } = {},
 ): string {
+  const prefixes = [ONPREM_PREFIX, ...(opts.ipv6 ? [ONPREM_PREFIX6] : [])];
   const site = {
     kind: "RemoteSite",
     name: SITE_NAME,
-    prefixes: [ONPREM_PREFIX],
+    prefixes,
     routesBack: [...routesBack],
     ...(opts.vpn
       ? {
           vpn: {
             kind: "ipsec",
             localTrafficSelectors: [...routesBack],
-            remoteTrafficSelectors: [ONPREM_PREFIX],
+            remoteTrafficSelectors: prefixes,
           },
         }
       : {}),
@@ -189,7 +210,7 @@ export function onpremSite(
             {
               name: "db-firewall",
               sources: [...routesBack],
-              destinations: [`${ONPREM_IP}/32`],
+              destinations: [`${ONPREM_IP}/32`, ...(opts.ipv6 ? [`${ONPREM_IP6}/128`] : [])],
               ports: [`tcp/${DB_PORT}`],
             },
           ],
@@ -282,6 +303,48 @@ export function attachmentLines(
   };
 }
 
+/**
+ * The node's and the pod's IPv6 `ip -batch` lines for an attachment (addresses added without
+ * DAD). "bridge": the gateway's /64 on the bridge, the pod's /64. "routed": the pod's /128, the
+ * node's route to it; the pod reaches its gateway through a permanent neighbour entry for the
+ * veth's MAC (nothing answers neighbour solicitations for it otherwise).
+ */
+export function attachmentLines6(
+  a: PodAttachment,
+  hostVeth: string,
+  v6: { readonly podIp: string; readonly gateway: string },
+): { node: string[]; pod: string[] } {
+  if (a.kind === "bridge") {
+    return {
+      node: [`addr add ${v6.gateway}/64 dev ${a.bridge} nodad`],
+      pod: [`addr add ${v6.podIp}/64 dev eth0 nodad`, `route add default via ${v6.gateway}`],
+    };
+  }
+  return {
+    node: [`route add ${v6.podIp}/128 dev ${hostVeth}`],
+    pod: [
+      `addr add ${v6.podIp}/128 dev eth0 nodad`,
+      `route add ${v6.gateway} dev eth0`,
+      `neigh add ${v6.gateway} lladdr ${a.hostMac} dev eth0 nud permanent`,
+      `route add default via ${v6.gateway} dev eth0`,
+    ],
+  };
+}
+
+/** The replica's IPv6 side (dual stack): the owner's addresses and what routes back. */
+export interface SnatReplicaV6 {
+  /** The node's address on eth0 (/64 shared with the router). */
+  readonly nodeIp: string;
+  readonly routerIp: string;
+  readonly podIp: string;
+  /** The pod's gateway (on the bridge, or the routed pod's on-link gateway). */
+  readonly gateway: string;
+  /** The router's IPv6 routes toward the node's pods (`ip -batch` lines). */
+  readonly routerLines?: readonly string[];
+  /** What the on-prem host routes back to the router (IPv6 prefixes). */
+  readonly routesBack: readonly string[];
+}
+
 /** What a scenario's owner makes different in the replica. */
 export interface SnatReplicaSpec {
   /** Progress line: `building <title> replica <lab id>[ (<note>)]`. */
@@ -311,6 +374,8 @@ export interface SnatReplicaSpec {
   /** What the on-prem host routes back to the router. */
   readonly routesBack: readonly string[];
   readonly extraHosts?: readonly ExtraHost[];
+  /** Dual stack: the IPv6 side, when the owner's scenario asks for it. */
+  readonly ipv6?: SnatReplicaV6;
   /** Load kube-proxy's nat scaffolding before the owner's rules. */
   readonly kubeProxy: boolean;
   /** Adds the owner's rules (and sets) to the node. */
@@ -355,6 +420,19 @@ async function build(ctx: ScenarioContext, spec: SnatReplicaSpec): Promise<SnatR
     "link set eth0 up",
     ...spec.routesBack.map((c) => `route add ${c} via ${ROUTER_ONPREM_IP}`),
   ]);
+  const v6 = spec.ipv6;
+  if (v6) {
+    await ipBatch(router, [
+      `addr add ${v6.routerIp}/64 dev br0 nodad`,
+      `addr add ${ROUTER_ONPREM_IP6}/64 dev onprem0 nodad`,
+      ...(v6.routerLines ?? []),
+    ]);
+    await must(router, ["sysctl", "-q", "-w", "net.ipv6.conf.all.forwarding=1"]);
+    await ipBatch(onprem, [
+      `addr add ${ONPREM_IP6}/64 dev eth0 nodad`,
+      ...v6.routesBack.map((c) => `route add ${c} via ${ROUTER_ONPREM_IP6}`),
+    ]);
+  }
   for (const [i, h] of extras.entries()) {
     const ns = extra[i];
     if (!ns) continue;
@@ -375,6 +453,16 @@ async function build(ctx: ScenarioContext, spec: SnatReplicaSpec): Promise<SnatR
   await must(node, ["sysctl", "-q", "-w", "net.ipv4.ip_forward=1"]);
   for (const s of n.sysctls ?? []) await must(node, ["sysctl", "-q", "-w", s]);
   await ipBatch(pod, attach.pod);
+  if (v6) {
+    const a6 = attachmentLines6(spec.pod.attach, n.hostVeth, v6);
+    await ipBatch(node, [
+      `addr add ${v6.nodeIp}/64 dev eth0 nodad`,
+      ...a6.node,
+      `route add default via ${v6.routerIp}`,
+    ]);
+    await must(node, ["sysctl", "-q", "-w", "net.ipv6.conf.all.forwarding=1"]);
+    await ipBatch(pod, a6.pod);
+  }
   if (spec.kubeProxy) {
     await must(node, ["iptables-restore", "--noflush", "-w"], KUBE_PROXY_RESTORE);
   }
@@ -403,13 +491,15 @@ async function probeAndSnapshot(
   const captures: Capture[] = [
     await startCapture(r.node, out, "node", {
       iface: "any",
-      filter: [ONPREM_IP, ...extras.map((h) => h.ip)].map((ip) => `host ${ip}`).join(" or "),
+      filter: [ONPREM_IP, ...(spec.ipv6 ? [ONPREM_IP6] : []), ...extras.map((h) => h.ip)]
+        .map((ip) => `host ${ip}`)
+        .join(" or "),
       point: `node/${node}`,
       phase,
     }),
     await startCapture(r.onprem, out, `remote-${SITE_NAME}`, {
       iface: "eth0",
-      filter: `host ${ONPREM_IP}`,
+      filter: `host ${ONPREM_IP}${spec.ipv6 ? ` or host ${ONPREM_IP6}` : ""}`,
       point: `remote/${SITE_NAME}`,
       phase,
     }),
@@ -428,8 +518,10 @@ async function probeAndSnapshot(
   }
   const summary: string[] = [];
   try {
+    const v6 = spec.ipv6 !== undefined;
     const nodeProbe = await runProbes(r.node, [
       { shown: `${PING.join(" ")} ${ONPREM_IP}`, argv: [...PING, ONPREM_IP] },
+      ...(v6 ? [{ shown: `${PING.join(" ")} ${ONPREM_IP6}`, argv: [...PING, ONPREM_IP6] }] : []),
     ]);
     files.push(
       writeSnapshotFile(
@@ -442,6 +534,12 @@ async function probeAndSnapshot(
       { shown: `${PING.join(" ")} ${ONPREM_IP}`, argv: [...PING, ONPREM_IP] },
       ncStep(ONPREM_IP),
       ...extras.map((h) => ncStep(h.ip)),
+      ...(v6
+        ? [
+            { shown: `${PING.join(" ")} ${ONPREM_IP6}`, argv: [...PING, ONPREM_IP6] },
+            ncStep(ONPREM_IP6),
+          ]
+        : []),
     ]);
     files.push(
       writeSnapshotFile(
@@ -462,6 +560,16 @@ async function probeAndSnapshot(
         ),
       ].join(", "),
     );
+    if (v6) {
+      const at = 2 + extras.length;
+      summary.push(
+        [
+          `IPv6: node ping ${ONPREM_IP6} ${ok(nodeProbe.results[1]?.code)}`,
+          `pod ping ${ok(podProbe.results[at]?.code)}`,
+          `pod tcp/${DB_PORT} ${ok(podProbe.results[at + 1]?.code)}`,
+        ].join(", "),
+      );
+    }
   } finally {
     // the capture helper offers no condition to wait for (packets written): the last replies
     // are given a moment to reach tcpdump before it is stopped
@@ -472,6 +580,7 @@ async function probeAndSnapshot(
   files.push(
     ...(await collectKernelState(r.node, out, `nodes/${node}`, [
       "iptables-save",
+      ...(spec.ipv6 ? (["ip6tables-save"] as const) : []),
       "ip-route",
       "ip-addr",
       "sysctl",
@@ -483,6 +592,18 @@ async function probeAndSnapshot(
       "sysctl",
     ])),
   );
+  if (spec.ipv6) {
+    // dual stack: the IPv6 routes follow the IPv4 ones in the same file, as
+    // `ip route show; ip -6 route show` prints them
+    for (const [ns, dir] of [
+      [r.node, `nodes/${node}`],
+      [r.pod, `pods/${pod.namespace}/${pod.name}`],
+    ] as const) {
+      const rel = `${dir}/ip-route.txt`;
+      const v6 = await must(ns, ["ip", "-6", "route", "show"]);
+      writeSnapshotFile(out, rel, `${readFileSync(join(out, rel), "utf8")}${v6}`);
+    }
+  }
   for (const [rel, content] of await spec.files(r)) {
     files.push(writeSnapshotFile(out, rel, content));
   }
@@ -500,7 +621,7 @@ export async function runSnatReplica(
   ctx.log(`building ${spec.title} replica ${ctx.lab.id}${spec.note ? ` (${spec.note})` : ""}`);
   const r = await build(ctx, spec);
   const extras = spec.extraHosts ?? [];
-  const listeners = [await startListener(r.onprem, false)];
+  const listeners = [await startListener(r.onprem, spec.ipv6 !== undefined)];
   for (const ns of r.extra) listeners.push(await startListener(ns, false));
   try {
     if (ctx.outDir === undefined) {

@@ -47,7 +47,10 @@ import type {
 import { ipMasqAgentPresent, ruleOwner } from "./rule-owner.ts";
 
 const FLAG = `--${FLAG_NON_MASQUERADE_CIDR}`;
-const GREP = `iptables-save -t nat | grep -E 'kubenet|POSTROUTING'`;
+/** The tool kubenet writes its rule with for a family (kubenet_linux.go: iptablesv6 for IPv6). */
+const ipt = (family: 4 | 6) => (family === 6 ? "ip6tables" : "iptables");
+const grepOf = (family: 4 | 6) => `${ipt(family)}-save -t nat | grep -E 'kubenet|POSTROUTING'`;
+const GREP = grepOf(4);
 const FLAGS_CMD = "ps -o args= -C kubelet";
 
 const kubenetNodes = (snap: Snapshot): KubenetNode[] =>
@@ -101,6 +104,19 @@ function kubenetExempt(input: OwnerExemptInput): OwnerExempt {
     return { kind: "not-mine" };
   }
   const rule = ruleKeeping(n, target.ip);
+  const family = target.ip.family;
+  const flagCidr0 = n.flags?.nonMasqueradeCidr.cidr;
+  const famDump =
+    family === 6 ? snap.nodes.get(src.node)?.ip6tables : snap.nodes.get(src.node)?.iptables;
+  // kubenet takes one flag and writes its one rule in that flag's family only (ensureMasqRule
+  // picks iptablesv6 for an IPv6 CIDR): the other family's pod traffic is never masqueraded
+  const otherFamily =
+    !rule &&
+    famDump !== undefined &&
+    !n.rules.some((r) => r.dst?.cidr.family === family) &&
+    flagCidr0 !== undefined &&
+    flagCidr0.family !== family;
+  if (otherFamily) return otherFamilyExempt(input, n, flagCidr0);
   const offFlag =
     !rule &&
     n.rules.length === 0 &&
@@ -141,7 +157,7 @@ function kubenetExempt(input: OwnerExemptInput): OwnerExempt {
     `Fix: set the kubelet's ${FLAG} to the cluster's pod range${newCidr ? ` (${newCidr})` : ""} on the node (pool) and restart the kubelet, then delete kubenet's old rule (kubenet appends the new one and never removes the old); a behaviour change: ${dstText} then sees node addresses. Or keep pod addresses and route the pod range back at the far side.`;
   const next = [
     `${FLAGS_CMD}   # on ${src.node}: the kubelet's ${FLAG}`,
-    `${GREP}   # on ${src.node}`,
+    `${grepOf(family)}   # on ${src.node}`,
     `tcpdump -ni any host ${dstText}   # on ${src.node}: the pod address on the wire, no reply`,
   ];
   if (newCidr) {
@@ -152,13 +168,13 @@ function kubenetExempt(input: OwnerExemptInput): OwnerExempt {
       `systemctl restart kubelet   # on ${src.node}: kubenet appends ! -d ${newCidr} … -j MASQUERADE`,
       ...(oldRule
         ? [
-            `iptables -t nat -D POSTROUTING ${oldRule.spec.map(shellWord).join(" ")}   # on ${src.node}: kubenet's previous rule`,
+            `${ipt(family)} -t nat -D POSTROUTING ${oldRule.spec.map(shellWord).join(" ")}   # on ${src.node}: kubenet's previous rule`,
           ]
         : []),
       `podpath plan masquerade ${snap.name} --dest ${dstText}   # the whole plan, with its rollback`,
       ...(newRule
         ? [
-            `rollback: ${FLAG}=${flag?.text ?? DEFAULT_NON_MASQUERADE_CIDR}, systemctl restart kubelet, iptables -t nat -D POSTROUTING ${newRule.spec.map(shellWord).join(" ")}`,
+            `rollback: ${FLAG}=${flag?.text ?? DEFAULT_NON_MASQUERADE_CIDR}, systemctl restart kubelet, ${ipt(family)} -t nat -D POSTROUTING ${newRule.spec.map(shellWord).join(" ")}`,
           ]
         : []),
     );
@@ -172,6 +188,50 @@ function kubenetExempt(input: OwnerExemptInput): OwnerExempt {
       explanation,
       evidence,
       next,
+    },
+  };
+}
+
+/**
+ * The pod's packet is of the other family than the kubelet's one flag: kubenet wrote no rule for
+ * it, so nothing of kubenet's masquerades it (a dual-stack kubenet node with the default
+ * 10.0.0.0/8 masquerades no IPv6 pod traffic at all). Said as kubenet's, not guessed as another's.
+ */
+function otherFamilyExempt(input: OwnerExemptInput, n: KubenetNode, flag: Cidr): OwnerExempt {
+  const { snap, src, target, stops } = input;
+  const family = target.ip.family;
+  const dstText = formatIp(target.ip);
+  const pods = [...podRange(snap, []), ...clusterFacts(snap.objects).podRanges];
+  if (pods.some((c) => contains(c, target.ip)) && !stops) {
+    return {
+      kind: "healthy",
+      why: `${dstText} is a pod address of the cluster; kubenet masquerades no IPv${family} traffic (its ${FLAG} is IPv${flag.family})`,
+    };
+  }
+  const f = n.flags?.nonMasqueradeCidr;
+  const evidence: Evidence[] = [];
+  if (f?.source) evidence.push(refToEvidence(f.source));
+  if (src.evidence) evidence.push(refToEvidence(src.evidence));
+  const explanation =
+    `A packet from pod ${formatIp(src.ip)} to ${dstText} leaves ${src.node} with the pod's own address: ${flagText(n)} is an IPv${flag.family} CIDR, and kubenet writes its one masquerade rule in that family only (${ipt(flag.family)}); no IPv${family} rule of kubenet's is in ${src.node}'s ${ipt(family)}-save, so kubenet masquerades no IPv${family} pod traffic. ` +
+    `The node's own traffic carries the node's address${input.hostSource ? ` (${formatIp(input.hostSource)})` : ""}. ` +
+    (stops
+      ? "The far side has no route back to the pod's address, so the replies vanish. "
+      : "Unless the far side routes the pod's address back, the replies vanish. ") +
+    `kubenet's flag takes one CIDR, so it cannot masquerade both families: route the pod range back at the far side, or have another component masquerade IPv${family} (ip-masq-agent with --enable-ipv6).`;
+  return {
+    kind: "finding",
+    finding: {
+      severity: stops ? "error" : "warning",
+      title: `Pod traffic to ${dstText} keeps its pod source address ${formatIp(src.ip)} (kubenet masquerades only IPv${flag.family}: ${FLAG}=${f?.text ?? formatCidr(flag)})`,
+      subject: `node/${src.node}`,
+      explanation,
+      evidence,
+      next: [
+        `${FLAGS_CMD}   # on ${src.node}: the kubelet's ${FLAG}`,
+        `${grepOf(family)}   # on ${src.node}: no kubenet rule`,
+        `tcpdump -ni any host ${dstText}   # on ${src.node}: the pod address on the wire, no reply`,
+      ],
     },
   };
 }
@@ -261,7 +321,20 @@ function kubenetPlan(input: OwnerPlanInput): OwnerPlan | undefined {
       return c !== undefined && c.family === t.ip.family && contains(c, t.ip);
     }),
   );
-  if (kept.length === 0) return nothingToChange(snap, nodes, targets);
+  if (kept.length === 0) {
+    const other = targets.filter((t) =>
+      nodes.some((n) => {
+        const c = flagCidr(n);
+        return (
+          c !== undefined &&
+          c.family !== t.ip.family &&
+          !n.rules.some((r) => r.dst?.cidr.family === t.ip.family)
+        );
+      }),
+    );
+    if (other.length > 0) return otherFamilyPlan(snap, nodes, other);
+    return nothingToChange(snap, nodes, targets);
+  }
   const family = kept[0]!.ip.family;
   const ranges = podRange(snap, input.podRanges);
   const next = covering(ranges, family);
@@ -330,17 +403,18 @@ function kubenetPlan(input: OwnerPlanInput): OwnerPlan | undefined {
   });
   const previous = nodes.find((n) => n.flags)?.flags?.nonMasqueradeCidr;
   const previousText = previous?.text ?? oldTexts[0] ?? DEFAULT_NON_MASQUERADE_CIDR;
+  const tool = ipt(family);
   const deletes = oldTexts
     .filter((c) => c !== nextText)
     .map((c) => {
       const r = kubenetMasqRule(c, oldCidrs.find((x) => formatCidr(x) === c) ?? next)!;
-      return `iptables -t nat -D POSTROUTING ${r.spec.map(shellWord).join(" ")}   # on each node: kubenet's previous rule (kubenet never removes it)`;
+      return `${tool} -t nat -D POSTROUTING ${r.spec.map(shellWord).join(" ")}   # on each node: kubenet's previous rule (kubenet never removes it)`;
     });
   const expected = nodes.flatMap((n) => {
-    const post = n.hasDump
-      ? (snap.nodes.get(n.node)?.iptables?.tables.get("nat")?.chains.get("POSTROUTING")?.rules ??
-        [])
-      : [];
+    const ev = snap.nodes.get(n.node);
+    const post =
+      (family === 6 ? ev?.ip6tables : ev?.iptables)?.tables.get("nat")?.chains.get("POSTROUTING")
+        ?.rules ?? [];
     const others = post.filter((r) => !n.rules.includes(r)).map((r) => renderRule(r));
     return post.length > 0 ? [...others, newRule.saved] : [];
   });
@@ -372,7 +446,7 @@ function kubenetPlan(input: OwnerPlanInput): OwnerPlan | undefined {
     nowMasqueraded,
     expected: [...new Set(expected)],
     checks: [
-      `iptables-save -t nat | grep '${KUBENET_COMMENT}'   # on each node: one rule, ! -d ${nextText}`,
+      `${tool}-save -t nat | grep '${KUBENET_COMMENT}'   # on each node: one rule, ! -d ${nextText}`,
       ...kept.map(
         (t) =>
           `tcpdump -ni any host ${formatIp(t.ip)}   # on a node: the node's address on the wire, replies back`,
@@ -382,12 +456,53 @@ function kubenetPlan(input: OwnerPlanInput): OwnerPlan | undefined {
     rollback: [
       rollbackSet,
       "systemctl restart kubelet   # on each node: kubenet appends its rule for the old value",
-      `iptables -t nat -D POSTROUTING ${newRule.spec.map(shellWord).join(" ")}   # on each node: kubenet never removes the rule for ${nextText}`,
+      `${tool} -t nat -D POSTROUTING ${newRule.spec.map(shellWord).join(" ")}   # on each node: kubenet never removes the rule for ${nextText}`,
     ],
     rollbackChecks: [
-      `iptables-save -t nat | grep '${KUBENET_COMMENT}'   # on each node: one rule, ! -d ${previousText}`,
+      `${tool}-save -t nat | grep '${KUBENET_COMMENT}'   # on each node: one rule, ! -d ${previousText}`,
     ],
     missing,
+  };
+}
+
+/**
+ * The destinations are of the other family than the kubelet's one flag: kubenet writes no rule
+ * for them and no value of its flag masquerades both families; the plan says so and changes
+ * nothing on the nodes.
+ */
+function otherFamilyPlan(
+  snap: Snapshot,
+  nodes: readonly KubenetNode[],
+  targets: OwnerPlanInput["targets"],
+): OwnerPlan {
+  const before = kubenetSettings(snap);
+  const evidence = nodes.flatMap((n) => {
+    const f = n.flags?.nonMasqueradeCidr.source;
+    return f ? [f] : [];
+  });
+  const names = targets.map((t) => formatIp(t.ip)).join(", ");
+  const family = targets[0]?.ip.family ?? 6;
+  const flag = nodes.find((n) => n.flags)?.flags?.nonMasqueradeCidr.text;
+  return {
+    owner: "kubenet",
+    name: "kubenet (the kubelet's --non-masquerade-cidr)",
+    knob: "none: kubenet's one flag cannot masquerade both families",
+    title: `kubenet masquerades no IPv${family} traffic: route the pod range back for ${names}`,
+    why: `The kubelet's ${FLAG}${flag ? `=${flag}` : ""} is not IPv${family}, and kubenet writes its one masquerade rule in the flag's family only, so ${names} ${targets.length === 1 ? "sees" : "see"} pod addresses whatever the flag's value. Setting the flag to an IPv${family} CIDR would move kubenet's rule to IPv${family} and stop masquerading the other family. The far side must route the pod range back, or another component (ip-masq-agent with --enable-ipv6) must masquerade IPv${family}.`,
+    evidence,
+    change: { before, after: before },
+    files: [],
+    apply: [],
+    announcement: "Nothing changes on the nodes; the far side's routes change.",
+    nowMasqueraded: [],
+    expected: [],
+    checks: targets.map(
+      (t) =>
+        `tcpdump -ni any host ${formatIp(t.ip)}   # on a node: the pod address on the wire until the far side routes it back`,
+    ),
+    rollback: [],
+    rollbackChecks: [],
+    missing: kubenetMissing(snap),
   };
 }
 
