@@ -61,15 +61,24 @@ export function ownerSettingsChange(
   return { before: sb, after: sa, changed, intended, evidence };
 }
 
-/** The nat rules the owner wrote on a node, as iptables-save prints them, and the first's line. */
+/**
+ * The nat rules the owner wrote on a node (IPv4, then IPv6), as iptables-save prints them, and the
+ * first's line.
+ */
 function ownerRules(
   snap: Snapshot,
   node: string,
   owner: SourceOwnerCase,
 ): { rules: string[]; ev?: Evidence } | undefined {
-  const nat = snap.nodes.get(node)?.iptables?.tables.get("nat");
-  if (!nat) return undefined;
-  const rules = [...nat.chains.values()]
+  // the owner's IPv6 rules (its ip6tables-save) count beside its IPv4 ones
+  const ev = snap.nodes.get(node);
+  const nats = [ev?.iptables, ev?.ip6tables].flatMap((d) => {
+    const nat = d?.tables.get("nat");
+    return nat ? [nat] : [];
+  });
+  if (nats.length === 0) return undefined;
+  const rules = nats
+    .flatMap((nat) => [...nat.chains.values()])
     .flatMap((c) => c.rules)
     .filter((r) => attributeRule(factsOfRule(r)).owner === owner.id);
   const first = rules[0]?.source;
