@@ -106,7 +106,7 @@ async function main(): Promise<void> {
 
     // 1. objects
     const ours = measure(
-      `node ${CLI} collect --out ${join(scratch, "objects")} --kubeconfig ${kc} > /dev/null`,
+      `node ${CLI} collect --allow-plaintext-credentials --out ${join(scratch, "objects")} --kubeconfig ${kc} > /dev/null`,
     );
     const cache = join(scratch, "kcache");
     const k = `kubectl --kubeconfig ${kc} --cache-dir ${cache}`;
@@ -141,7 +141,7 @@ async function main(): Promise<void> {
 
     // 2. node state through the DaemonSet path
     const nodeState = measure(
-      `node ${CLI} collect --out ${join(scratch, "fleet")} --kubeconfig ${kc} --node-state --concurrency ${CONCURRENCY} > /dev/null`,
+      `node ${CLI} collect --allow-plaintext-credentials --out ${join(scratch, "fleet")} --kubeconfig ${kc} --node-state --concurrency ${CONCURRENCY} > /dev/null`,
     );
     const written = readdirSync(join(scratch, "fleet", "nodes")).length;
     // the floor execs into pods the fleet server keeps running on every node (floor-<i>)

@@ -77,6 +77,7 @@ const LIVE_ONLY = [
   "keep",
   "context",
   "kubeconfig",
+  "allowPlaintextCredentials",
   "nodeState",
   "nodes",
   "pod",
@@ -163,6 +164,10 @@ program
   .option("--keep <dir>", "with --live: keep the collected snapshot here")
   .option("--context <name>", "with --live: kubeconfig context")
   .option("--kubeconfig <file>", "with --live: kubeconfig file")
+  .option(
+    "--allow-plaintext-credentials",
+    "with --live: send the context's credentials to a plain http:// server",
+  )
   .option("--node-state", "with --live: also read node rules (creates short-lived collector pods)")
   .option(
     "-n, --namespace <ns>",
@@ -394,6 +399,11 @@ program
   .addOption(output(["text", "json", "md", "html"], "text"))
   .option("--context <name>", "kubeconfig context (default: the current one)")
   .option("--kubeconfig <file>", "kubeconfig file (default: $KUBECONFIG, ~/.kube/config)")
+  .option(
+    "--allow-plaintext-credentials",
+    "send the context's token, password or client certificate to a plain http:// server",
+  )
+  .option("--request-timeout <duration>", "deadline of one API call (e.g. 30s, 2m)", "60s")
   .option("-n, --namespace <ns>", "namespace for --pod NAME and Services/NetworkPolicies")
   .option("--nodes <selector|names>", "which nodes: a label selector or comma-separated names")
   .option("--pod <ns/name>", "also read this pod's sysctl, iptables-save, routes (exec, read-only)")

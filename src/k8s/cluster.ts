@@ -151,6 +151,31 @@ export interface ClusterSource {
   ): Promise<PodExecResult>;
   /** Discovery: does the server serve this resource (e.g. a CRD)? */
   serves(res: ApiResource, opts?: { signal?: AbortSignal }): Promise<boolean>;
+  /** What the user should know about the connection (TLS verification off, plaintext). */
+  readonly warnings?: readonly string[];
+}
+
+/**
+ * The bounds of the client: whatever a server sends, a request ends within `requestTimeoutMs`,
+ * an answer is read up to `maxResponseBytes` (streamed, counted as it arrives), a list follows at
+ * most `maxPages` continue tokens, and no request starts once `budgetMs` has passed since the
+ * cluster was opened.
+ */
+export const CLIENT_LIMITS = {
+  requestTimeoutMs: 60_000,
+  maxResponseBytes: 256 * 1024 * 1024,
+  maxPages: 2_000,
+  budgetMs: 30 * 60_000,
+} as const;
+
+/** Shows control characters (ESC, BEL, CR, C1, …) as `\xNN` escapes: server text is input. */
+export function escapeControl(s: string): string {
+  return s.replace(/[\u0000-\u001f\u007f-\u009f\u2028\u2029]/g, (c) => {
+    const n = c.charCodeAt(0);
+    return n > 0xff
+      ? `\\u${n.toString(16).padStart(4, "0")}`
+      : `\\x${n.toString(16).padStart(2, "0")}`;
+  });
 }
 
 export const CLUSTER_ERROR_REASONS = [
@@ -195,8 +220,11 @@ export class ClusterError extends Error {
     this.reason = reason;
     this.status = detail.status;
     this.request = request;
-    // one line, whatever the server or an auth plugin printed
-    this.apiMessage = detail.apiMessage?.replace(/\s+/g, " ").trim();
+    // one line, whatever the server or an auth plugin printed, its control characters shown
+    this.apiMessage =
+      detail.apiMessage === undefined
+        ? undefined
+        : escapeControl(detail.apiMessage.replace(/[ \t\r\n]+/g, " ").trim()).slice(0, 2000);
   }
 }
 
@@ -286,8 +314,17 @@ export interface OpenClusterOptions {
   readonly context?: string;
   /** Where KUBECONFIG and HOME are read (kubectl's rules: KUBECONFIG is a path list, merged). */
   readonly env: Readonly<Record<string, string | undefined>>;
-  /** Per-request timeout (ms) for plain API calls. */
+  /** Per-request deadline (ms) for plain API calls: the whole answer, not just the first byte. */
   readonly requestTimeoutMs?: number;
+  /** Largest answer read (bytes); a longer one is cut off and the call fails. */
+  readonly maxResponseBytes?: number;
+  /** Time (ms) after which no further API call is started. */
+  readonly budgetMs?: number;
+  /**
+   * Sends the context's credentials (token, password, client certificate, exec plugin output)
+   * to a plain http:// server; without it such a context is refused (`--allow-plaintext-credentials`).
+   */
+  readonly allowPlaintextCredentials?: boolean;
 }
 
 const USER_AGENT = "podpath/0.1.0";
@@ -326,11 +363,18 @@ export async function openCluster(opts: OpenClusterOptions): Promise<ClusterSour
   const kc = new k8s.KubeConfig();
   const connect: ApiRequest = { verb: "connect", resource: "kubeconfig" };
   await loadKubeconfig(k8s, kc, opts, connect);
-  const server = selectCluster(kc, opts.context, connect);
-  const request = await httpRequester(kc, server, opts.requestTimeoutMs ?? 30_000);
-  return clusterSource(kc, server, request, (namespace, pod, argv, o) =>
+  const server = selectCluster(kc, opts.context, connect, opts.allowPlaintextCredentials === true);
+  const warnings = connectionWarnings(kc, server);
+  const request = await httpRequester(kc, server, {
+    timeoutMs: opts.requestTimeoutMs ?? CLIENT_LIMITS.requestTimeoutMs,
+    maxBytes: opts.maxResponseBytes ?? CLIENT_LIMITS.maxResponseBytes,
+    budgetEndsAt: Date.now() + (opts.budgetMs ?? CLIENT_LIMITS.budgetMs),
+    budgetMs: opts.budgetMs ?? CLIENT_LIMITS.budgetMs,
+  });
+  const source = clusterSource(kc, server, request, (namespace, pod, argv, o) =>
     execInPod(k8s, WebSocketHandler, kc, namespace, pod, argv, o),
   );
+  return { ...source, warnings };
 }
 
 /**
@@ -398,11 +442,50 @@ async function mergeKubeconfigs(k8s: K8s, kc: KubeConfig, list: readonly string[
   }
 }
 
+/** The kinds of credential the current user of `kc` carries (none: an anonymous context). */
+export function credentialKinds(kc: KubeConfig): string[] {
+  const u = kc.getCurrentUser();
+  if (!u) return [];
+  const kinds: string[] = [];
+  const raw = u as { tokenFile?: unknown };
+  if (u.token || raw.tokenFile) kinds.push("a bearer token");
+  if (u.username || u.password) kinds.push("a password");
+  if (u.certData || u.certFile || u.keyData || u.keyFile) kinds.push("a client certificate");
+  if (u.exec) kinds.push("an exec credential plugin's token");
+  if (u.authProvider) kinds.push("an auth provider's token");
+  return kinds;
+}
+
+/** What the user should know about how the connection is secured. */
+function connectionWarnings(kc: KubeConfig, server: string): string[] {
+  const ctx = kc.getCurrentContext();
+  if (server.startsWith("http://")) {
+    const kinds = credentialKinds(kc);
+    return kinds.length === 0
+      ? []
+      : [
+          `context "${ctx}": ${kinds.join(" and ")} ${kinds.length > 1 ? "are" : "is"} sent unencrypted to ${server} (--allow-plaintext-credentials)`,
+        ];
+  }
+  if (kc.getCurrentCluster()?.skipTLSVerify) {
+    return [
+      `context "${ctx}" sets insecure-skip-tls-verify: the API server's certificate is not checked, so anyone on the path can pose as ${server}`,
+    ];
+  }
+  return [];
+}
+
 /**
  * Sets the context asked for (when one is) and checks its cluster: the server's URL without a
- * trailing slash. A missing context or cluster, or plain http without skip-tls, is refused.
+ * trailing slash. A missing context or cluster is refused, and so is a plain http:// server when
+ * the context carries credentials, unless `allowPlaintext`.
  */
-function selectCluster(kc: KubeConfig, context: string | undefined, connect: ApiRequest): string {
+function selectCluster(
+  kc: KubeConfig,
+  context: string | undefined,
+  connect: ApiRequest,
+  allowPlaintext: boolean,
+): string {
   if (context !== undefined) {
     if (!kc.getContextObject(context)) {
       throw new ClusterError("ContextNotFound", connect, {
@@ -423,16 +506,42 @@ function selectCluster(kc: KubeConfig, context: string | undefined, connect: Api
     });
   }
   const server = cluster.server.replace(/\/+$/, "");
-  if (server.startsWith("http://") && !cluster.skipTLSVerify && !cluster.proxyUrl) {
-    throw new ClusterError("ContextNotFound", connect, {
-      apiMessage: `the cluster of context "${kc.getCurrentContext()}" is a plain http:// server (${server}) without insecure-skip-tls-verify: true, and credentials are not sent unencrypted`,
-    });
+  if (server.startsWith("http://")) {
+    const kinds = credentialKinds(kc);
+    if (kinds.length > 0 && !allowPlaintext) {
+      throw new ClusterError("ContextNotFound", connect, {
+        apiMessage: `the cluster of context "${kc.getCurrentContext()}" is a plain http:// server (${server}) and the context carries ${kinds.join(" and ")}, which podpath does not send unencrypted (insecure-skip-tls-verify does not change that); use https, or pass --allow-plaintext-credentials for a server you reach only over a trusted path`,
+      });
+    }
+    // TLS has no part in plain http; client-node refuses http unless this is set
+    if (!cluster.skipTLSVerify) {
+      const i = kc.clusters.indexOf(cluster);
+      if (i >= 0) kc.clusters[i] = { ...cluster, skipTLSVerify: true };
+    }
   }
   return server;
 }
 
-/** Sends API requests to `server` with the kubeconfig's credentials and TLS settings. */
-async function httpRequester(kc: KubeConfig, server: string, timeoutMs: number): Promise<Request> {
+/** The bounds one requester keeps (CLIENT_LIMITS, or the caller's). */
+interface RequestBounds {
+  readonly timeoutMs: number;
+  readonly maxBytes: number;
+  readonly budgetEndsAt: number;
+  readonly budgetMs: number;
+}
+
+const mib = (n: number) => `${Math.round((n / 1024 / 1024) * 10) / 10} MiB`;
+
+/**
+ * Sends API requests to `server` with the kubeconfig's credentials and TLS settings. Every request
+ * ends: at its deadline (the whole answer, however slowly it trickles), at the size limit (counted
+ * as the answer streams in), or at once when the run's time budget is spent.
+ */
+async function httpRequester(
+  kc: KubeConfig,
+  server: string,
+  bounds: RequestBounds,
+): Promise<Request> {
   const http = await import("node:http");
   const https = await import("node:https");
   return async function request(
@@ -443,16 +552,17 @@ async function httpRequester(kc: KubeConfig, server: string, timeoutMs: number):
     signal?: AbortSignal,
   ): Promise<{ status: number; text: string }> {
     if (signal?.aborted) throw new ClusterError("Aborted", req);
+    const left = bounds.budgetEndsAt - Date.now();
+    if (left <= 0) {
+      throw new ClusterError("Timeout", req, {
+        apiMessage: `the time budget of ${Math.round(bounds.budgetMs / 1000)} s for API calls is spent; nothing more is asked`,
+      });
+    }
+    const timeoutMs = Math.min(bounds.timeoutMs, left);
     const o: import("node:https").RequestOptions = {};
     try {
       await kc.applyToHTTPSOptions(o);
     } catch (e) {
-      if (e instanceof Error && /HTTP protocol is not allowed/.test(e.message)) {
-        throw new ClusterError("Other", req, {
-          apiMessage: `the kubeconfig names a plain http:// server (${server}) without insecure-skip-tls-verify, so no request is sent`,
-          cause: e,
-        });
-      }
       // exec auth plugins fail here (plugin missing, plugin exit code, bad output)
       throw new ClusterError("Unauthorized", req, {
         apiMessage: `${e instanceof Error ? e.message : String(e)}`,
@@ -463,6 +573,27 @@ async function httpRequester(kc: KubeConfig, server: string, timeoutMs: number):
     const lib = url.protocol === "http:" ? http : https;
     const payload = body === undefined ? undefined : Buffer.from(JSON.stringify(body));
     return await new Promise((resolve, reject) => {
+      let settled = false;
+      const finish = (f: () => void) => {
+        if (settled) return;
+        settled = true;
+        clearTimeout(timer);
+        f();
+      };
+      const fail = (e: ClusterError) =>
+        finish(() => {
+          r.destroy();
+          reject(e);
+        });
+      const timer = setTimeout(
+        () =>
+          fail(
+            new ClusterError("Timeout", req, {
+              apiMessage: `no complete answer in ${timeoutMs} ms`,
+            }),
+          ),
+        timeoutMs,
+      );
       const r = lib.request(
         url,
         {
@@ -479,21 +610,50 @@ async function httpRequester(kc: KubeConfig, server: string, timeoutMs: number):
         },
         (res: IncomingMessage) => {
           const chunks: Buffer[] = [];
-          res.on("data", (c: Buffer) => chunks.push(c));
-          res.on("error", (e) => reject(wrapNetworkError(e, req, signal)));
+          let size = 0;
+          const declared = Number(res.headers["content-length"]);
+          if (Number.isFinite(declared) && declared > bounds.maxBytes) {
+            fail(tooLarge(req, res.statusCode, bounds.maxBytes, `${mib(declared)} announced`));
+            return;
+          }
+          res.on("data", (c: Buffer) => {
+            size += c.length;
+            if (size > bounds.maxBytes) {
+              fail(tooLarge(req, res.statusCode, bounds.maxBytes, `cut off at ${mib(size)}`));
+              return;
+            }
+            chunks.push(c);
+          });
+          res.on("error", (e) => fail(wrapNetworkError(e, req, signal)));
           res.on("end", () =>
-            resolve({ status: res.statusCode ?? 0, text: Buffer.concat(chunks).toString("utf8") }),
+            finish(() =>
+              resolve({
+                status: res.statusCode ?? 0,
+                text: Buffer.concat(chunks).toString("utf8"),
+              }),
+            ),
           );
         },
       );
-      r.on("timeout", () => {
-        r.destroy();
-        reject(new ClusterError("Timeout", req, { apiMessage: `no answer in ${timeoutMs} ms` }));
-      });
-      r.on("error", (e) => reject(wrapNetworkError(e, req, signal)));
+      r.on("timeout", () =>
+        fail(new ClusterError("Timeout", req, { apiMessage: `no answer in ${timeoutMs} ms` })),
+      );
+      r.on("error", (e) => fail(wrapNetworkError(e, req, signal)));
       r.end(payload);
     });
   };
+}
+
+function tooLarge(
+  req: ApiRequest,
+  status: number | undefined,
+  max: number,
+  detail: string,
+): ClusterError {
+  return new ClusterError("Other", req, {
+    ...(status === undefined ? {} : { status }),
+    apiMessage: `the answer is larger than the limit of ${mib(max)} (${detail}); podpath stops reading there`,
+  });
 }
 
 /** An API call whose answer must be a 2xx with a JSON body: the body, parsed. */

@@ -46,6 +46,7 @@ describe("podpath collect (built CLI)", () => {
       const out = join(scratch, "snap-plugin");
       const args = [
         "collect",
+        "--allow-plaintext-credentials",
         "--out",
         out,
         "--context",
@@ -92,7 +93,16 @@ describe("podpath collect (built CLI)", () => {
       const out = join(scratch, "snap-int");
       child = spawn(
         process.execPath,
-        [CLI, "collect", "--out", out, "--kubeconfig", kc, "--node-state"],
+        [
+          CLI,
+          "collect",
+          "--allow-plaintext-credentials",
+          "--out",
+          out,
+          "--kubeconfig",
+          kc,
+          "--node-state",
+        ],
         {
           stdio: ["ignore", "pipe", "pipe"],
         },
@@ -139,6 +149,7 @@ describe("podpath diagnose --live", () => {
           CLI,
           "diagnose",
           "--live",
+          "--allow-plaintext-credentials",
           "--kubeconfig",
           kc,
           "--pod",

@@ -8,6 +8,7 @@
 import {
   type ApiObject,
   type ApiResource,
+  CLIENT_LIMITS,
   ClusterError,
   type ClusterSource,
   RESOURCES,
@@ -29,15 +30,46 @@ export interface RunContext {
 
 const PAGE = 500;
 
-/** Lists every page (kubectl's default chunk size is 500). */
+/**
+ * Lists every page (kubectl's default chunk size is 500), following at most `maxPages` continue
+ * tokens: a server that keeps answering with a new token (or the same one) is stopped, not followed.
+ */
 export async function listAll(
   src: ClusterSource,
   res: ApiResource,
-  opts: { namespace?: string; labelSelector?: string; signal?: AbortSignal | undefined },
+  opts: {
+    namespace?: string;
+    labelSelector?: string;
+    signal?: AbortSignal | undefined;
+    maxPages?: number;
+  },
 ): Promise<ApiObject[]> {
   const items: ApiObject[] = [];
+  const maxPages = opts.maxPages ?? CLIENT_LIMITS.maxPages;
+  let previous: string | undefined;
+  const request = {
+    verb: "list" as const,
+    resource: res.resource,
+    group: res.group,
+    ...(opts.namespace === undefined ? {} : { namespace: opts.namespace }),
+  };
   let cont: string | undefined;
+  let pages = 0;
   do {
+    if (cont !== undefined) {
+      if (cont === previous) {
+        throw new ClusterError("Other", request, {
+          apiMessage: `the server sent the same continue token twice (after ${pages} pages); podpath stops listing`,
+        });
+      }
+      if (pages >= maxPages) {
+        throw new ClusterError("Other", request, {
+          apiMessage: `the list goes on past ${maxPages} pages of ${PAGE} (continue tokens without end); podpath stops listing`,
+        });
+      }
+      previous = cont;
+    }
+    pages++;
     const page = await src.list(res, {
       ...(opts.namespace === undefined ? {} : { namespace: opts.namespace }),
       ...(opts.labelSelector === undefined ? {} : { labelSelector: opts.labelSelector }),
@@ -46,21 +78,15 @@ export async function listAll(
       ...(cont === undefined ? {} : { continue: cont }),
     });
     if (!Array.isArray(page?.items)) {
-      throw new ClusterError(
-        "Other",
-        {
-          verb: "list",
-          resource: res.resource,
-          group: res.group,
-          ...(opts.namespace === undefined ? {} : { namespace: opts.namespace }),
-        },
-        { apiMessage: "the answer is not a list (no items array)" },
-      );
+      throw new ClusterError("Other", request, {
+        apiMessage: "the answer is not a list (no items array)",
+      });
     }
     for (const item of page.items) {
       if (typeof item === "object" && item !== null && !Array.isArray(item)) items.push(item);
     }
-    cont = page.metadata?.continue || undefined;
+    const next = page.metadata?.continue;
+    cont = typeof next === "string" && next !== "" ? next : undefined;
   } while (cont !== undefined);
   return items;
 }

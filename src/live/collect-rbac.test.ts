@@ -119,7 +119,7 @@ async function requestsOf(
   try {
     const kc = join(scratch, `kc-${nodeState}-${daemonSetThreshold}`);
     writeFileSync(kc, kubeconfigFor(api.url, { token: "t" }));
-    const src = await openCluster({ kubeconfig: kc, env: {} });
+    const src = await openCluster({ kubeconfig: kc, env: {}, allowPlaintextCredentials: true });
     const rep = await collectSnapshot(src, memoryWriter(), {
       nodeState,
       daemonSetThreshold,

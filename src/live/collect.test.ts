@@ -72,7 +72,13 @@ async function runCollect(
   const io = memoryIo(env);
   const code = await run(
     [],
-    { out: s.dir, kubeconfig: s.kubeconfig, concurrency: "4", ...extra },
+    {
+      out: s.dir,
+      kubeconfig: s.kubeconfig,
+      concurrency: "4",
+      allowPlaintextCredentials: true,
+      ...extra,
+    },
     io,
   );
   return { code, stdout: io.stdout(), stderr: io.stderr() };
@@ -268,7 +274,11 @@ describe("podpath collect against the API server", () => {
       exec: (pod, argv) => (argv[0] === "sh" ? { notFound: true } : smallClusterExec(pod, argv)),
     });
     try {
-      const source = await openCluster({ kubeconfig: s.kubeconfig, env: {} });
+      const source = await openCluster({
+        kubeconfig: s.kubeconfig,
+        env: {},
+        allowPlaintextCredentials: true,
+      });
       const w = memoryWriter();
       const rep = await collectSnapshot(source, w, {
         nodeState: true,
@@ -310,7 +320,11 @@ describe("podpath collect against the API server", () => {
   it("uses one DaemonSet above the threshold and deletes it (its pods go with it)", async () => {
     const s = await setup();
     try {
-      const source = await openCluster({ kubeconfig: s.kubeconfig, env: {} });
+      const source = await openCluster({
+        kubeconfig: s.kubeconfig,
+        env: {},
+        allowPlaintextCredentials: true,
+      });
       const w = memoryWriter();
       const rep = await collectSnapshot(source, w, {
         nodeState: true,
@@ -347,7 +361,11 @@ describe("podpath collect against the API server", () => {
         podStartMs: 20,
       });
       try {
-        const source = await openCluster({ kubeconfig: s.kubeconfig, env: {} });
+        const source = await openCluster({
+          kubeconfig: s.kubeconfig,
+          env: {},
+          allowPlaintextCredentials: true,
+        });
         const w = memoryWriter();
         const rep = await collectSnapshot(source, w, {
           nodeState: true,
@@ -468,7 +486,11 @@ describe("podpath collect against the API server", () => {
       const { run } = await import("../cli/commands/collect.ts");
       const base = memoryIo();
       const io = { ...base, stderrIsTTY: true };
-      const code = await run([], { out: s.dir, kubeconfig: s.kubeconfig, nodeState: true }, io);
+      const code = await run(
+        [],
+        { out: s.dir, kubeconfig: s.kubeconfig, nodeState: true, allowPlaintextCredentials: true },
+        io,
+      );
       assert.equal(code, 0, base.stderr());
       assert.match(base.stderr(), /\r\x1b\[2Kpodpath: collecting… nodes 0\/3 \(1 s\)/);
       // the line is erased before what follows: the tools a node lacks (one line), the count
@@ -570,7 +592,10 @@ describe("kubectl conventions", () => {
         KUBECONFIG: `${first}:${join(scratch, "missing")}:${second}:${third}`,
       });
       // "prod" names the first file's cluster (unreachable): first wins for names
-      assert.equal(await run([], { out: s.dir, context: "prod" }, io), 3);
+      assert.equal(
+        await run([], { out: s.dir, context: "prod", allowPlaintextCredentials: true }, io),
+        3,
+      );
       assert.match(
         io.stderr(),
         /Unreachable: the API server http:\/\/127\.0\.0\.1:1 of context "prod"/,
@@ -578,7 +603,11 @@ describe("kubectl conventions", () => {
       const io3 = memoryIo({
         KUBECONFIG: `${first}:${join(scratch, "missing")}:${second}:${third}`,
       });
-      const code = await run([], { out: s.dir, context: "prod3" }, io3);
+      const code = await run(
+        [],
+        { out: s.dir, context: "prod3", allowPlaintextCredentials: true },
+        io3,
+      );
       assert.equal(code, 0, io3.stderr());
     } finally {
       await s.api.close();
@@ -615,17 +644,17 @@ describe("kubectl conventions", () => {
           /^podpath: Unauthorized: getting credentials for context "test-ctx" failed \(.*ERROR: gcloud auth login required.*\); log in again/,
         ],
         [
-          {},
-          kubeconfigFor(s.api.url, { token: TOKEN }).replace(
-            "    insecure-skip-tls-verify: true\n",
-            "",
-          ),
-          /^podpath: Kubeconfig: the cluster of context "test-ctx" is a plain http:\/\/ server \(http:\/\/127\.0\.0\.1:\d+\) without insecure-skip-tls-verify/,
+          { allowPlaintextCredentials: false },
+          kubeconfigFor(s.api.url, { token: TOKEN }),
+          /^podpath: Kubeconfig: the cluster of context "test-ctx" is a plain http:\/\/ server \(http:\/\/127\.0\.0\.1:\d+\) and the context carries a bearer token, which podpath does not send unencrypted \(insecure-skip-tls-verify does not change that\); use https, or pass --allow-plaintext-credentials/,
         ],
       );
       for (const [opts, kc, want] of cases) {
         writeFileSync(s.kubeconfig, kc);
-        const r = await runCollect({ ...s, dir: join(scratch, `err-${++seq}`) }, opts);
+        const run = await runCollect({ ...s, dir: join(scratch, `err-${++seq}`) }, opts);
+        // the plaintext warning (these contexts are allowed to send over http) is not the error
+        const stderr = run.stderr.replace(/^podpath: warning: .*\n/gm, "");
+        const r = { ...run, stderr };
         assert.equal(r.code, 3, r.stderr);
         assert.match(r.stderr, want);
         assert.equal(r.stderr.trim().split("\n").length, 1, r.stderr);
@@ -681,7 +710,11 @@ describe("fleet", () => {
       fleetCluster(2000),
     );
     try {
-      const source = await openCluster({ kubeconfig: s.kubeconfig, env: {} });
+      const source = await openCluster({
+        kubeconfig: s.kubeconfig,
+        env: {},
+        allowPlaintextCredentials: true,
+      });
       const w = memoryWriter();
       let last = { done: 0, total: 0 };
       const rep = await collectSnapshot(source, w, {
@@ -739,7 +772,12 @@ describe("a misbehaving API server", () => {
       try {
         const kc = join(scratch, `kc-bad-${name}`);
         writeFileSync(kc, kubeconfigFor(`http://127.0.0.1:${port}`, { token: TOKEN }));
-        const source = await openCluster({ kubeconfig: kc, env: {}, requestTimeoutMs: 300 });
+        const source = await openCluster({
+          kubeconfig: kc,
+          env: {},
+          requestTimeoutMs: 300,
+          allowPlaintextCredentials: true,
+        });
         const w = memoryWriter();
         const started = Date.now();
         const rep = await collectSnapshot(source, w, { pods: [{ namespace: "vpn", name: "x" }] });

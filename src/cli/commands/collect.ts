@@ -35,6 +35,19 @@ export interface LiveArgs {
   readonly concurrency: number;
   readonly collectorImage?: string;
   readonly collectorNamespace?: string;
+  /** Sends the context's credentials to a plain http:// server (otherwise refused). */
+  readonly allowPlaintextCredentials?: boolean;
+  /** kubectl's --request-timeout: the deadline of one API call, whole answer included. */
+  readonly requestTimeoutMs?: number;
+}
+
+/** kubectl's --request-timeout forms: `30s`, `2m`, `1h`, or a bare number of seconds. */
+export function parseRequestTimeout(v: string): number | undefined {
+  const m = /^(\d+(?:\.\d+)?)(ms|s|m|h)?$/.exec(v.trim());
+  if (!m) return undefined;
+  const unit = { ms: 1, s: 1000, m: 60_000, h: 3_600_000 }[(m[2] ?? "s") as "ms" | "s" | "m" | "h"];
+  const ms = Math.round(Number(m[1]) * unit);
+  return ms > 0 ? ms : undefined;
 }
 
 function str(v: unknown, flag: string): string | undefined {
@@ -82,7 +95,16 @@ export function parseLiveArgs(opts: Readonly<Record<string, unknown>>): LiveArgs
   const nodes = str(opts["nodes"], "--nodes");
   const collectorImage = str(opts["collectorImage"], "--collector-image");
   const collectorNamespace = str(opts["collectorNamespace"], "--collector-namespace");
+  const timeout = str(opts["requestTimeout"], "--request-timeout");
+  const requestTimeoutMs = timeout === undefined ? undefined : parseRequestTimeout(timeout);
+  if (timeout !== undefined && requestTimeoutMs === undefined) {
+    throw new UsageError(
+      `--request-timeout expects a duration such as 30s or 2m, not ${JSON.stringify(timeout)}`,
+    );
+  }
   return {
+    ...(opts["allowPlaintextCredentials"] === true ? { allowPlaintextCredentials: true } : {}),
+    ...(requestTimeoutMs === undefined ? {} : { requestTimeoutMs }),
     ...(collectorImage === undefined ? {} : { collectorImage }),
     ...(collectorNamespace === undefined ? {} : { collectorNamespace }),
     ...out,
@@ -132,6 +154,8 @@ export async function collectLive(args: LiveArgs, dir: string, io: Io): Promise<
       env: io.env,
       ...(args.kubeconfig === undefined ? {} : { kubeconfig: args.kubeconfig }),
       ...(args.context === undefined ? {} : { context: args.context }),
+      ...(args.allowPlaintextCredentials ? { allowPlaintextCredentials: true } : {}),
+      ...(args.requestTimeoutMs === undefined ? {} : { requestTimeoutMs: args.requestTimeoutMs }),
     });
   } catch (e) {
     if (e instanceof ClusterError) {
@@ -142,6 +166,7 @@ export async function collectLive(args: LiveArgs, dir: string, io: Io): Promise<
     }
     throw e;
   }
+  for (const w of source.warnings ?? []) io.err(`podpath: warning: ${w}\n`);
   if (args.nodeState) {
     io.err(
       `podpath: --node-state creates short-lived host-network collector pods (label app.kubernetes.io/managed-by=podpath) in ${args.collectorNamespace ?? "kube-system"}; they only read node state and are removed when done.\n`,
