@@ -75,6 +75,16 @@ async function replayNode(n: NodeReplay, plan: MasqueradePlan): Promise<ReplayLi
   const out: ReplayLine[] = [];
   for (const d of plan.destinations) {
     const flowText = `${formatIp(n.podIp)}->${d.ip}${d.port ? `:${d.port}` : ""}`;
+    if (parseIp(d.ip).family !== 4) {
+      // the sandbox (lab/nat-sandbox) is IPv4 only: said, never replayed with the wrong family
+      out.push({
+        node: n.node,
+        flow: `${d.ip}${d.port ? `:${d.port}` : ""}`,
+        predicted: "-",
+        note: "not replayed: the kernel sandbox replays IPv4 flows only",
+      });
+      continue;
+    }
     try {
       const r = await replayFlow(
         n.dump,

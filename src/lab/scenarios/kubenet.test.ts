@@ -13,6 +13,8 @@ import { after, describe, it } from "node:test";
 import { readKubeletFlags } from "../../agents/kubenet/flags.ts";
 import { planMasquerade } from "../../cases/masquerade/plan.ts";
 import { replayMasqueradePlan } from "../../cases/masquerade/plan-replay.ts";
+import { verifyChange } from "../../cases/masquerade/proof.ts";
+import { parseIp } from "../../net/cidr.ts";
 import { diagnose } from "../../questions/diagnose.ts";
 import { loadSnapshot } from "../../snapshot/load.ts";
 import { openSnapshot } from "../../snapshot/source.ts";
@@ -108,6 +110,57 @@ describe("lab kubenet on the real kernel", { skip, concurrency: false }, () => {
     assert.ok(replay.length > 0);
     for (const r of replay) assert.equal(r.agree, true, JSON.stringify(r));
     assert.ok(replay.some((r) => r.kernelSource === "172.16.1.10"));
+  });
+
+  it("IPv6: kubenet's rule in ip6tables; diagnose, plan, replay and verify on real IPv6 traffic", async (t) => {
+    const { dir, summary } = await runLab({ ipv6: true });
+    if (!summary.includes("IPv6:")) return t.skip("IPv6 is disabled in this kernel");
+    assert.match(
+      summary,
+      /IPv6: node ping fd00:20::30:40 answers, pod ping silent, pod tcp\/5432 silent/,
+    );
+    const plan = planKubenetReplica(KubenetOptions.parse({ ipv6: true }));
+    const v6dump = `nodes/${KUBENET_NODE_NAME}/ip6tables-save.txt`;
+    const rule = plan.rules[0];
+    assert.equal(rule?.family, 6);
+    const saved6 = readFileSync(join(dir, v6dump), "utf8").split("\n");
+    assert.deepEqual(
+      saved6.filter((l) => l.includes("kubenet:")),
+      [rule?.saved],
+    );
+    // one flag, one family: no kubenet rule in the IPv4 dump
+    assert.doesNotMatch(readFileSync(join(dir, DUMP), "utf8"), /kubenet:/);
+    const dest = { dest: { ip: parseIp("fd00:20::30:40"), text: "fd00:20::30:40" } };
+    const snap = loadSnapshot(openSnapshot(dir));
+    const a = await diagnose(snap, dest);
+    const f = a.findings.find((x) => x.id === "masq/exempt-destination");
+    assert.ok(f, JSON.stringify(a.findings.map((x) => x.id)));
+    assert.equal(f.evidence[0]?.file, v6dump);
+    assert.equal(f.evidence[0]?.text, rule?.saved);
+    assert.equal(f.evidence[1]?.file, `nodes/${KUBENET_NODE_NAME}/kubelet-flags.txt`);
+    assert.match(f.explanation, /fd00:172:16:1::10/, "the node's IPv6 address, not its IPv4 one");
+    const path = a.paths.find(
+      (x) => x.from.startsWith("pod/") && x.to.startsWith("fd00:20::30:40"),
+    );
+    assert.equal(path?.sourceOnWire, "fd00:10:244:1::5");
+    assert.doesNotMatch(JSON.stringify(a.findings), /ip-masq-agent|GKE/);
+    // the IPv4 side of the same node: kubenet writes no IPv4 rule, and says so as kubenet's
+    const a4 = await diagnose(snap, {});
+    const f4 = a4.findings.find((x) => x.id === "masq/exempt-destination");
+    assert.match(f4?.title ?? "", /kubenet masquerades only IPv6/);
+    const p = planMasquerade(snap, { strategy: "narrow", ...dest });
+    assert.equal(p.owner?.owner, "kubenet");
+    assert.match(p.owner?.title ?? "", /fd00:10:244::\/56/);
+    assert.ok(p.owner?.apply.some((l) => l.startsWith("ip6tables -t nat -D POSTROUTING")));
+    // the replay sandbox is IPv4 only: it says so rather than replaying the wrong family; the
+    // plan applied on the kernel is the --fixed run below
+    const replay = await replayMasqueradePlan(snap, p);
+    assert.ok(replay.length > 0);
+    for (const r of replay) assert.match(r.note ?? "", /IPv4 flows only/, JSON.stringify(r));
+    const fixed = await runLab({ ipv6: true, fixed: true });
+    assert.match(fixed.summary, /IPv6: .*pod ping answers, pod tcp\/5432 answers/);
+    const v = await verifyChange(snap, loadSnapshot(openSnapshot(fixed.dir)), dest);
+    assert.equal(v.verdict, "fixed", v.verdictText);
   });
 
   it("a kubelet restart with the pod range keeps kubenet's previous rule; on-prem answers the node address", async () => {
