@@ -6,6 +6,7 @@ import { loadSnapshot } from "../snapshot/load.ts";
 import { openSnapshot } from "../snapshot/source.ts";
 import { renderHtml } from "./html.ts";
 import { renderMarkdown } from "./markdown.ts";
+import { mdLines } from "./markdown-escape.ts";
 
 const answerOf = async (dir: string): Promise<Answer> => diagnose(loadSnapshot(openSnapshot(dir)));
 
@@ -41,7 +42,10 @@ describe("Markdown and HTML follow the same cause-first order as text", async ()
       "## Other paths",
     ]);
     assert.ok(ascending(at), JSON.stringify(at));
-    for (const f of seed.findings) assert.ok(md.includes(f.explanation.split("\n")[0]!), f.id);
+    // each explanation's first line, escaped as Markdown (report/markdown-escape)
+    for (const f of seed.findings) {
+      assert.ok(md.includes(mdLines(f.explanation.split("\n")[0]!)), f.id);
+    }
   });
 
   it("Markdown: three pools open with the missing agent on pool legacy", () => {

@@ -1,41 +1,23 @@
 /**
  * @module report/document-markdown — a document (report/document) as Markdown ready to paste
  * into a ticket: the title as `#`, sections as `##` (deeper sections one level more, folded ones
- * as `<details>`), tables with a `|---|` row. Every text that may hold input goes through
- * mdEscape; a code span or block is fenced with more backticks than any run inside it.
+ * as `<details>`), tables with a `|---|` row. Control characters are shown visibly; every text
+ * that may hold input is escaped inline and at its line start (report/markdown-escape); a code
+ * span or block is fenced with more backticks than any run inside it.
  */
 import type { Block, Document, ListItem, Text } from "./document.ts";
 import { spansOf } from "./document.ts";
 import { findingMarkdown, mdEscape, pathTable } from "./markdown.ts";
+import { codeFence, codeSpan, mdHtmlText, mdLineStart } from "./markdown-escape.ts";
+import { terminalSafeDeep } from "./terminal-safe.ts";
 
-/** The longest run of backticks in `s`. */
-function longestBacktickRun(s: string): number {
-  return Math.max(0, ...[...s.matchAll(/`+/g)].map((m) => m[0].length));
-}
-
-/** An inline code span that holds any text: a fence longer than its backtick runs. */
-export function codeSpan(s: string): string {
-  const flat = s.replace(/\s*\n\s*/g, " ");
-  const run = longestBacktickRun(flat);
-  if (run === 0) return `\`${flat}\``;
-  const fence = "`".repeat(run + 1);
-  return `${fence} ${flat} ${fence}`;
-}
-
-/** A fenced code block that holds any text. */
-export function codeFence(text: string, lang = ""): string {
-  const fence = "`".repeat(Math.max(3, longestBacktickRun(text) + 1));
-  return `${fence}${lang}\n${text.replace(/\n$/, "")}\n${fence}`;
-}
+export { codeFence, codeSpan };
 
 function inline(t: Text, inTable = false): string {
   return spansOf(t)
     .map((s) => {
-      if (s.code) {
-        const c = codeSpan(s.text);
-        // GFM: a pipe inside a table cell ends the cell, even in a code span
-        return inTable ? c.replace(/\|/g, "\\|") : c;
-      }
+      // GFM: a pipe inside a table cell ends the cell, even in a code span
+      if (s.code) return codeSpan(s.text, inTable);
       const e = mdEscape(s.text);
       return s.strong ? `**${e}**` : e;
     })
@@ -43,18 +25,17 @@ function inline(t: Text, inTable = false): string {
 }
 
 /**
- * A paragraph that would open another block (`# x` a heading, `- x` `+ x` `> x` a list or quote,
- * `1. x` a numbered list) has that first character escaped: it stays a paragraph.
+ * A paragraph or list item that would open another block (`# x` a heading, `- x` `+ x` `> x` a
+ * list or quote, `1. x` a numbered list, four spaces code) has that start escaped: it stays text.
  */
 function blockStart(md: string): string {
-  const numbered = /^(\d+)([.)])(\s)/.exec(md);
-  if (numbered) return `${numbered[1]}\\${md.slice(numbered[1]!.length)}`;
-  return /^([#+>=]|-(\s|$)|\*\s)/.test(md) ? `\\${md}` : md;
+  // `**` is podpath's own strong span; whatever input holds is escaped before this
+  return md.startsWith("**") ? md : mdLineStart(md);
 }
 
 function listMarkdown(items: readonly ListItem[], indent: string): string[] {
   return items.flatMap((i) => [
-    `${indent}- ${inline(i.text)}`,
+    `${indent}- ${blockStart(inline(i.text))}`,
     ...(i.items ? listMarkdown(i.items, `${indent}  `) : []),
   ]);
 }
@@ -69,10 +50,13 @@ function blockMarkdown(b: Block, level: number): string {
       return listMarkdown(b.items, "").join("\n");
     case "fields":
       return b.rows
-        .map((r) => `- ${r.key === "" ? "" : `${mdEscape(r.key)}: `}${inline(r.value)}`)
+        .map(
+          (r) =>
+            `- ${r.key === "" ? blockStart(inline(r.value)) : `${mdEscape(r.key)}: ${inline(r.value)}`}`,
+        )
         .join("\n");
     case "table": {
-      const header = `|${b.columns.map((c) => (c === "" ? " " : ` ${c.replace(/\|/g, "\\|")} `)).join("|")}|`;
+      const header = `|${b.columns.map((c) => (c === "" ? " " : ` ${mdEscape(c)} `)).join("|")}|`;
       const rule = `|${b.columns.map(() => "---").join("|")}|`;
       const rows = b.rows.map(
         (r) => `|${b.columns.map((_, i) => ` ${inline(r[i] ?? "", true)} `).join("|")}|`,
@@ -88,7 +72,8 @@ function blockMarkdown(b: Block, level: number): string {
     case "section": {
       const body = blocksMarkdown(b.blocks, level + 1);
       if (b.collapsed)
-        return `<details><summary>${mdEscape(b.title)}</summary>\n\n${body}\n\n</details>`;
+        // inside raw HTML backslash escapes do not hold: the title is HTML-escaped
+        return `<details><summary>${mdHtmlText(b.title)}</summary>\n\n${body}\n\n</details>`;
       const head = `${"#".repeat(Math.min(6, level))} ${mdEscape(b.title)}`;
       return body === "" ? head : `${head}\n\n${body}`;
     }
@@ -99,8 +84,12 @@ function blocksMarkdown(blocks: readonly Block[], level: number): string {
   return blocks.map((b) => blockMarkdown(b, level)).join("\n\n");
 }
 
-/** The document as Markdown, one trailing newline. */
-export function renderDocumentMarkdown(doc: Document): string {
+/**
+ * The document as Markdown, one trailing newline; control characters anywhere in it are shown
+ * visibly (report/terminal-safe) before any of it is drawn.
+ */
+export function renderDocumentMarkdown(input: Document): string {
+  const doc = terminalSafeDeep(input);
   const parts: string[] = [];
   if (doc.title !== undefined) parts.push(`# ${mdEscape(doc.title)}`);
   if (doc.blocks.length > 0) parts.push(blocksMarkdown(doc.blocks, 2));

