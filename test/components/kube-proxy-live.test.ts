@@ -32,6 +32,7 @@ const NODE_IP = "10.128.0.2";
 const INNER_PORT = 6443;
 /** PODPATH_COMPONENT_SERVICES=N: how many Services the scale case creates (default 1000). */
 const SERVICES = Number(process.env["PODPATH_COMPONENT_SERVICES"] ?? 1000);
+const FIXTURES = join(import.meta.dirname, "../../src/nftables/fixtures");
 
 /** Pipes every connection accepted by `server` to a new connection made by `open`. */
 function bridge(server: Server, open: () => ReturnType<typeof connect>): Server {
@@ -288,6 +289,22 @@ describe("kube-proxy (iptables and nftables mode) against the real API server", 
     const dnat = ruleset.split("\n").find((l) => / dnat (ip )?to /.test(l)) ?? "";
     for (const endpoint of ["10.4.1.5 . 8080", "10.4.2.7 . 8080"]) {
       assert.ok(dnat.includes(endpoint), ruleset);
+    }
+    // PODPATH_WRITE_NFT_FIXTURES=1: the real ruleset, in every form podpath reads, becomes the
+    // nftables reader's fixture (src/nftables/fixtures/kube-proxy-*.nft)
+    if (process.env["PODPATH_WRITE_NFT_FIXTURES"] === "1") {
+      const forms: [string, string[]][] = [
+        ["kube-proxy-ruleset.nft", ["nft", "list", "ruleset"]],
+        ["kube-proxy-ruleset-a.nft", ["nft", "-a", "list", "ruleset"]],
+        ["kube-proxy-ruleset-nn.nft", ["nft", "-nn", "list", "ruleset"]],
+        ["kube-proxy-ruleset-s.nft", ["nft", "-s", "list", "ruleset"]],
+        ["kube-proxy-ruleset.json", ["nft", "-j", "list", "ruleset"]],
+      ];
+      for (const [file, argv] of forms) {
+        const r = await ns!.exec(argv);
+        assert.equal(r.code, 0, r.stderr);
+        writeFileSync(join(FIXTURES, file), r.stdout);
+      }
     }
     // kube-proxy removed its iptables-mode rules: iptables-save has nothing of the Service, so a
     // node in nftables mode must be read from `nft list ruleset` (podpath has no reader for it yet)
