@@ -53,7 +53,7 @@ export type FileRole =
   | { readonly kind: "kubelet-config"; readonly node?: string }
   | { readonly kind: "vpn-config"; readonly namespace?: string; readonly pod?: string }
   /** `helm get values` of a release (`*values*.yaml` outside `cluster/`), read by the VPN checks. */
-  | { readonly kind: "chart-values" }
+  | { readonly kind: "chart-values"; readonly namespace?: string; readonly pod?: string }
   | { readonly kind: "ignored"; readonly reason: string }
   | { readonly kind: "unknown" };
 
@@ -76,7 +76,11 @@ function artifactOf(base: string): Artifact | undefined {
 export function classifyPath(rel: string): FileRole {
   const role = placeOf(rel);
   if (role.kind === "unknown" && /values.*\.ya?ml$/.test(rel.split("/").at(-1) ?? "")) {
-    return { kind: "chart-values" };
+    // beside a pod (pods/<ns>/<pod>/helm-values.yaml): the values of that pod's release
+    const parts = rel.split("/").filter((p) => p !== "" && p !== ".");
+    return parts[0] === "pods" && parts.length === 4
+      ? { kind: "chart-values", namespace: parts[1]!, pod: parts[2]! }
+      : { kind: "chart-values" };
   }
   return role;
 }
@@ -108,7 +112,8 @@ function placeOf(rel: string): FileRole {
   if (top === "pods" && parts.length === 4) {
     const artifact = artifactOf(base);
     if (artifact) return { kind: "pod", namespace: parts[1]!, pod: parts[2]!, artifact };
-    if (/\.(conf|ovpn)$/.test(base) || base === "openvpn.conf") {
+    // VPN files: OpenVPN and WireGuard configs, `wg show` / `wg showconf` output
+    if (/\.(conf|ovpn)$/.test(base) || /^wg-show(conf)?(\.txt)?$/.test(base)) {
       return { kind: "vpn-config", namespace: parts[1]!, pod: parts[2]! };
     }
     return { kind: "unknown" };
@@ -137,8 +142,9 @@ export const LAYOUT_HELP = `A snapshot is a folder (or .tar.gz of one) with any 
   nodes/<node>/iptables-save.txt     also ip6tables-save, sysctl, ip-route, ip-addr, conntrack,
                                      ipset, nft-ruleset, cilium-bpf-ipmasq, cilium-status,
                                      kubelet-flags; nodes/<node>/cni/*.conflist
-  pods/<ns>/<pod>/sysctl.txt         also iptables-save, ip-route, ip-addr, openvpn.conf,
-                                     helm-values.yaml (helm get values of the VPN release)
+  pods/<ns>/<pod>/sysctl.txt         also iptables-save, ip-route, ip-addr, openvpn.conf, wg0.conf,
+                                     wg-show.txt (wg show), helm-values.yaml (helm get values
+                                     of the VPN release)
   captures/<name>.pcap|.pcapng|.txt  tcpdump -w output or tcpdump text (any flags) (+ <name>.yaml: point, phase)
   remote/*.yaml                      the far side: routes back, VPN selectors, allowlists
   probes/*.txt|*.json                client-side ping/dig/curl transcripts

@@ -15,6 +15,7 @@ import type { IptablesDump } from "../iptables/dump.ts";
 import { type IpsetDump, parseIpset } from "../iptables/ipset-parser.ts";
 import { readIptablesText } from "../iptables/read-iptables-text.ts";
 import type { Diagnostic } from "../model/types.ts";
+import { streamClusterFile } from "./kube-list-stream.ts";
 import { type Artifact, classifyPath, type OwnerArtifact } from "./layout.ts";
 import { decodeText, type SnapshotSource } from "./source.ts";
 
@@ -273,6 +274,13 @@ function readSnapshotFile(
   const role = classifyPath(rel);
   switch (role.kind) {
     case "cluster": {
+      // a cluster-sized JSON List is streamed item by item, never held as one text
+      const streamed = streamCluster(source, rel, snap.diagnostics);
+      if (streamed !== undefined) {
+        for (const o of streamed.value) snap.objects.push(o);
+        appendDiagnostics(snap.diagnostics, streamed.diagnostics, rel);
+        return;
+      }
       const text = readText(rel);
       if (text === undefined) return;
       const r = readKubeObjects(text, rel);
@@ -326,12 +334,33 @@ function readSnapshotFile(
       return;
     case "chart-values":
       snap.chartValuesFiles.push(rel);
+      if (role.namespace !== undefined && role.pod !== undefined)
+        podOf(snap, role.namespace, role.pod);
       return;
     case "ignored":
       return;
     case "unknown":
       snap.unknownFiles.push(rel);
       return;
+  }
+}
+
+/** A big JSON List of cluster/ streamed; undefined when the file is read whole instead. */
+function streamCluster(
+  source: SnapshotSource,
+  rel: string,
+  diagnostics: Diagnostic[],
+): ReturnType<typeof streamClusterFile> {
+  try {
+    return streamClusterFile(source, rel);
+  } catch (e) {
+    diagnostics.push({
+      code: "FILE_UNREADABLE",
+      severity: "error",
+      message: `${rel} could not be read: ${(e as Error).message}`,
+      source: { file: rel, line: 0 },
+    });
+    return { value: [], diagnostics: [] };
   }
 }
 
@@ -358,6 +387,7 @@ export function isEmptySnapshot(snap: Snapshot): boolean {
     snap.captures.length === 0 &&
     snap.remoteFiles.length === 0 &&
     snap.probes.length === 0 &&
-    snap.kubeletConfigFiles.length === 0
+    snap.kubeletConfigFiles.length === 0 &&
+    snap.chartValuesFiles.length === 0
   );
 }

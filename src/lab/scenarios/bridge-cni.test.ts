@@ -13,6 +13,8 @@ import { readCniConfig } from "../../agents/bridge-cni/conflist.ts";
 import { formatChainName } from "../../agents/bridge-cni/rules.ts";
 import { planMasquerade } from "../../cases/masquerade/plan.ts";
 import { replayMasqueradePlan } from "../../cases/masquerade/plan-replay.ts";
+import { verifyChange } from "../../cases/masquerade/proof.ts";
+import { parseIp } from "../../net/cidr.ts";
 import { diagnose } from "../../questions/diagnose.ts";
 import { loadSnapshot } from "../../snapshot/load.ts";
 import { openSnapshot } from "../../snapshot/source.ts";
@@ -108,5 +110,37 @@ describe("lab bridge-cni on the real kernel", { skip, concurrency: false }, () =
     );
     const a = await diagnose(loadSnapshot(openSnapshot(dir)), {});
     assert.ok(!a.findings.some((x) => x.id === "masq/exempt-destination"));
+  });
+
+  it("IPv6: ipMasq false keeps the pod's IPv6 address; fixed, the chain in ip6tables; verify FIXED", async (t) => {
+    const before = await runLab({ ipv6: true });
+    if (!before.summary.includes("IPv6:")) return t.skip("IPv6 is disabled in this kernel");
+    assert.match(before.summary, /IPv6: node ping fd00:20::30:40 answers, pod ping silent/);
+    const dest = { dest: { ip: parseIp("fd00:20::30:40"), text: "fd00:20::30:40" } };
+    const snap = loadSnapshot(openSnapshot(before.dir));
+    const a = await diagnose(snap, dest);
+    const f = a.findings.find((x) => x.id === "masq/exempt-destination");
+    assert.ok(f, JSON.stringify(a.findings.map((x) => x.id)));
+    assert.match(f.title, /fd00:88::5 \(bridge CNI: "ipMasq": false/);
+    assert.equal(f.evidence[0]?.file, `nodes/${BRIDGE_NODE_NAME}/cni/${CONF_FILE}`);
+    const p = planMasquerade(snap, { strategy: "narrow", ...dest });
+    assert.equal(p.owner?.owner, "bridge-cni");
+    assert.match(p.owner?.why ?? "", /fd00:88::\/64/);
+    const replay = await replayMasqueradePlan(snap, p);
+    for (const r of replay) assert.match(r.note ?? "", /IPv4 flows only/, JSON.stringify(r));
+    const fixed = await runLab({ ipv6: true, fixed: true });
+    assert.match(fixed.summary, /IPv6: .*pod ping answers, pod tcp\/5432 answers/);
+    const plan = planBridgeReplica(BridgeCniOptions.parse({ ipv6: true, fixed: true }));
+    const v6 = plan.rules.filter((r) => r.family === 6);
+    assert.equal(v6.length, 3);
+    const saved6 = readFileSync(
+      join(fixed.dir, `nodes/${BRIDGE_NODE_NAME}/ip6tables-save.txt`),
+      "utf8",
+    )
+      .split("\n")
+      .filter((l) => l.includes('id: \\"'));
+    assert.deepEqual(saved6, [v6[2]?.saved, v6[0]?.saved, v6[1]?.saved]);
+    const v = await verifyChange(snap, loadSnapshot(openSnapshot(fixed.dir)), dest);
+    assert.equal(v.verdict, "fixed", v.verdictText);
   });
 });

@@ -17,8 +17,6 @@
  * address beside its IPv4 one; the probes and captures add the IPv6 on-prem host, the snapshot
  * adds the node's ip6tables-save and its IPv6 routes.
  */
-import { readFileSync } from "node:fs";
-import { join } from "node:path";
 import { stringify } from "yaml";
 import { z } from "zod";
 import {
@@ -577,31 +575,32 @@ async function probeAndSnapshot(
     for (const c of captures) await c.stop();
   }
   for (const c of captures) files.push(c.rel, c.rel.replace(/\.pcap$/, ".yaml"));
+  // dual stack: the IPv6 routes follow the IPv4 ones in one file, as
+  // `ip route show; ip -6 route show` prints them
+  const routes = spec.ipv6 ? ([] as const) : (["ip-route"] as const);
   files.push(
     ...(await collectKernelState(r.node, out, `nodes/${node}`, [
       "iptables-save",
       ...(spec.ipv6 ? (["ip6tables-save"] as const) : []),
-      "ip-route",
+      ...routes,
       "ip-addr",
       "sysctl",
       "conntrack",
     ])),
     ...(await collectKernelState(r.pod, out, `pods/${pod.namespace}/${pod.name}`, [
-      "ip-route",
+      ...routes,
       "ip-addr",
       "sysctl",
     ])),
   );
   if (spec.ipv6) {
-    // dual stack: the IPv6 routes follow the IPv4 ones in the same file, as
-    // `ip route show; ip -6 route show` prints them
     for (const [ns, dir] of [
       [r.node, `nodes/${node}`],
       [r.pod, `pods/${pod.namespace}/${pod.name}`],
     ] as const) {
-      const rel = `${dir}/ip-route.txt`;
+      const v4 = await must(ns, ["ip", "route", "show"]);
       const v6 = await must(ns, ["ip", "-6", "route", "show"]);
-      writeSnapshotFile(out, rel, `${readFileSync(join(out, rel), "utf8")}${v6}`);
+      files.push(writeSnapshotFile(out, `${dir}/ip-route.txt`, `${v4}${v6}`));
     }
   }
   for (const [rel, content] of await spec.files(r)) {
