@@ -9,6 +9,7 @@ import type { Block, Document, ListItem, Text } from "./document.ts";
 import { spansOf } from "./document.ts";
 import { findingMarkdown, mdEscape, pathTable } from "./markdown.ts";
 import { codeFence, codeSpan, mdHtmlText, mdLineStart } from "./markdown-escape.ts";
+import { guardCommand } from "./shell-quote.ts";
 import { terminalSafeDeep } from "./terminal-safe.ts";
 
 export { codeFence, codeSpan };
@@ -89,7 +90,7 @@ function blocksMarkdown(blocks: readonly Block[], level: number): string {
  * visibly (report/terminal-safe) before any of it is drawn.
  */
 export function renderDocumentMarkdown(input: Document): string {
-  const doc = terminalSafeDeep(input);
+  const doc = terminalSafeDeep(input, { command: guardCommand });
   const parts: string[] = [];
   if (doc.title !== undefined) parts.push(`# ${mdEscape(doc.title)}`);
   if (doc.blocks.length > 0) parts.push(blocksMarkdown(doc.blocks, 2));

@@ -8,6 +8,7 @@
  */
 import type { Block, Document, ListItem, Span, Text } from "./document.ts";
 import { plainOf, spansOf } from "./document.ts";
+import { guardCommand } from "./shell-quote.ts";
 import { terminalSafeDeep } from "./terminal-safe.ts";
 import { type Paint, PLAIN, renderFinding, renderPath } from "./text.ts";
 import { PIPE_WIDTH } from "./wrap.ts";
@@ -187,7 +188,7 @@ function blocksText(blocks: readonly Block[], indent: string, pen: Pen, out: str
  * `width` (report/wrap textWidth).
  */
 export function renderDocumentText(input: Document, p: Paint = PLAIN, width = PIPE_WIDTH): string {
-  const doc = terminalSafeDeep(input);
+  const doc = terminalSafeDeep(input, { command: guardCommand });
   const out: string[] = [];
   if (doc.title !== undefined) {
     out.push(p.bold(doc.title));

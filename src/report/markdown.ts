@@ -9,6 +9,7 @@ import type { Finding } from "../model/types.ts";
 import { VERDICT_LABEL } from "../model/verdict.ts";
 import type { CauseGroup } from "./causality.ts";
 import { codeSpan, mdInline, mdLines } from "./markdown-escape.ts";
+import { guardCommand } from "./shell-quote.ts";
 import { lowerFirst, type Summary, summariseAnswer } from "./summary.ts";
 import { terminalSafeDeep } from "./terminal-safe.ts";
 
@@ -98,7 +99,7 @@ function groupMarkdown(g: CauseGroup, level: number, causedBy: string | undefine
  * answer are shown visibly (report/terminal-safe) before any of it is drawn.
  */
 export function renderMarkdown(input: Answer): string {
-  const answer = terminalSafeDeep(input);
+  const answer = terminalSafeDeep(input, { command: guardCommand });
   const s = summariseAnswer(answer);
   const out = [
     verdictMarkdown(s.verdict),

@@ -2,7 +2,7 @@ import assert from "node:assert/strict";
 import { describe, it } from "node:test";
 import type { Answer } from "../model/answer.ts";
 import type { Finding } from "../model/types.ts";
-import { codeBlock, type Document, list, paragraph, section, table } from "./document.ts";
+import { codeBlock, type Document, list, paragraph, table } from "./document.ts";
 import { renderDocumentMarkdown } from "./document-markdown.ts";
 import { renderDocumentText } from "./document-text.ts";
 import { renderMarkdown } from "./markdown.ts";
@@ -64,7 +64,12 @@ const doc: Document = {
     list([`- ${MD}`, [`name: `, { text: NODE, code: true }]]),
     table(["key", "value"], [[`a|b${ESC}`, { text: "x|`y`", code: true }]]),
     codeBlock(`-  nonMasqueradeCIDRs:\n+  ${"`".repeat(7)}\n+  </details>${ESC}`, "diff"),
-    { ...section(`<img src=x onerror=alert(1)>${ESC}`, [paragraph("folded")]), collapsed: true },
+    {
+      kind: "section",
+      title: `<img src=x onerror=alert(1)>${ESC}`,
+      blocks: [paragraph("folded")],
+      collapsed: true,
+    },
     { kind: "finding", finding },
   ],
 };

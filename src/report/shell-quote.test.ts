@@ -4,7 +4,15 @@ import { mkdtempSync, readdirSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { describe, it } from "node:test";
-import { ereLiteral, rawWord, sh, shellWord, UnquotableError } from "./shell-quote.ts";
+import {
+  ereLiteral,
+  guardCommand,
+  quoted,
+  rawWord,
+  sh,
+  shellWord,
+  UnquotableError,
+} from "./shell-quote.ts";
 
 /**
  * The argv bash hands to `grep` when it runs `command`, with every program replaced by a shell
@@ -90,7 +98,7 @@ describe("sh", () => {
 
   it("gives a sentence instead of a command when a value cannot be quoted", () => {
     const said = sh`kubectl get node ${"a\nkubectl delete ns prod"}`;
-    assert.match(said, /^\(no command shown: the value .* holds a control character/);
+    assert.match(said, /^# no command shown: the value .* holds a control character/);
     assert.equal(said.includes("\n"), false);
   });
 
@@ -106,5 +114,42 @@ describe("ereLiteral", () => {
     const re = new RegExp(ereLiteral(name));
     assert.equal(re.test("xA.B|C(D)*y"), true);
     assert.equal(re.test("AxB"), false);
+  });
+});
+
+describe("guardCommand", () => {
+  it("passes podpath's own commands: pipes, redirections, comments with quotes, placeholders", () => {
+    for (const cmd of [
+      "iptables-save -t nat | grep -E 'IP-MASQ-AGENT|POSTROUTING'   # on gke-a-1",
+      "kubectl -n kube-system exec ip-masq-agent-x -- sysctl net.ipv4.ip_forward > SNAPSHOT/x.txt",
+      "kubectl -n default delete pod app   # recreated by its controller; the plugin's ADD writes its chain",
+      "podpath verify <before-snapshot> <after-snapshot>",
+      "kubectl get pods -o jsonpath='{.items[*].metadata.name}'",
+    ]) {
+      assert.equal(guardCommand(cmd), cmd);
+    }
+  });
+
+  it("refuses command substitution, expansion and line breaks that would run when pasted", () => {
+    for (const cmd of [
+      "kubectl get node $(touch pwned)",
+      "kubectl get node `touch pwned`",
+      "kubectl get node $" + "{IFS}x",
+      "kubectl get node a\ntouch pwned",
+      "kubectl get node a\rb",
+      "kubectl get node 'a' $(x) 'b'",
+    ]) {
+      const said = guardCommand(cmd);
+      assert.match(said, /^# no command shown: /, cmd);
+      const { injected } = argvOf(said);
+      assert.deepEqual(injected, []);
+    }
+  });
+});
+
+describe("quoted", () => {
+  it("always single-quotes, so a plain pattern reads as it did", () => {
+    assert.equal(sh`grep -E ${quoted("IP-MASQ-AGENT")}`, "grep -E 'IP-MASQ-AGENT'");
+    assert.equal(ereLiteral("-f/etc/passwd"), "[-]f/etc/passwd");
   });
 });

@@ -40,42 +40,92 @@ export function shellWord(value: string): string {
   return `'${value.replace(/'/g, "'\\''")}'`;
 }
 
+/** `value` always in single quotes (a `grep` pattern reads as one); refused as shellWord is. */
+export function singleQuoted(value: string): string {
+  if (hasUnsafeChar(value)) throw new UnquotableError(value);
+  return `'${value.replace(/'/g, "'\\''")}'`;
+}
+
 /** A part of a command written as it is (podpath's own words, never input). */
 export interface RawWord {
   readonly raw: string;
 }
 export const rawWord = (raw: string): RawWord => ({ raw });
 
+/** A value sh writes in single quotes always. */
+export interface QuotedWord {
+  readonly quoted: string;
+}
+export const quoted = (value: string): QuotedWord => ({ quoted: value });
+
+type Part = string | RawWord | QuotedWord;
+
+function wordOf(v: Part): string {
+  if (typeof v === "string") return shellWord(v);
+  return "raw" in v ? v.raw : singleQuoted(v.quoted);
+}
+
 /**
  * A suggested command with every interpolated value quoted as one shell word (RawWord: podpath's
- * own text, as it is). When a value cannot be quoted, the answer is a sentence instead of a
- * command, so nothing unsafe is ever offered to paste.
+ * own text, as it is; QuotedWord: always in single quotes). When a value cannot be quoted, the
+ * answer is a sentence instead of a command, so nothing unsafe is ever offered to paste.
  *
  * @example
- * sh`iptables-save -t nat | grep -E ${"X'; rm -rf ~; '"}` // "iptables-save -t nat | grep -E 'X'\\''; rm -rf ~; '\\'''"
+ * sh`kubectl get node ${"a;b"}` // "kubectl get node 'a;b'"
+ * sh`grep -E ${quoted("X")}` // "grep -E 'X'"
  */
-export function sh(
-  strings: TemplateStringsArray,
-  ...values: readonly (string | RawWord)[]
-): string {
+export function sh(strings: TemplateStringsArray, ...values: readonly Part[]): string {
   try {
-    return strings.reduce((out, s, i) => {
-      if (i === 0) return s;
-      const v = values[i - 1]!;
-      return out + (typeof v === "string" ? shellWord(v) : v.raw) + s;
-    });
+    return strings.reduce((out, s, i) => out + wordOf(values[i - 1]!) + s);
   } catch (e) {
     if (e instanceof UnquotableError) return refusedCommand(e);
     throw e;
   }
 }
 
-/** The sentence shown instead of a command whose value cannot be quoted. */
+/** The sentence shown instead of a command whose value cannot be quoted: a shell comment. */
 export function refusedCommand(e: UnquotableError): string {
-  return `(no command shown: the value ${e.message}; look at it by hand)`;
+  // a comment: pasted by mistake, it runs nothing
+  return `# no command shown: the value ${e.message}; look at it by hand`;
 }
 
-/** `s` as a literal inside an extended regular expression (`grep -E`): metacharacters escaped. */
+/**
+ * `s` as a literal inside an extended regular expression (`grep -E`): metacharacters escaped, and
+ * a leading `-` written `[-]` so grep cannot read the pattern as an option.
+ */
 export function ereLiteral(s: string): string {
-  return s.replace(/[\\^$.|?*+()[\]{}]/g, "\\$&");
+  return s.replace(/[\\^$.|?*+()[\]{}]/g, "\\$&").replace(/^-/, "[-]");
+}
+
+/**
+ * What no podpath command holds and a pasted line must never run: a control character or line
+ * break, command substitution (`$(`, a backtick) or parameter expansion (`${`) outside single
+ * quotes. A renderer's last check on a command it did not build (report/output-safe).
+ */
+export function unsafeCommandPart(cmd: string): string | undefined {
+  if (hasUnsafeChar(cmd.replace(/\t/g, " "))) return "a control character or a line break";
+  let inSingle = false;
+  for (let i = 0; i < cmd.length; i++) {
+    const c = cmd[i]!;
+    if (c === "'") inSingle = !inSingle;
+    else if (inSingle) continue;
+    else if (c === "\\") i++;
+    else if (c === "#" && (i === 0 || /\s/.test(cmd[i - 1]!)))
+      return undefined; // a comment
+    else if (c === "`") return "a backtick, a command substitution";
+    else if (c === "$" && (cmd[i + 1] === "(" || cmd[i + 1] === "{"))
+      return "a dollar sign before a parenthesis or a brace, a command substitution or expansion";
+  }
+  return undefined;
+}
+
+/**
+ * `cmd` when nothing in it can run more than it says (unsafeCommandPart), otherwise a sentence
+ * saying why it is not shown: the renderers' last check on every suggested command.
+ */
+export function guardCommand(cmd: string): string {
+  const why = unsafeCommandPart(cmd);
+  return why === undefined
+    ? cmd
+    : `# no command shown: a suggested command holds ${why}, which may come from the input; look at it by hand`;
 }

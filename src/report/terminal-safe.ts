@@ -70,23 +70,41 @@ const ONE_LINE_KEYS: ReadonlySet<string> = new Set([
   "verdict",
 ]);
 
+/** Keys whose strings are suggested shell commands. */
+const COMMAND_KEYS: ReadonlySet<string> = new Set(["next", "command", "nextStep"]);
+
 /**
  * A copy of `value` (an answer, a document) with every string made terminal-safe: strings under
- * a one-line key lose their newlines too, prose and code keep theirs. Renderers of text and
- * Markdown call it once at their door, so whatever a finding carries is safe by construction.
+ * a one-line key lose their newlines too, prose and code keep theirs; a suggested command
+ * (`next`, `command`, `nextStep`) first goes through `opts.command` (report/shell-quote
+ * guardCommand). Renderers of text and Markdown call it once at their door, so whatever a
+ * finding carries is safe by construction.
  */
-export function terminalSafeDeep<T>(value: T): T {
-  return deep(value, false) as T;
+export function terminalSafeDeep<T>(
+  value: T,
+  opts: { readonly command?: (cmd: string) => string } = {},
+): T {
+  return deep(value, false, false, opts.command) as T;
 }
 
-function deep(v: unknown, oneLine: boolean): unknown {
-  if (typeof v === "string") return terminalSafe(v, { keepLayout: !oneLine });
-  if (Array.isArray(v)) return v.map((x) => deep(x, oneLine));
+function deep(
+  v: unknown,
+  oneLine: boolean,
+  isCommand: boolean,
+  command: ((cmd: string) => string) | undefined,
+): unknown {
+  if (typeof v === "string") {
+    const s = isCommand && command ? command(v) : v;
+    return terminalSafe(s, { keepLayout: !oneLine });
+  }
+  if (Array.isArray(v)) return v.map((x) => deep(x, oneLine, isCommand, command));
   if (v === null || typeof v !== "object") return v;
   // only plain data: a Map, a Set or a class instance passes as it is
   const proto = Object.getPrototypeOf(v);
   if (proto !== Object.prototype && proto !== null) return v;
   const out: Record<string, unknown> = {};
-  for (const [k, x] of Object.entries(v)) out[k] = deep(x, ONE_LINE_KEYS.has(k));
+  for (const [k, x] of Object.entries(v)) {
+    out[k] = deep(x, ONE_LINE_KEYS.has(k), COMMAND_KEYS.has(k), command);
+  }
   return out;
 }

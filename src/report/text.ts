@@ -14,6 +14,7 @@ import { VERDICT_LABEL } from "../model/verdict.ts";
 import type { CauseGroup } from "./causality.ts";
 import { nodesOf } from "./causality.ts";
 import { summariseLists } from "./list-summary.ts";
+import { guardCommand } from "./shell-quote.ts";
 import { lowerFirst, type Summary, summariseAnswer } from "./summary.ts";
 import { terminalSafeDeep } from "./terminal-safe.ts";
 import { fillWords, type PaintedWord, PIPE_WIDTH, paintedWords, wrap } from "./wrap.ts";
@@ -225,7 +226,7 @@ function groupText(
  * Every string of the answer is made terminal-safe first, so nothing it carries drives the terminal.
  */
 export function renderText(input: Answer, p: Paint = PLAIN, width = PIPE_WIDTH): string {
-  const answer = terminalSafeDeep(input);
+  const answer = terminalSafeDeep(input, { command: guardCommand });
   const s = summariseAnswer(answer);
   const out: string[] = summaryText(s, p, width);
   const counts = ["error", "warning", "info"]
