@@ -169,13 +169,13 @@ function skipElementExtras(c: Cursor): void {
   }
 }
 
-function elementAt(c: Cursor, types: readonly NftValueType[]): NftElement {
+function elementAt(c: Cursor, types: readonly NftValueType[], inSet = true): NftElement {
   const out: NftAtom[] = [];
   for (let k = 0; k < types.length; k++) {
     if (k > 0) c.expect(".");
     out.push(atomOrThrow(c.next(), types[k]!));
   }
-  skipElementExtras(c);
+  if (inSet) skipElementExtras(c);
   return out;
 }
 
@@ -215,11 +215,11 @@ function setRefAt(c: Cursor, types: readonly NftValueType[]): NftSetRef {
     c.i++;
     return { kind: "anonymous", elements };
   }
-  elements.push(elementAt(c, types));
+  elements.push(elementAt(c, types, false));
   // ct state established,related: a list of flags, any of which matches
   while (c.peek() === ",") {
     c.i++;
-    elements.push(elementAt(c, types));
+    elements.push(elementAt(c, types, false));
   }
   return { kind: "anonymous", elements };
 }

@@ -207,7 +207,7 @@ export function parseNftJson(text: string, file: string): Parsed<NftRuleset> {
   const at = (i: number, t: string): SourceRef => ({ file, line: starts[i] ?? 1, text: t });
   const problem = (i: number, code: string, message: string, t = "") =>
     diagnostics.push({ code, severity: "warning", message, source: at(i, t) });
-  list.forEach((item, i) => {
+  const readItem = (item: J, i: number): void => {
     const kv = only(item);
     if (!kv || !isObj(kv[1])) return;
     const [kind, o] = kv;
@@ -227,7 +227,10 @@ export function parseNftJson(text: string, file: string): Parsed<NftRuleset> {
         return;
       }
       case "chain": {
-        if (!table) return problem(i, "NFT_JSON", `chain ${o["name"]} of a table not listed`);
+        if (!table) {
+          problem(i, "NFT_JSON", `chain ${o["name"]} of a table not listed`);
+          return;
+        }
         const name = String(o["name"]);
         const chain: NftChain = { name, source: at(i, `chain ${name}`), rules: [] };
         if (typeof o["hook"] === "string") {
@@ -247,7 +250,10 @@ export function parseNftJson(text: string, file: string): Parsed<NftRuleset> {
       }
       case "set":
       case "map": {
-        if (!table) return problem(i, "NFT_JSON", `set ${o["name"]} of a table not listed`);
+        if (!table) {
+          problem(i, "NFT_JSON", `set ${o["name"]} of a table not listed`);
+          return;
+        }
         const keyTypes = Array.isArray(o["type"]) ? o["type"].map(String) : [String(o["type"])];
         const dataType =
           kind === "map"
@@ -290,8 +296,10 @@ export function parseNftJson(text: string, file: string): Parsed<NftRuleset> {
       }
       case "rule": {
         const chain = table?.chains.get(String(o["chain"]));
-        if (!table || !chain)
-          return problem(i, "NFT_JSON", `a rule of chain ${o["chain"]} not listed`);
+        if (!table || !chain) {
+          problem(i, "NFT_JSON", `a rule of chain ${o["chain"]} not listed`);
+          return;
+        }
         const exprs = Array.isArray(o["expr"]) ? o["expr"] : [];
         const t = exprs.map(statementText).join(" ");
         const comment =
@@ -319,7 +327,8 @@ export function parseNftJson(text: string, file: string): Parsed<NftRuleset> {
       default:
         return;
     }
-  });
+  };
+  list.forEach(readItem);
   // iptables-nft marks its tables only in its own rules' xt expressions and chain names
   for (const t of tables) {
     const xt = [...t.chains.values()].some((c) =>
