@@ -13,6 +13,7 @@ import type { KubeObject } from "../../evidence/kube-objects.ts";
 import type { IptablesDump } from "../../iptables/dump.ts";
 import { factsOfRule } from "../../iptables/owners.ts";
 import { type Evidence, type Finding, refToEvidence, type SourceRef } from "../../model/types.ts";
+import { ereLiteral, quoted, sh } from "../../report/shell-quote.ts";
 import { type NodeEvidence, ownerTexts } from "../../snapshot/load.ts";
 import type { AgentIntent } from "./intent.ts";
 
@@ -58,7 +59,7 @@ export function configInvalidFindings(intent: AgentIntent): Finding[] {
       explanation: `The agent exits at startup: ${intent.flagsFatal}. Its pods crash-loop, and nodes keep whatever rules were written before.`,
       evidence: [refToEvidence(intent.flagsSource ?? intent.daemonSet.source)],
       next: [
-        `kubectl -n kube-system get daemonset ${intent.daemonSet.name} -o yaml`,
+        sh`kubectl -n kube-system get daemonset ${intent.daemonSet.name} -o yaml`,
         "kubectl -n kube-system get pods -l k8s-app=ip-masq-agent",
       ],
     });
@@ -118,7 +119,7 @@ export function driftFindings(
         next: [
           "kubectl -n kube-system get pods -l k8s-app=ip-masq-agent -o wide",
           LOG_CMD,
-          `iptables-save -t nat | grep -E '${intent.flags.masqChain}|POSTROUTING'   # on ${node.name}`,
+          sh`iptables-save -t nat | grep -E ${quoted(`${ereLiteral(intent.flags.masqChain)}|POSTROUTING`)}   # on ${node.name}`,
         ],
       });
     }

@@ -17,6 +17,7 @@ import type { SourceRef } from "../../model/types.ts";
 import { type Cidr, contains, formatCidr, formatIp, mergeCidrs } from "../../net/cidr.ts";
 import { readNetworkPolicies } from "../../policy/network-policy.ts";
 import { describeSourceChangeBlocker, sourceChangeBlockers } from "../../policy/source-change.ts";
+import { ereLiteral, quoted, sh } from "../../report/shell-quote.ts";
 import type { Snapshot } from "../../snapshot/load.ts";
 import { driftFindings } from "./agent-findings.ts";
 import type { Coverage, NodeCoverage } from "./coverage.ts";
@@ -170,7 +171,7 @@ function admitToTerms(terms: Json[], node: NodeView): boolean {
 }
 
 const patchCmd = (ns: string, name: string, patch: Json) =>
-  `kubectl -n ${ns} patch daemonset ${name} --type strategic -p '${JSON.stringify(patch)}'`;
+  sh`kubectl -n ${ns} patch daemonset ${name} --type strategic -p ${quoted(JSON.stringify(patch))}`;
 
 const templateSpec = (spec: Json): Json => ({ spec: { template: { spec } } });
 
@@ -287,10 +288,10 @@ function missedNodesStep(
       Object.keys(change).length > 0
         ? [
             patchCmd(ns, ds.name, templateSpec(change)),
-            `kubectl -n ${ns} rollout status daemonset/${ds.name}`,
+            sh`kubectl -n ${ns} rollout status ${`daemonset/${ds.name}`}`,
             ...missed.map(
               (m) =>
-                `kubectl -n ${ns} get pods -l k8s-app=ip-masq-agent -o wide --field-selector spec.nodeName=${m.node}   # an agent pod Running here`,
+                sh`kubectl -n ${ns} get pods -l k8s-app=ip-masq-agent -o wide --field-selector ${`spec.nodeName=${m.node}`}   # an agent pod Running here`,
             ),
           ]
         : [],
@@ -306,10 +307,10 @@ function idleNodesStep(ds: DaemonSet, idle: readonly NodeCoverage[]): PlanStep {
     why: `The DaemonSet ${ds.namespace}/${ds.name} places a pod on ${idle.map((n) => n.node).join(", ")}, but none is running there.`,
     evidence: [ds.source],
     apply: [
-      `kubectl -n ${ds.namespace} describe daemonset ${ds.name}`,
+      sh`kubectl -n ${ds.namespace} describe daemonset ${ds.name}`,
       ...idle.map(
         (n) =>
-          `kubectl -n ${ds.namespace} get pods -o wide --field-selector spec.nodeName=${n.node}`,
+          sh`kubectl -n ${ds.namespace} get pods -o wide --field-selector ${`spec.nodeName=${n.node}`}`,
       ),
     ],
     rollback: [],
@@ -335,9 +336,9 @@ export function staleAgentSteps(
         why: `${f.explanation.split(". ")[0]}. The ConfigMap is right; the agent on ${node} has not written it (it may have failed or be stuck).`,
         evidence: f.evidence.map((e) => ({ file: e.file, line: e.line })),
         apply: [
-          `kubectl -n ${ns} logs ${pod.name} --tail=50   # why it stopped syncing`,
-          `kubectl -n ${ns} delete pod ${pod.name}   # the DaemonSet starts a new one, which writes the rules from the ConfigMap`,
-          `iptables-save -t nat | grep -E '${intent.flags.masqChain}'   # on ${node}: the rules the ConfigMap says`,
+          sh`kubectl -n ${ns} logs ${pod.name} --tail=50   # why it stopped syncing`,
+          sh`kubectl -n ${ns} delete pod ${pod.name}   # the DaemonSet starts a new one, which writes the rules from the ConfigMap`,
+          sh`iptables-save -t nat | grep -E ${quoted(ereLiteral(intent.flags.masqChain))}   # on ${node}: the rules the ConfigMap says`,
         ],
         rollback: ["nothing to roll back: the new pod runs the same ConfigMap"],
       },

@@ -23,6 +23,7 @@ import {
   parseCidr,
   tryParseCidr,
 } from "../../net/cidr.ts";
+import { ereLiteral, quoted, sh } from "../../report/shell-quote.ts";
 import type { Snapshot } from "../../snapshot/load.ts";
 import type { Destination } from "../endpoints.ts";
 import type { Coverage } from "./coverage.ts";
@@ -553,7 +554,7 @@ function planChecks(
   const dest = destinations[0]?.ip ?? "<DEST>";
   // conntrack takes one address or CIDR per -s: the first pod range (the whole range, usually)
   const podRangeText = formatCidr(podRanges[0]!);
-  const nodeCheck = `iptables-save -t nat | grep -E '${intent.flags.masqChain}'   # on every node: compare with the expected rules`;
+  const nodeCheck = sh`iptables-save -t nat | grep -E ${quoted(ereLiteral(intent.flags.masqChain))}   # on every node: compare with the expected rules`;
   const verifyDest = destinations[0] ? ` --dest ${destText.split(", ")[0]}` : "";
   const checks = [
     "kubectl -n kube-system get pods -l k8s-app=ip-masq-agent -o wide   # an agent on every node that runs affected pods",
