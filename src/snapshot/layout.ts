@@ -10,6 +10,8 @@ export type Artifact =
   | "ip-route"
   | "ip-addr"
   | "conntrack"
+  /** `ip rule` (the routing policy database; with `ip route show table all` in ip-route). */
+  | "ip-rule"
   /** Owner evidence, kept as text for the owner's reader (cases/masquerade/owners). */
   | OwnerArtifact;
 
@@ -64,6 +66,7 @@ const ARTIFACTS: readonly Artifact[] = [
   "ip-route",
   "ip-addr",
   "conntrack",
+  "ip-rule",
   ...OWNER_ARTIFACTS.filter((a) => a !== "cni-config"),
 ];
 

@@ -8,6 +8,7 @@
 import { type ConntrackEntry, readConntrack } from "../evidence/conntrack.ts";
 import { type NetInterface, readIpAddr } from "../evidence/ip-addr.ts";
 import { type Route, readIpRoute } from "../evidence/ip-route.ts";
+import { type IpRule, readIpRule } from "../evidence/ip-rule.ts";
 import { type KubeObject, readKubeObjects } from "../evidence/kube-objects.ts";
 import { type ProbeTranscript, parseProbeFile } from "../evidence/probes.ts";
 import { readSysctl, type SysctlValues } from "../evidence/sysctl.ts";
@@ -29,6 +30,8 @@ export interface HostEvidence {
   routes?: Route[];
   interfaces?: NetInterface[];
   conntrack?: ConntrackEntry[];
+  /** `ip rule` (nodes/<node>/ip-rule.txt): the routing policy database. */
+  ipRules?: IpRule[];
   /** `ipset save` / `ipset list` (nodes/<node>/ipset.txt), read once here for every owner. */
   ipsets?: IpsetDump;
   /**
@@ -166,6 +169,12 @@ function readHostArtifact(
     case "conntrack": {
       const r = readConntrack(text, rel);
       host.conntrack = r.value;
+      appendDiagnostics(diagnostics, r.diagnostics, rel);
+      return;
+    }
+    case "ip-rule": {
+      const r = readIpRule(text, rel);
+      host.ipRules = r.value;
       appendDiagnostics(diagnostics, r.diagnostics, rel);
       return;
     }
