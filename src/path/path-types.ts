@@ -91,6 +91,12 @@ export type PathStep =
       readonly src?: Ip;
       /** The `ip rule` line that sent the lookup to `table`, when policy rules were read. */
       readonly rule?: SourceRef;
+      /** What the main table alone says, when policy routing chose another device or gateway. */
+      readonly mainTable?: {
+        readonly dev?: string;
+        readonly via?: Ip;
+        readonly source?: SourceRef;
+      };
       readonly note: string;
       readonly source: SourceRef;
     }

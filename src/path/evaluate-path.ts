@@ -1,0 +1,505 @@
+/**
+ * @module path/evaluate-path — the packet's whole way through one node over iptables, in the
+ * kernel's order: raw and mangle PREROUTING (or OUTPUT), nat PREROUTING/OUTPUT (DNAT, kube-proxy's
+ * Service chains and their `statistic` branches, by the nat evaluator), the routing decision
+ * (`ip rule` and every table), mangle and filter INPUT or FORWARD (or OUTPUT), mangle and nat
+ * POSTROUTING. Each outcome cites every step; facts the evidence does not state fork the answer.
+ */
+import { lookupRoute } from "../evidence/ip-route.ts";
+import type { IptablesDump } from "../iptables/dump.ts";
+import { compileNat } from "../iptables/nat-eval.ts";
+import { addressKnowledge, normalizeProto, type PacketState } from "../iptables/nat-match.ts";
+import type {
+  Assumption,
+  CtState,
+  Flow,
+  NatContext,
+  NatEvaluator,
+  NatTrace,
+} from "../iptables/nat-trace.ts";
+import type { SourceRef } from "../model/types.ts";
+import type { Ip } from "../net/cidr.ts";
+import { type NatLeaf, natLeaves, natSteps } from "./nat-steps.ts";
+import type {
+  Hook,
+  PathEvaluator,
+  PathOutcome,
+  PathPacket,
+  PathResult,
+  PathStep,
+  PathVerdict,
+} from "./path-types.ts";
+import { decideRoute, hasLocalTable, type RoutingEvidence } from "./route-decision.ts";
+import { cloneState, TableWalker } from "./table-walk.ts";
+
+/** What the path evaluator knows about the node beyond its rules. */
+export interface PathContext extends NatContext {
+  readonly routing?: RoutingEvidence;
+}
+
+/** A packet part-way through the node: its state, the steps so far, what it took for true. */
+interface Partial {
+  readonly st: PacketState;
+  readonly steps: readonly PathStep[];
+  readonly assumptions: readonly Assumption[];
+  readonly prob: number;
+}
+
+const FULL = 0xffffffff;
+
+/**
+ * Compiles a node's dump (every table) for whole-path questions.
+ *
+ * @example
+ * const path = compilePath(dump, { routing: { routes, rules }, localAddresses });
+ * path.evaluate({ src, dst: parseIp("10.96.0.10"), proto: "udp", dport: 53, origin: "pod" });
+ */
+export function compilePath(dump: IptablesDump, ctx: PathContext = {}): PathEvaluator {
+  const nat = compileNat(dump, ctx);
+  const ifaceAddrs = (ctx.interfaces ?? []).flatMap((i) => i.addresses ?? []);
+  const k = addressKnowledge(
+    ctx.localAddresses,
+    ifaceAddrs,
+    ctx.addressFacts,
+    ctx.ipsets,
+    ctx.ipsetFile,
+  );
+  const walkers = {
+    raw: new TableWalker(dump, "raw", k),
+    mangle: new TableWalker(dump, "mangle", k),
+    filter: new TableWalker(dump, "filter", k),
+  };
+  return {
+    evaluate: (packet) => {
+      if (packet.ctstate === "unknown") {
+        // the connection's state is not given: a new connection and an established one, both
+        const ref: SourceRef = { file: dump.file, line: 0, text: "(the connection's state)" };
+        const both = (["NEW", "ESTABLISHED"] as const).flatMap((cs) => {
+          const r = evaluateOne(dump, ctx, nat, walkers, { ...packet, ctstate: cs });
+          const a: Assumption = {
+            fact: "the packet belongs to a connection conntrack already knows",
+            rule: ref,
+            reason: "the connection's state was not given",
+            decide: { command: "conntrack -L   # on the node" },
+            holds: cs === "ESTABLISHED",
+          };
+          return r.outcomes.map((o) => ({ ...o, assumptions: [a, ...o.assumptions] }));
+        });
+        return { packet, outcomes: both, notes: [] };
+      }
+      return evaluateOne(dump, ctx, nat, walkers, packet);
+    },
+  };
+}
+
+type Walkers = {
+  readonly raw: TableWalker;
+  readonly mangle: TableWalker;
+  readonly filter: TableWalker;
+};
+
+function initialState(dump: IptablesDump, p: PathPacket, inIface: string | undefined): PacketState {
+  const ctstate: CtState = p.ctstate === undefined || p.ctstate === "unknown" ? "NEW" : p.ctstate;
+  return {
+    family: dump.family,
+    src: p.src.value,
+    dst: p.dst.value,
+    origSrc: p.src.value,
+    origDst: p.dst.value,
+    proto: normalizeProto(p.proto),
+    sport: p.sport,
+    dport: p.dport,
+    inIface: p.origin === "host" ? "" : inIface,
+    outIface: "",
+    mark: (p.mark ?? 0) >>> 0,
+    markKnown: FULL,
+    ctmark: 0,
+    ctmarkKnown: ctstate === "NEW" ? FULL : 0,
+    ctstate,
+    dnatted: false,
+    reason: "",
+    branchP: 1,
+    branchNote: "",
+    premise: undefined,
+    taken: undefined,
+    factsUsed: undefined,
+    unknown: undefined,
+  };
+}
+
+function evaluateOne(
+  dump: IptablesDump,
+  ctx: PathContext,
+  nat: NatEvaluator,
+  walkers: Walkers,
+  p: PathPacket,
+): PathResult {
+  const notes: string[] = [];
+  const routes = ctx.routing?.routes;
+  const host = p.origin === "host";
+  const inIface = host
+    ? undefined
+    : (p.inIface ?? (routes ? lookupRoute(routes, p.src)?.dev : undefined));
+  const outcomes: PathOutcome[] = [];
+  const start: Partial = {
+    st: initialState(dump, p, inIface),
+    steps: [],
+    assumptions: [],
+    prob: 1,
+  };
+  const first: Hook = host ? "OUTPUT" : "PREROUTING";
+  // raw, then mangle, at the first hook
+  let live = [start];
+  for (const t of ["raw", "mangle"] as const) {
+    live = live.flatMap((x) => walkTable(walkers[t], first, x, outcomes, p));
+  }
+  for (const x of live) natThenRoute(dump, ctx, nat, walkers, p, x, inIface, outcomes, notes);
+  return { packet: p, outcomes, notes };
+}
+
+/** One table's walk of a partial packet: the walks that go on; those that end go into `out`. */
+function walkTable(
+  w: TableWalker,
+  hook: Hook,
+  x: Partial,
+  out: PathOutcome[],
+  p: PathPacket,
+): Partial[] {
+  if (!w.present) return [x];
+  const go: Partial[] = [];
+  for (const e of w.walk(hook, x.st)) {
+    const steps = [...x.steps, ...e.steps];
+    const assumptions = [...x.assumptions, ...newTaken(x.st, e.st)];
+    const prob = x.prob * e.prob;
+    const end = e.end;
+    if (end.kind === "accept") {
+      go.push({ st: e.st, steps, assumptions, prob });
+      continue;
+    }
+    const verdict: PathVerdict =
+      end.kind === "drop"
+        ? { kind: "dropped", by: end.by, table: w.table, chain: end.chain }
+        : end.kind === "reject"
+          ? { kind: "rejected", with: end.with, by: end.by, table: w.table, chain: end.chain }
+          : { kind: "undecided", reason: end.reason, at: end.at, unknowns: [] };
+    out.push(finish(p, e.st, steps, assumptions, prob, verdict, hook));
+  }
+  return go;
+}
+
+/** The assumptions a walk took beyond those the packet came in with. */
+function newTaken(before: PacketState, after: PacketState): Assumption[] {
+  const had = before.taken?.length ?? 0;
+  return (after.taken ?? []).slice(had).map((t) => t.assumption);
+}
+
+function finish(
+  p: PathPacket,
+  st: PacketState,
+  steps: readonly PathStep[],
+  assumptions: readonly Assumption[],
+  prob: number,
+  verdict: PathVerdict,
+  hook: Hook,
+): PathOutcome {
+  const family = p.dst.family;
+  return {
+    steps,
+    verdict,
+    assumptions,
+    probability: prob,
+    dstOut: { family, value: st.dst },
+    ...(st.dport !== undefined ? { dportOut: st.dport } : {}),
+    kind: p.origin === "host" ? "output" : hook === "INPUT" ? "local" : "forward",
+  };
+}
+
+function natThenRoute(
+  dump: IptablesDump,
+  ctx: PathContext,
+  nat: NatEvaluator,
+  walkers: Walkers,
+  p: PathPacket,
+  x: Partial,
+  inIface: string | undefined,
+  out: PathOutcome[],
+  notes: string[],
+): void {
+  const host = p.origin === "host";
+  const markKnown = x.st.markKnown === FULL;
+  const baseFlow: Flow = {
+    src: p.src,
+    dst: p.dst,
+    proto: p.proto,
+    ...(p.sport !== undefined ? { sport: p.sport } : {}),
+    ...(p.dport !== undefined ? { dport: p.dport } : {}),
+    origin: p.origin,
+    ...(inIface ? { inIface } : {}),
+    ...(markKnown ? { mark: x.st.mark } : {}),
+    ...(x.st.ctstate !== "NEW" ? { ctstate: x.st.ctstate } : {}),
+  };
+  // the node's own traffic is routed before nat OUTPUT: the interface its `-o` rules see
+  const firstRoute = host
+    ? decideRoute(ctx.routing ?? {}, { dst: p.dst, mark: x.st.mark })
+    : undefined;
+  const hostDev = firstRoute?.kind === "route" ? firstRoute.route.dev : undefined;
+  const t1 = nat.evaluate(host && hostDev ? { ...baseFlow, outIface: hostDev } : baseFlow);
+  for (const n of t1.notes) if (!notes.includes(n)) notes.push(n);
+  for (const leaf of natLeaves(t1)) {
+    const st = cloneState(x.st);
+    const pre = natSteps(dump, leaf.trace, st);
+    const steps = [...x.steps, ...pre.steps];
+    const assumptions = [...x.assumptions, ...(leaf.trace.assumptions ?? [])];
+    const prob = x.prob * leaf.probability;
+    const d = leaf.trace.dstOut;
+    if (d) {
+      st.dst = d.ip.value;
+      st.dport = d.port;
+      if (d.how !== "unchanged") st.dnatted = true;
+    }
+    if (leaf.trace.decision === "cannot-decide" || leaf.trace.decision === "dropped") {
+      const u = leaf.trace.undecided;
+      const verdict: PathVerdict =
+        leaf.trace.decision === "dropped"
+          ? {
+              kind: "dropped",
+              by: leaf.trace.decidingRule ?? { file: dump.file, line: 0 },
+              table: "nat",
+              chain: "",
+            }
+          : {
+              kind: "undecided",
+              reason: u?.reason ?? "the nat table cannot be evaluated",
+              ...(u ? { at: u.rule } : {}),
+              unknowns: [],
+            };
+      out.push(finish(p, st, steps, assumptions, prob, verdict, "PREROUTING"));
+      continue;
+    }
+    routeAndFilter(
+      dump,
+      ctx,
+      nat,
+      walkers,
+      p,
+      baseFlow,
+      leaf,
+      {
+        st,
+        steps,
+        assumptions,
+        prob,
+      },
+      out,
+    );
+  }
+}
+
+function routeAndFilter(
+  dump: IptablesDump,
+  ctx: PathContext,
+  nat: NatEvaluator,
+  walkers: Walkers,
+  p: PathPacket,
+  flow: Flow,
+  leaf: NatLeaf,
+  x: Partial,
+  out: PathOutcome[],
+): void {
+  const st = x.st;
+  const family = p.dst.family;
+  const dst: Ip = { family, value: st.dst };
+  const host = p.origin === "host";
+  const routing = ctx.routing ?? {};
+  const r = decideRoute(routing, {
+    dst,
+    ...(host ? {} : { src: p.src }),
+    ...(host ? { iif: "lo" } : st.inIface ? { iif: st.inIface } : {}),
+    ...(st.markKnown === FULL ? { mark: st.mark } : {}),
+    proto: st.proto,
+    ...(st.sport !== undefined ? { sport: st.sport } : {}),
+    ...(st.dport !== undefined ? { dport: st.dport } : {}),
+  });
+  const steps = [...x.steps];
+  let local = leaf.trace.delivery === "local";
+  let dev: string | undefined;
+  let via: Ip | undefined;
+  if (r.kind === "route") {
+    const route = r.route;
+    if (hasLocalTable(routing.routes) || route.type === "local") local = route.type === "local";
+    dev = route.dev;
+    via = route.via;
+    const main = r.mainDiffers?.route;
+    steps.push({
+      kind: "route",
+      dst,
+      table: route.table,
+      routeType: route.type,
+      ...(route.dev ? { dev: route.dev } : {}),
+      ...(route.via ? { via: route.via } : {}),
+      ...(route.src ? { src: route.src } : {}),
+      ...(r.rule ? { rule: r.rule.source } : {}),
+      ...(r.mainDiffers
+        ? {
+            mainTable: {
+              ...(main?.dev ? { dev: main.dev } : {}),
+              ...(main?.via ? { via: main.via } : {}),
+              ...(main ? { source: main.source } : {}),
+            },
+          }
+        : {}),
+      note: `${route.type === "local" ? "local" : "route"} in table ${route.table}${route.dev ? ` dev ${route.dev}` : ""}`,
+      source: route.source,
+    });
+  } else if (r.kind === "refused") {
+    if (!local) {
+      out.push(
+        finish(
+          p,
+          st,
+          steps,
+          x.assumptions,
+          x.prob,
+          {
+            kind: "unroutable",
+            how: r.how,
+            ...(r.by ? { by: r.by } : {}),
+          },
+          "FORWARD",
+        ),
+      );
+      return;
+    }
+  } else if (r.kind === "undecided") {
+    out.push(
+      finish(
+        p,
+        st,
+        steps,
+        x.assumptions,
+        x.prob,
+        {
+          kind: "undecided",
+          reason: `policy routing: rule ${r.rule.priority} tests ${r.fact}, which is not known`,
+          at: r.rule.source,
+          unknowns: [
+            {
+              fact: `the packet matches ip rule ${r.rule.priority}`,
+              rule: r.rule.source,
+              reason: `it tests ${r.fact}`,
+              decide: {
+                ...(routing.rulesFile ? { file: routing.rulesFile } : {}),
+                command: "ip rule; ip route show table all   # on the node",
+              },
+            },
+          ],
+        },
+        "PREROUTING",
+      ),
+    );
+    return;
+  }
+  const dport = st.dport;
+  if (local) {
+    // delivered: mangle INPUT, filter INPUT (the node's own traffic passes OUTPUT first)
+    const hooks: Hook[] = host ? ["OUTPUT", "INPUT"] : ["INPUT"];
+    let live: Partial[] = [{ ...x, st, steps }];
+    for (const h of hooks) {
+      for (const w of [walkers.mangle, walkers.filter]) {
+        live = live.flatMap((y) => {
+          y.st.inIface = h === "INPUT" ? (host ? "lo" : y.st.inIface) : "";
+          y.st.outIface = h === "OUTPUT" ? "lo" : "";
+          return walkTable(w, h, y, out, p);
+        });
+      }
+    }
+    for (const y of live) {
+      out.push({
+        ...finish(
+          p,
+          y.st,
+          y.steps,
+          y.assumptions,
+          y.prob,
+          { kind: "delivered", dst, ...(dport !== undefined ? { port: dport } : {}) },
+          "INPUT",
+        ),
+        kind: host ? "output" : "local",
+      });
+    }
+    return;
+  }
+  // forwarded (or sent by the node): mangle and filter FORWARD/OUTPUT, mangle POSTROUTING
+  const hook: Hook = host ? "OUTPUT" : "FORWARD";
+  let live: Partial[] = [{ ...x, st, steps }];
+  for (const w of [walkers.mangle, walkers.filter]) {
+    live = live.flatMap((y) => {
+      y.st.outIface = dev;
+      if (host) y.st.inIface = "";
+      return walkTable(w, hook, y, out, p);
+    });
+  }
+  live = live.flatMap((y) => {
+    y.st.inIface = "";
+    return walkTable(walkers.mangle, "POSTROUTING", y, out, p);
+  });
+  if (live.length === 0) return;
+  // nat POSTROUTING: the nat evaluator again, now with the interface the route chose
+  const t2 = nat.evaluate({
+    ...flow,
+    ...(dev ? { outIface: dev } : {}),
+    ...(st.dst === p.dst.value ? { dstLocal: false } : {}),
+  });
+  const same = natLeaves(t2).find(
+    (l) =>
+      l.trace.dstOut?.ip.value === st.dst &&
+      l.trace.dstOut?.port === st.dport &&
+      l.trace.delivery !== "local" &&
+      dnatRule(l.trace) === dnatRule(leaf.trace),
+  );
+  for (const y of live) {
+    const ysteps = [...y.steps];
+    let src: Ip | undefined;
+    if (same) {
+      const post = natSteps(dump, same.trace, y.st, "post");
+      ysteps.push(...post.steps);
+      const so = same.trace.sourceOut;
+      src = so?.ip;
+      const decision = same.trace.decision;
+      if (decision === "masquerade" || decision === "snat" || decision === "keep") {
+        ysteps.push({
+          kind: "snat",
+          decision,
+          from: p.src,
+          ...(src ? { to: src } : {}),
+          note: so?.note ?? decision,
+          source: same.trace.decidingRule ?? { file: dump.file, line: 0 },
+        });
+      }
+    }
+    out.push(
+      finish(
+        p,
+        y.st,
+        ysteps,
+        y.assumptions,
+        y.prob,
+        {
+          kind: "forwarded",
+          ...(dev ? { dev } : {}),
+          ...(via ? { via } : {}),
+          ...(src ? { src } : {}),
+          dst,
+          ...(dport !== undefined ? { port: dport } : {}),
+        },
+        hook,
+      ),
+    );
+  }
+}
+
+/** The rule that rewrote the destination on a nat trace (its line), or "" when none did. */
+function dnatRule(t: NatTrace): string {
+  const s = t.steps.find((x) => x.kind === "dnat" || x.kind === "redirect");
+  return s ? `${s.source.file}:${s.source.line}` : "";
+}

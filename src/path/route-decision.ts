@@ -1,0 +1,116 @@
+/**
+ * @module path/route-decision — the routing decision of the path: `ip rule` (or, without it, the
+ * kernel's three default rules) over every table `ip route show table all` printed, as
+ * evidence/ip-rule-lookup walks them; what the main table alone would have said, to tell when
+ * policy routing sends the packet elsewhere; and whether the destination is the node's own.
+ */
+
+import { lookupRoute, type Route } from "../evidence/ip-route.ts";
+import type { IpRule } from "../evidence/ip-rule.ts";
+import { type PolicyDecision, routeByPolicy } from "../evidence/ip-rule-lookup.ts";
+import type { SourceRef } from "../model/types.ts";
+import type { Ip } from "../net/cidr.ts";
+
+/** The node's routing evidence. */
+export interface RoutingEvidence {
+  /** Every table's routes (`ip route show table all`), or only the main table's. */
+  readonly routes?: readonly Route[];
+  /** `ip rule`; absent: the kernel's defaults (0 local, 32766 main, 32767 default). */
+  readonly rules?: readonly IpRule[];
+  /** Where the rules belong in the snapshot, named when they decide nothing yet. */
+  readonly rulesFile?: string;
+}
+
+export type RouteAnswer =
+  | {
+      readonly kind: "route";
+      readonly route: Route;
+      /** The policy rule that chose the table (undefined: the kernel's default rules). */
+      readonly rule?: IpRule;
+      /** The main table's answer when it differs in device or gateway from the one chosen. */
+      readonly mainDiffers?: { readonly route?: Route };
+    }
+  | {
+      readonly kind: "refused";
+      readonly how: "no-route" | "blackhole" | "unreachable" | "prohibit";
+      readonly by?: SourceRef;
+    }
+  | { readonly kind: "undecided"; readonly fact: string; readonly rule: IpRule }
+  /** No routes in the evidence at all. */
+  | { readonly kind: "unknown" };
+
+const defaultRules = (): IpRule[] =>
+  (
+    [
+      [0, "local"],
+      [32766, "main"],
+      [32767, "default"],
+    ] as const
+  ).map(([priority, table]) => ({
+    priority,
+    not: false,
+    action: "lookup",
+    table,
+    attributes: {},
+    source: {
+      file: "(the kernel's default rules)",
+      line: 0,
+      text: `${priority}:\tfrom all lookup ${table}`,
+    },
+  }));
+
+/** What is known of the packet at the routing decision. */
+export interface RoutedPacket {
+  readonly dst: Ip;
+  readonly src?: Ip;
+  readonly iif?: string;
+  readonly mark?: number;
+  readonly proto?: string;
+  readonly sport?: number;
+  readonly dport?: number;
+}
+
+/** The route the kernel chooses for the packet. */
+export function decideRoute(ev: RoutingEvidence, p: RoutedPacket): RouteAnswer {
+  const routes = ev.routes;
+  if (!routes || routes.length === 0) return { kind: "unknown" };
+  const rules = ev.rules && ev.rules.length > 0 ? ev.rules : defaultRules();
+  const d: PolicyDecision = routeByPolicy(rules, routes, {
+    dst: p.dst,
+    ...(p.src ? { src: p.src } : {}),
+    ...(p.iif ? { iif: p.iif } : {}),
+    ...(p.mark !== undefined ? { mark: p.mark } : {}),
+    ...(p.proto ? { ipproto: p.proto } : {}),
+    ...(p.sport !== undefined ? { sport: p.sport } : {}),
+    ...(p.dport !== undefined ? { dport: p.dport } : {}),
+  });
+  switch (d.kind) {
+    case "route": {
+      const route = d.route;
+      if (route.type === "blackhole" || route.type === "unreachable" || route.type === "prohibit")
+        return { kind: "refused", how: route.type, by: route.source };
+      const main = lookupRoute(routes, p.dst, "main");
+      const differs =
+        route.type !== "local" &&
+        route.table !== "main" &&
+        (main?.dev !== route.dev || main?.via?.value !== route.via?.value);
+      return {
+        kind: "route",
+        route,
+        ...(ev.rules && ev.rules.length > 0 ? { rule: d.rule } : {}),
+        ...(differs ? { mainDiffers: main ? { route: main } : {} } : {}),
+      };
+    }
+    case "refused":
+      return { kind: "refused", how: d.action, by: d.rule.source };
+    case "no-route":
+      return { kind: "refused", how: "no-route" };
+    case "undecided":
+      return { kind: "undecided", fact: d.fact, rule: d.rule };
+  }
+}
+
+/** Whether the evidence holds the local table (`ip route show table all`, or `table local`). */
+export function hasLocalTable(routes: readonly Route[] | undefined): boolean {
+  return (routes ?? []).some((r) => r.table === "local");
+}
