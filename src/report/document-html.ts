@@ -7,6 +7,8 @@
 import type { Block, Document, ListItem, Text } from "./document.ts";
 import { spansOf } from "./document.ts";
 import { CSS, findingHtml, html, pathHtml, raw, type SafeHtml } from "./html.ts";
+import { guardCommand } from "./shell-quote.ts";
+import { terminalSafeDeep } from "./terminal-safe.ts";
 
 const MORE_CSS = `pre{background:#f4f4f4;padding:.5rem .8rem;overflow-x:auto}
 .good{color:#2f7d32}.bad{color:#c62828}.warn{color:#b26a00}.dim{color:#666}
@@ -70,7 +72,9 @@ function blocksHtml(blocks: readonly Block[], level: number): SafeHtml {
 }
 
 /** The document as one standalone HTML page. */
-export function renderDocumentHtml(doc: Document): string {
+export function renderDocumentHtml(input: Document): string {
+  // control characters shown visibly and unsafe commands refused, as in text and Markdown
+  const doc = terminalSafeDeep(input, { command: guardCommand });
   const title = doc.title ?? `podpath ${doc.question}`;
   return html`<!doctype html>
 <html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width,initial-scale=1">

@@ -8,7 +8,9 @@ import type { Answer, PathHop, PathView, Verdict } from "../model/answer.ts";
 import type { Finding } from "../model/types.ts";
 import { VERDICT_LABEL } from "../model/verdict.ts";
 import type { CauseGroup } from "./causality.ts";
+import { guardCommand } from "./shell-quote.ts";
 import { type Summary, summariseAnswer } from "./summary.ts";
+import { terminalSafeDeep } from "./terminal-safe.ts";
 
 /** Text that is already safe HTML (built by {@link html} or {@link raw}). */
 export class SafeHtml {
@@ -188,7 +190,9 @@ function groupHtml(g: CauseGroup, causedBy?: string): SafeHtml[] {
  * what follows from it and the fix to try first, the verdict's path, the findings by cause (each
  * consequence indented under its cause), the other paths, what would decide more.
  */
-export function renderHtml(answer: Answer): string {
+export function renderHtml(input: Answer): string {
+  // control characters shown visibly and unsafe commands refused, as in text and Markdown
+  const answer = terminalSafeDeep(input, { command: guardCommand });
   const s = summariseAnswer(answer);
   const { verdict, groups } = s;
   const findings = answer.findings;
