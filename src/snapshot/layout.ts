@@ -115,8 +115,13 @@ function placeOf(rel: string): FileRole {
   if (top === "pods" && parts.length === 4) {
     const artifact = artifactOf(base);
     if (artifact) return { kind: "pod", namespace: parts[1]!, pod: parts[2]!, artifact };
-    // VPN files: OpenVPN and WireGuard configs, `wg show` / `wg showconf` output
-    if (/\.(conf|ovpn)$/.test(base) || /^wg-show(conf)?(\.txt)?$/.test(base)) {
+    // VPN files: OpenVPN, WireGuard and IPsec configs, `wg show` / `wg showconf` output,
+    // `ipsec statusall`, `swanctl --list-sas`, `ip xfrm policy|state` output
+    if (
+      /\.(conf|ovpn)$/.test(base) ||
+      /^wg-show(conf)?(\.txt)?$/.test(base) ||
+      /^(ipsec-statusall|swanctl-list-sas|xfrm-policy|xfrm-state)(\.txt)?$/.test(base)
+    ) {
       return { kind: "vpn-config", namespace: parts[1]!, pod: parts[2]! };
     }
     return { kind: "unknown" };
@@ -146,7 +151,9 @@ export const LAYOUT_HELP = `A snapshot is a folder (or .tar.gz of one) with any 
                                      ipset, nft-ruleset, cilium-bpf-ipmasq, cilium-status,
                                      kubelet-flags; nodes/<node>/cni/*.conflist
   pods/<ns>/<pod>/sysctl.txt         also iptables-save, ip-route, ip-addr, openvpn.conf, wg0.conf,
-                                     wg-show.txt (wg show), helm-values.yaml (helm get values
+                                     wg-show.txt (wg show), ipsec.conf, swanctl.conf,
+                                     ipsec-statusall.txt, swanctl-list-sas.txt, xfrm-policy.txt,
+                                     xfrm-state.txt, helm-values.yaml (helm get values
                                      of the VPN release)
   captures/<name>.pcap|.pcapng|.txt  tcpdump -w output or tcpdump text (any flags) (+ <name>.yaml: point, phase)
   remote/*.yaml                      the far side: routes back, VPN selectors, allowlists
