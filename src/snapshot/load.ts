@@ -16,6 +16,9 @@ import type { IptablesDump } from "../iptables/dump.ts";
 import { type IpsetDump, parseIpset } from "../iptables/ipset-parser.ts";
 import { readIptablesText } from "../iptables/read-iptables-text.ts";
 import type { Diagnostic } from "../model/types.ts";
+import { activeRules } from "../nftables/active-rules.ts";
+import type { NftRuleset } from "../nftables/model.ts";
+import { readNftRuleset } from "../nftables/read-ruleset.ts";
 import { streamClusterFile } from "./kube-list-stream.ts";
 import { type Artifact, classifyPath, type OwnerArtifact } from "./layout.ts";
 import { decodeText, type SnapshotSource } from "./source.ts";
@@ -34,6 +37,13 @@ export interface HostEvidence {
   ipRules?: IpRule[];
   /** `ipset save` / `ipset list` (nodes/<node>/ipset.txt), read once here for every owner. */
   ipsets?: IpsetDump;
+  /** `nft list ruleset` / `nft -j list ruleset` (nodes/<node>/nft-ruleset.txt), read once here. */
+  nftables?: NftRuleset;
+  /**
+   * Which reading answers the nat question when the node shows nftables rules (set at load with
+   * a NFT_ACTIVE_RULES diagnostic saying what the kernel runs): see nftables/active-rules.
+   */
+  natFrom?: "iptables" | "nftables" | "none";
   /**
    * Owner evidence as text, in the order read (several CNI config files may be there); its
    * owner's reader parses it (cases/masquerade/owners) and cites `file`.
@@ -185,6 +195,13 @@ function readHostArtifact(
       keepOwnerText(host, artifact, rel, text);
       return;
     }
+    case "nft-ruleset": {
+      const r = readNftRuleset(text, rel);
+      host.nftables = r.value;
+      appendDiagnostics(diagnostics, r.diagnostics, rel);
+      keepOwnerText(host, artifact, rel, text);
+      return;
+    }
     default:
       keepOwnerText(host, artifact, rel, text);
       return;
@@ -256,6 +273,15 @@ export function loadSnapshot(source: SnapshotSource): Snapshot {
     const c = snap.captures[i]!;
     const meta = captureMeta.get(c.name);
     if (meta) snap.captures[i] = { ...c, metaFile: meta };
+  }
+  // a node showing nftables rules: which rules the kernel runs, and which answers the nat question
+  for (const node of snap.nodes.values()) {
+    if (!node.nftables) continue;
+    const nftFile = node.nftables.file;
+    const iptFile = node.iptables?.file ?? `nodes/${node.name}/iptables-save.txt`;
+    const a = activeRules(node.iptables, node.nftables, iptFile, nftFile);
+    node.natFrom = a.nat;
+    snap.diagnostics.push(a.diagnostic);
   }
   if (snap.unknownFiles.length > 0) {
     snap.diagnostics.push({

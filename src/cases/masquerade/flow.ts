@@ -18,6 +18,8 @@ import type {
 import type { NodeView } from "../../k8s/objects.ts";
 import type { SourceRef } from "../../model/types.ts";
 import type { Ip } from "../../net/cidr.ts";
+import type { NftRuleset } from "../../nftables/model.ts";
+import { compileNftNat } from "../../nftables/nat-eval.ts";
 import type { NodeEvidence } from "../../snapshot/load.ts";
 
 export interface FlowQuestion {
@@ -99,12 +101,24 @@ function contextOf(
   };
 }
 
+const nftEvaluators = new WeakMap<NftRuleset, Map<number, NatEvaluator>>();
+
 function evaluatorOf(
   node: NodeEvidence,
   view: NodeView | undefined,
   addressFacts: readonly AddressFact[],
   family: 4 | 6 = 4,
 ): NatEvaluator | undefined {
+  // a node whose nat rules the kernel runs from nftables (kube-proxy's nftables mode): that listing
+  const rs = node.natFrom === "nftables" ? node.nftables : undefined;
+  if (rs) {
+    const byFamily = nftEvaluators.get(rs) ?? new Map<number, NatEvaluator>();
+    nftEvaluators.set(rs, byFamily);
+    const ev =
+      byFamily.get(family) ?? compileNftNat(rs, contextOf(node, view, addressFacts, family));
+    byFamily.set(family, ev);
+    return ev;
+  }
   const dump = dumpFor(node, family);
   if (!dump) return undefined;
   let e = evaluators.get(dump);
