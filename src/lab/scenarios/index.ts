@@ -45,10 +45,12 @@ export const SCENARIOS: Readonly<Record<string, () => Promise<Scenario<unknown>>
   "bridge-cni": async () => (await import("./bridge-cni.ts")).scenario as Scenario<unknown>,
   calico: async () => (await import("./calico.ts")).scenario as Scenario<unknown>,
   cilium: async () => (await import("./cilium.ts")).scenario as Scenario<unknown>,
+  filter: async () => (await import("./filter.ts")).scenario as Scenario<unknown>,
   flannel: async () => (await import("./flannel.ts")).scenario as Scenario<unknown>,
   ipsec: async () => (await import("./ipsec.ts")).scenario as Scenario<unknown>,
   kubenet: async () => (await import("./kubenet.ts")).scenario as Scenario<unknown>,
   masquerade: async () => (await import("./masquerade.ts")).scenario as Scenario<unknown>,
+  service: async () => (await import("./service.ts")).scenario as Scenario<unknown>,
   vpn: async () => (await import("./vpn.ts")).scenario as Scenario<unknown>,
 };
 

@@ -1,0 +1,197 @@
+/**
+ * The service and filter replicas on the real kernel: kube-proxy-shaped rules loaded with
+ * iptables-restore, a connection from the client pod to each target, the ICMP error the kernel
+ * sent (seen by tcpdump in the pod) held against podpath's whole-path verdict on the snapshot
+ * written (iptables-save, ip route show table all, ip rule, ip addr).
+ */
+import assert from "node:assert/strict";
+import { mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { after, describe, it } from "node:test";
+import { formatIp, parseIp } from "../../net/cidr.ts";
+import { nodePathEvaluator } from "../../path/node-path.ts";
+import type { PathOutcome } from "../../path/path-types.ts";
+import { loadSnapshot } from "../../snapshot/load.ts";
+import { openSnapshot } from "../../snapshot/source.ts";
+import { kernelSkip } from "../kernel-guard.ts";
+import { createLab } from "../netns.ts";
+import { FILTER_TARGETS, scenario as filterScenario } from "./filter.ts";
+import type { Scenario } from "./index.ts";
+import { SERVICE_TARGETS, scenario as serviceScenario } from "./service.ts";
+import {
+  buildServiceLab,
+  type ConnectResult,
+  connectFrom,
+  icmpKindOf,
+  type ProbeTarget,
+  probeServiceLab,
+  SVC_CLIENT_IP,
+  SVC_NODE,
+  stopServiceLab,
+} from "./service-lab.ts";
+import { serviceRestoreText } from "./service-rules.ts";
+
+describe("icmpKindOf", () => {
+  it("reads tcpdump's words for each ICMP error a REJECT sends", () => {
+    const at = "IP 192.168.50.10 > 10.244.1.7: ICMP";
+    assert.equal(
+      icmpKindOf(`${at} host 10.96.0.1 unreachable - admin prohibited, length 68`),
+      "icmp-host-prohibited",
+    );
+    assert.equal(
+      icmpKindOf(`${at} 10.96.0.60 tcp port 80 unreachable, length 68`),
+      "icmp-port-unreachable",
+    );
+    assert.equal(
+      icmpKindOf(`${at} host 10.96.0.1 unreachable - admin prohibited filter, length 68`),
+      "icmp-admin-prohibited",
+    );
+    assert.equal(icmpKindOf(`${at} echo reply, id 1, seq 1, length 64`), undefined);
+  });
+});
+
+const skip = kernelSkip();
+const dirs: string[] = [];
+after(() => {
+  for (const d of dirs) rmSync(d, { recursive: true, force: true });
+});
+
+/**
+ * The kernel's answer in the words of a path verdict: a TCP reset without an ICMP error comes
+ * from the receiving host's stack (nothing listens there): netfilter let the packet through.
+ */
+function kernelWord(r: ConnectResult): string {
+  if (r.connected || (r.icmp === undefined && /refused/i.test(r.output))) return "through";
+  return `rejected ${r.icmp ?? "(no ICMP)"}`;
+}
+
+/** podpath's answer: every outcome's verdict (forks listed), in the same words. */
+function podpathWords(outcomes: readonly PathOutcome[]): string[] {
+  return [
+    ...new Set(
+      outcomes.map((o) => {
+        const v = o.verdict;
+        if (v.kind === "delivered" || v.kind === "forwarded") return "through";
+        if (v.kind === "rejected") return `rejected ${v.with}`;
+        return v.kind;
+      }),
+    ),
+  ];
+}
+
+async function runScenario<O>(s: Scenario<O>, opts: O) {
+  const lab = await createLab({ prefix: "ppsv" });
+  const dir = mkdtempSync(join(tmpdir(), "podpath-service-test-"));
+  dirs.push(dir);
+  try {
+    const out = await s.run({ lab, outDir: dir, log: () => {} }, opts);
+    return { dir, summary: out.summary };
+  } finally {
+    await lab.destroy();
+  }
+}
+
+function evaluateTargets(dir: string, targets: readonly ProbeTarget[]) {
+  const snap = loadSnapshot(openSnapshot(dir));
+  const node = snap.nodes.get(SVC_NODE);
+  assert.ok(
+    node?.iptables && node.routes && node.ipRules,
+    "the snapshot holds the node's rules and routes",
+  );
+  const ev = nodePathEvaluator(node);
+  assert.ok(ev);
+  return targets.map((t) =>
+    ev.evaluate({
+      src: parseIp(SVC_CLIENT_IP),
+      dst: parseIp(t.ip),
+      proto: "tcp",
+      dport: t.port,
+      origin: "pod",
+    }),
+  );
+}
+
+describe("lab service and filter replicas on the real kernel", { skip, concurrency: false }, () => {
+  it("service: the kernel's verdict per ClusterIP equals podpath's, and the DNAT is cited", async () => {
+    const { dir, summary } = await runScenario(serviceScenario, {});
+    const kernel = summary;
+    const results = evaluateTargets(dir, SERVICE_TARGETS);
+    const [web, api, orders] = results;
+    // web: DNAT to the endpoint pod, forwarded out its veth
+    const w = web!.outcomes[0]!;
+    assert.equal(w.verdict.kind, "forwarded");
+    assert.equal(formatIp(w.dstOut), "10.244.1.8");
+    const dnat = w.steps.find((s) => s.kind === "dnat");
+    assert.match(dnat?.source.text ?? "", /DNAT --to-destination 10\.244\.1\.8:8080/);
+    assert.ok(w.steps.some((s) => s.kind === "route" && s.dev === "veth-ep"));
+    // the node itself: delivered to INPUT, no POSTROUTING walked, CentOS's REJECT
+    const a = api!.outcomes[0]!;
+    assert.equal(a.kind, "local");
+    assert.ok(!a.steps.some((s) => s.kind === "hook" && s.hook === "POSTROUTING"));
+    assert.equal(a.verdict.kind, "rejected");
+    // no endpoints: kube-proxy's filter KUBE-SERVICES REJECT
+    const o = orders!.outcomes[0]!;
+    assert.equal(o.verdict.kind === "rejected" ? o.verdict.chain : "", "KUBE-SERVICES");
+    assert.match(
+      o.verdict.kind === "rejected" ? (o.verdict.by.text ?? "") : "",
+      /has no endpoints/,
+    );
+    // and the kernel agrees, flow by flow
+    for (const [i, t] of SERVICE_TARGETS.entries()) {
+      assert.ok(kernel[i]?.startsWith(t.label), kernel.join("\n"));
+    }
+    assert.deepEqual(podpathWords(web!.outcomes), ["through"]);
+    assert.match(kernel[0]!, /connected/);
+    assert.deepEqual(podpathWords(api!.outcomes), ["rejected icmp-host-prohibited"]);
+    assert.match(kernel[1]!, /refused \(icmp-host-prohibited\)/);
+    assert.deepEqual(podpathWords(orders!.outcomes), ["rejected icmp-port-unreachable"]);
+    assert.match(kernel[2]!, /refused \(icmp-port-unreachable\)/);
+  });
+
+  it("filter: the FORWARD REJECT before Flannel's accepts refuses as podpath says; --fixed lets it through", async () => {
+    for (const fixed of [false, true]) {
+      const { dir, summary } = await runScenario(filterScenario, {
+        fixed: fixed ? "true" : "false",
+      });
+      const [r] = evaluateTargets(dir, FILTER_TARGETS);
+      const words = podpathWords(r!.outcomes);
+      if (fixed) {
+        assert.deepEqual(words, ["through"]);
+        assert.match(summary[0]!, /connected/);
+      } else {
+        assert.deepEqual(words, ["rejected icmp-host-prohibited"]);
+        assert.match(summary[0]!, /refused \(icmp-host-prohibited\)/);
+        const v = r!.outcomes[0]!.verdict;
+        assert.equal(v.kind === "rejected" ? v.chain : "", "FORWARD");
+      }
+    }
+  });
+
+  it("the other mix (FORWARD REJECT, open INPUT, no Flannel): every probe's kernel verdict equals podpath's", async () => {
+    const lab = await createLab({ prefix: "ppsv" });
+    const dir = mkdtempSync(join(tmpdir(), "podpath-service-mix-"));
+    dirs.push(dir);
+    try {
+      const l = await buildServiceLab(
+        lab,
+        serviceRestoreText({ centosInput: false, centosForward: true, flannel: false }),
+      );
+      const targets = [...SERVICE_TARGETS, ...FILTER_TARGETS];
+      const kernel: ConnectResult[] = [];
+      for (const t of targets) kernel.push(await connectFrom(l.client, t.ip, t.port));
+      await probeServiceLab(l, [], dir);
+      await stopServiceLab(l);
+      const results = evaluateTargets(dir, targets);
+      for (const [i, t] of targets.entries()) {
+        assert.deepEqual(
+          podpathWords(results[i]!.outcomes),
+          [kernelWord(kernel[i]!)],
+          `${t.label}`,
+        );
+      }
+    } finally {
+      await lab.destroy();
+    }
+  });
+});
