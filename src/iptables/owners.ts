@@ -19,6 +19,8 @@ export const OWNERS = [
   "flannel",
   "cilium",
   "docker",
+  "firewalld",
+  "distribution",
   "unknown",
 ] as const;
 export type Owner = (typeof OWNERS)[number];
@@ -108,6 +110,13 @@ const CHAIN_ROWS: readonly Row[] = [
   { owner: "flannel", test: /^FLANNEL-/, what: "Flannel's FLANNEL-* chain" },
   { owner: "cilium", test: /^(CILIUM_|OLD_CILIUM_)/, what: "Cilium's CILIUM_* chain" },
   { owner: "docker", test: /^DOCKER(-|$)/, what: "Docker's chain" },
+  // firewalld's iptables backend (src/firewall/core/ipXtables.py): INPUT_direct, INPUT_ZONES,
+  // IN_<zone>[_allow|_deny|_log], FWDI_/FWDO_<zone>, FORWARD_IN_ZONES, …
+  {
+    owner: "firewalld",
+    test: /^((INPUT|FORWARD|OUTPUT|PREROUTING|POSTROUTING)_(direct|ZONES(_SOURCE)?)|FORWARD_(IN|OUT)_ZONES(_SOURCE)?|(IN|FWDI|FWDO|FWD|PRE|POST)_[A-Za-z0-9_-]+)$/,
+    what: "firewalld's chain",
+  },
 ];
 
 function byChain(chain: string, options: AttributeOptions): Row | undefined {
@@ -185,4 +194,40 @@ export function ruleAtLine(
     }
   }
   return undefined;
+}
+
+/**
+ * Who wrote a rule that drops or rejects, given the names of every chain of its table: the
+ * attribution above, and for a bare REJECT in a built-in chain (no comment, no match, the line RHEL
+ * and CentOS ship in /etc/sysconfig/iptables: `-A INPUT -j REJECT --reject-with
+ * icmp-host-prohibited`, the same at the end of FORWARD) firewalld when its chains are in the
+ * table (its iptables backend ends INPUT and FORWARD the same way), else the distribution.
+ */
+export function attributeBlockingRule(rule: Rule, chains: Iterable<string>): Attribution {
+  const a = attributeRule(factsOfRule(rule));
+  if (a.owner !== "unknown") return a;
+  const t = rule.target;
+  const builtin = ["INPUT", "FORWARD", "OUTPUT"].includes(rule.chain);
+  const bare =
+    rule.src === undefined &&
+    rule.dst === undefined &&
+    rule.inIface === undefined &&
+    rule.outIface === undefined &&
+    rule.protocol === undefined &&
+    rule.matches.length === 0;
+  if (builtin && bare && t?.kind === "extension" && t.name === "REJECT") {
+    const firewalld = [...chains].some((c) => /^(INPUT|FORWARD)_(direct|ZONES)$/.test(c));
+    return firewalld
+      ? {
+          owner: "firewalld",
+          by: "chain",
+          reason: `firewalld's closing REJECT of ${rule.chain} (its INPUT_ZONES/FORWARD_IN_ZONES chains are in the table)`,
+        }
+      : {
+          owner: "distribution",
+          by: "none",
+          reason: `a bare REJECT at the end of ${rule.chain}: the rule RHEL/CentOS ship in /etc/sysconfig/iptables (iptables-services)`,
+        };
+  }
+  return a;
 }
