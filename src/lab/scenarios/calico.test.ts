@@ -11,7 +11,10 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { after, describe, it } from "node:test";
 import { natOutgoingRules } from "../../agents/calico/rules.ts";
+import { planMasquerade } from "../../cases/masquerade/plan.ts";
+import { verifyChange } from "../../cases/masquerade/proof.ts";
 import { parseIpset } from "../../iptables/ipset-parser.ts";
+import { parseIp } from "../../net/cidr.ts";
 import { diagnose } from "../../questions/diagnose.ts";
 import { loadSnapshot } from "../../snapshot/load.ts";
 import { openSnapshot } from "../../snapshot/source.ts";
@@ -97,5 +100,48 @@ describe("lab calico on the real kernel", { skip, concurrency: false }, () => {
     assert.match(summary, /pod ping answers, pod tcp\/5432 on-prem answers/);
     const a = await diagnose(loadSnapshot(openSnapshot(dir)), {});
     assert.ok(!a.findings.some((x) => x.id === "masq/exempt-destination"));
+  });
+
+  it("IPv6: Felix's cali60 sets (family inet6) and rules in ip6tables; diagnose, plan and verify", async (t) => {
+    const before = await runPhase(CalicoOptions.parse({ ipv6: true }));
+    if (!before.summary.includes("IPv6:")) return t.skip("IPv6 is disabled in this kernel");
+    assert.match(before.summary, /IPv6: node ping fd00:20::30:40 answers, pod ping silent/);
+    const dump6 = `nodes/${CALICO_NODE}/ip6tables-save.txt`;
+    const inKernel = readFileSync(join(before.dir, dump6), "utf8")
+      .split("\n")
+      .filter((l) => l.startsWith("-A cali-nat-outgoing "));
+    const felix = natOutgoingRules({ family: 6 }, true).map((r) =>
+      r.replaceAll(" --jump ", " -j "),
+    );
+    assert.deepEqual(inKernel, felix);
+    const sets = parseIpset(
+      readFileSync(join(before.dir, `nodes/${CALICO_NODE}/ipset.txt`), "utf8"),
+      "x",
+    ).value.sets;
+    assert.equal(sets.get("cali60masq-ipam-pools")?.family, 6);
+    assert.deepEqual(
+      sets.get("cali60masq-ipam-pools")?.members?.map((m) => m.element),
+      ["fd00:10:244::/48"],
+    );
+    const dest = { dest: { ip: parseIp("fd00:20::30:40"), text: "fd00:20::30:40" } };
+    const snap = loadSnapshot(openSnapshot(before.dir));
+    const a = await diagnose(snap, dest);
+    const f = a.findings.find((x) => x.id === "masq/exempt-destination");
+    assert.ok(f, JSON.stringify(a.findings.map((x) => x.id)));
+    assert.match(f.title, /Calico: IPPool billing-ipv6-ippool natOutgoing false/);
+    assert.equal(f.evidence[0]?.file, dump6);
+    assert.match(f.evidence[0]?.text ?? "", /cali60masq-ipam-pools src/);
+    assert.doesNotMatch(f.explanation, /cali40/);
+    const p = planMasquerade(snap, { strategy: "narrow", ...dest });
+    assert.equal(p.owner?.owner, "calico");
+    assert.ok(
+      p.owner?.expected.includes(
+        "add cali60masq-ipam-pools fd00:10:245::/48   # ipset save on each node",
+      ),
+    );
+    const after = await runPhase(CalicoOptions.parse({ ipv6: true, fixed: true }));
+    assert.match(after.summary, /IPv6: .*pod ping answers, pod tcp\/5432 answers/);
+    const v = await verifyChange(snap, loadSnapshot(openSnapshot(after.dir)), dest);
+    assert.equal(v.verdict, "fixed", v.verdictText);
   });
 });

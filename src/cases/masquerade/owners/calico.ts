@@ -9,10 +9,12 @@
  */
 import { type CalicoIpPool, readIpPools } from "../../../agents/calico/ippool.ts";
 import {
+  calicoIpsetName,
   isAllPoolsSet,
   isMasqPoolsSet,
   SET_ID_ALL_POOLS,
   SET_ID_ALL_POOLS_LEGACY,
+  SET_ID_MASQ_POOLS,
 } from "../../../agents/calico/ipsets.ts";
 import { CHAIN_NAT_OUTGOING, natOutgoingRules } from "../../../agents/calico/rules.ts";
 import type { Rule } from "../../../iptables/dump.ts";
@@ -24,7 +26,7 @@ import {
   refToEvidence,
   type SourceRef,
 } from "../../../model/types.ts";
-import { contains, formatIp, type Ip, tryParseIp } from "../../../net/cidr.ts";
+import { contains, type Family, formatIp, type Ip, tryParseIp } from "../../../net/cidr.ts";
 import type { Snapshot } from "../../../snapshot/load.ts";
 import type {
   ExemptWording,
@@ -55,17 +57,30 @@ function nodeIpsets(snap: Snapshot, node: string): IpsetDump | undefined {
   return snap.nodes.get(node)?.ipsets;
 }
 
+/** The node's nat table of a family (Felix writes the same chains through ip6tables for IPv6). */
+function natOf(snap: Snapshot, node: string, family: Family) {
+  const ev = snap.nodes.get(node);
+  return (family === 6 ? ev?.ip6tables : ev?.iptables)?.tables.get("nat");
+}
+
 /** Felix's MASQUERADE (or SNAT) rule in cali-nat-outgoing, the last of the chain. */
-function natOutgoingRule(snap: Snapshot, node: string): Rule | undefined {
-  const c = snap.nodes.get(node)?.iptables?.tables.get("nat")?.chains.get(CHAIN_NAT_OUTGOING);
-  return c?.rules.at(-1);
+function natOutgoingRule(snap: Snapshot, node: string, family: Family = 4): Rule | undefined {
+  return natOf(snap, node, family)?.chains.get(CHAIN_NAT_OUTGOING)?.rules.at(-1);
 }
 
 /** Where cali-nat-outgoing is declared (cited when Felix left it empty). */
-function natOutgoingChainRef(snap: Snapshot, node: string): SourceRef | undefined {
-  return snap.nodes.get(node)?.iptables?.tables.get("nat")?.chains.get(CHAIN_NAT_OUTGOING)
-    ?.declared;
+function natOutgoingChainRef(
+  snap: Snapshot,
+  node: string,
+  family: Family = 4,
+): SourceRef | undefined {
+  return natOf(snap, node, family)?.chains.get(CHAIN_NAT_OUTGOING)?.declared;
 }
+
+/** Felix's NAT-outgoing pools set of a family: cali40masq-ipam-pools, cali60masq-ipam-pools. */
+const masqSetOf = (family: Family) => calicoIpsetName(family, SET_ID_MASQ_POOLS);
+/** The tool that lists a family's nat table. */
+const saveOf = (family: Family) => (family === 6 ? "ip6tables-save" : "iptables-save");
 
 function hasCalicoChains(snap: Snapshot, node: string): boolean {
   return natChainNames(snap, node, /^cali-/).length > 0;
@@ -110,7 +125,7 @@ function calicoExempt(input: OwnerExemptInput): OwnerExempt {
     return { kind: "not-mine" };
   const pools = readIpPools(snap.objects).pools;
   const sets = nodeIpsets(snap, src.node);
-  const masqRule = natOutgoingRule(snap, src.node);
+  const masqRule = natOutgoingRule(snap, src.node, target.ip.family);
   const dstPool = poolOf(pools, target.ip);
   const dstInSet = sets
     ? [...sets.sets.keys()]
@@ -152,12 +167,14 @@ function sourcePoolFinding(
 ): ExemptWording {
   const { snap, src, target, stops } = input;
   const dstText = formatIp(target.ip);
+  const family = target.ip.family;
+  const masqSet0 = masqSetOf(family);
   const evidence: Evidence[] = [];
-  const chainRef = masqRule?.source ?? natOutgoingChainRef(snap, src.node);
+  const chainRef = masqRule?.source ?? natOutgoingChainRef(snap, src.node, family);
   if (chainRef) evidence.push(refToEvidence(chainRef));
   const poolRef = pool ? (pool.natOutgoingSource ?? pool.cidrSource) : undefined;
   if (poolRef) evidence.push(refToEvidence(poolRef));
-  const masqSet = setRef(sets, isMasqPoolsSet);
+  const masqSet = setRef(sets, (n) => n === masqSet0);
   if (masqSet) evidence.push(refToEvidence(masqSet));
   if (src.evidence) evidence.push(refToEvidence(src.evidence));
   const setting = pool
@@ -166,7 +183,7 @@ function sourcePoolFinding(
       : `no natOutgoing (Calico's default is false; the pool's cidr is at ${pool.cidrSource.file}:${pool.cidrSource.line})`
     : "";
   const rule = masqRule
-    ? `Felix's rule ${refText(masqRule.source)} masquerades only sources in set cali40masq-ipam-pools`
+    ? `Felix's rule ${refText(masqRule.source)} masquerades only sources in set ${masqSet0}`
     : `Felix left ${CHAIN_NAT_OUTGOING} empty${chainRef ? ` (${chainRef.file}:${chainRef.line})` : ""}: no IPPool has natOutgoing, so nothing is masqueraded`;
   const why = pool
     ? `pod ${formatIp(src.ip)} has its address from Calico IPPool ${pool.name} (${pool.cidrText}), which has ${setting}; ${rule}${masqSet ? `, and the node's set (${masqSet.file}) does not hold ${pool.cidrText}` : ""}`
@@ -182,17 +199,17 @@ function sourcePoolFinding(
       (stops
         ? "The far side has no route back to the pod's address, so the replies vanish. "
         : "Unless the far side routes the pool back, the replies vanish. ") +
-      `Fix: set natOutgoing: true on ${pool ? `IPPool ${pool.name}` : "the pod's IPPool"} (Felix then adds ${pool?.cidrText ?? "the pool"} to cali40masq-ipam-pools and masquerades its pods' traffic to every destination outside the IP pools; a behaviour change: those destinations see node addresses, not pod addresses), or route the pool back at the far side (keep pod identity).`,
+      `Fix: set natOutgoing: true on ${pool ? `IPPool ${pool.name}` : "the pod's IPPool"} (Felix then adds ${pool?.cidrText ?? "the pool"} to ${masqSet0} and masquerades its pods' traffic to every destination outside the IP pools; a behaviour change: those destinations see node addresses, not pod addresses), or route the pool back at the far side (keep pod identity).`,
     evidence,
     next: [
       `${POOLS_CMD}   # the pools' natOutgoing`,
-      `ipset list cali40masq-ipam-pools   # on ${src.node}: the pools Felix masquerades`,
-      `iptables-save -t nat | grep -E 'cali-nat-outgoing|cali-POSTROUTING'   # on ${src.node}`,
+      `ipset list ${masqSet0}   # on ${src.node}: the pools Felix masquerades`,
+      `${saveOf(family)} -t nat | grep -E 'cali-nat-outgoing|cali-POSTROUTING'   # on ${src.node}`,
       `tcpdump -ni any host ${dstText}   # on ${src.node}: the pod address on the wire, no reply`,
       ...(pool
         ? [
             ...patchCommands(pool, true),
-            `ipset test cali40masq-ipam-pools ${formatIp(src.ip)}   # on ${src.node}: now in the set`,
+            `ipset test ${masqSet0} ${formatIp(src.ip)}   # on ${src.node}: now in the set`,
             `${patchCommands(pool, previousNat(pool))[0]}   # rollback`,
           ]
         : []),
@@ -239,7 +256,7 @@ function calicoWireWording(snap: Snapshot): OwnerWireWording | undefined {
     fix: "(Calico: set natOutgoing: true on the pod's IPPool, or route the pool back at the far side)",
     next: [
       `${POOLS_CMD}   # the pools' natOutgoing`,
-      "ipset list cali40masq-ipam-pools   # on the node",
+      "ipset list cali40masq-ipam-pools   # on the node (cali60masq-ipam-pools for IPv6)",
     ],
   };
 }
@@ -257,9 +274,15 @@ function podIps(snap: Snapshot): Ip[] {
   const out: Ip[] = [];
   for (const o of snap.objects) {
     if (o.kind !== "Pod") continue;
-    const ip = (o.raw["status"] as { podIP?: unknown } | undefined)?.podIP;
-    const parsed = typeof ip === "string" ? tryParseIp(ip) : undefined;
-    if (parsed) out.push(parsed);
+    const status = o.raw["status"] as { podIP?: unknown; podIPs?: unknown } | undefined;
+    // a dual-stack pod lists its IPv6 address second, in podIPs
+    const listed = Array.isArray(status?.podIPs)
+      ? status.podIPs.map((a) => (a as { ip?: unknown } | null)?.ip)
+      : [];
+    for (const ip of new Set([status?.podIP, ...listed])) {
+      const parsed = typeof ip === "string" ? tryParseIp(ip) : undefined;
+      if (parsed) out.push(parsed);
+    }
   }
   return out;
 }
@@ -298,7 +321,11 @@ function calicoPlan(input: OwnerPlanInput): OwnerPlan | undefined {
   const pools = readIpPools(snap.objects).pools;
   const before = calicoSettings(snap);
   const inPool = targets.filter((t) => poolOf(pools, t.ip));
-  const toFix = podPools(snap, pools).filter((p) => !p.natOutgoing);
+  // the pools of the destinations' family: an IPv6 destination is fixed by the IPv6 pool only
+  const askedFamilies = new Set(targets.map((t) => t.ip.family));
+  const toFix = podPools(snap, pools).filter(
+    (p) => !p.natOutgoing && (askedFamilies.size === 0 || askedFamilies.has(p.cidr?.family ?? 4)),
+  );
   const base = {
     owner: "calico" as const,
     name: "Calico (Felix, IPPools)",
@@ -337,11 +364,16 @@ function calicoPlan(input: OwnerPlanInput): OwnerPlan | undefined {
   }
   const names = toFix.map((p) => p.name);
   const cidrs = toFix.map((p) => p.cidrText);
+  // each pool goes into its own family's set (cali40… for IPv4 pools, cali60… for IPv6 ones)
+  const setOfPool = (p: CalicoIpPool) => masqSetOf(p.cidr?.family ?? 4);
+  const families = [...new Set(toFix.map((p) => p.cidr?.family ?? 4))].sort();
+  const asked = new Set(targets.map((t) => t.ip.family));
+  const ruleFamilies = asked.size > 0 ? families.filter((f) => asked.has(f)) : families;
   return {
     ...base,
     knob: `the natOutgoing of IPPool ${names.join(", ")}`,
     title: `Set natOutgoing: true on IPPool ${names.join(", ")}`,
-    why: `${toFix.map((p) => `IPPool ${p.name} (${p.cidrText}) has ${p.natOutgoingSource ? `natOutgoing: false (${p.natOutgoingSource.file}:${p.natOutgoingSource.line})` : "no natOutgoing (default false)"}`).join("; ")}: Felix leaves ${cidrs.join(", ")} out of cali40masq-ipam-pools, so its pods' packets keep their addresses toward ${targets.map((t) => formatIp(t.ip)).join(", ") || "every destination"}.`,
+    why: `${toFix.map((p) => `IPPool ${p.name} (${p.cidrText}) has ${p.natOutgoingSource ? `natOutgoing: false (${p.natOutgoingSource.file}:${p.natOutgoingSource.line})` : "no natOutgoing (default false)"}`).join("; ")}: Felix leaves ${cidrs.join(", ")} out of ${families.map(masqSetOf).join(" and ")}, so its pods' packets keep their addresses toward ${targets.map((t) => formatIp(t.ip)).join(", ") || "every destination"}.`,
     evidence: toFix.map((p) => p.natOutgoingSource ?? p.cidrSource),
     change: {
       before,
@@ -353,12 +385,14 @@ function calicoPlan(input: OwnerPlanInput): OwnerPlan | undefined {
     announcement: `Pods in ${cidrs.join(", ")} will reach every destination outside the IP pools with their node's address instead of the pod's: announce it to the owners of those destinations; allowlists and logs that name pod addresses stop matching.`,
     nowMasqueraded: ["every destination outside the IP pools"],
     expected: [
-      ...cidrs.map((c) => `add cali40masq-ipam-pools ${c}   # ipset save on each node`),
-      ...expectedNatOutgoing(snap),
+      ...toFix.map((p) => `add ${setOfPool(p)} ${p.cidrText}   # ipset save on each node`),
+      // Felix's chain of the destinations' family (the same chain name in both nat tables)
+      ...ruleFamilies.flatMap((f) => expectedNatOutgoing(snap, f)),
     ],
     checks: [
-      ...cidrs.map(
-        (c) => `ipset list cali40masq-ipam-pools | grep -x '${c}'   # on each node: the pool is in`,
+      ...toFix.map(
+        (p) =>
+          `ipset list ${setOfPool(p)} | grep -x '${p.cidrText}'   # on each node: the pool is in`,
       ),
       ...targets.map(
         (t) =>
@@ -367,8 +401,8 @@ function calicoPlan(input: OwnerPlanInput): OwnerPlan | undefined {
       "podpath verify <before-snapshot> <after-snapshot>",
     ],
     rollback: toFix.map((p) => patchCommands(p, previousNat(p))[0] ?? ""),
-    rollbackChecks: cidrs.map(
-      (c) => `ipset list cali40masq-ipam-pools | grep -cx '${c}'   # on each node: 0 again`,
+    rollbackChecks: toFix.map(
+      (p) => `ipset list ${setOfPool(p)} | grep -cx '${p.cidrText}'   # on each node: 0 again`,
     ),
   };
 }
@@ -377,15 +411,15 @@ function calicoPlan(input: OwnerPlanInput): OwnerPlan | undefined {
  * Felix's cali-nat-outgoing once some pool has natOutgoing, in iptables-save form: the all-pools
  * set named as on the nodes' IP sets (all-ipam-pools up to v3.31, network-ip-pools from v3.32).
  */
-function expectedNatOutgoing(snap: Snapshot): string[] {
+function expectedNatOutgoing(snap: Snapshot, family: Family = 4): string[] {
   let legacy = false;
   for (const n of snap.nodes.keys()) {
     for (const name of nodeIpsets(snap, n)?.sets.keys() ?? []) {
-      if (/^cali40all-ipam-pools$/.test(name)) legacy = true;
+      if (/^cali[46]0all-ipam-pools$/.test(name)) legacy = true;
     }
   }
   return natOutgoingRules(
-    { family: 4, allPoolsSetId: legacy ? SET_ID_ALL_POOLS_LEGACY : SET_ID_ALL_POOLS },
+    { family, allPoolsSetId: legacy ? SET_ID_ALL_POOLS_LEGACY : SET_ID_ALL_POOLS },
     true,
   ).map((r) => r.replaceAll(" --jump ", " -j "));
 }
@@ -397,7 +431,7 @@ function calicoMissing(snap: Snapshot): Missing[] {
     if (!natOutgoingRule(snap, n) || nodeIpsets(snap, n)) continue;
     out.push({
       file: `nodes/${n}/ipset.txt`,
-      would_decide: `which pools Felix masquerades on ${n} (its cali-nat-outgoing rule tests sets cali40masq-ipam-pools and the all-pools set)`,
+      would_decide: `which pools Felix masquerades on ${n} (its cali-nat-outgoing rule tests sets cali40masq-ipam-pools, cali60… for IPv6, and the all-pools set)`,
       command: `ipset save   # on ${n}`,
     });
   }
