@@ -59,6 +59,8 @@ export const FINDING_IDS = [
   "vpn/dns-layer",
   "vpn/first-silent-hop",
   "vpn/service-vip-suffices",
+  "vpn/destination-not-tunnelled",
+  "vpn/tunnel-down",
   "evidence/unplaced",
 ] as const;
 export type FindingId = (typeof FINDING_IDS)[number];

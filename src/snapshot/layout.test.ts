@@ -34,7 +34,16 @@ describe("classifyPath", () => {
     assert.deepEqual(classifyPath("cluster/all.json"), { kind: "cluster", format: "json" });
   });
   it("takes Helm values beside a pod or elsewhere outside cluster/ as chart values", () => {
-    assert.deepEqual(classifyPath("pods/vpn/openvpn-0/helm-values.yaml"), { kind: "chart-values" });
+    assert.deepEqual(classifyPath("pods/vpn/openvpn-0/helm-values.yaml"), {
+      kind: "chart-values",
+      namespace: "vpn",
+      pod: "openvpn-0",
+    });
+    assert.deepEqual(classifyPath("pods/vpn/wg-0/wg-show.txt"), {
+      kind: "vpn-config",
+      namespace: "vpn",
+      pod: "wg-0",
+    });
     assert.deepEqual(classifyPath("helm/values-prod.yml"), { kind: "chart-values" });
     // a place in the layout comes first
     assert.equal(classifyPath("cluster/values.yaml").kind, "cluster");

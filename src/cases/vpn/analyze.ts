@@ -34,6 +34,8 @@ import {
   type VpnInput,
 } from "./input.ts";
 import { type MasqueradeVerdict, masqueradeOf } from "./masquerade.ts";
+import { notTunnelledFindings } from "./not-tunnelled.ts";
+import { tunnelDownFindings } from "./tunnel-down.ts";
 
 export type { VpnInput } from "./input.ts";
 
@@ -97,7 +99,11 @@ export function analyzeVpn(input: VpnInput): VpnAnswer {
     forwarding,
     ...(masq ? { masquerade: masq.verdict } : {}),
   };
-  findings.push(...ctx.kind.findings(asked));
+  findings.push(
+    ...tunnelDownFindings(ctx.kind, subject),
+    ...notTunnelledFindings(ctx.kind, walk, subject),
+    ...ctx.kind.findings(asked),
+  );
   missing.push(...ctx.kind.missing(asked));
   const needsFix = findings.some(
     (f) => f.id === "vpn/forwarding-disabled" || f.id === "vpn/forwarding-not-durable",

@@ -32,8 +32,12 @@ function at(obj: unknown, path: readonly (string | number)[]): unknown {
   return c;
 }
 
+// net.ipv4.conf.all.forwarding is the same kernel setting as net.ipv4.ip_forward (devinet's
+// "all" forwarding entry writes both), as WireGuard images' init containers often set it
 const WRITES_FORWARD =
-  /(?:sysctl\s+(?:-\w+\s+)*-w\s+(?:[\w.]+=\S+\s+)*net[./]ipv4[./]ip_forward\s*=\s*1|echo\s+(?:-n\s+)?["']?1["']?\s*>\s*["']?\/proc\/sys\/net\/ipv4\/ip_forward)/;
+  /(?:sysctl\s+(?:-\w+\s+)*-w\s+(?:[\w.]+=\S+\s+)*net[./]ipv4[./](?:ip_forward|conf[./]all[./]forwarding)\s*=\s*1|echo\s+(?:-n\s+)?["']?1["']?\s*>\s*["']?\/proc\/sys\/net\/ipv4\/(?:ip_forward|conf\/all\/forwarding))/;
+
+const FORWARD_NAMES = new Set([IP_FORWARD, "net.ipv4.conf.all.forwarding"]);
 
 /**
  * Everything in the manifest that sets ip_forward to 1 at pod creation, then `extra`: the tunnel
@@ -67,10 +71,10 @@ export function forwardingSetters(
     if (Array.isArray(sysctls)) {
       sysctls.forEach((s, i) => {
         const name = String(at(s, ["name"]) ?? "").replaceAll("/", ".");
-        if (name === IP_FORWARD && String(at(s, ["value"])) === "1") {
+        if (FORWARD_NAMES.has(name) && String(at(s, ["value"])) === "1") {
           out.push({
             kind: "pod-sysctls",
-            value: `${IP_FORWARD}=1`,
+            value: `${name}=1`,
             source: workload.locate([...spec, "securityContext", "sysctls", i]) ?? workload.source,
           });
         }

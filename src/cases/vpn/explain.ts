@@ -15,9 +15,12 @@ import { vpnInputFromSnapshot } from "./snapshot-input.ts";
 function isRelevant(snap: Snapshot): boolean {
   if (snap.probes.length > 0) return true;
   if ([...snap.pods.values()].some((p) => p.vpnConfigs.length > 0)) return true;
-  if ([...snap.pods.values()].some((p) => p.interfaces?.some((i) => /^(tun|tap)/.test(i.name)))) {
+  if (
+    [...snap.pods.values()].some((p) => p.interfaces?.some((i) => /^(tun|tap|wg)/.test(i.name)))
+  ) {
     return true;
   }
+  if (snap.chartValuesFiles.some((f) => f.startsWith("pods/"))) return true;
   return snap.objects.some(
     (o) =>
       /openvpn|wireguard|vpn/i.test(o.name) &&

@@ -60,6 +60,9 @@ function podEvidence(
         files: byKind.get(kind) ?? [],
         objects: snap.objects,
         values,
+        onlyPodOfNamespace: ![...snap.pods.values()].some(
+          (o) => o.namespace === p.namespace && o.name !== p.name,
+        ),
       });
       if (r) {
         diagnostics.push(...r.diagnostics);

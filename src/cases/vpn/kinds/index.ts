@@ -14,12 +14,13 @@ import type {
   TunnelKindId,
 } from "./kind.ts";
 import { openvpnKind } from "./openvpn.ts";
+import { wireguardKind } from "./wireguard.ts";
 
 /**
  * Every kind, in the order files are claimed and equally strong detections are preferred.
  * OpenVPN is last: it claims every `.conf`/`.ovpn` beside a pod that no other kind claims.
  */
-export const TUNNEL_KINDS: readonly TunnelKind[] = [openvpnKind];
+export const TUNNEL_KINDS: readonly TunnelKind[] = [wireguardKind, openvpnKind];
 
 const STRENGTH: Readonly<Record<DetectionStrength, number>> = { config: 3, device: 2, manifest: 1 };
 

@@ -13,8 +13,12 @@
  * 3. `kinds/<kind>.ts` exports a {@link TunnelKind}; one line in `kinds/index.ts` registers it
  *    (order is detection priority between equally strong evidence).
  * 4. Reuse the `vpn/*` finding ids where the meaning is the same (forwarding off, not durable, no
- *    return path, policy on the translated source); new ids (`vpn/<kind>-…`) only for facts of the
- *    kind itself, made in {@link KindView.findings}, listed in `model/finding-ids.ts` and README.
+ *    return path, policy on the translated source). Two are kind-neutral and decided by the case
+ *    (each id is decided in exactly one file): `vpn/destination-not-tunnelled` from
+ *    {@link KindView.tunnelled} and {@link KindView.tunnelledBy} (`cases/vpn/not-tunnelled.ts`),
+ *    `vpn/tunnel-down` from {@link KindView.tunnelState} (`cases/vpn/tunnel-down.ts`). A kind gives
+ *    their words, never the finding. New ids only for facts of the kind itself, made in
+ *    {@link KindView.findings}, listed in `FINDING_IDS` (`model/types.ts`) and the README.
  * 5. Never ask for another kind's files: {@link KindView.configMissing} names the kind's own.
  */
 
@@ -45,6 +49,8 @@ export interface KindPodSource {
   readonly objects: readonly KubeObject[];
   /** Helm values files of the snapshot (`helm get values`), any release. */
   readonly values: readonly KindFile[];
+  /** No other pod of the snapshot is in this namespace (a namespace's ConfigMap is then its). */
+  readonly onlyPodOfNamespace: boolean;
 }
 
 /**
@@ -95,6 +101,21 @@ export type Tunnelled =
   | { readonly kind: "prefixes"; readonly prefixes: readonly Located<Cidr>[] }
   | { readonly kind: "unknown" };
 
+/**
+ * Is the tunnel up at all, by the kind's own status output (`wg show` handshakes, IPsec SAs)?
+ * "down" carries the kind's words for `vpn/tunnel-down`; the case gives the id.
+ */
+export type TunnelState =
+  | { readonly kind: "up" }
+  | { readonly kind: "unknown" }
+  | {
+      readonly kind: "down";
+      readonly title: string;
+      readonly explanation: string;
+      readonly evidence: readonly SourceRef[];
+      readonly next: readonly string[];
+    };
+
 /** Source NAT of the client pool written in the kind's own start scripts (PostUp, configure.sh). */
 export interface ScriptMasquerade {
   /** Where it is written, in words: `ConfigMap vpn key configure.sh`, `wg0.conf PostUp`. */
@@ -143,6 +164,12 @@ export interface KindView {
   /** The device client packets arrive on (tun0, wg0): the nat question's in-interface. */
   readonly tunnelDevice: string;
   readonly tunnelled: Tunnelled;
+  /** What decides `tunnelled`, in words: "the clients' AllowedIPs", "the IPsec traffic selectors". */
+  readonly tunnelledBy?: string;
+  /** The next step when a destination is outside `tunnelled`. */
+  readonly tunnelledFix?: string;
+  /** Is the tunnel up at all (`vpn/tunnel-down`)? Unknown when the kind has no status output. */
+  readonly tunnelState?: TunnelState;
   /** Prefixes the server tells clients to route (OpenVPN `push "route"`): in-cluster for paths. */
   readonly pushedRoutes: readonly Located<Cidr>[];
   /** DNS servers the server hands clients (`dhcp-option DNS`, wg-quick `DNS =`). */
