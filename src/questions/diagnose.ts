@@ -11,6 +11,7 @@ import type { Answer, PathView } from "../model/answer.ts";
 import { sortFindings } from "../model/answer.ts";
 import type { Diagnostic, Finding, Missing } from "../model/types.ts";
 import { decideVerdict } from "../model/verdict.ts";
+import { shellWordOrUndefined } from "../report/shell-quote.ts";
 import type { Snapshot } from "../snapshot/load.ts";
 
 export type { DiagnoseOptions, QuestionResult } from "../cases/case.ts";
@@ -72,10 +73,14 @@ export async function diagnose(snap: Snapshot, opts: DiagnoseOptions = {}): Prom
     missing.push(...r.missing);
     diagnostics.push(...r.diagnostics);
   }
-  // checks that do not know the snapshot's name write SNAPSHOT in their next steps
+  // checks that do not know the snapshot's name write SNAPSHOT in their next steps; the name is
+  // quoted as one shell word (a name no quoting holds leaves the placeholder for the user)
+  const snapWord = shellWordOrUndefined(snap.name);
   const named = findings.map((f) => ({
     ...f,
-    next: f.next.map((n) => n.replace(/\bSNAPSHOT\b|<snapshot>/g, snap.name)),
+    next: f.next.map((n) =>
+      snapWord === undefined ? n : n.replace(/\bSNAPSHOT\b|<snapshot>/g, () => snapWord),
+    ),
   }));
   const sorted = sortFindings(mergeFindings(named));
   return {

@@ -40,6 +40,16 @@ export function shellWord(value: string): string {
   return `'${value.replace(/'/g, "'\\''")}'`;
 }
 
+/** `value` as one shell word (shellWord), or undefined when no quoting holds it. */
+export function shellWordOrUndefined(value: string): string | undefined {
+  try {
+    return shellWord(value);
+  } catch (e) {
+    if (e instanceof UnquotableError) return undefined;
+    throw e;
+  }
+}
+
 /** `value` always in single quotes (a `grep` pattern reads as one); refused as shellWord is. */
 export function singleQuoted(value: string): string {
   if (hasUnsafeChar(value)) throw new UnquotableError(value);

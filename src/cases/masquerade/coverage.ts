@@ -9,6 +9,7 @@ import type { KubeObject } from "../../evidence/kube-objects.ts";
 import { nodeMatchesDaemonSet } from "../../k8s/daemonset-scheduling.ts";
 import { type DaemonSetView, type PodView, readDaemonSet } from "../../k8s/objects.ts";
 import { type Evidence, type Finding, refToEvidence } from "../../model/types.ts";
+import { sh } from "../../report/shell-quote.ts";
 import type { ClusterFacts } from "./facts.ts";
 import type { AgentIntent } from "./intent.ts";
 
@@ -142,8 +143,8 @@ export function agentMissingFindings(
       evidence: dedupeEvidence(evidence),
       next: [
         PODS_CMD,
-        `kubectl -n ${ds.namespace} get daemonset ${ds.name} -o yaml`,
-        `kubectl get node ${list[0]!.node} -o yaml   # labels and taints`,
+        sh`kubectl -n ${ds.namespace} get daemonset ${ds.name} -o yaml`,
+        sh`kubectl get node ${list[0]!.node} -o yaml   # labels and taints`,
       ],
     });
   }

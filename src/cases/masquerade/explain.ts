@@ -8,6 +8,7 @@ import { isExempt } from "../../agents/ip-masq-agent/exempt.ts";
 import type { PathHop } from "../../model/answer.ts";
 import { type Evidence, type Finding, refToEvidence, type SourceRef } from "../../model/types.ts";
 import { contains, formatCidr, formatIp, type Ip } from "../../net/cidr.ts";
+import { sh } from "../../report/shell-quote.ts";
 import type { NodeEvidence, Snapshot } from "../../snapshot/load.ts";
 import type { readSites } from "../../snapshot/sites.ts";
 import type { DiagnoseOptions, QuestionResult } from "../case.ts";
@@ -43,7 +44,7 @@ import { factsSentence, undecidedFinding } from "./undecided.ts";
 import { wireQuestion } from "./wire.ts";
 
 const IPTABLES_CMD = (node: string) =>
-  `kubectl debug node/${node} -it --image=busybox -- chroot /host iptables-save -t nat   # or: podpath collect --node-state`;
+  sh`kubectl debug ${`node/${node}`} -it --image=busybox -- chroot /host iptables-save -t nat   # or: podpath collect --node-state`;
 
 /** Is there anything about masquerading in this snapshot at all? */
 function isRelevant(
@@ -590,9 +591,9 @@ function exemptFinding(
     evidence,
     next: [
       "kubectl -n kube-system get configmap ip-masq-agent -o yaml",
-      `iptables-save -t nat | grep -iE 'masq|POSTROUTING'   # on ${src.node}`,
-      `tcpdump -ni any host ${dstText}   # on ${src.node}: the pod address on the wire, no reply`,
-      `podpath plan masquerade ${snap.name} --dest ${dstText}`,
+      sh`iptables-save -t nat | grep -iE 'masq|POSTROUTING'   # on ${src.node}`,
+      sh`tcpdump -ni any host ${dstText}   # on ${src.node}: the pod address on the wire, no reply`,
+      sh`podpath plan masquerade ${snap.name} --dest ${dstText}`,
     ],
   };
 }
