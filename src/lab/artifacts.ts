@@ -5,8 +5,8 @@
  * An explicit I/O module (runs commands in namespaces, writes files).
  */
 import type { ChildProcess } from "node:child_process";
-import { mkdirSync, writeFileSync } from "node:fs";
-import { dirname, join } from "node:path";
+import { closeSync } from "node:fs";
+import { createBeneath, writeBeneathCreating } from "../live/out-folder.ts";
 import type { Namespace } from "./netns.ts";
 
 /** The sysctls a snapshot records: forwarding and reverse-path filtering decide a router's fate. */
@@ -18,11 +18,12 @@ export const SNAPSHOT_SYSCTLS = [
   "net.ipv6.conf.all.forwarding",
 ] as const;
 
-/** Writes a file (creating its folder) and returns its path relative to `root`. */
+/**
+ * Writes a new file (creating its folders) and returns its path relative to `root`: never through
+ * a link, never over a file already there (live/out-folder).
+ */
 export function writeSnapshotFile(root: string, rel: string, content: string | Uint8Array): string {
-  const path = join(root, rel);
-  mkdirSync(dirname(path), { recursive: true });
-  writeFileSync(path, content);
+  writeBeneathCreating(root, rel, content);
   return rel;
 }
 
@@ -89,7 +90,9 @@ export async function startCapture(
 ): Promise<Capture> {
   const rel = `captures/${name}.pcap`;
   writeSnapshotFile(root, `captures/${name}.yaml`, `point: ${opts.point}\nphase: ${opts.phase}\n`);
-  mkdirSync(join(root, "captures"), { recursive: true });
+  // the file is created here (no link followed); tcpdump writes into it by this process's
+  // descriptor (/proc/PID/fd/N), so nothing put at its path meanwhile is ever opened
+  const fd = createBeneath(root, rel);
   // -Z root: tcpdump otherwise drops to its own user and may not write into the output folder.
   // --immediate-mode: without it libpcap's TPACKET_V3 ring hands packets over in blocks (after
   // about a second), and the packets of the last block are lost when tcpdump is stopped.
@@ -105,13 +108,26 @@ export async function startCapture(
     "-i",
     opts.iface,
     "-w",
-    join(root, rel),
+    `/proc/${process.pid}/fd/${fd}`,
     ...opts.filter.split(" "),
   ]);
-  await waitForStderr(child, /listening on/, 5_000);
+  const closeFd = () => {
+    try {
+      closeSync(fd);
+    } catch {}
+  };
+  try {
+    await waitForStderr(child, /listening on/, 5_000);
+  } catch (e) {
+    closeFd();
+    throw e;
+  }
   return {
     rel,
-    stop: () => stopProcess(child),
+    stop: async () => {
+      await stopProcess(child);
+      closeFd();
+    },
   };
 }
 

@@ -1,22 +1,16 @@
 /**
  * @module live/collect-writer — writes a snapshot folder on disk (the explicit I/O of collect):
- * files are created beneath the root only, never outside it.
+ * files are created beneath the root only, never outside it, never through a link, and never
+ * over a file already there (live/out-folder).
  */
-import { mkdir, writeFile } from "node:fs/promises";
-import { dirname, join, resolve, sep } from "node:path";
 import type { SnapshotWriter } from "./collect-types.ts";
+import { writeBeneathCreating } from "./out-folder.ts";
 
-/** A writer into `root`; a path that would leave the root (`..`, absolute) is refused. */
+/** A writer into `root`; a path that would leave the root (`..`, absolute, a link) is refused. */
 export function folderWriter(root: string): SnapshotWriter {
-  const base = resolve(root);
   return {
     async write(rel, data) {
-      const target = resolve(join(base, rel));
-      if (target !== base && !target.startsWith(base + sep)) {
-        throw new Error(`refusing to write outside the snapshot: ${JSON.stringify(rel)}`);
-      }
-      await mkdir(dirname(target), { recursive: true });
-      await writeFile(target, data);
+      writeBeneathCreating(root, rel, data);
     },
   };
 }

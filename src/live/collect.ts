@@ -50,6 +50,7 @@ function describe(e: unknown, source: ClusterSource): string {
 /**
  * Collects a snapshot through `source` into `writer`. Throws ClusterError only when nothing can
  * be read at all (Unauthorized, Unreachable); anything narrower becomes a failure in the report.
+ * A write the writer refuses ends the run with the writer's error (collector pods still removed).
  */
 export async function collectSnapshot(
   source: ClusterSource,
@@ -63,12 +64,19 @@ export async function collectSnapshot(
   const notAvailable: CollectFailure[] = [];
   const signal = options.signal;
   const progress = options.onProgress ?? (() => {});
+  // a write that fails (the folder tampered with: a link planted in it) ends the run
+  let writeError: { e: unknown } | undefined;
   const run: RunContext = {
     source,
     options,
     signal,
     async write(rel, data) {
-      await writer.write(rel, data);
+      try {
+        await writer.write(rel, data);
+      } catch (e) {
+        writeError ??= { e };
+        throw e;
+      }
       files.push(rel);
     },
     fail(subject, what, e) {
@@ -97,9 +105,11 @@ export async function collectSnapshot(
       await readCiliumStates(run, found.nodes, found.agentPods, progress);
     }
   } catch (e) {
+    if (writeError) throw writeError.e;
     if (!signal?.aborted) throw e;
     aborted = true;
   }
+  if (writeError) throw writeError.e;
   if (signal?.aborted) aborted = true;
   await writer.write(
     "README.md",

@@ -4,7 +4,6 @@
  * on stdout (`-o json|md|html`: the collect report, in the envelope or as a document). Also used
  * by `diagnose --live` through `collectLive`.
  */
-import { readdir } from "node:fs/promises";
 import { resolve } from "node:path";
 import { ClusterError, type ClusterSource, openCluster } from "../../k8s/cluster.ts";
 import { collectSnapshot } from "../../live/collect.ts";
@@ -16,6 +15,7 @@ import type {
   Progress,
 } from "../../live/collect-types.ts";
 import { folderWriter } from "../../live/collect-writer.ts";
+import { claimOutFolder, OutFolderError } from "../../live/out-folder.ts";
 import { envelope } from "../../model/envelope.ts";
 import { tryParseIp } from "../../net/cidr.ts";
 import { code, fields, list, paragraph, section } from "../../report/document.ts";
@@ -198,6 +198,10 @@ export async function collectLive(args: LiveArgs, dir: string, io: Io): Promise<
       );
       return { code: EXIT.live };
     }
+    if (e instanceof OutFolderError) {
+      io.err(`podpath: ${e.message}\n`);
+      return { code: EXIT.usage };
+    }
     throw e;
   }
   view.done();
@@ -228,6 +232,19 @@ export async function collectLive(args: LiveArgs, dir: string, io: Io): Promise<
     return { code: 130, report };
   }
   return { code: report.failures.length > 0 ? EXIT.live : EXIT.ok, report };
+}
+
+/**
+ * Claims the snapshot folder (created here, or empty; locked for this run); any refusal is a
+ * usage error (exit 2) naming the folder.
+ */
+export function claimFolder(dir: string, flag: string, shown: string) {
+  try {
+    return claimOutFolder(dir, flag);
+  } catch (e) {
+    if (e instanceof OutFolderError) throw new UsageError(e.message.replace(dir, shown));
+    throw e;
+  }
 }
 
 /** What was collected: the envelope (the collect report as it is) and its document. */
@@ -270,13 +287,13 @@ export async function run(
     throw new UsageError("--out DIR is required: the folder the snapshot is written to");
   const live = parseLiveArgs(opts);
   const dir = resolve(io.cwd, out);
-  const existing = await readdir(dir).catch(() => []);
-  if (existing.length > 0) {
-    throw new UsageError(
-      `--out ${out} is not empty; give a new or empty folder so snapshots do not mix`,
-    );
+  const folder = claimFolder(dir, "--out", out);
+  let r: LiveResult;
+  try {
+    r = await collectLive(live, dir, io);
+  } finally {
+    folder.release();
   }
-  const r = await collectLive(live, dir, io);
   if (r.report) {
     io.err(
       `podpath: ${r.report.files.length} files written${r.report.nodes.total > 0 ? `; nodes ${r.report.nodes.done - r.report.nodes.failed}/${r.report.nodes.total} read` : ""}\n`,

@@ -3,11 +3,11 @@
  * (or `--keep DIR`), then diagnose it exactly as a snapshot folder. Collection failures are listed
  * on stderr and the diagnosis still runs on what was collected.
  */
-import { mkdtemp, readdir, rm } from "node:fs/promises";
+import { mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
 import { EXIT, type Io, UsageError } from "../io.ts";
-import { collectLive, parseLiveArgs } from "./collect.ts";
+import { claimFolder, collectLive, parseLiveArgs } from "./collect.ts";
 import { type DiagnoseCliOptions, diagnoseSnapshotPath } from "./diagnose.ts";
 
 export async function diagnoseLive(
@@ -21,19 +21,19 @@ export async function diagnoseLive(
   }
   const live = parseLiveArgs(opts);
   const keep = typeof opts["keep"] === "string" ? resolve(io.cwd, opts["keep"]) : undefined;
-  if (keep !== undefined) {
-    const existing = await readdir(keep).catch(() => []);
-    if (existing.length > 0) throw new UsageError(`--keep ${keep}: folder is not empty`);
-  }
+  const folder = keep === undefined ? undefined : claimFolder(keep, "--keep", String(opts["keep"]));
   const dir = keep ?? (await mkdtemp(join(tmpdir(), "podpath-live-")));
   try {
     const collected = await collectLive(live, dir, io);
+    // the lock goes before the snapshot is read: it is not part of the snapshot
+    folder?.release();
     if (collected.report === undefined) return collected.code;
     if (collected.code === 130) return collected.code;
     const code = await diagnoseSnapshotPath(dir, diag, io);
     if (keep !== undefined) io.err(`podpath: snapshot kept in ${keep}\n`);
     return collected.code === EXIT.live && code === EXIT.ok ? EXIT.live : code;
   } finally {
+    folder?.release();
     if (keep === undefined) await rm(dir, { recursive: true, force: true });
   }
 }

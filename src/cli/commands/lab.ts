@@ -3,11 +3,11 @@
  * lab/scenarios/, the harness in lab/netns.ts, replay in lab/replay.ts. `lab run -o
  * json|md|html`: where the snapshot went and what the scenario saw, through report/.
  */
-import { existsSync, readdirSync } from "node:fs";
 import { resolve } from "node:path";
 import type { z } from "zod";
 import { createLab, type Lab, labUnavailableReason, listLabs, removeLab } from "../../lab/netns.ts";
 import { parseScenarioArgs, SCENARIOS, type Scenario } from "../../lab/scenarios/index.ts";
+import { claimOutFolder, type OutFolder, OutFolderError } from "../../live/out-folder.ts";
 import { envelope } from "../../model/envelope.ts";
 import { code, list, paragraph } from "../../report/document.ts";
 import { isFormat, renderReport } from "../../report/render.ts";
@@ -78,16 +78,22 @@ async function runScenario(
   const extra = Array.isArray(opts["_args"]) ? (opts["_args"] as string[]) : [];
   const { scenario, options } = await loadScenario(extra);
   let outDir: string | undefined;
+  let folder: OutFolder | undefined;
   if (command === "run") {
     outDir = resolve(io.cwd, String(opts["out"]));
-    if (existsSync(outDir) && readdirSync(outDir).length > 0) {
-      throw new UsageError(`lab run: --out ${outDir} is not empty; name a new or empty folder`);
+    try {
+      // created here (or found empty) and locked: a second run on it is refused
+      folder = claimOutFolder(outDir, "--out");
+    } catch (e) {
+      if (e instanceof OutFolderError) throw new UsageError(`lab run: ${e.message}`);
+      throw e;
     }
   }
   let lab: Lab;
   try {
     lab = await createLab();
   } catch (e) {
+    folder?.release();
     io.err(`podpath lab: ${(e as Error).message}\n`);
     return EXIT.live;
   }
@@ -132,6 +138,7 @@ async function runScenario(
   } finally {
     io.signal.removeEventListener("abort", onAbort);
     if (command === "run" || io.signal.aborted) await lab.destroy();
+    folder?.release();
   }
 }
 
