@@ -20,6 +20,7 @@ import {
 import type { PathView } from "../../model/answer.ts";
 import { type Diagnostic, type Finding, refToEvidence, type SourceRef } from "../../model/types.ts";
 import { formatIp } from "../../net/cidr.ts";
+import { rawWord, sh } from "../../report/shell-quote.ts";
 import type { NodeEvidence, Snapshot } from "../../snapshot/load.ts";
 import type { DiagnoseOptions } from "../case.ts";
 
@@ -30,7 +31,7 @@ export interface Placed {
 }
 
 const NODE_RULES_CMD = (node: string, save: string) =>
-  `kubectl debug node/${node} -q -i --image=busybox -- chroot /host ${save} > SNAPSHOT/nodes/${node}/${save}.txt   # or: podpath collect --out SNAPSHOT --node-state`;
+  sh`kubectl debug ${`node/${node}`} -q -i --image=busybox -- chroot /host ${save} > ${rawWord("SNAPSHOT/nodes/")}${node}${rawWord(`/${save}.txt`)}   # or: podpath collect --out SNAPSHOT --node-state`;
 
 /** The line that shows what a dump is: its nat table header, else its first table's, else a rule. */
 function dumpRef(dump: IptablesDump): SourceRef {
@@ -197,9 +198,9 @@ function probeFinding(t: ProbeTranscript, loose: readonly ProbeCommand[]): Findi
         : ""),
     evidence: loose.slice(0, MAX_LISTED + 1).map((c) => refToEvidence(c.source)),
     next: [
-      `podpath collect --out SNAPSHOT --pod ${ns}/${pod}   # the VPN pod's sysctl, ip addr, ip route and iptables, and the cluster objects`,
-      `kubectl -n ${ns} exec ${pod} -- sysctl net.ipv4.ip_forward > SNAPSHOT/pods/${ns}/${pod}/sysctl.txt`,
-      `kubectl -n ${ns} exec ${pod} -- ip addr > SNAPSHOT/pods/${ns}/${pod}/ip-addr.txt`,
+      sh`podpath collect --out SNAPSHOT --pod ${`${ns}/${pod}`}   # the VPN pod's sysctl, ip addr, ip route and iptables, and the cluster objects`,
+      sh`kubectl -n ${ns} exec ${pod} -- sysctl net.ipv4.ip_forward > ${rawWord("SNAPSHOT/pods/")}${ns}/${pod}${rawWord("/sysctl.txt")}`,
+      sh`kubectl -n ${ns} exec ${pod} -- ip addr > ${rawWord("SNAPSHOT/pods/")}${ns}/${pod}${rawWord("/ip-addr.txt")}`,
       "kubectl get pods,deployments,statefulsets,services -A -o yaml > SNAPSHOT/cluster/workloads.yaml",
       'or name each probe\'s hop in the transcript: "$ ping 10.8.0.1  # peer" (peer, pod-ip, service-ip, public, name)',
     ],
