@@ -20,6 +20,7 @@ import type { SourceRef } from "../../model/types.ts";
 import type { Ip } from "../../net/cidr.ts";
 import type { NftRuleset } from "../../nftables/model.ts";
 import { compileNftNat } from "../../nftables/nat-eval.ts";
+import { decideRoute } from "../../path/route-decision.ts";
 import type { NodeEvidence } from "../../snapshot/load.ts";
 
 export interface FlowQuestion {
@@ -145,10 +146,20 @@ function alternativeOf(trace: NatTrace): Alternative {
   };
 }
 
-/** The interface a route sends `ip` out of, from the node's `ip route`. */
-function routeDev(node: NodeEvidence, ip: Ip): { dev?: string; src?: Ip } {
+/**
+ * The interface a route sends `ip` out of, from the node's `ip route`; through its `ip rule` when
+ * the snapshot has it (a pod's packet, from `src` arriving on `iif`, may be routed by another table).
+ */
+function routeDev(
+  node: NodeEvidence,
+  ip: Ip,
+  from: { src?: Ip; iif?: string } = {},
+): { dev?: string; src?: Ip } {
   if (!node.routes) return {};
-  const r = lookupRoute(node.routes, ip);
+  const d = node.ipRules
+    ? decideRoute({ routes: node.routes, rules: node.ipRules }, { dst: ip, ...from })
+    : undefined;
+  const r = d ? (d.kind === "route" ? d.route : undefined) : lookupRoute(node.routes, ip);
   return { ...(r?.dev ? { dev: r.dev } : {}), ...(r?.src ? { src: r.src } : {}) };
 }
 
@@ -171,17 +182,27 @@ export function evaluateNodeFlow(
   const dump = dumpFor(node, q.dst.family) ?? node.iptables;
   const ev = evaluatorOf(node, view, addressFacts, dump === node.iptables ? 4 : 6);
   if (!ev) return undefined;
-  const out = routeDev(node, q.dst);
   const inIface = q.origin === "pod" ? routeDev(node, q.src).dev : undefined;
-  const trace = ev.evaluate({
+  const from = q.origin === "pod" ? { src: q.src, ...(inIface ? { iif: inIface } : {}) } : {};
+  let out = routeDev(node, q.dst, from);
+  const flow = {
     src: q.src,
     dst: q.dst,
     proto: q.protocol,
     ...(q.dport ? { dport: q.dport } : {}),
     origin: q.origin,
     ...(inIface ? { inIface } : {}),
-    ...(out.dev ? { outIface: out.dev } : {}),
-  });
+  };
+  let trace = ev.evaluate({ ...flow, ...(out.dev ? { outIface: out.dev } : {}) });
+  // a Service's DNAT: the -o matches of POSTROUTING see the route to the endpoint, not to the VIP
+  const to = trace.dstOut;
+  if (to && to.how !== "unchanged" && trace.delivery !== "local") {
+    const routed = routeDev(node, to.ip, from);
+    if (routed.dev && routed.dev !== out.dev) {
+      out = routed;
+      trace = ev.evaluate({ ...flow, outIface: routed.dev });
+    }
+  }
   const hostSource =
     out.src ??
     (view?.internalIPs.find((a) => a.ip.family === q.dst.family) ?? view?.internalIPs[0])?.ip;
