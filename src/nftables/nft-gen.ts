@@ -64,8 +64,10 @@ export function generateNftRuleSet(seed: number): NftGenSet {
         const roll = r();
         if (roll < 0.3) out.push(`th dport ${neg(0.2)}${pick(PORTS)}`);
         else if (roll < 0.45) out.push(`th dport { ${pick(PORTS)}, ${pick(PORTS)} }`);
-        else if (roll < 0.55) out.push(`${l4} dport ${pick(PORTS)}-${pick(PORTS) + 1000}`);
-        else if (roll < 0.65) {
+        else if (roll < 0.55) {
+          const p = pick(PORTS);
+          out.push(`${l4} dport ${p}-${p + 1000}`);
+        } else if (roll < 0.65) {
           out.push(
             `ip daddr . th dport { ${pick(NFT_GEN_ENDPOINTS)} . ${pick(PORTS)}, 8.8.8.8 . ${pick(PORTS)} }`,
           );

@@ -5,8 +5,9 @@
  * filesystem) bridged to a TCP port on the namespace's own loopback. A Node, Services and an
  * EndpointSlice are created through the API; once kube-proxy has written their rules, the real
  * `iptables-save` is read by podpath without errors, and the evaluator and the kernel agree on
- * flows through it (the differential sandbox of src/lab). Then kube-proxy runs in nftables mode
- * and the same Service is found in its nftables table.
+ * flows through it (the differential sandbox of src/lab). Then kube-proxy runs in nftables mode:
+ * podpath reads its ruleset in every form without errors and gives the same answers for the same
+ * Service as in iptables mode, and the kernel agrees with them.
  */
 import assert from "node:assert/strict";
 import type { ChildProcess } from "node:child_process";
@@ -16,11 +17,15 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { after, before, describe, it } from "node:test";
 import { compileNat } from "../../src/iptables/nat-eval.ts";
+import type { NatTrace } from "../../src/iptables/nat-trace.ts";
 import { parseIptablesSave } from "../../src/iptables/save-parser.ts";
 import { createNatSandbox, natSection, type SandboxFlow } from "../../src/lab/nat-sandbox.ts";
 import { createLab, type Lab, type Namespace } from "../../src/lab/netns.ts";
 import { sandboxContext, sandboxFlow } from "../../src/lab/replay.ts";
 import { compareTranslation } from "../../src/lab/translation.ts";
+import { formatIp } from "../../src/net/cidr.ts";
+import { compileNftNat } from "../../src/nftables/nat-eval.ts";
+import { readNftRuleset } from "../../src/nftables/read-ruleset.ts";
 import { type Cluster, startCluster } from "./cluster.ts";
 import { componentPath, componentSkip } from "./component-guard.ts";
 
@@ -63,6 +68,8 @@ describe("kube-proxy (iptables and nftables mode) against the real API server", 
   let log = "";
   let running: ChildProcess | undefined;
   let clusterIP = "";
+  /** The iptables-mode dump of the first test, for comparing nftables mode's answers. */
+  let iptablesDump: ReturnType<typeof parseIptablesSave>["value"] | undefined;
 
   before(async () => {
     dir = mkdtempSync(join(tmpdir(), "podpath-kube-proxy-"));
@@ -212,6 +219,7 @@ describe("kube-proxy (iptables and nftables mode) against the real API server", 
     const parsed = parseIptablesSave(dump, "iptables-save.txt");
     const errors = parsed.diagnostics.filter((d) => d.severity === "error");
     assert.deepEqual(errors, [], dump);
+    iptablesDump = parsed.value;
 
     // the Service's chain jumps to one chain per endpoint
     const svcChain = /^-A KUBE-SERVICES .*-d (\S+)\/32 .*-j (KUBE-SVC-\w+)$/m.exec(dump);
@@ -290,6 +298,15 @@ describe("kube-proxy (iptables and nftables mode) against the real API server", 
     for (const endpoint of ["10.4.1.5 . 8080", "10.4.2.7 . 8080"]) {
       assert.ok(dnat.includes(endpoint), ruleset);
     }
+    // the IPv6 table is written after the IPv4 one: the whole ruleset, once both are there
+    let listing = "";
+    for (;;) {
+      listing = (await ns!.exec(["nft", "list", "ruleset"])).stdout;
+      if (listing.includes("table ip6 kube-proxy") && listing.includes("service-")) break;
+      assert.ok(!exited, `kube-proxy exited:\n${log}`);
+      assert.ok(Date.now() < deadline, `no table ip6 kube-proxy in 120 s:\n${log}\n${listing}`);
+      await new Promise((r) => setTimeout(r, 250));
+    }
     // PODPATH_WRITE_NFT_FIXTURES=1: the real ruleset, in every form podpath reads, becomes the
     // nftables reader's fixture (src/nftables/fixtures/kube-proxy-*.nft)
     if (process.env["PODPATH_WRITE_NFT_FIXTURES"] === "1") {
@@ -306,8 +323,69 @@ describe("kube-proxy (iptables and nftables mode) against the real API server", 
         writeFileSync(join(FIXTURES, file), r.stdout);
       }
     }
+
+    // podpath reads the real ruleset, in every form, without errors
+    for (const argv of [[], ["-a"], ["-nn"], ["-j"]]) {
+      const text = (await ns!.exec(["nft", ...argv, "list", "ruleset"])).stdout;
+      const r = readNftRuleset(text, "nft-ruleset.txt");
+      assert.deepEqual(
+        r.diagnostics.filter((d) => d.severity === "error"),
+        [],
+        argv.join(" "),
+      );
+    }
+    const rs = readNftRuleset(listing, "nft-ruleset.txt").value;
+    const nftNat = compileNftNat(rs, sandboxContext(NODE_IP, "cbr0", "eth0"));
+    const iptNat = compileNat(iptablesDump!, sandboxContext(NODE_IP, "cbr0", "eth0"));
+    // for the same Service, the same answer as in iptables mode: each endpoint's DNAT, and the
+    // masquerade decision (a pod keeps its address, a source outside the cluster range and the
+    // node itself are masqueraded)
+    const flows: SandboxFlow[] = [
+      { proto: "tcp", src: "10.4.0.9", sport: 42_000, dst: clusterIP, dport: 80 },
+      { proto: "tcp", src: "10.9.0.9", sport: 42_000, dst: clusterIP, dport: 80 },
+      { proto: "tcp", src: "10.4.0.11", sport: 42_000, dst: "10.20.30.40", dport: 5432 },
+      { proto: "tcp", src: NODE_IP, sport: 42_001, dst: clusterIP, dport: 80, local: true },
+    ];
+    const answer = (t: NatTrace) =>
+      (t.branches?.map((b) => b.trace) ?? [t])
+        .map(
+          (l) =>
+            `${l.decision} src ${l.sourceOut?.ip ? formatIp(l.sourceOut.ip) : "?"} dst ${formatIp(l.dstOut!.ip)}:${l.dstOut!.port}`,
+        )
+        .sort();
+    for (const f of flows) {
+      const q = sandboxFlow(f, "cbr0", "eth0");
+      const nftAnswer = answer(nftNat.evaluate(q));
+      assert.deepEqual(nftAnswer, answer(iptNat.evaluate(q)), JSON.stringify(f));
+      if (f.dst === clusterIP) assert.equal(nftAnswer.length, 2, nftAnswer.join("\n"));
+    }
+    // and the kernel agrees: kube-proxy's table, as listed, loaded into the differential sandbox
+    const table = (await ns!.exec(["nft", "list", "table", "ip", "kube-proxy"])).stdout;
+    const sb = await createNatSandbox({ inIface: "cbr0", outIface: "eth0", nodeIp: NODE_IP });
+    try {
+      const load = await sb.node.exec(["nft", "-f", "-"], { input: table });
+      assert.equal(load.code, 0, load.stderr);
+      // the endpoints placed beyond the node by flows of their own, as in iptables mode
+      const all: SandboxFlow[] = [
+        ...flows,
+        { proto: "udp", src: "10.4.0.12", sport: 42_000, dst: "10.4.1.5", dport: 8080 },
+        { proto: "udp", src: "10.4.0.13", sport: 42_000, dst: "10.4.2.7", dport: 8080 },
+      ];
+      const seen = await sb.observe(all);
+      const decided = all.map((f, i) => ({
+        flow: `${f.src}->${f.dst}:${f.dport}`,
+        ...compareTranslation(nftNat.evaluate(sandboxFlow(f, "cbr0", "eth0")), seen[i]!),
+      }));
+      assert.deepEqual(
+        decided.filter((d) => d.agree !== true),
+        [],
+        JSON.stringify(decided, null, 2),
+      );
+    } finally {
+      await sb.destroy();
+    }
     // kube-proxy removed its iptables-mode rules: iptables-save has nothing of the Service, so a
-    // node in nftables mode must be read from `nft list ruleset` (podpath has no reader for it yet)
+    // node in nftables mode is read from `nft list ruleset`
     const dump = (await ns!.exec(["iptables-save", "-t", "nat"])).stdout;
     assert.ok(!dump.includes(clusterIP), dump);
     await stopProxy();
