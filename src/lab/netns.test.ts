@@ -20,6 +20,8 @@ interface Held {
   id: string;
   namespaces: string[];
   sleeper: number;
+  /** A temporary folder holding a private key. */
+  temp: string;
 }
 
 /** Starts the hold-lab helper and resolves with what it printed once its lab is built. */
@@ -157,9 +159,12 @@ describe("createLab", { skip: kernelSkip() }, () => {
       // SIGKILL runs no cleanup: the namespaces and the sleeper survive the owner
       assert.ok(dead.held.namespaces.every(netnsExists));
       assert.ok(pidAlive(dead.held.sleeper));
+      assert.ok(existsSync(dead.held.temp), "the killed run's key is still there");
       const lab = await createLab();
       await lab.destroy();
       assert.equal(dead.held.namespaces.some(netnsExists), false);
+      assert.equal(existsSync(dead.held.temp), false, "the killed run's key was removed");
+      assert.ok(existsSync(alive.held.temp), "a live owner's key was removed");
       assert.equal(await diesWithin(dead.held.sleeper, 2_000), true);
       assert.ok(alive.held.namespaces.every(netnsExists), "a live owner's lab was removed");
       assert.ok(!readdirSync(LAB_STATE_DIR).includes(`${dead.held.id}.pid`));
@@ -168,6 +173,7 @@ describe("createLab", { skip: kernelSkip() }, () => {
       await waitExit(alive.child);
     }
     assert.equal(alive.held.namespaces.some(netnsExists), false);
+    assert.equal(existsSync(alive.held.temp), false, "SIGTERM removes the run's own key");
     assert.equal(await rootNamespaceHash(), before);
   });
 });

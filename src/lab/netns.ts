@@ -7,7 +7,17 @@
  */
 import { type ChildProcess, execFileSync, spawn as spawnChild } from "node:child_process";
 import { randomBytes } from "node:crypto";
-import { existsSync, mkdirSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import {
+  existsSync,
+  mkdirSync,
+  mkdtempSync,
+  readdirSync,
+  readFileSync,
+  rmSync,
+  writeFileSync,
+} from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
 
 export interface ExecResult {
   code: number;
@@ -307,6 +317,7 @@ class LabImpl implements Lab {
   private finish(): void {
     this.finished = true;
     live.delete(this);
+    removeLabTemp(this.id);
     rmSync(pidFile(this.id), { force: true });
   }
   keep(note: string): void {
@@ -369,6 +380,30 @@ function sleep(ms: number): Promise<void> {
 }
 
 const pidFile = (id: string) => `${LAB_STATE_DIR}/${id}.pid`;
+
+/** Temporary folders of a lab (keys, configs) are named `podpath-<id>-…` in the temp folder. */
+const TEMP_RE = /^podpath-(pp[a-z0-9]{4})-/;
+
+/**
+ * A new private (0700) temporary folder for one lab, `podpath-<id>-<purpose>-XXXXXX`: removed with
+ * the lab, and at the next start when the run was killed, as its namespaces are.
+ */
+export function labTempDir(lab: Pick<Lab, "id">, purpose: string): string {
+  return mkdtempSync(join(tmpdir(), `podpath-${lab.id}-${purpose}-`));
+}
+
+/** Removes the temporary folders of lab `id` (its private keys among them). */
+function removeLabTemp(id: string): void {
+  let names: string[] = [];
+  try {
+    names = readdirSync(tmpdir());
+  } catch {
+    return;
+  }
+  for (const n of names) {
+    if (n.startsWith(`podpath-${id}-`)) rmSync(join(tmpdir(), n), { recursive: true, force: true });
+  }
+}
 
 /** The kernel's start time of a process (field 22 of /proc/PID/stat), to tell pid reuse apart. */
 export function processStartTime(pid: number): string | undefined {
@@ -464,6 +499,7 @@ export function removeLab(id: string): void {
     } catch {}
     removeEtcNetns(name);
   }
+  removeLabTemp(id);
   rmSync(pidFile(id), { force: true });
   rmSync(`${LAB_STATE_DIR}/${id}.json`, { force: true });
 }
@@ -482,11 +518,17 @@ export function removeStaleLabs(): string[] {
   }
   // Namespaces named like a default-prefix lab but with no pid file: the pid file is written
   // before the first namespace and removed after the last, so no live run owns these.
+  // Temporary folders too (a lab's keys): they are made after the pid file, like namespaces.
   const recorded = new Set(labs.map((l) => l.id));
+  let temps: string[] = [];
+  try {
+    temps = readdirSync(tmpdir());
+  } catch {}
   const orphans = new Set(
-    listNetns()
-      .map((n) => /^(pp[a-z0-9]{4})-/.exec(n)?.[1])
-      .filter((id): id is string => id !== undefined && !recorded.has(id)),
+    [
+      ...listNetns().map((n) => /^(pp[a-z0-9]{4})-/.exec(n)?.[1]),
+      ...temps.map((n) => TEMP_RE.exec(n)?.[1]),
+    ].filter((id): id is string => id !== undefined && !recorded.has(id)),
   );
   for (const id of orphans) {
     if (existsSync(pidFile(id))) continue;

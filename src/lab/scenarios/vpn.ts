@@ -13,13 +13,12 @@
  *   web pod (10.244.2.20:8080) · dns pod (10.244.3.53:53) · public host (198.51.100.7)
  */
 import { execFileSync } from "node:child_process";
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
-import { tmpdir } from "node:os";
+import { readFileSync, rmSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { z } from "zod";
 import { collectKernelState, runProbes, startCapture, writeSnapshotFile } from "../artifacts.ts";
-import type { Namespace } from "../netns.ts";
+import { labTempDir, type Namespace } from "../netns.ts";
 import type { Scenario, ScenarioContext, ScenarioOutcome } from "./index.ts";
 import { type ManifestFix, VPN_NS, VPN_POD, vpnClusterFiles } from "./vpn-cluster.ts";
 
@@ -285,7 +284,8 @@ export const scenario: Scenario<VpnLabOptions> = {
         "MASQUERADE",
       ]);
     }
-    const dir = mkdtempSync(join(tmpdir(), `podpath-${lab.id}-vpn-`));
+    // the PKI's private keys: removed with the lab, also after a kill (at the next start)
+    const dir = labTempDir(lab, "vpn");
     try {
       log("vpn lab: making the PKI and starting OpenVPN");
       makePki(dir);
