@@ -400,7 +400,6 @@ export const scenario: Scenario<IpsecLabOptions> = {
           shown: `dig @${IPSEC.dnsServiceIp} ${IPSEC.webName} +time=2 +tries=1`,
           argv: ["dig", `@${IPSEC.dnsServiceIp}`, IPSEC.webName, "+time=2", "+tries=1"],
         },
-        { shown: "ip route show table 220", argv: ["ip", "route", "show", "table", "220"] },
       ];
       const { transcript, results } = await runProbes(laptop, steps);
       for (const r of results) summary.push(`$ ${r.shown} → exit ${r.code}`);

@@ -5,6 +5,7 @@
 
 import type { KubeObject } from "../../../evidence/kube-objects.ts";
 import type { VpnInput, VpnPodEvidence } from "../input.ts";
+import { ipsecKind } from "./ipsec.ts";
 import type {
   Detection,
   DetectionStrength,
@@ -20,7 +21,7 @@ import { wireguardKind } from "./wireguard.ts";
  * Every kind, in the order files are claimed and equally strong detections are preferred.
  * OpenVPN is last: it claims every `.conf`/`.ovpn` beside a pod that no other kind claims.
  */
-export const TUNNEL_KINDS: readonly TunnelKind[] = [wireguardKind, openvpnKind];
+export const TUNNEL_KINDS: readonly TunnelKind[] = [wireguardKind, ipsecKind, openvpnKind];
 
 const STRENGTH: Readonly<Record<DetectionStrength, number>> = { config: 3, device: 2, manifest: 1 };
 
