@@ -3,6 +3,7 @@
 # .components/ (ignored), with the machine's Go and the Go module proxy:
 #   kube-proxy, kube-apiserver  k8s.io/kubernetes/cmd/..., the release test/cluster/go.mod pins
 #   etcd           go.etcd.io/etcd/server/v3 (etcdmain), the version that release requires
+#   wireguard-go   golang.zx2c4.com/wireguard, the version test/tunnels/go.mod pins (tunnel lab)
 #   ip-masq-agent  k8s.io/ip-masq-agent, when the module proxy serves it; it refuses that module
 #                  today, so the refusal is recorded in .components/ip-masq-agent.unavailable
 #                  (the tests show it as their skip reason). IP_MASQ_AGENT_SRC=<a checkout of
@@ -104,5 +105,15 @@ else
     "$(tr -s '[:space:]' ' ' <<<"$probe" | sed -E 's#https?://[^/ ]+#<proxy>#g;s/ $//')" \
     >"$out/ip-masq-agent.unavailable"
   echo "build-components: ip-masq-agent not built: $(cat "$out/ip-masq-agent.unavailable")"
+fi
+# wireguard-go (golang.zx2c4.com/wireguard, the version test/tunnels/go.mod pins): the userspace
+# WireGuard the tunnel lab runs where the kernel module is missing.
+tunnels="$root/test/tunnels"
+s="$(stamp_of "$tunnels/go.mod" "$tunnels/go.sum")"
+if up_to_date wireguard-go "$s"; then
+  echo "build-components: wireguard-go up to date ($out/wireguard-go)"
+else
+  (cd "$tunnels" && timed wireguard-go go build -trimpath -o "$out/wireguard-go" golang.zx2c4.com/wireguard)
+  echo "$s" >"$out/wireguard-go.stamp"
 fi
 echo "build-components: done ($out)"

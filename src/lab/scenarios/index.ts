@@ -52,6 +52,7 @@ export const SCENARIOS: Readonly<Record<string, () => Promise<Scenario<unknown>>
   masquerade: async () => (await import("./masquerade.ts")).scenario as Scenario<unknown>,
   service: async () => (await import("./service.ts")).scenario as Scenario<unknown>,
   vpn: async () => (await import("./vpn.ts")).scenario as Scenario<unknown>,
+  wireguard: async () => (await import("./wireguard.ts")).scenario as Scenario<unknown>,
 };
 
 /** Parses `--flag value`, `--flag=value` and bare `--flag` into a record (values stay strings). */
