@@ -12,7 +12,10 @@ import { after, describe, it } from "node:test";
 import { readFlannelFlags } from "../../agents/flannel/daemonset.ts";
 import { readFlannelNetConf } from "../../agents/flannel/netconf.ts";
 import { flannelMasqRules } from "../../agents/flannel/rules.ts";
+import { planMasquerade } from "../../cases/masquerade/plan.ts";
+import { verifyChange } from "../../cases/masquerade/proof.ts";
 import { readKubeObjects } from "../../evidence/kube-objects.ts";
+import { parseIp } from "../../net/cidr.ts";
 import { diagnose } from "../../questions/diagnose.ts";
 import { loadSnapshot } from "../../snapshot/load.ts";
 import { openSnapshot } from "../../snapshot/source.ts";
@@ -20,8 +23,10 @@ import { kernelSkip } from "../kernel-guard.ts";
 import { createLab } from "../netns.ts";
 import {
   FLANNEL_NETWORK,
+  FLANNEL_NETWORK6,
   FLANNEL_NODE,
   FLANNEL_POD_SUBNET,
+  FLANNEL_POD_SUBNET6,
   FlannelOptions,
   flannelClusterObjects,
   planFlannelReplica,
@@ -87,5 +92,30 @@ describe("lab flannel on the real kernel", { skip, concurrency: false }, () => {
     );
     const a = await diagnose(loadSnapshot(openSnapshot(dir)), {});
     assert.ok(!a.findings.some((x) => x.id === "masq/exempt-destination"));
+  });
+
+  it("IPv6 (EnableIPv6, IPv6Network): diagnose and plan on the pod's IPv6 packets; --ip-masq's IPv6 rules; verify FIXED", async (t) => {
+    const before = await runPhase(FlannelOptions.parse({ ipv6: true }));
+    if (!before.summary.includes("IPv6:")) return t.skip("IPv6 is disabled in this kernel");
+    assert.match(before.summary, /IPv6: node ping fd00:20::30:40 answers, pod ping silent/);
+    const dest = { dest: { ip: parseIp("fd00:20::30:40"), text: "fd00:20::30:40" } };
+    const snap = loadSnapshot(openSnapshot(before.dir));
+    const a = await diagnose(snap, dest);
+    const f = a.findings.find((x) => x.id === "masq/exempt-destination");
+    assert.match(f?.title ?? "", /fd00:10:244:1::7 \(Flannel: no --ip-masq\)/);
+    const p = planMasquerade(snap, { strategy: "narrow", ...dest });
+    assert.equal(p.owner?.owner, "flannel");
+    const after = await runPhase(FlannelOptions.parse({ ipv6: true, fixed: true }));
+    assert.match(after.summary, /IPv6: .*pod ping answers, pod tcp\/5432 answers/);
+    const saved6 = readFileSync(join(after.dir, `nodes/${FLANNEL_NODE}/ip6tables-save.txt`), "utf8")
+      .split("\n")
+      .filter((l) => /flanneld masq/.test(l));
+    assert.deepEqual(
+      saved6,
+      flannelMasqRules({ family: 6, network: FLANNEL_NETWORK6, podSubnet: FLANNEL_POD_SUBNET6 }),
+    );
+    const snapAfter = loadSnapshot(openSnapshot(after.dir));
+    const v = await verifyChange(snap, snapAfter, dest);
+    assert.equal(v.verdict, "fixed", v.verdictText);
   });
 });

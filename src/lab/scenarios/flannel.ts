@@ -39,6 +39,14 @@ const GATEWAY = "10.244.1.1";
 const HOST_VETH = "veth3a9c1e2f";
 const ROUTER_NODE_IP = "192.168.50.1";
 const IMAGE = "ghcr.io/flannel-io/flannel:v0.28.9";
+/** The IPv6 side (`--ipv6`: net-conf.json EnableIPv6 and IPv6Network, the node's IPv6 lease). */
+const FLANNEL_NODE_IP6 = "fd00:192:168:50::10";
+const ROUTER_NODE_IP6 = "fd00:192:168:50::1";
+const FLANNEL_NODE_RANGE6 = "fd00:192:168:50::/64";
+export const FLANNEL_NETWORK6 = "fd00:10:244::/56";
+export const FLANNEL_POD_SUBNET6 = "fd00:10:244:1::/64";
+export const FLANNEL_POD_IP6 = "fd00:10:244:1::7";
+const GATEWAY6 = "fd00:10:244:1::1";
 
 export const FlannelOptions = z
   .object({
@@ -46,6 +54,8 @@ export const FlannelOptions = z
     /** Shorthand for `--phase after`. */
     fixed: boolText.optional(),
     "routes-back": z.string().default(FLANNEL_NODE_SUBNET),
+    /** Dual stack: EnableIPv6 with IPv6Network; with --ip-masq, flanneld's IPv6 rules too. */
+    ipv6: boolText.optional(),
   })
   .strict();
 export type FlannelOptions = z.output<typeof FlannelOptions>;
@@ -54,6 +64,7 @@ export interface FlannelReplicaPlan {
   readonly phase: "before" | "after";
   readonly ipMasq: boolean;
   readonly routesBack: readonly string[];
+  readonly ipv6: boolean;
 }
 
 export function planFlannelReplica(o: FlannelOptions): FlannelReplicaPlan {
@@ -62,12 +73,15 @@ export function planFlannelReplica(o: FlannelOptions): FlannelReplicaPlan {
     phase,
     ipMasq: phase === "after",
     routesBack: cidrList(o["routes-back"]),
+    ipv6: isTrue(o.ipv6),
   };
 }
 
 /** The far side in podpath's RemoteSite schema (no allowlist). */
 export function flannelRemoteSite(plan: FlannelReplicaPlan): string {
-  return onpremSite(plan.routesBack);
+  return onpremSite([...plan.routesBack, ...(plan.ipv6 ? [FLANNEL_NODE_RANGE6] : [])], {
+    ipv6: plan.ipv6,
+  });
 }
 
 /** The Node (podCIDR = the lease), the app pod, kube-flannel's ConfigMap, DaemonSet and pod. */
@@ -91,7 +105,12 @@ export function flannelClusterObjects(plan: FlannelReplicaPlan): {
     2,
   );
   const netConf = JSON.stringify(
-    { Network: FLANNEL_NETWORK, EnableNFTables: false, Backend: { Type: "vxlan" } },
+    {
+      Network: FLANNEL_NETWORK,
+      ...(plan.ipv6 ? { EnableIPv6: true, IPv6Network: FLANNEL_NETWORK6 } : {}),
+      EnableNFTables: false,
+      Backend: { Type: "vxlan" },
+    },
     null,
     2,
   );
@@ -127,11 +146,16 @@ export function flannelClusterObjects(plan: FlannelReplicaPlan): {
   const node = nodeObject({
     name: FLANNEL_NODE,
     ip: FLANNEL_NODE_IP,
+    ...(plan.ipv6 ? { ip6: FLANNEL_NODE_IP6 } : {}),
     annotations: {
       "flannel.alpha.coreos.com/backend-type": "vxlan",
       "flannel.alpha.coreos.com/public-ip": FLANNEL_NODE_IP,
+      ...(plan.ipv6 ? { "flannel.alpha.coreos.com/public-ipv6": FLANNEL_NODE_IP6 } : {}),
     },
-    spec: { podCIDR: FLANNEL_POD_SUBNET, podCIDRs: [FLANNEL_POD_SUBNET] },
+    spec: {
+      podCIDR: FLANNEL_POD_SUBNET,
+      podCIDRs: [FLANNEL_POD_SUBNET, ...(plan.ipv6 ? [FLANNEL_POD_SUBNET6] : [])],
+    },
     nodeInfo: { kubeletVersion: "v1.33.2", kernelVersion: "6.8.0-60-generic" },
   });
   const app = appPod({
@@ -140,6 +164,7 @@ export function flannelClusterObjects(plan: FlannelReplicaPlan): {
     nodeName: FLANNEL_NODE,
     nodeIp: FLANNEL_NODE_IP,
     podIp: FLANNEL_POD_IP,
+    ...(plan.ipv6 ? { podIp6: FLANNEL_POD_IP6 } : {}),
   });
   return {
     nodes: kubectlList([node]),
@@ -169,6 +194,18 @@ async function run(ctx: ScenarioContext, opts: FlannelOptions): Promise<Scenario
     },
     routerLines: [`route add ${FLANNEL_POD_SUBNET} via ${FLANNEL_NODE_IP}`],
     routesBack: plan.routesBack,
+    ...(plan.ipv6
+      ? {
+          ipv6: {
+            nodeIp: FLANNEL_NODE_IP6,
+            routerIp: ROUTER_NODE_IP6,
+            podIp: FLANNEL_POD_IP6,
+            gateway: GATEWAY6,
+            routerLines: [`route add ${FLANNEL_POD_SUBNET6} via ${FLANNEL_NODE_IP6}`],
+            routesBack: [FLANNEL_NODE_RANGE6],
+          },
+        }
+      : {}),
     kubeProxy: true,
     install: async (node) => {
       if (!plan.ipMasq) return;
@@ -177,6 +214,18 @@ async function run(ctx: ScenarioContext, opts: FlannelOptions): Promise<Scenario
         ["iptables-restore", "--noflush", "-w"],
         flannelRestoreText({ family: 4, network: FLANNEL_NETWORK, podSubnet: FLANNEL_POD_SUBNET }),
       );
+      // with EnableIPv6, flanneld sets up its IPv6 masquerade rules the same way (masqIP6Rules)
+      if (plan.ipv6) {
+        await must(
+          node,
+          ["ip6tables-restore", "--noflush", "-w"],
+          flannelRestoreText({
+            family: 6,
+            network: FLANNEL_NETWORK6,
+            podSubnet: FLANNEL_POD_SUBNET6,
+          }),
+        );
+      }
     },
     onpremLabel: "on-prem",
     files: async () => {

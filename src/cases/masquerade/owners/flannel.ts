@@ -11,11 +11,18 @@ import {
   type FlannelFlags,
   readFlannelFlags,
 } from "../../../agents/flannel/daemonset.ts";
-import { readFlannelNetConf } from "../../../agents/flannel/netconf.ts";
+import { type FlannelNetConf, readFlannelNetConf } from "../../../agents/flannel/netconf.ts";
 import { CHAIN_POSTRTG } from "../../../agents/flannel/rules.ts";
 import type { Rule } from "../../../iptables/dump.ts";
 import { type Evidence, refToEvidence, type SourceRef } from "../../../model/types.ts";
-import { contains, formatCidr, formatIp, type Ip } from "../../../net/cidr.ts";
+import {
+  type Cidr,
+  contains,
+  type Family,
+  formatCidr,
+  formatIp,
+  type Ip,
+} from "../../../net/cidr.ts";
 import type { Snapshot } from "../../../snapshot/load.ts";
 import type {
   ExemptWording,
@@ -57,6 +64,28 @@ function rollbackLine(f: FlannelFlags): string {
 }
 
 /** The owner's answer for a pod packet that keeps its address, or "not-mine". */
+/** net-conf.json's network of a family (Network, or IPv6Network with EnableIPv6), with its line. */
+function networkOf(
+  net: FlannelNetConf | undefined,
+  family: Family,
+): { cidr?: Cidr; text?: string; key: string; source?: SourceRef } {
+  if (family === 6) {
+    const s = net?.sources.get("IPv6Network");
+    return {
+      key: "IPv6Network",
+      ...(net?.ipv6Network ? { cidr: net.ipv6Network, text: formatCidr(net.ipv6Network) } : {}),
+      ...(s ? { source: s } : {}),
+    };
+  }
+  const s = net?.sources.get("Network");
+  return {
+    key: "Network",
+    ...(net?.network ? { cidr: net.network } : {}),
+    ...(net?.networkText ? { text: net.networkText } : {}),
+    ...(s ? { source: s } : {}),
+  };
+}
+
 function flannelExempt(input: OwnerExemptInput): OwnerExempt {
   const { snap, src, target, rule, stops } = input;
   if (src.kind !== "pod" || !flannelPresent(snap)) return { kind: "not-mine" };
@@ -64,9 +93,10 @@ function flannelExempt(input: OwnerExemptInput): OwnerExempt {
   if (owned?.attribution.owner === "flannel" && owned.rule.target?.kind === "verdict") {
     const net = readFlannelNetConf(snap.objects).value;
     if (!stops) {
+      const within = networkOf(net, target.ip.family);
       return {
         kind: "healthy",
-        why: `${formatIp(target.ip)} is inside Flannel's Network${net?.networkText ? ` ${net.networkText}` : ""} (${refText(owned.rule.source)}): the overlay keeps pod addresses by design`,
+        why: `${formatIp(target.ip)} is inside Flannel's ${within.key}${within.text ? ` ${within.text}` : ""} (${refText(owned.rule.source)}): the overlay keeps pod addresses by design`,
       };
     }
     return { kind: "finding", finding: networkFinding(input, owned.rule) };
@@ -84,11 +114,12 @@ function networkFinding(input: OwnerExemptInput, rule: Rule): ExemptWording {
   const { snap, src, target } = input;
   const dstText = formatIp(target.ip);
   const net = readFlannelNetConf(snap.objects).value;
-  const netRef = net?.sources.get("Network");
+  const netOf = networkOf(net, target.ip.family);
+  const netRef = netOf.source;
   const evidence: Evidence[] = [refToEvidence(rule.source)];
   if (netRef) evidence.push(refToEvidence(netRef));
   if (src.evidence) evidence.push(refToEvidence(src.evidence));
-  const cidr = rule.dst ? formatCidr(rule.dst.cidr) : (net?.networkText ?? "the Network");
+  const cidr = rule.dst ? formatCidr(rule.dst.cidr) : (netOf.text ?? `the ${netOf.key}`);
   return {
     severity: "error",
     title: `Pod traffic to ${dstText} keeps its pod source address ${formatIp(src.ip)} (Flannel: ${dstText} is inside Network ${cidr})`,
@@ -169,6 +200,14 @@ function flannelSettings(snap: Snapshot): OwnerSetting[] {
     const s = net.sources.get("Network");
     out.push({ key: "net-conf.json Network", value: net.networkText, ...(s ? { source: s } : {}) });
   }
+  const n6 = networkOf(net, 6);
+  if (n6.text) {
+    out.push({
+      key: "net-conf.json IPv6Network",
+      value: n6.text,
+      ...(n6.source ? { source: n6.source } : {}),
+    });
+  }
   return out;
 }
 
@@ -176,8 +215,9 @@ function flannelIntendedFor(snap: Snapshot, dst: Ip) {
   const evidence: Evidence[] = [];
   const net = readFlannelNetConf(snap.objects).value;
   const flags = readFlannelFlags(snap.objects);
-  if (net?.network && contains(net.network, dst)) {
-    const s = net.sources.get("Network");
+  const within = networkOf(net, dst.family);
+  if (within.cidr && contains(within.cidr, dst)) {
+    const s = within.source;
     if (s) evidence.push(refToEvidence(s));
     return { intended: "keep-pod-source" as const, evidence };
   }
@@ -198,7 +238,10 @@ function flannelPlan(input: OwnerPlanInput): OwnerPlan | undefined {
   const net = readFlannelNetConf(snap.objects).value;
   if (!flags || flags.ipMasq) return undefined;
   const before = flannelSettings(snap);
-  const outside = targets.filter((t) => !(net?.network && contains(net.network, t.ip)));
+  const outside = targets.filter((t) => {
+    const c = networkOf(net, t.ip.family).cidr;
+    return !(c && contains(c, t.ip));
+  });
   if (outside.length === 0) return undefined;
   const ns = flags.daemonSet.namespace ?? "kube-flannel";
   return {
