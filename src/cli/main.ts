@@ -8,6 +8,7 @@ import { UnknownEndpointError } from "../cases/endpoints.ts";
 import { parseWorkloadRef } from "../k8s/workload-ref.ts";
 import { SCENARIOS } from "../lab/scenarios/index.ts";
 import { terminalSafe } from "../report/terminal-safe.ts";
+import { InputFileError, reasonOf } from "../snapshot/input-file.ts";
 import { EXIT, endQuietlyWhenStdoutCloses, type Io, processIo, UsageError } from "./io.ts";
 import {
   commandPath,
@@ -25,6 +26,32 @@ export interface CommandModule {
 }
 
 type Loader = () => Promise<CommandModule>;
+
+/** File-system errors on a path the user gave: a usage problem, said in one line (exit 2). */
+const INPUT_ERRNO = new Set([
+  "ENOENT",
+  "EISDIR",
+  "ENOTDIR",
+  "ENAMETOOLONG",
+  "EACCES",
+  "EPERM",
+  "ELOOP",
+  "ERR_FS_FILE_TOO_LARGE",
+]);
+
+/**
+ * The one-line message for an error that comes from the input the user named, not from a bug:
+ * a file that cannot be read as one ({@link InputFileError}), or a file-system error on a path
+ * (a directory where a file belongs, a name too long, no permission, a file over 2 GiB).
+ */
+function inputProblem(e: unknown): string | undefined {
+  if (e instanceof InputFileError) return e.message;
+  const err = e as NodeJS.ErrnoException;
+  if (!(e instanceof Error) || err.code === undefined || !INPUT_ERRNO.has(err.code))
+    return undefined;
+  const path = typeof err.path === "string" ? err.path : undefined;
+  return `${path === undefined ? "cannot read an input" : `cannot read ${path}`}: ${reasonOf(e)}`;
+}
 
 /** The lab's scenarios, for help (the registry loads each scenario only when it runs). */
 const SCENARIO_NAMES = Object.keys(SCENARIOS).join(" | ");
@@ -64,6 +91,12 @@ function action(load: Loader, prepare?: Prepare) {
     } catch (e) {
       if (e instanceof UsageError || e instanceof UnknownEndpointError) {
         theIo.err(`podpath: ${e.message}\n`);
+        process.exitCode = EXIT.usage;
+        return;
+      }
+      const unreadable = inputProblem(e);
+      if (unreadable !== undefined) {
+        theIo.err(`podpath: ${unreadable}\n`);
         process.exitCode = EXIT.usage;
         return;
       }

@@ -99,9 +99,10 @@ export function readKubeObjects(text: string, file: string): Parsed<KubeObject[]
 
 /**
  * The object `value` at `base` of a document (a list item inherits its list's apiVersion and
- * kind); undefined, with a diagnostic, when it has no apiVersion or kind.
+ * kind); undefined, with a diagnostic, when it has no apiVersion or kind. Exported for readers
+ * that locate values their own way (a List streamed item by item: snapshot/kube-list-stream).
  */
-function objectOf(
+export function objectOf(
   doc: Located,
   base: YamlPath,
   value: Json,
@@ -196,7 +197,7 @@ function stringMap(
 }
 
 /** One document's value and the means to cite its fields. */
-interface Located {
+export interface Located {
   readonly value: unknown;
   locate(path: YamlPath): SourceRef | undefined;
   locateInString(path: YamlPath, lineWithinString: number): SourceRef | undefined;

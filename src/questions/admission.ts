@@ -8,7 +8,7 @@
  * server's own message, each field at its line, and admission is never reached. A kubelet config
  * the kubelet refuses at start admits no pod. Unreadable input is an {@link AdmissionInputError}.
  */
-import { readdir, readFile, stat } from "node:fs/promises";
+import { readdir, stat } from "node:fs/promises";
 import { join } from "node:path";
 import { type StrictDecoding, strictDecoding } from "../agents/kube-apiserver/strict-decoding.ts";
 import {
@@ -24,6 +24,7 @@ import {
 } from "../agents/pod-security/predict.ts";
 import { type KubeObject, readKubeObjects } from "../evidence/kube-objects.ts";
 import type { Diagnostic } from "../model/types.ts";
+import { InputFileError, readRegularText } from "../snapshot/input-file.ts";
 
 /** Input the check cannot read; `diagnostics` are the problems met before it gave up. */
 export class AdmissionInputError extends Error {
@@ -79,8 +80,10 @@ export interface AdmissionCheck {
 
 async function readText(path: string, what: string): Promise<string> {
   try {
-    return await readFile(path, "utf8");
+    // a FIFO or device is refused, not waited on; UTF-16 (PowerShell's >) is decoded
+    return readRegularText(path, `${what} ${path}`);
   } catch (e) {
+    if (e instanceof InputFileError) throw new AdmissionInputError(e.message);
     const code = (e as NodeJS.ErrnoException).code;
     throw new AdmissionInputError(
       `cannot read ${what} ${path}: ${code === "ENOENT" ? "no such file" : code === "EISDIR" ? "is a directory" : (e as Error).message}`,

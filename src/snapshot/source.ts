@@ -2,18 +2,14 @@
  * @module snapshot/source — the one place that reads a snapshot from disk: a folder, or a
  * `.tar.gz` of one. Everything after this works on relative paths and file contents.
  */
-import {
-  closeSync,
-  fstatSync,
-  openSync,
-  readdirSync,
-  readFileSync,
-  readSync,
-  statSync,
-} from "node:fs";
+import { readdirSync, statSync } from "node:fs";
 import { join, relative, sep } from "node:path";
 import type { Diagnostic } from "../model/types.ts";
+import { decodeText } from "./decode.ts";
+import { readRegularBytes, readRegularText, reasonOf } from "./input-file.ts";
 import { ARCHIVE_LIMITS, readTar } from "./tar.ts";
+
+export { decodeText } from "./decode.ts";
 
 export interface SnapshotSource {
   /** How the user named it. */
@@ -37,41 +33,11 @@ export class SnapshotOpenError extends Error {
 const MAX_DEPTH = 6;
 
 /**
- * A file's bytes as text: UTF-8, a byte-order mark dropped, bad sequences as U+FFFD. (ASCII, which
- * every kernel dump is, takes TextDecoder's fast path; a kube-proxy node's iptables-save runs to
- * tens of megabytes.)
- */
-export function decodeText(bytes: Uint8Array): string {
-  return new TextDecoder().decode(bytes);
-}
-
-/** Files at least this big are read through one buffer kept for the next. */
-const SCRATCH_FROM = 1 << 20;
-let scratch: Buffer | undefined;
-
-/**
- * A file on disk as text ({@link decodeText}). A snapshot holds one dump per node, each up to
- * tens of megabytes: the big ones are read through one buffer, kept for the next, rather than
- * into new memory each time (which the system hands over page by page). The text is a copy;
- * the buffer is never seen outside.
+ * A file on disk as text ({@link decodeText}); FIFOs, sockets and devices are refused
+ * ({@link InputFileError}), never opened for reading.
  */
 export function readTextFile(path: string): string {
-  const fd = openSync(path, "r");
-  try {
-    const size = fstatSync(fd).size;
-    if (size < SCRATCH_FROM) return decodeText(readFileSync(fd));
-    if (scratch === undefined || scratch.length < size) scratch = Buffer.allocUnsafeSlow(size);
-    // read to the size it had when opened (a file that shrinks meanwhile, to its end)
-    let off = 0;
-    while (off < size) {
-      const n = readSync(fd, scratch, off, size - off, off);
-      if (n === 0) break;
-      off += n;
-    }
-    return decodeText(scratch.subarray(0, off));
-  } finally {
-    closeSync(fd);
-  }
+  return readRegularText(path);
 }
 
 function walk(root: string, dir: string, depth: number, out: string[]): void {
@@ -91,8 +57,11 @@ export function openSnapshot(path: string): SnapshotSource {
   let st: ReturnType<typeof statSync>;
   try {
     st = statSync(path);
-  } catch {
-    throw new SnapshotOpenError(`${path}: no such file or folder`);
+  } catch (e) {
+    const code = (e as NodeJS.ErrnoException).code;
+    throw new SnapshotOpenError(
+      `${path}: ${code === "ENOENT" ? "no such file or folder" : reasonOf(e)}`,
+    );
   }
   if (st.isDirectory()) {
     const paths: string[] = [];
@@ -101,8 +70,8 @@ export function openSnapshot(path: string): SnapshotSource {
     return {
       name: path,
       paths,
-      readText: (rel) => readTextFile(join(path, rel)),
-      readBytes: (rel) => readFileSync(join(path, rel)),
+      readText: (rel) => readRegularText(join(path, rel), rel),
+      readBytes: (rel) => readRegularBytes(join(path, rel), rel),
       sizeOf: (rel) => statSync(join(path, rel)).size,
       diskPath: (rel) => join(path, rel),
       diagnostics: [],
@@ -120,7 +89,13 @@ export function openSnapshot(path: string): SnapshotSource {
       `${path}: ${st.size} bytes; archives over ${ARCHIVE_LIMITS.maxUnpackedBytes} bytes are not read (unpack it with tar -xzf and give the folder, which is read file by file)`,
     );
   }
-  const { entries, diagnostics } = readTar(readFileSync(path), path);
+  let packed: Buffer;
+  try {
+    packed = readRegularBytes(path);
+  } catch (e) {
+    throw new SnapshotOpenError((e as Error).message);
+  }
+  const { entries, diagnostics } = readTar(packed, path);
   if (entries.length === 0 && diagnostics.length > 0) {
     // nothing could be taken out of it: say why, rather than "nothing in it is a snapshot"
     throw new SnapshotOpenError(diagnostics.map((d) => d.message).join("\n"));

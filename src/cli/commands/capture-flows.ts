@@ -4,7 +4,7 @@
  * HOST and whether each got replies, counted straight from the capture's bytes (fast path).
  * A `NAME.yaml` beside the capture (point, phase) is read and shown.
  */
-import { existsSync, readFileSync } from "node:fs";
+import { existsSync } from "node:fs";
 import { basename, dirname, extname, join } from "node:path";
 import type { CapturePlacement } from "../../capture/capture-meta.ts";
 import { envelope } from "../../model/envelope.ts";
@@ -19,6 +19,7 @@ import {
   toned,
 } from "../../report/document.ts";
 import { isFormat, renderReport } from "../../report/render.ts";
+import { readRegularText } from "../../snapshot/input-file.ts";
 import { EXIT, type Io, UsageError } from "../io.ts";
 import { progressStream, withProgress } from "../progress.ts";
 import { captureArg, printDiagnostic } from "./capture-read.ts";
@@ -32,7 +33,7 @@ async function metaBeside(
   // a capture named NAME.yaml is not its own description
   if (yamlPath === path || !existsSync(yamlPath)) return undefined;
   const file = basename(yamlPath);
-  const parsed = parseCaptureMeta(readFileSync(yamlPath, "utf8"), file);
+  const parsed = parseCaptureMeta(readRegularText(yamlPath, file), file);
   for (const d of parsed.diagnostics) printDiagnostic(io, d);
   return { file, meta: parsed.value };
 }

@@ -3,19 +3,21 @@
  * config file and DaemonSet, turning podpath's options into the agent's Go flag arguments, and
  * printing diagnostics. Exit 2 when the agent would not start or rejects the config.
  */
-import { readFile } from "node:fs/promises";
 import { type AgentView, agentView } from "../../agents/ip-masq-agent/agent-view.ts";
 import type { MasqConfig } from "../../agents/ip-masq-agent/config.ts";
 import { renderMasqConfigJson } from "../../agents/ip-masq-agent/config.ts";
 import { goParseBool } from "../../agents/ip-masq-agent/flags.ts";
 import type { Diagnostic } from "../../model/types.ts";
+import { InputFileError, readRegularText } from "../../snapshot/input-file.ts";
 import type { Io } from "../io.ts";
 import { UsageError } from "../io.ts";
 
 async function readText(file: string, what: string): Promise<string> {
   try {
-    return await readFile(file, "utf8");
+    // a FIFO or device is refused, not waited on; UTF-16 (PowerShell's >) is decoded
+    return readRegularText(file, `${what} ${file}`);
   } catch (e) {
+    if (e instanceof InputFileError) throw new UsageError(e.message);
     const code = (e as NodeJS.ErrnoException).code;
     throw new UsageError(
       `cannot read ${what} ${file}: ${code === "ENOENT" ? "no such file" : code === "EISDIR" ? "is a directory" : ((e as Error).message ?? code)}`,

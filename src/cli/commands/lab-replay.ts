@@ -3,7 +3,6 @@
  * wiring and its document only (rendered by report/, JSON in the envelope); the work is
  * lab/replay.ts.
  */
-import { readFileSync } from "node:fs";
 import { resolve } from "node:path";
 import { z } from "zod";
 import { formatFlowSpec, parseFlowSpec } from "../../lab/flow-spec.ts";
@@ -12,6 +11,7 @@ import { parseScenarioArgs } from "../../lab/scenarios/index.ts";
 import { envelope } from "../../model/envelope.ts";
 import { type Document, fields, type Text } from "../../report/document.ts";
 import { isFormat, renderReport } from "../../report/render.ts";
+import { readRegularText } from "../../snapshot/input-file.ts";
 import { EXIT, type Io, UsageError } from "../io.ts";
 
 const IFACE = z.string().regex(/^[A-Za-z0-9_.-]{1,15}$/, "an interface name of 1-15 characters");
@@ -52,9 +52,10 @@ export async function runReplay(opts: Readonly<Record<string, unknown>>, io: Io)
   const file = String(opts["iptables"]);
   let dumpText: string;
   try {
-    dumpText = readFileSync(resolve(io.cwd, file), "utf8");
+    // a FIFO or device is refused, not waited on; UTF-16 (PowerShell's >) is decoded
+    dumpText = readRegularText(resolve(io.cwd, file), file);
   } catch (e) {
-    throw new UsageError(`lab replay: cannot read ${file} (${(e as NodeJS.ErrnoException).code})`);
+    throw new UsageError(`lab replay: ${(e as Error).message}`);
   }
   let result: ReplayResult;
   try {
