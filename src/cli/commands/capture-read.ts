@@ -8,6 +8,7 @@ import { existsSync, statSync } from "node:fs";
 import { resolve } from "node:path";
 import type { Packet } from "../../capture/packet.ts";
 import type { Diagnostic } from "../../model/types.ts";
+import { terminalSafe } from "../../report/terminal-safe.ts";
 import { EXIT, type Io, UsageError } from "../io.ts";
 import { count, progressStream, startProgress } from "../progress.ts";
 
@@ -65,13 +66,14 @@ export async function run(
   let buffered = "";
   // the packets stream to stdout: on the same terminal they are the progress
   const progress = startProgress(
-    { isTTY: io.stderrIsTTY && !io.stdoutIsTTY, write: io.err },
+    { isTTY: io.stderrIsTTY && !io.stdoutIsTTY, write: io.errRaw ?? io.err },
     `reading ${file}`,
   );
   let n = 0;
   for await (const p of cap) {
     progress.update(`${count(++n)} packets`);
-    buffered += `${jsonl ? JSON.stringify(packetJson(p)) : packetLine(p)}\n`;
+    // a tcpdump text line is printed back: its control characters shown, never sent
+    buffered += `${jsonl ? JSON.stringify(packetJson(p)) : terminalSafe(packetLine(p))}\n`;
     if (buffered.length > 65536) {
       io.out(buffered);
       buffered = "";
