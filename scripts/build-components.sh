@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Builds the real Kubernetes components the component tests (test/components/) run, into
 # .components/ (ignored), with the machine's Go and the Go module proxy:
-#   kube-proxy, kube-apiserver  k8s.io/kubernetes/cmd/..., the release test/cluster/go.mod pins
+#   kube-proxy, kube-apiserver, kubelet
+#                  k8s.io/kubernetes/cmd/..., the release test/cluster/go.mod pins
 #   etcd           go.etcd.io/etcd/server/v3 (etcdmain), the version that release requires
 #   wireguard-go   golang.zx2c4.com/wireguard, the version test/tunnels/go.mod pins (tunnel lab)
 #   ip-masq-agent  k8s.io/ip-masq-agent, when the module proxy serves it; it refuses that module
@@ -45,7 +46,8 @@ minor="${v#v1.}"
 minor="${minor%%.*}"
 pkg=k8s.io/component-base/version
 for c in kube-proxy:k8s.io/kubernetes/cmd/kube-proxy \
-  kube-apiserver:k8s.io/kubernetes/cmd/kube-apiserver etcd:./etcd; do
+  kube-apiserver:k8s.io/kubernetes/cmd/kube-apiserver kubelet:k8s.io/kubernetes/cmd/kubelet \
+  etcd:./etcd; do
   name="${c%%:*}"
   if up_to_date "$name" "$s"; then
     echo "build-components: $name up to date ($out/$name)"

@@ -105,10 +105,38 @@ function capture(child: ChildProcess): () => string {
   return () => text;
 }
 
+export interface ClusterOptions {
+  /**
+   * A Unix socket the API server reaches nodes (kubelets) through, by HTTP CONNECT (its egress
+   * selector for the "cluster" traffic): the real-node tests' nodes live in lab namespaces that
+   * the root namespace has no route to. The socket need not exist until a node is used.
+   */
+  readonly nodeEgressSocket?: string;
+}
+
 /** Starts etcd and kube-apiserver; resolves when the API server's /readyz answers ok. */
-export async function startCluster(): Promise<Cluster> {
+export async function startCluster(opts: ClusterOptions = {}): Promise<Cluster> {
   const dir = mkdtempSync(join(tmpdir(), "podpath-cluster-"));
   makeKeys(dir);
+  const egress: string[] = [];
+  if (opts.nodeEgressSocket !== undefined) {
+    writeFileSync(
+      join(dir, "egress.yaml"),
+      [
+        "apiVersion: apiserver.k8s.io/v1beta1",
+        "kind: EgressSelectorConfiguration",
+        "egressSelections:",
+        "- name: cluster",
+        "  connection:",
+        "    proxyProtocol: HTTPConnect",
+        "    transport:",
+        "      uds:",
+        `        udsName: ${opts.nodeEgressSocket}`,
+        "",
+      ].join("\n"),
+    );
+    egress.push(`--egress-selector-config-file=${join(dir, "egress.yaml")}`);
+  }
   const adminToken = randomBytes(16).toString("hex");
   const readerToken = randomBytes(16).toString("hex");
   writeFileSync(
@@ -182,6 +210,7 @@ export async function startCluster(): Promise<Cluster> {
           "--service-cluster-ip-range=10.96.0.0/16",
           // as kubeadm and GKE run it: privileged containers are for Pod Security to judge
           "--allow-privileged=true",
+          ...egress,
         ],
         { stdio: ["ignore", "pipe", "pipe"] },
       ),
