@@ -46,6 +46,8 @@ export interface NftWalk {
   steps: NatStep[];
   probability: number;
   assumptions: Assumption[];
+  /** The base chain the walk entered (after a goto from it, the bottom frame is another chain). */
+  base?: NftChain;
 }
 
 export type NftEndKind = "accept" | "nat" | "drop" | "reject" | "undecided";
@@ -116,6 +118,7 @@ export class NftWalker {
       if (w.frames.length === 0) {
         const base = bases[b]!;
         w.frames.push({ table: base.table, chain: base.chain, pos: 0 });
+        w.base = base.chain;
         step(
           w,
           "enter",
@@ -142,7 +145,7 @@ export class NftWalker {
       const f = w.frames.at(-1)!;
       if (f.pos >= f.chain.rules.length) {
         if (w.frames.length === 1) {
-          const base = f.chain.base!;
+          const base = (w.base ?? f.chain).base!;
           step(
             w,
             "policy",
@@ -457,7 +460,7 @@ export class NftWalker {
       case "return": {
         step(w, "return", f.chain, idx, rule.source, `return from ${f.chain.name}`);
         if (w.frames.length === 1) {
-          const base = f.chain.base!;
+          const base = (w.base ?? f.chain).base!;
           return { w, kind: base.policy === "drop" ? "drop" : "accept", ref: rule.source };
         }
         w.frames.pop();
@@ -586,6 +589,7 @@ export function cloneWalk(w: NftWalk): NftWalk {
     steps: [...w.steps],
     probability: w.probability,
     assumptions: [...w.assumptions],
+    ...(w.base ? { base: w.base } : {}),
   };
 }
 
