@@ -204,7 +204,11 @@ export function parseNftJson(text: string, file: string): Parsed<NftRuleset> {
   const starts = objectLines(text);
   const tableKey = (f: J, n: J) => `${String(f)} ${String(n)}`;
   const byKey = new Map<string, NftTable>();
-  const at = (i: number, t: string): SourceRef => ({ file, line: starts[i] ?? 1, text: t });
+  const at = (i: number, t: string): SourceRef => ({
+    file,
+    line: starts[i] ?? 1,
+    text: t.length > 300 ? `${t.slice(0, 297)}...` : t,
+  });
   const problem = (i: number, code: string, message: string, t = "") =>
     diagnostics.push({ code, severity: "warning", message, source: at(i, t) });
   const readItem = (item: J, i: number): void => {

@@ -73,7 +73,8 @@ export function parseNftText(text: string, file: string): Parsed<NftRuleset> {
   const managed = new Set<string>();
   const stack: Block[] = [];
   const lines = text.split("\n");
-  const at = (line: number, t: string): SourceRef => ({ file, line, text: t.trim() });
+  // a line is cited with its text, cut to 300 characters (a set's elements can run long)
+  const at = (line: number, t: string): SourceRef => ({ file, line, text: cut(t.trim()) });
   const problem = (
     code: string,
     severity: "error" | "warning",
@@ -94,8 +95,17 @@ export function parseNftText(text: string, file: string): Parsed<NftRuleset> {
     }
     if (trimmed.startsWith("#")) continue;
     // a line whose braces do not close continues on the next (set elements, long rules)
-    while (braceDepth(raw) > 0 && !/\{\s*(#.*)?$/.test(raw.trim()) && i + 1 < lines.length) {
-      raw += ` ${lines[++i]!.trim()}`;
+    // (at most 100,000 lines: nft prints a set's elements a few per line)
+    let depth = braceDepth(raw);
+    const first = i;
+    if (depth > 0 && !/\{\s*(#.*)?$/.test(raw.trim())) {
+      const parts = [raw];
+      while (depth > 0 && i + 1 < lines.length && i - first < 100_000) {
+        const next = lines[++i]!.trim();
+        parts.push(next);
+        depth += braceDepth(next);
+      }
+      raw = parts.join(" ");
     }
     const { body } = splitHandle(raw);
     const handle = splitHandle(raw).handle;
@@ -246,6 +256,10 @@ export function parseNftText(text: string, file: string): Parsed<NftRuleset> {
     for (const b of stack) if (b.kind === "set") finishSet(b, diagnostics, file);
   }
   return { value: { file, format: "text", tables }, diagnostics };
+}
+
+function cut(t: string): string {
+  return t.length > 300 ? `${t.slice(0, 297)}...` : t;
 }
 
 function unquote(w: string): string {
