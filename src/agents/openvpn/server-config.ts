@@ -1,7 +1,8 @@
 /**
  * @module agents/openvpn/server-config — an OpenVPN server config as OpenVPN 2.x reads it: the
  * client pool (`server`, `server-ipv6`, `ifconfig-pool`), `topology`, `dev`, pushed routes and DNS,
- * `client-to-client`, server-side `route`s and `redirect-gateway`, each with the line it came from.
+ * `client-to-client`, server-side `route`s and `redirect-gateway`, tap mode (`dev-type`,
+ * `server-bridge`) and `client-config-dir`, each with the line it came from.
  */
 
 import type { Diagnostic, Located, Parsed, SourceRef } from "../../model/types.ts";
@@ -27,6 +28,12 @@ export interface OpenvpnServerConfig {
   readonly routes: readonly Located<Cidr>[];
   readonly port?: Located<number>;
   readonly proto?: Located<string>;
+  /** `dev-type tun|tap`, else what the `dev` name says (`tap0` is tap); tun when neither tells. */
+  readonly devType?: Located<"tun" | "tap">;
+  /** `server-bridge GATEWAY NETMASK POOL-START POOL-END` (tap mode): the pool as CIDR blocks. */
+  readonly serverBridge?: Located<readonly Cidr[]>;
+  /** `client-config-dir DIR`: per-client files (`iroute`, `ifconfig-push`), see client-config.ts. */
+  readonly clientConfigDir?: Located<string>;
 }
 
 /** A CIDR or bare address as a block; undefined when it is neither. */
@@ -130,6 +137,30 @@ export function parseOpenvpnConfig(
         break;
       case "dev":
         if (w[1]) cfg.dev = { value: w[1], source };
+        // the name decides the type unless dev-type says otherwise (openvpn(8) --dev-type)
+        if (/^tap/.test(w[1] ?? "") && cfg.devType === undefined)
+          cfg.devType = { value: "tap", source };
+        else if (/^tun/.test(w[1] ?? "") && cfg.devType === undefined)
+          cfg.devType = { value: "tun", source };
+        break;
+      case "dev-type":
+        if (w[1] === "tun" || w[1] === "tap") cfg.devType = { value: w[1], source };
+        else bad("dev-type tun|tap");
+        break;
+      case "server-bridge": {
+        // server-bridge GATEWAY NETMASK POOL-START POOL-END; bare `server-bridge` (DHCP) or
+        // `server-bridge nogw` hand out no pool of OpenVPN's own
+        if (w.length === 1 || w[1] === "nogw") break;
+        const a = tryParseIp(w[3] ?? "");
+        const b = tryParseIp(w[4] ?? "");
+        if (a && b && a.family === b.family && a.value <= b.value) {
+          cfg.serverBridge = { value: rangeToCidrs(a.family, a.value, b.value), source };
+        } else bad("server-bridge GATEWAY NETMASK POOL-START POOL-END");
+        break;
+      }
+      case "client-config-dir":
+        if (w[1]) cfg.clientConfigDir = { value: w[1], source };
+        else bad("client-config-dir DIR");
         break;
       case "client-to-client":
         cfg.clientToClient = source;
@@ -176,6 +207,8 @@ export function clientPools(cfg: OpenvpnServerConfig): Located<Cidr>[] {
   if (cfg.server) out.push(cfg.server);
   else if (cfg.ifconfigPool) {
     for (const c of cfg.ifconfigPool.value) out.push({ value: c, source: cfg.ifconfigPool.source });
+  } else if (cfg.serverBridge) {
+    for (const c of cfg.serverBridge.value) out.push({ value: c, source: cfg.serverBridge.source });
   }
   if (cfg.serverIpv6) out.push(cfg.serverIpv6);
   return out;
