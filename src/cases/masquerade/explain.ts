@@ -32,6 +32,7 @@ import {
   SOURCE_OWNERS,
   type SourceOwnerCase,
 } from "./owners/index.ts";
+import { wholePath } from "./path-findings.ts";
 import { returnPath, siteFor } from "./remote.ts";
 import {
   type AllowlistVerdict,
@@ -230,6 +231,40 @@ function traceOne(
   const site = siteFor(sites, target.ip);
   const hops: PathHop[] = [sourceHop(src)];
 
+  // The packet's whole way through its node: a Service's DNAT, the route, filter verdicts
+  const way = nodeEv
+    ? wholePath(
+        nodeEv,
+        nodeView,
+        src,
+        target,
+        facts,
+        nodeEv.interfaces ? [] : nodeAddressFacts(src.node, nodeEv, facts, sites),
+      )
+    : undefined;
+  if (way) {
+    hops.push(...way.hops);
+    result.findings.push(...way.findings);
+  }
+  const ending =
+    way?.stops ??
+    (way?.local
+      ? `${formatIp(target.ip)} is delivered on ${src.node} itself (filter INPUT): it never leaves the node, and nat POSTROUTING is not on its way`
+      : undefined);
+  if (ending) {
+    if (way?.local && !way.stops)
+      hops.push({ at: `node/${src.node}`, label: "delivered locally (INPUT)", state: "ok" });
+    result.paths.push({
+      from: hops[0]!.at,
+      to: formatIp(target.ip),
+      protocol: target.protocol,
+      ...(target.port ? { port: target.port } : {}),
+      hops,
+      verdict: ending,
+    });
+    return;
+  }
+
   // The decision: the installed rules when the node's dump is there, else the agent's intent.
   const { outcome, wireSource, decidedBy, basis } = decideNode(
     snap,
@@ -272,7 +307,9 @@ function traceOne(
 
   reportUndecided(snap, target, src, nodeEv, outcome, result);
 
-  if (keepsPodSource && basis !== "none" && !isInCluster(facts, target.ip)) {
+  // a Service that sends the packet to pods: the pods are in the cluster, nothing is exempted
+  const toPods = way?.rewrittenTo?.every((ip) => isInCluster(facts, ip)) === true;
+  if (keepsPodSource && basis !== "none" && !isInCluster(facts, target.ip) && !toPods) {
     const exempt = exemptFinding(
       src,
       target,

@@ -12,6 +12,7 @@ import { after, describe, it } from "node:test";
 import { formatIp, parseIp } from "../../net/cidr.ts";
 import { nodePathEvaluator } from "../../path/node-path.ts";
 import type { PathOutcome } from "../../path/path-types.ts";
+import { diagnose } from "../../questions/diagnose.ts";
 import { loadSnapshot } from "../../snapshot/load.ts";
 import { openSnapshot } from "../../snapshot/source.ts";
 import { kernelSkip } from "../kernel-guard.ts";
@@ -27,6 +28,7 @@ import {
   type ProbeTarget,
   probeServiceLab,
   SVC_CLIENT_IP,
+  SVC_CLIENT_POD,
   SVC_NODE,
   stopServiceLab,
 } from "./service-lab.ts";
@@ -147,6 +149,34 @@ describe("lab service and filter replicas on the real kernel", { skip, concurren
     assert.match(kernel[1]!, /refused \(icmp-host-prohibited\)/);
     assert.deepEqual(podpathWords(orders!.outcomes), ["rejected icmp-port-unreachable"]);
     assert.match(kernel[2]!, /refused \(icmp-port-unreachable\)/);
+    // diagnose, per ClusterIP: the finding each one calls for, and no exempt warning
+    const snap = loadSnapshot(openSnapshot(dir));
+    const expected = [undefined, "masq/service-node-rejects", "masq/service-no-endpoints"];
+    for (const [i, t] of SERVICE_TARGETS.entries()) {
+      const a = await diagnose(snap, {
+        dest: { ip: parseIp(t.ip), port: t.port, text: `${t.ip}:${t.port}` },
+        from: { kind: "pod", namespace: "default", name: SVC_CLIENT_POD },
+      });
+      const ids = a.findings.map((f) => f.id);
+      assert.ok(!ids.includes("masq/exempt-destination"), `${t.label}: ${ids.join(", ")}`);
+      const want = expected[i];
+      if (want) assert.ok(ids.includes(want as never), `${t.label}: ${ids.join(", ")}`);
+      else assert.ok(!ids.some((x) => /filter-blocks|service-/.test(x)), ids.join(", "));
+      const path = a.paths.find((x) => x.to === t.ip);
+      if (i === 0) {
+        const hop = path?.hops.find((h) => /DNAT to 10\.244\.1\.8:8080/.test(h.label));
+        assert.match(
+          hop?.evidence?.text ?? "",
+          /KUBE-SEP-.* -j DNAT --to-destination 10\.244\.1\.8:8080/,
+        );
+      }
+      if (i === 1) {
+        assert.ok(!path?.hops.some((h) => /POSTROUTING/.test(h.label)), JSON.stringify(path?.hops));
+        const f = a.findings.find((x) => x.id === "masq/service-node-rejects");
+        assert.match(f?.title ?? "", /distribution's rule/);
+      }
+      if (i === 2) assert.ok(path?.hops.some((h) => h.state === "stops"));
+    }
   });
 
   it("filter: the FORWARD REJECT before Flannel's accepts refuses as podpath says; --fixed lets it through", async () => {
@@ -164,6 +194,20 @@ describe("lab service and filter replicas on the real kernel", { skip, concurren
         assert.match(summary[0]!, /refused \(icmp-host-prohibited\)/);
         const v = r!.outcomes[0]!.verdict;
         assert.equal(v.kind === "rejected" ? v.chain : "", "FORWARD");
+        const a = await diagnose(loadSnapshot(openSnapshot(dir)), {
+          dest: {
+            ip: parseIp(FILTER_TARGETS[0]!.ip),
+            port: FILTER_TARGETS[0]!.port,
+            text: `${FILTER_TARGETS[0]!.ip}:${FILTER_TARGETS[0]!.port}`,
+          },
+          from: { kind: "pod", namespace: "default", name: SVC_CLIENT_POD },
+        });
+        const f = a.findings.find((x) => x.id === "masq/filter-blocks");
+        assert.match(f?.title ?? "", /filter FORWARD rule 5 rejects .*distribution's rule/);
+        assert.match(
+          f?.evidence.at(-1)?.text ?? "",
+          /-A FORWARD -j REJECT --reject-with icmp-host-prohibited/,
+        );
       }
     }
   });
