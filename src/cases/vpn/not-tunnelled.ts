@@ -25,21 +25,25 @@ export function notTunnelledFindings(view: KindView, walk: Walk, subject: string
       if (!ip || seen.has(formatIp(ip))) continue;
       seen.add(formatIp(ip));
       if (t.prefixes.some((p) => p.value.family === ip.family && contains(p.value, ip))) continue;
+      const words = view.notTunnelledWords?.(ip, list);
       out.push({
         id: "vpn/destination-not-tunnelled",
         severity: "error",
         title: `${formatIp(ip)} is outside ${view.tunnelledBy}: it never enters the tunnel`,
         subject,
         explanation:
+          words?.explanation ??
           `${view.displayName} carries only what ${view.tunnelledBy} cover (${list}); ${formatIp(ip)} is not ` +
-          "among them, so the client sends it out of its own network and the VPN pod never sees it. " +
-          "Forwarding, masquerade and policies in the pod say nothing about this destination.",
+            "among them, so the client sends it out of its own network and the VPN pod never sees it. " +
+            "Forwarding, masquerade and policies in the pod say nothing about this destination.",
         evidence: [
           ...t.prefixes.map((p) => refToEvidence(p.source)),
           refToEvidence(c.source),
           refToEvidence(c.resultSource),
         ],
-        next: [view.tunnelledFix ?? `Add ${formatIp(ip)}'s range to ${view.tunnelledBy}`],
+        next: words
+          ? [...words.next]
+          : [view.tunnelledFix ?? `Add ${formatIp(ip)}'s range to ${view.tunnelledBy}`],
       });
     }
   }

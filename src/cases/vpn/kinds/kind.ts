@@ -168,6 +168,14 @@ export interface KindView {
   readonly tunnelledBy?: string;
   /** The next step when a destination is outside `tunnelled`. */
   readonly tunnelledFix?: string;
+  /**
+   * The kind's own words for `vpn/destination-not-tunnelled` about one destination (`list`: the
+   * tunnelled prefixes as text); the case's generic words when absent.
+   */
+  readonly notTunnelledWords?: (
+    destination: Ip,
+    list: string,
+  ) => { readonly explanation: string; readonly next: readonly string[] };
   /** Is the tunnel up at all (`vpn/tunnel-down`)? Unknown when the kind has no status output. */
   readonly tunnelState?: TunnelState;
   /** Prefixes the server tells clients to route (OpenVPN `push "route"`): in-cluster for paths. */
