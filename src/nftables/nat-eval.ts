@@ -142,6 +142,7 @@ export function compileNftNat(rs: NftRuleset, ctx: NatContext = {}): NatEvaluato
         const alts: NftWalk[] = [];
         const w = e1.w;
         w.frames = [];
+        delete w.acceptedAt;
         let local = host ? false : localOf(w.pkt, k);
         if (local === undefined) {
           const other = cloneWalk(w);

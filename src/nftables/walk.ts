@@ -48,6 +48,8 @@ export interface NftWalk {
   assumptions: Assumption[];
   /** The base chain the walk entered (after a goto from it, the bottom frame is another chain). */
   base?: NftChain;
+  /** Where the last base chain accepted the packet (its accept rule or its policy). */
+  acceptedAt?: SourceRef;
 }
 
 export type NftEndKind = "accept" | "nat" | "drop" | "reject" | "undecided";
@@ -111,7 +113,7 @@ export class NftWalker {
         ends.push({
           w,
           kind: "accept",
-          ref: last?.chain.source ?? { file: this.rs.file, line: 0 },
+          ref: w.acceptedAt ?? last?.chain.source ?? { file: this.rs.file, line: 0 },
         });
         continue;
       }
@@ -133,6 +135,7 @@ export class NftWalker {
       for (const f of forks) pending.push({ w: f, b });
       if (e.kind === "accept") {
         w.frames = [];
+        w.acceptedAt = e.ref;
         pending.push({ w, b: b + 1 });
       } else ends.push(e);
     }
@@ -590,6 +593,7 @@ export function cloneWalk(w: NftWalk): NftWalk {
     probability: w.probability,
     assumptions: [...w.assumptions],
     ...(w.base ? { base: w.base } : {}),
+    ...(w.acceptedAt ? { acceptedAt: w.acceptedAt } : {}),
   };
 }
 
