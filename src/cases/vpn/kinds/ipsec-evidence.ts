@@ -40,13 +40,15 @@ const looksLikeIpsecConf = (text: string) =>
   /^conn\s+\S+/m.test(text) && /^\s+(left|right)[a-z]*\s*=/m.test(text);
 const looksLikeSwanctl = (text: string) => /^\s*connections\s*\{/m.test(text);
 
-type Role = "ipsec-conf" | "swanctl-conf" | "status" | "xfrm-policy" | "xfrm-state";
+type Role = "ipsec-conf" | "swanctl-conf" | "status" | "xfrm-policy" | "xfrm-state" | "settings";
 
 /** Which IPsec file a base name (and, for other `.conf` names, its text) is. */
 export function ipsecFileRole(base: string, text: string): Role | undefined {
   const stem = base.replace(/\.txt$/, "");
   if (base === "ipsec.conf") return "ipsec-conf";
   if (base === "swanctl.conf") return "swanctl-conf";
+  // charon's own settings: claimed so no other kind misreads them, not needed to decide anything
+  if (base === "strongswan.conf" || base === "charon.conf") return "settings";
   if (stem === "ipsec-statusall" || stem === "swanctl-list-sas") return "status";
   if (stem === "xfrm-policy") return "xfrm-policy";
   if (stem === "xfrm-state") return "xfrm-state";

@@ -65,6 +65,7 @@ describe("ipsecKind", () => {
     ])
       assert.ok(ipsecKind.ownsFile(f, ""), f);
     assert.ok(ipsecKind.ownsFile("vpn.conf", GATEWAY));
+    assert.ok(ipsecKind.ownsFile("strongswan.conf", "charon {\n  load_modular = yes\n}\n"));
     assert.ok(!ipsecKind.ownsFile("openvpn.conf", "server 10.8.0.0 255.255.255.0\ndev tun0\n"));
     assert.ok(!ipsecKind.ownsFile("wg0.conf", "[Interface]\nAddress = 10.13.13.1/24\n"));
     assert.ok(!ipsecKind.ownsFile("wg-show.txt", "interface: wg0\n"));
