@@ -152,3 +152,50 @@ describe("masquerade case on the EKS example (AWS VPC CNI)", () => {
     assert.match(f.explanation, /kube-proxy's RETURN .* is not the exemption/);
   });
 });
+
+describe("IPv6 on an AWS VPC CNI node: the plugin writes no IPv6 SNAT", () => {
+  /** The example made dual stack: the pod's IPv6 address, the node's empty IPv6 nat table. */
+  function dualStack(): string {
+    const root = variant("cluster/pods.yaml", (t) =>
+      t.replace(
+        "        - ip: 100.64.1.50\n",
+        "        - ip: 100.64.1.50\n        - ip: 2600:1f14:abc:1::50\n",
+      ),
+    );
+    // ip6tables-save of a node whose IPv6 nat table holds nothing (the plugin writes none)
+    writeFileSync(
+      join(root, `nodes/${NODE}/ip6tables-save.txt`),
+      "*nat\n:PREROUTING ACCEPT [0:0]\n:INPUT ACCEPT [0:0]\n:OUTPUT ACCEPT [0:0]\n:POSTROUTING ACCEPT [0:0]\nCOMMIT\n",
+    );
+    const site = join(root, "remote/onprem-dc1.yaml");
+    writeFileSync(
+      site,
+      readFileSync(site, "utf8").replace(
+        "  - 10.20.0.0/16\nroutesBack",
+        "  - 10.20.0.0/16\n  - fd00:20::/64\nroutesBack",
+      ),
+    );
+    return root;
+  }
+
+  it("says the plugin keeps IPv6 pod addresses by design, never blames an exemption", async () => {
+    const a = await run(dualStack(), "fd00:20::30:40");
+    const f = a.findings.find((x) => x.id === "masq/exempt-destination");
+    assert.ok(f, text(a));
+    assert.match(f.title, /2600:1f14:abc:1::50 \(AWS VPC CNI: no IPv6 SNAT\)/);
+    assert.match(f.explanation, /UpdateHostSNATRules/);
+    assert.doesNotMatch(text(a), /EXCLUDE_SNAT_CIDRS=|ip-masq-agent|GKE/);
+  });
+
+  it("plans nothing on the nodes: no aws-node setting masquerades IPv6", async () => {
+    const { planMasquerade } = await import("../plan.ts");
+    const snap = loadSnapshot(openSnapshot(dualStack()));
+    const p = planMasquerade(snap, {
+      strategy: "narrow",
+      dest: { ip: parseIp("fd00:20::30:40"), text: "fd00:20::30:40" },
+    });
+    assert.equal(p.owner?.owner, "aws-vpc-cni");
+    assert.match(p.owner?.title ?? "", /cannot masquerade IPv6/);
+    assert.deepEqual(p.owner?.apply, []);
+  });
+});

@@ -68,6 +68,13 @@ function awsVpcCniExempt(input: OwnerExemptInput): OwnerExempt {
   const { snap, src, rule } = input;
   const owned = ruleOwner(snap, src.node, rule);
   const intent = readAwsNodeIntent(snap.objects);
+  if (
+    input.target.ip.family === 6 &&
+    awsPresent(snap) &&
+    (!owned || owned.attribution.owner === "kube-proxy")
+  ) {
+    return ipv6Exempt(input, intent);
+  }
   if (owned?.attribution.owner === "aws-vpc-cni" && owned.rule.target?.kind === "verdict") {
     return returnedByPlugin(input, owned.rule, owned.attribution, intent);
   }
@@ -82,6 +89,41 @@ function awsVpcCniExempt(input: OwnerExemptInput): OwnerExempt {
     return { kind: "finding", finding: externalSnatFinding(input, intent, owned?.rule) };
   }
   return { kind: "not-mine" };
+}
+
+/**
+ * An IPv6 pod packet on an AWS VPC CNI node: the plugin writes no IPv6 SNAT or connmark rule at all
+ * (pkg/networkutils/network.go UpdateHostSNATRules returns at once when v6Enabled; v1.23.1 line
+ * 443): EKS IPv6 pods keep their own global address by design, the VPC routes it. Said as the
+ * plugin's, never guessed as another owner's exemption.
+ */
+function ipv6Exempt(input: OwnerExemptInput, intent: AwsNodeIntent | undefined): OwnerExempt {
+  const { src, target, stops } = input;
+  const dstText = formatIp(target.ip);
+  const why = `the AWS VPC CNI writes no IPv6 SNAT rule (pkg/networkutils/network.go UpdateHostSNATRules returns at once for IPv6): pods keep their own IPv6 address toward every destination, by design`;
+  if (!stops) return { kind: "healthy", why: `${dstText}: ${why}` };
+  const evidence: Evidence[] = [];
+  if (intent) evidence.push(refToEvidence(intent.envSource));
+  if (src.evidence) evidence.push(refToEvidence(src.evidence));
+  return {
+    kind: "finding",
+    finding: {
+      severity: "error",
+      title: `Pod traffic to ${dstText} keeps its pod source address ${formatIp(src.ip)} (AWS VPC CNI: no IPv6 SNAT)`,
+      subject: `node/${src.node}`,
+      explanation:
+        `A packet from pod ${formatIp(src.ip)} to ${dstText} leaves ${src.node} with the pod's own address: ${why}. ` +
+        "No setting of the plugin (AWS_VPC_K8S_CNI_EXCLUDE_SNAT_CIDRS, EXTERNALSNAT) changes that: it has no IPv6 masquerade to configure. " +
+        "The far side has no route back to the pod's address, so the replies vanish. " +
+        `Fix: route the pods' IPv6 range back at the far side (its VPC route tables, the VPN's IPv6 selectors), or put ${dstText} behind something that translates (a NAT gateway or proxy in the VPC).`,
+      evidence,
+      next: [
+        "kubectl -n kube-system get daemonset aws-node -o yaml   # ENABLE_IPv6",
+        `ip6tables-save -t nat   # on ${src.node}: no AWS-SNAT-CHAIN for IPv6`,
+        `tcpdump -ni any host ${dstText}   # on ${src.node}: the pod address on the wire, no reply`,
+      ],
+    },
+  };
 }
 
 function returnedByPlugin(
@@ -310,12 +352,41 @@ function awsPlan(input: OwnerPlanInput): OwnerPlan | undefined {
           },
         ],
   };
+  const v6 = targets.filter((t) => t.ip.family === 6);
+  if (v6.length > 0 && v6.length === targets.length) return ipv6Plan(base, before, v6);
   if (intent?.settings.externalSnat) return externalSnatPlan(base, before, intent, targets);
   const kept = keptBy(snap, targets, intent);
   if (kept.remove.size === 0) {
     return kept.vpcKept.length > 0 ? vpcOnlyPlan(base, before, kept, targets) : undefined;
   }
   return exclusionPlan(snap, base, before, kept);
+}
+
+/** IPv6 destinations: the plugin has no IPv6 SNAT to set; the far side must route pods back. */
+function ipv6Plan(
+  base: PlanBase,
+  before: readonly OwnerSetting[],
+  targets: OwnerPlanInput["targets"],
+): OwnerPlan {
+  const names = targets.map((t) => formatIp(t.ip)).join(", ");
+  return {
+    ...base,
+    knob: "none: the AWS VPC CNI writes no IPv6 SNAT",
+    title: `The AWS VPC CNI cannot masquerade IPv6: route the pods' IPv6 range back for ${names}`,
+    why: "The plugin writes no IPv6 SNAT or connmark rule (pkg/networkutils/network.go UpdateHostSNATRules returns at once for IPv6): pods keep their own IPv6 address, and no aws-node setting changes that.",
+    evidence: [],
+    change: { before, after: before },
+    apply: [],
+    announcement: "Nothing changes on the nodes; the far side's routes change.",
+    nowMasqueraded: [],
+    expected: [],
+    checks: targets.map(
+      (t) =>
+        `tcpdump -ni any host ${formatIp(t.ip)}   # on a node: the pod address on the wire, replies once the far side routes it back`,
+    ),
+    rollback: [],
+    rollbackChecks: [],
+  };
 }
 
 /** What every plan of the plugin carries. */
