@@ -1,10 +1,11 @@
 import assert from "node:assert/strict";
-import { execFileSync } from "node:child_process";
-import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { execFileSync, spawnSync } from "node:child_process";
+import { mkdirSync, mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { after, describe, it } from "node:test";
 import { gzipSync } from "node:zlib";
+import { writePodList } from "../../bench/gen-cluster.ts";
 import { isEmptySnapshot, loadSnapshot, MAX_DIAGNOSTICS_PER_FILE } from "./load.ts";
 import { openSnapshot, SnapshotOpenError } from "./source.ts";
 import { ARCHIVE_LIMITS, readTar, unpackedBudget } from "./tar.ts";
@@ -86,6 +87,28 @@ describe("cluster-sized and hostile files are read without crashing", () => {
     const snap = loadSnapshot(openSnapshot(root));
     assert.equal(snap.objects.length, 130_000);
     assert.equal(snap.objects.at(-1)?.name, "c129999");
+  });
+
+  it("a 50 MB kubectl pod List loads within the README's budget (a child with that much heap)", () => {
+    const root = mkdtempSync(join(tmp, "pods-"));
+    mkdirSync(join(root, "cluster"));
+    const file = join(root, "cluster/pods.json");
+    writePodList(file, 10_000);
+    const bytes = statSync(file).size;
+    // the budget: 1.5x the file, above podpath's own code and heap (64 MB)
+    const heapMb = 64 + Math.ceil((1.5 * bytes) / 1048576);
+    const child = join(import.meta.dirname, "../../bench/load-snapshot-child.ts");
+    const r = spawnSync(
+      process.execPath,
+      [`--max-old-space-size=${heapMb}`, "--import", "tsx", child, root],
+      { encoding: "utf8", timeout: 240_000, killSignal: "SIGKILL" },
+    );
+    // a timeout is a failure (the child is killed), never a wait
+    assert.equal(r.error, undefined, `${r.error?.message}`);
+    assert.equal(r.status, 0, `out of the ${heapMb} MB budget? ${r.stderr.slice(-800)}`);
+    const out = JSON.parse(r.stdout.trim()) as { objects: number; errors: number };
+    assert.equal(out.objects, 10_000);
+    assert.equal(out.errors, 0);
   });
 
   it("200,000 bad lines in a dump give the first problems and a count of the rest", () => {

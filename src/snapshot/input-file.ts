@@ -91,7 +91,9 @@ export function openRegular(path: string, what = path): { fd: number; size: numb
   }
   if (!st.isFile()) {
     closeSync(fd);
-    throw new InputFileError(`cannot read ${what}: ${kindOf(st)}, not a regular file`);
+    throw new InputFileError(
+      `cannot read ${what}: ${st.isDirectory() ? "is a directory" : `${kindOf(st)}, not a regular file`}`,
+    );
   }
   return { fd, size: st.size };
 }
