@@ -9,7 +9,10 @@ import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { after, describe, it } from "node:test";
+import { readIpRoute } from "../../evidence/ip-route.ts";
+import { parseIptablesSave } from "../../iptables/save-parser.ts";
 import { formatIp, parseIp } from "../../net/cidr.ts";
+import { compilePath } from "../../path/evaluate-path.ts";
 import { nodePathEvaluator } from "../../path/node-path.ts";
 import type { PathOutcome } from "../../path/path-types.ts";
 import { diagnose } from "../../questions/diagnose.ts";
@@ -29,10 +32,14 @@ import {
   probeServiceLab,
   SVC_CLIENT_IP,
   SVC_CLIENT_POD,
+  SVC_LISTEN_PORT,
   SVC_NODE,
+  SVC_NODE_IP,
+  SVC_PEER_IP,
   stopServiceLab,
 } from "./service-lab.ts";
-import { serviceRestoreText } from "./service-rules.ts";
+import { SERVICES, serviceRestoreText, WEB_SEP } from "./service-rules.ts";
+import { ipBatch, must } from "./snat-replica.ts";
 
 describe("icmpKindOf", () => {
   it("reads tcpdump's words for each ICMP error a REJECT sends", () => {
@@ -209,6 +216,110 @@ describe("lab service and filter replicas on the real kernel", { skip, concurren
           /-A FORWARD -j REJECT --reject-with icmp-host-prohibited/,
         );
       }
+    }
+  });
+
+  it("policy routing: an -o match is decided on the interface ip rule chooses, as the kernel does", async () => {
+    const lab = await createLab({ prefix: "ppsv" });
+    const dir = mkdtempSync(join(tmpdir(), "podpath-service-policy-"));
+    dirs.push(dir);
+    try {
+      const l = await buildServiceLab(
+        lab,
+        serviceRestoreText({ centosInput: false, centosForward: false, flannel: true }),
+      );
+      // the pod's traffic goes by table 100 out of eth1 (as EKS sends a branch ENI's pods), and
+      // a FORWARD rule rejects what leaves by eth1; the main table says eth0
+      const other = await lab.addNamespace("peer2");
+      await lab.link(l.node, "eth1", other, "eth0");
+      await ipBatch(other, ["addr add 192.168.60.1/24 dev eth0", "link set eth0 up"]);
+      await ipBatch(l.node, [
+        "addr add 192.168.60.10/24 dev eth1",
+        "link set eth1 up",
+        "route add default via 192.168.60.1 dev eth1 table 100",
+        `rule add from ${SVC_CLIENT_IP} lookup 100 priority 100`,
+      ]);
+      await must(l.node, [
+        "iptables",
+        "-w",
+        "-I",
+        "FORWARD",
+        "-o",
+        "eth1",
+        "-j",
+        "REJECT",
+        "--reject-with",
+        "icmp-net-prohibited",
+      ]);
+      const kernel = await connectFrom(l.client, FILTER_TARGETS[0]!.ip, FILTER_TARGETS[0]!.port);
+      await probeServiceLab(l, [], dir);
+      await stopServiceLab(l);
+      const [r] = evaluateTargets(dir, FILTER_TARGETS);
+      assert.deepEqual(podpathWords(r!.outcomes), [kernelWord(kernel)]);
+      assert.equal(kernelWord(kernel), "rejected icmp-net-prohibited");
+      const route = r!.outcomes[0]!.steps.find((x) => x.kind === "route");
+      assert.equal(route?.kind === "route" ? route.dev : "", "eth1");
+      assert.equal(route?.kind === "route" ? route.mainTable?.dev : "", "eth0");
+      const a = await diagnose(loadSnapshot(openSnapshot(dir)), {
+        dest: { ip: parseIp(SVC_PEER_IP), port: SVC_LISTEN_PORT, text: SVC_PEER_IP },
+        from: { kind: "pod", namespace: "default", name: SVC_CLIENT_POD },
+      });
+      const ids = a.findings.map((f) => f.id);
+      assert.ok(ids.includes("masq/policy-route-elsewhere"), ids.join(", "));
+      assert.ok(ids.includes("masq/filter-blocks"), ids.join(", "));
+    } finally {
+      await lab.destroy();
+    }
+  });
+
+  it("a Service with two endpoints: both statistic branches are followed, each endpoint cited", async () => {
+    const lab = await createLab({ prefix: "ppsv" });
+    try {
+      const ns = await lab.addNamespace("rules");
+      const sep2 = "KUBE-SEP-2ND3NDPOINTXXXXXX";
+      const text = serviceRestoreText({ centosInput: false, centosForward: false, flannel: false })
+        .replace(`:${WEB_SEP} - [0:0]`, `:${WEB_SEP} - [0:0]\n:${sep2} - [0:0]`)
+        .replace(
+          new RegExp(`(-A ${SERVICES.web.chain} -m comment --comment "[^"]*" )-j ${WEB_SEP}`),
+          `$1-m statistic --mode random --probability 0.50000000000 -j ${WEB_SEP}\n-A ${SERVICES.web.chain} -m comment --comment "${SERVICES.web.name} -> 10.244.2.9:8080" -j ${sep2}`,
+        )
+        .replace(
+          "COMMIT\n*filter",
+          `-A ${sep2} -s 10.244.2.9/32 -m comment --comment "${SERVICES.web.name}" -j KUBE-MARK-MASQ\n-A ${sep2} -p tcp -m comment --comment "${SERVICES.web.name}" -m tcp -j DNAT --to-destination 10.244.2.9:8080\nCOMMIT\n*filter`,
+        );
+      await must(ns, ["iptables-restore", "-w"], text);
+      const saved = await must(ns, ["iptables-save"]);
+      assert.match(saved, /--probability 0\.50000000000/);
+      const dump = parseIptablesSave(saved, "nodes/x/iptables-save.txt").value;
+      const routes = readIpRoute(
+        "default via 192.168.50.20 dev eth0\n10.244.1.8 dev veth-ep scope link\n",
+        "nodes/x/ip-route.txt",
+      ).value;
+      const r = compilePath(dump, {
+        routing: { routes },
+        localAddresses: [parseIp(SVC_NODE_IP)],
+      }).evaluate({
+        src: parseIp(SVC_CLIENT_IP),
+        dst: parseIp(SERVICES.web.ip),
+        proto: "tcp",
+        dport: SERVICES.web.port,
+        origin: "pod",
+        inIface: "veth-client",
+      });
+      const ends = r.outcomes
+        .map((o) => `${formatIp(o.dstOut)}:${o.dportOut} ${o.probability}`)
+        .sort();
+      assert.deepEqual(ends, ["10.244.1.8:8080 0.5", "10.244.2.9:8080 0.5"]);
+      for (const o of r.outcomes) {
+        const d = o.steps.find((x) => x.kind === "dnat");
+        assert.match(
+          d?.source.text ?? "",
+          new RegExp(`DNAT --to-destination ${formatIp(o.dstOut)}:8080`),
+        );
+        assert.equal(o.verdict.kind, "forwarded");
+      }
+    } finally {
+      await lab.destroy();
     }
   });
 
