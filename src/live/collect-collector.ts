@@ -27,6 +27,29 @@ export interface CollectorSpec {
   readonly now: Date;
 }
 
+/** When the collectors of a run end: the start plus their lifetime (`expires-at`). */
+export function collectorDeadline(spec: CollectorSpec): Date {
+  return new Date(spec.now.getTime() + spec.lifetimeSeconds * 1000);
+}
+
+/**
+ * The collector container's own command: it waits (podpath execs the fixed read commands into it)
+ * until the run's deadline, an absolute time, and no longer, whatever happens to podpath. Started
+ * again after the deadline (a DaemonSet's pods always restart) it ends at once, so a DaemonSet
+ * left by a killed run holds no working collector past its deadline, only idle restarts until the
+ * next run removes it.
+ */
+export function collectorCommand(spec: CollectorSpec): string[] {
+  const deadline = Math.ceil(collectorDeadline(spec).getTime() / 1000);
+  return [
+    "sh",
+    "-c",
+    'left=$(( $1 - $(date +%s) )); [ "$left" -gt 0 ] || exit 0; exec timeout "$left" sleep "$left"',
+    "podpath-collector",
+    String(deadline),
+  ];
+}
+
 function meta(spec: CollectorSpec, name: string) {
   return {
     name,
@@ -37,9 +60,7 @@ function meta(spec: CollectorSpec, name: string) {
       [COLLECTOR_LABELS.run]: spec.runId,
     },
     annotations: {
-      [EXPIRES_ANNOTATION]: new Date(
-        spec.now.getTime() + spec.lifetimeSeconds * 1000,
-      ).toISOString(),
+      [EXPIRES_ANNOTATION]: collectorDeadline(spec).toISOString(),
       "podpath.dev/purpose": "reads node network state for podpath collect; safe to delete",
     },
   };
@@ -58,8 +79,8 @@ function podSpec(spec: CollectorSpec, restartPolicy: "Never" | "Always") {
       {
         name: "collector",
         image: spec.image,
-        // the container only waits; podpath execs the fixed read commands into it
-        command: ["sleep", String(spec.lifetimeSeconds)],
+        // the container only waits, until the run's deadline; podpath execs the read commands
+        command: collectorCommand(spec),
         securityContext: {
           privileged: false,
           allowPrivilegeEscalation: false,
@@ -97,7 +118,12 @@ export function collectorPod(spec: CollectorSpec, node: string): ApiObject {
   };
 }
 
-/** One DaemonSet over `nodes` (pinned by name), for fleets. */
+/**
+ * One DaemonSet over `nodes` (pinned by name), for fleets. A DaemonSet's pods must restart
+ * (`restartPolicy: Always`) and may not carry `activeDeadlineSeconds`: the deadline is in the
+ * container's command ({@link collectorCommand}), and the next run removes the DaemonSet by label
+ * once it has expired ({@link removeStale}).
+ */
 export function collectorDaemonSet(
   spec: CollectorSpec,
   nodes: readonly string[] | undefined,

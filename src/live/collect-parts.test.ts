@@ -1,8 +1,14 @@
 import assert from "node:assert/strict";
+import { spawn } from "node:child_process";
 import { describe, it } from "node:test";
 import fc from "fast-check";
 import { ClusterError, errorFromResponse, exitCodeOf, RESOURCES } from "../k8s/cluster.ts";
-import { collectorDaemonSet, collectorName, collectorPod } from "./collect-collector.ts";
+import {
+  collectorCommand,
+  collectorDaemonSet,
+  collectorName,
+  collectorPod,
+} from "./collect-collector.ts";
 import {
   CILIUM_COMMANDS,
   captureCommand,
@@ -77,6 +83,48 @@ describe("collector manifests", () => {
       JSON.stringify(ds),
       /"matchFields":\[\{"key":"metadata.name","operator":"In","values":\["a","b"\]\}\]/,
     );
+  });
+});
+
+describe("collectorCommand", () => {
+  const spec = (now: Date, lifetimeSeconds: number) => ({
+    runId: "ab12cd",
+    image: "img",
+    namespace: "kube-system",
+    lifetimeSeconds,
+    now,
+  });
+  const runs = (argv: string[]) =>
+    new Promise<{ code: number | null; ms: number }>((resolve) => {
+      const started = Date.now();
+      const c = spawn(argv[0] as string, argv.slice(1), { stdio: "ignore" });
+      c.on("exit", (code) => resolve({ code, ms: Date.now() - started }));
+    });
+
+  it("the DaemonSet's pods restart (as they must) but their command ends at the run's deadline", () => {
+    const now = new Date("2026-11-29T10:00:00Z");
+    const ds = collectorDaemonSet(spec(now, 300), ["a"]) as {
+      metadata: { annotations: Record<string, string> };
+      spec: {
+        template: { spec: Record<string, unknown> & { containers: { command: string[] }[] } };
+      };
+    };
+    const pod = ds.spec.template.spec;
+    assert.equal(pod["restartPolicy"], "Always");
+    assert.equal(pod["activeDeadlineSeconds"], undefined);
+    const command = pod.containers[0]?.command ?? [];
+    assert.deepEqual(command, collectorCommand(spec(now, 300)));
+    const expires = Date.parse(ds.metadata.annotations["podpath.dev/expires-at"] ?? "");
+    assert.equal(Number(command.at(-1)) * 1000, expires);
+  });
+
+  it("run by sh: ends at once past the deadline, and by itself at a deadline ahead", async () => {
+    const past = await runs(collectorCommand(spec(new Date(Date.now() - 60_000), 30)));
+    assert.equal(past.code, 0);
+    const ahead = await runs(collectorCommand(spec(new Date(), 1)));
+    // sleep ends it at the deadline, or timeout does (124): either way it ends by itself
+    assert.ok(ahead.code === 0 || ahead.code === 124, String(ahead.code));
+    assert.ok(ahead.ms < 5_000, `${ahead.ms} ms`);
   });
 });
 
