@@ -1,8 +1,9 @@
 /**
  * @module cases/vpn/plan-pod — which pods of a snapshot are VPN servers, so `plan vpn` needs no
  * `--pod` when there is exactly one: pods whose evidence holds a tunnel kind's own config or a
- * tunnel device, else Pods and controllers a kind recognises (the OpenVPN chart); and the pods of a workload named
- * as kubectl names it (`--pod deployment/NAME`, `deploy/`, `statefulset/`, `daemonset/`). Pure.
+ * tunnel device, else Pods and controllers a kind recognises (the OpenVPN chart, a WireGuard
+ * image); and the pods of a workload named as kubectl names it (`--pod deployment/NAME`,
+ * `deploy/`, `statefulset/`, `daemonset/`). Pure.
  */
 import type { KubeObject } from "../../evidence/kube-objects.ts";
 import type { WorkloadRef } from "../../k8s/workload-ref.ts";
