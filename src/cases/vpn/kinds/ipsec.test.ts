@@ -110,6 +110,43 @@ describe("ipsecKind", () => {
     assert.equal(formatCidr(view.pool!.value), "10.20.0.0/16");
   });
 
+  it("falls back to the kernel's xfrm out policies for the tunnelled prefixes", () => {
+    const { view } = viewWith([{ file: `${dir}/xfrm-policy.txt`, text: ss("xfrm-policy.txt") }]);
+    assert.deepEqual(
+      view.tunnelled.kind === "prefixes"
+        ? view.tunnelled.prefixes.map((p) => formatCidr(p.value))
+        : [],
+      ["fd00:9::/64", "10.244.1.0/24", "10.244.0.0/16"],
+    );
+  });
+
+  it("says the tunnel is down without a CHILD SA, and without any IKE SA, citing statusall", () => {
+    const walk = { hops: [] } as unknown as Parameters<
+      ReturnType<typeof viewWith>["view"]["findings"]
+    >[0]["walk"];
+    const ask = { walk, subject: "pod/vpn/x", forwarding: "on" as const };
+    const up = viewWith([{ file: `${dir}/ipsec-statusall.txt`, text: ss("statusall-server.txt") }]);
+    assert.deepEqual(up.view.findings(ask), []);
+    const noChild = viewWith([
+      { file: `${dir}/ipsec-statusall.txt`, text: ss("statusall-no-child.txt") },
+    ]).view.findings(ask);
+    assert.deepEqual(
+      noChild.map((f) => [f.id, f.evidence[0]?.line]),
+      [["vpn/tunnel-down", 16]],
+    );
+    assert.match(noChild[0]!.title, /no CHILD SA/);
+    const text = ss("statusall-no-child.txt").replace(
+      /Security Associations[\s\S]*$/,
+      "Security Associations (0 up, 0 connecting):\n  none\n",
+    );
+    const none = viewWith([{ file: `${dir}/ipsec-statusall.txt`, text }]).view.findings(ask);
+    assert.deepEqual(
+      none.map((f) => f.id),
+      ["vpn/tunnel-down"],
+    );
+    assert.match(none[0]!.title, /no established IKE SA/);
+  });
+
   it("asks only for its own files when status or config is missing", () => {
     const { reading, view } = viewWith([]);
     assert.equal(reading, undefined);
