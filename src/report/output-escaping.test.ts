@@ -128,3 +128,20 @@ describe("output escaping at the renderers' door", () => {
     assert.ok(answer.findings[0]!.subject.includes("\n"));
   });
 });
+
+describe("a document's $ command lines", () => {
+  it("are refused when they hold a substitution or a line break, kept otherwise", () => {
+    const plan: Document = {
+      question: "plan",
+      blocks: [
+        paragraph({ text: "$ kubectl -n kube-system delete pod $(touch pwned)", code: true }),
+        paragraph({ text: "$ kubectl -n kube-system delete pod ip-masq-agent-x", code: true }),
+      ],
+    };
+    for (const out of [renderDocumentText(plan), renderDocumentMarkdown(plan)]) {
+      assert.doesNotMatch(out, /touch pwned/);
+      assert.match(out, /# no command shown: /);
+      assert.match(out, /\$ kubectl -n kube-system delete pod ip-masq-agent-x/);
+    }
+  });
+});

@@ -76,8 +76,8 @@ const COMMAND_KEYS: ReadonlySet<string> = new Set(["next", "command", "nextStep"
 /**
  * A copy of `value` (an answer, a document) with every string made terminal-safe: strings under
  * a one-line key lose their newlines too, prose and code keep theirs; a suggested command
- * (`next`, `command`, `nextStep`) first goes through `opts.command` (report/shell-quote
- * guardCommand). Renderers of text and Markdown call it once at their door, so whatever a
+ * (`next`, `command`, `nextStep`, or any string starting `$ `) first goes through
+ * `opts.command` (report/shell-quote guardCommand). Renderers of text and Markdown call it once at their door, so whatever a
  * finding carries is safe by construction.
  */
 export function terminalSafeDeep<T>(
@@ -94,7 +94,12 @@ function deep(
   command: ((cmd: string) => string) | undefined,
 ): unknown {
   if (typeof v === "string") {
-    const s = isCommand && command ? command(v) : v;
+    let s = isCommand && command ? command(v) : v;
+    // a document's `$ command` line (a plan's step) is a command too
+    if (!isCommand && command && v.startsWith("$ ")) {
+      const guarded = command(v.slice(2));
+      s = guarded === v.slice(2) ? v : guarded;
+    }
     return terminalSafe(s, { keepLayout: !oneLine });
   }
   if (Array.isArray(v)) return v.map((x) => deep(x, oneLine, isCommand, command));
