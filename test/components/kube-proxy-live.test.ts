@@ -11,7 +11,7 @@
  */
 import assert from "node:assert/strict";
 import type { ChildProcess } from "node:child_process";
-import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { connect, createServer, type Server } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -27,7 +27,7 @@ import { formatIp } from "../../src/net/cidr.ts";
 import { compileNftNat } from "../../src/nftables/nat-eval.ts";
 import { readNftRuleset } from "../../src/nftables/read-ruleset.ts";
 import { type Cluster, startCluster } from "./cluster.ts";
-import { componentPath, componentSkip } from "./component-guard.ts";
+import { componentPath, componentSkip, componentsDir } from "./component-guard.ts";
 
 const skip =
   componentSkip("kube-proxy") ||
@@ -70,6 +70,15 @@ describe("kube-proxy (iptables and nftables mode) against the real API server", 
   let clusterIP = "";
   /** The iptables-mode dump of the first test, for comparing nftables mode's answers. */
   let iptablesDump: ReturnType<typeof parseIptablesSave>["value"] | undefined;
+  /** What the iptables-mode scale test made: the Services' addresses, its dump and sample. */
+  let scale:
+    | {
+        ips: string[];
+        dump: string;
+        flows: SandboxFlow[];
+        parsed: ReturnType<typeof parseIptablesSave>["value"];
+      }
+    | undefined;
 
   before(async () => {
     dir = mkdtempSync(join(tmpdir(), "podpath-kube-proxy-"));
@@ -391,8 +400,9 @@ describe("kube-proxy (iptables and nftables mode) against the real API server", 
     await stopProxy();
   });
 
-  it(`in iptables mode with ${SERVICES} Services: podpath reads the dump and agrees with the kernel on a sample`, async () => {
+  it(`in iptables mode with ${SERVICES} Services: podpath reads the dump and agrees with the kernel on a sample`, async (t) => {
     const c = cluster!;
+    const started = Date.now();
     const ips: string[] = [];
     // created a few at a time through the API, as a controller would
     for (let i = 0; i < SERVICES; i += 10) {
@@ -501,5 +511,64 @@ describe("kube-proxy (iptables and nftables mode) against the real API server", 
       await sb.destroy();
     }
     await stopProxy();
+    t.diagnostic(
+      `iptables mode, ${SERVICES} Services: ${Math.round((Date.now() - started) / 1000)} s`,
+    );
+    scale = { ips, dump, flows, parsed: parsed.value };
+  });
+
+  it(`in nftables mode with ${SERVICES} Services: podpath reads the ruleset and answers as in iptables mode`, async (t) => {
+    assert.ok(scale, "the iptables-mode scale test created the Services");
+    const started = Date.now();
+    const proxy = startProxy("nftables");
+    let exited = false;
+    proxy.once("exit", () => {
+      exited = true;
+    });
+    const last = scale.ips.at(-1)!;
+    const deadline = Date.now() + 300_000;
+    let listing = "";
+    for (;;) {
+      listing = (await ns!.exec(["nft", "list", "table", "ip", "kube-proxy"])).stdout;
+      const chains = listing.match(/^\tchain service-/gm)?.length ?? 0;
+      if (listing.includes(`${last} . tcp . `) && chains >= SERVICES) break;
+      assert.ok(!exited, `kube-proxy exited:\n${log}`);
+      assert.ok(
+        Date.now() < deadline,
+        `kube-proxy wrote ${chains} of ${SERVICES} Services:\n${log}`,
+      );
+      await new Promise((r) => setTimeout(r, 1000));
+    }
+    const written = Date.now();
+    const r = readNftRuleset(listing, "nft-ruleset.txt");
+    assert.deepEqual(
+      r.diagnostics.filter((d) => d.severity === "error"),
+      [],
+    );
+    const nftNat = compileNftNat(r.value, sandboxContext(NODE_IP, "cbr0", "eth0"));
+    const iptNat = compileNat(scale.parsed, sandboxContext(NODE_IP, "cbr0", "eth0"));
+    const answer = (x: NatTrace) =>
+      (x.branches?.map((b) => b.trace) ?? [x])
+        .map(
+          (l) =>
+            `${l.decision} ${l.sourceOut?.ip ? formatIp(l.sourceOut.ip) : "?"} ${formatIp(l.dstOut!.ip)}:${l.dstOut!.port}`,
+        )
+        .sort();
+    for (const f of scale.flows) {
+      const q = sandboxFlow(f, "cbr0", "eth0");
+      assert.deepEqual(answer(nftNat.evaluate(q)), answer(iptNat.evaluate(q)), JSON.stringify(f));
+    }
+    // PODPATH_COMPONENT_DUMPS=1 (or 10k Services): the real dumps for the benchmarks
+    if (process.env["PODPATH_COMPONENT_DUMPS"] === "1" || SERVICES >= 10_000) {
+      const dir = join(componentsDir(), "dumps");
+      mkdirSync(dir, { recursive: true });
+      const tag = SERVICES % 1000 === 0 ? `${SERVICES / 1000}k` : String(SERVICES);
+      writeFileSync(join(dir, `kube-proxy-${tag}-iptables-save.txt`), scale.dump);
+      writeFileSync(join(dir, `kube-proxy-${tag}-nft.txt`), listing);
+    }
+    await stopProxy();
+    t.diagnostic(
+      `nftables mode, ${SERVICES} Services: written in ${Math.round((written - started) / 1000)} s, read and compared in ${Date.now() - written} ms`,
+    );
   });
 });
