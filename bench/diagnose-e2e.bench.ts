@@ -1,0 +1,114 @@
+/**
+ * End-to-end benchmark, as the user waits for it: the built CLI (`node dist/cli/main.js diagnose`,
+ * run `npm run build` first) on a snapshot whose node carries a 10k-service kube-proxy dump (made
+ * by ../shared/bench/gen-iptables.py), against the real `iptables-restore --test` of the same dump
+ * in a lab namespace, interleaved run by run; and start-up alone (`diagnose` of a snapshot with one
+ * empty List). Both are whole processes timed from outside (wall clock, and the children's CPU).
+ *
+ * Goal: diagnose at least 3x faster than iptables-restore --test, end to end (ratio of pairs,
+ * median). Prints PASS/MISS; exits non-zero only when it could not measure.
+ */
+import { spawnSync } from "node:child_process";
+import { existsSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { createLab, labUnavailableReason, type Namespace } from "../src/lab/netns.ts";
+
+const ROOT = join(import.meta.dirname, "..");
+const CLI = join(ROOT, "dist/cli/main.js");
+const GEN = join(ROOT, "..", "shared", "bench", "gen-iptables.py");
+const RUNS = 7;
+const GOAL = 3;
+
+interface Timing {
+  wallMs: number;
+  cpuMs: number;
+}
+
+const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;
+
+/** A command timed by /usr/bin/time (wall, user+sys), its output discarded; `codes` expected. */
+function timed(argv: string[], codes = [0, 1]): Timing {
+  const r = spawnSync("/usr/bin/time", ["-f", "TIME %e %U %S", ...argv], {
+    encoding: "utf8",
+    maxBuffer: 256 << 20,
+    timeout: 300_000,
+  });
+  const m = /TIME ([0-9.]+) ([0-9.]+) ([0-9.]+)\s*$/.exec(r.stderr);
+  if (!m || !codes.includes(r.status ?? -1))
+    throw new Error(`${argv.join(" ")} failed (${r.status}): ${r.stderr.slice(-400)}`);
+  return { wallMs: Number(m[1]) * 1000, cpuMs: (Number(m[2]) + Number(m[3])) * 1000 };
+}
+
+async function restoreOnce(ns: Namespace, file: string): Promise<Timing> {
+  const r = await ns.exec(
+    ["/usr/bin/time", "-f", "TIME %e %U %S", "iptables-restore", "--test", file],
+    {
+      timeoutMs: 300_000,
+    },
+  );
+  const m = /TIME ([0-9.]+) ([0-9.]+) ([0-9.]+)\s*$/.exec(r.stderr);
+  if (r.code !== 0 || !m)
+    throw new Error(`iptables-restore --test failed: ${r.stderr.slice(0, 400)}`);
+  return { wallMs: Number(m[1]) * 1000, cpuMs: (Number(m[2]) + Number(m[3])) * 1000 };
+}
+
+async function main(): Promise<number> {
+  if (!existsSync(CLI)) {
+    console.error("diagnose-e2e: dist/cli/main.js is missing; run npm run build first");
+    return 1;
+  }
+  const dir = mkdtempSync(join(tmpdir(), "podpath-bench-e2e-"));
+  const unavailable = labUnavailableReason();
+  const lab = unavailable ? undefined : await createLab({ prefix: "ppe" });
+  try {
+    const snap = join(dir, "snap");
+    mkdirSync(join(snap, "nodes/n1"), { recursive: true });
+    const dump = join(snap, "nodes/n1/iptables-save.txt");
+    const g = spawnSync("python3", [GEN, "--services", "10000", "-o", dump], { encoding: "utf8" });
+    if (g.status !== 0) throw new Error(`gen-iptables.py failed: ${g.stderr}`);
+    const empty = join(dir, "empty");
+    mkdirSync(join(empty, "cluster"), { recursive: true });
+    writeFileSync(
+      join(empty, "cluster/empty.json"),
+      '{"apiVersion":"v1","kind":"List","items":[]}\n',
+    );
+
+    const ns = lab ? await lab.addNamespace("e2e") : undefined;
+    if (!ns) console.log(`iptables-restore not measured: ${unavailable}`);
+    const start: Timing[] = [];
+    const pp: Timing[] = [];
+    const ref: Timing[] = [];
+    timed([process.execPath, CLI, "diagnose", snap, "-o", "json"]); // warm the page cache
+    for (let i = 0; i < RUNS; i++) {
+      // an empty List is "nothing in it" (exit 2), after the command's modules are loaded
+      start.push(timed([process.execPath, CLI, "diagnose", empty, "-o", "json"], [2]));
+      pp.push(timed([process.execPath, CLI, "diagnose", snap, "-o", "json"]));
+      if (ns) ref.push(await restoreOnce(ns, dump));
+    }
+    const ms = (ts: Timing[], k: keyof Timing) => `${median(ts.map((t) => t[k])).toFixed(0)} ms`;
+    console.log(
+      `start-up (diagnose of one empty List): ${ms(start, "wallMs")} wall, ${ms(start, "cpuMs")} cpu`,
+    );
+    console.log(`diagnose, 10k-service node: ${ms(pp, "wallMs")} wall, ${ms(pp, "cpuMs")} cpu`);
+    if (ref.length > 0) {
+      console.log(
+        `iptables-restore --test, same dump: ${ms(ref, "wallMs")} wall, ${ms(ref, "cpuMs")} cpu`,
+      );
+      const wall = median(ref.map((r, i) => r.wallMs / pp[i]!.wallMs));
+      const cpu = median(ref.map((r, i) => r.cpuMs / pp[i]!.cpuMs));
+      console.log(
+        `diagnose end to end is ${wall.toFixed(2)}x faster (wall), ${cpu.toFixed(2)}x (cpu), median of pairs: ${wall >= GOAL ? "PASS" : "MISS"} (goal >= ${GOAL}x)`,
+      );
+    }
+    return 0;
+  } catch (e) {
+    console.error(`diagnose-e2e benchmark could not measure: ${(e as Error).message}`);
+    return 1;
+  } finally {
+    await lab?.destroy();
+    rmSync(dir, { recursive: true, force: true });
+  }
+}
+
+process.exit(await main());
