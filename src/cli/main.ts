@@ -508,7 +508,8 @@ lab
   .allowExcessArguments()
   .addHelpText(
     "after",
-    "\noptions: --proto tcp|udp|icmp, --node-ip IP, --in-iface NAME, --out-iface NAME, --local\n" +
+    "\noptions: --proto tcp|udp|icmp, --node-ip IP, --in-iface NAME, --out-iface NAME, --local,\n" +
+      "  --skip-invalid (load the nat table without the lines podpath cannot read; else refused)\n" +
       "Example:\n  podpath lab replay --iptables nodes/n1/iptables-save.txt --flow 10.4.0.5,10.20.30.40:5432",
   )
   .action(action(() => import("./commands/lab.ts")));

@@ -34,6 +34,11 @@ export interface ReplayOptions {
   readonly local?: boolean;
   /** Name the dump is cited by (default "iptables-save"). */
   readonly file?: string;
+  /**
+   * Lines of the nat table podpath's own reader flags as errors: "refuse" (the default) replays
+   * nothing and names the first; "skip" loads the table without them (they stay in diagnostics).
+   */
+  readonly invalidLines?: "refuse" | "skip";
   /** The node's IP sets (`ipset save` or `ipset list`), restored before the rules that test them. */
   readonly ipsets?: {
     readonly text: string;
@@ -115,6 +120,39 @@ export function sandboxFlow(f: SandboxFlow, inIface: string, outIface: string): 
   };
 }
 
+/**
+ * The nat section as the kernel is handed it. Lines the reader flagged as errors are never loaded
+ * as root: refused (the first named, with file and line), or left out when `invalid` is "skip".
+ */
+export function loadableNat(
+  dumpText: string,
+  diagnostics: readonly Diagnostic[],
+  invalid: "refuse" | "skip",
+): string {
+  const lines = dumpText.split(/\r?\n/);
+  const start = lines.findIndex((l) => l.trim() === "*nat");
+  const end = lines.findIndex((l, i) => i > start && l.trim() === "COMMIT");
+  const bad = diagnostics.filter(
+    (d) =>
+      d.severity === "error" &&
+      d.source !== undefined &&
+      d.source.line > start + 1 &&
+      d.source.line <= end + 1,
+  );
+  const first = bad[0];
+  if (first?.source !== undefined && invalid === "refuse") {
+    throw new ReplayError(
+      "ERR_REPLAY_INPUT",
+      `line ${first.source.line}: ${first.message}: ${JSON.stringify(first.source.text ?? lines[first.source.line - 1] ?? "")}; ${bad.length} line(s) of the nat table cannot be read, and podpath does not load lines it cannot read into the kernel (--skip-invalid replays the table without them)`,
+    );
+  }
+  const skip = new Set(bad.map((d) => (d.source?.line ?? 0) - 1));
+  return `${lines
+    .slice(start, end + 1)
+    .filter((_, i) => !skip.has(start + i))
+    .join("\n")}\n`;
+}
+
 /** The node's sets with the extra members, as the evaluator reads them and as `ipset restore` input. */
 function replaySets(o: NonNullable<ReplayOptions["ipsets"]>): {
   dump: IpsetDump;
@@ -141,14 +179,14 @@ export async function replayFlow(
   if (flow.src.family !== 4) {
     throw new ReplayError("ERR_REPLAY_INPUT", "replay supports IPv4 flows only");
   }
-  const section = natSection(dumpText);
-  if (section === undefined) {
+  if (natSection(dumpText) === undefined) {
     throw new ReplayError(
       "ERR_REPLAY_INPUT",
       `${file}: no "*nat ... COMMIT" section; expected iptables-save output of the node`,
     );
   }
   const parsed = parseIptablesSave(dumpText, file);
+  const section = loadableNat(dumpText, parsed.diagnostics, opts.invalidLines ?? "refuse");
   const inIface = opts.inIface ?? "cbr0";
   const outIface = opts.outIface ?? "eth0";
   const nodeIp = opts.nodeIp ?? "10.128.0.2";

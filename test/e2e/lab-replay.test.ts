@@ -4,7 +4,7 @@
  */
 import assert from "node:assert/strict";
 import { spawnSync } from "node:child_process";
-import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { describe, it } from "node:test";
@@ -79,6 +79,33 @@ describe("lab replay (end to end)", { skip: kernelSkip() }, () => {
     assert.equal(r.status, 2);
     assert.match(r.stderr, /bad\.txt: line 4: -A POSTROUTING -m nosuchmatch/);
     assert.doesNotMatch(r.stderr, /\n\s+at /);
+  });
+
+  it("refuses a dump with lines its own reader flags invalid, unless --skip-invalid", (t) => {
+    const dir = mkdtempSync(join(tmpdir(), "podpath-replay-"));
+    t.after(() => rmSync(dir, { recursive: true, force: true }));
+    const lines = readFileSync(join(ROOT, EXAMPLE), "utf8").split("\n");
+    // after the POSTROUTING declaration: a rule for a chain the dump never declares, which the
+    // kernel would refuse too, so a replay that loaded it could not succeed
+    const at = lines.findIndex((l) => l.startsWith(":POSTROUTING")) + 1;
+    lines.splice(at, 0, "-A NOT-DECLARED -j RETURN");
+    const dump = join(dir, "invalid.txt");
+    writeFileSync(dump, lines.join("\n"));
+    const flow = ["--flow", "10.4.0.5->10.20.30.40:5432"];
+    const refused = podpath(["lab", "replay", "--iptables", dump, ...flow]);
+    assert.equal(refused.status, 2, refused.stderr);
+    assert.match(
+      refused.stderr,
+      new RegExp(
+        `invalid\\.txt: line ${at + 1}: chain NOT-DECLARED gets rules but was never declared .*"-A NOT-DECLARED -j RETURN"; 1 line\\(s\\) of the nat table cannot be read.*--skip-invalid`,
+      ),
+    );
+    assert.doesNotMatch(refused.stderr, /\n\s+at /);
+    assert.equal(refused.stdout, "");
+    const skipped = podpath(["lab", "replay", "--iptables", dump, ...flow, "--skip-invalid"]);
+    assert.equal(skipped.status, 0, skipped.stderr);
+    assert.match(skipped.stderr, new RegExp(`invalid\\.txt:${at + 1}: error: chain NOT-DECLARED`));
+    assert.match(skipped.stdout, /^verdict +agree$/m);
   });
 
   it("rejects a bad flow, an unreadable file and unknown options with exit 2", () => {

@@ -23,6 +23,7 @@ const ReplayExtra = z
     "out-iface": IFACE.optional(),
     "node-ip": z.string().optional(),
     local: z.literal(true).optional(),
+    "skip-invalid": z.literal(true).optional(),
   })
   .strict();
 
@@ -65,6 +66,7 @@ export async function runReplay(opts: Readonly<Record<string, unknown>>, io: Io)
       ...(extra.data["out-iface"] ? { outIface: extra.data["out-iface"] } : {}),
       ...(extra.data["node-ip"] ? { nodeIp: extra.data["node-ip"] } : {}),
       ...(extra.data.local ? { local: true } : {}),
+      invalidLines: extra.data["skip-invalid"] ? "skip" : "refuse",
     });
   } catch (e) {
     if (e instanceof ReplayError) {
