@@ -13,15 +13,20 @@ import { compileNat } from "../src/iptables/nat-eval.ts";
 import type { Flow, NatEvaluator } from "../src/iptables/nat-trace.ts";
 import { parseIptablesSave } from "../src/iptables/save-parser.ts";
 import { createLab, labUnavailableReason, type Namespace } from "../src/lab/netns.ts";
+import { sandboxContext } from "../src/lab/replay.ts";
 import { parseIp } from "../src/net/cidr.ts";
 import { compileNftNat } from "../src/nftables/nat-eval.ts";
 import { readNftRuleset } from "../src/nftables/read-ruleset.ts";
 import { readTextFile } from "../src/snapshot/source.ts";
 
 const DIR = join(import.meta.dirname, "..", ".components", "dumps");
-const IPT = join(DIR, "kube-proxy-10k-iptables-save.txt");
-const NFT = join(DIR, "kube-proxy-10k-nft.txt");
+/** Which dumps: "10k" (default), or another size the test wrote (PODPATH_BENCH_KUBE_PROXY=1k). */
+const TAG = process.env["PODPATH_BENCH_KUBE_PROXY"] ?? "10k";
+const IPT = join(DIR, `kube-proxy-${TAG}-iptables-save.txt`);
+const NFT = join(DIR, `kube-proxy-${TAG}-nft.txt`);
 const RUNS = 5;
+/** The node the component test ran kube-proxy on (its address, pod and uplink interfaces). */
+const CTX = sandboxContext("10.128.0.2", "cbr0", "eth0");
 
 const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;
 
@@ -74,7 +79,7 @@ function perSecond(nat: NatEvaluator, flows: readonly Flow[]): number {
 async function main(): Promise<number> {
   if (!existsSync(IPT) || !existsSync(NFT)) {
     console.log(
-      `SKIP: no real 10k dumps in ${DIR}; make them with PODPATH_COMPONENT_SERVICES=10000 node scripts/test.mjs kube-proxy-live`,
+      `SKIP: no real ${TAG} dumps in ${DIR}; make them with PODPATH_COMPONENT_SERVICES=10000 node scripts/test.mjs kube-proxy-live`,
     );
     return 0;
   }
@@ -103,8 +108,11 @@ async function main(): Promise<number> {
     await lab?.destroy();
   }
   const flows = flowsOf(iptText);
-  const iptRate = perSecond(compileNat(parseIptablesSave(iptText, IPT).value), flows);
-  const nftRate = perSecond(compileNftNat(readNftRuleset(readTextFile(NFT), NFT).value), flows);
+  const iptRate = perSecond(compileNat(parseIptablesSave(iptText, IPT).value, CTX), flows);
+  const nftRate = perSecond(
+    compileNftNat(readNftRuleset(readTextFile(NFT), NFT).value, CTX),
+    flows,
+  );
   const ms = (xs: number[]) => (xs.length ? `${median(xs).toFixed(0)} ms` : "not measured");
   console.log(
     `iptables-save (${Math.round(iptText.length / 1024)} KiB): podpath read+parse+compile ${ms(ipt)}; iptables-restore --test ${ms(restore)}${why ? ` (${why})` : ""}`,
@@ -113,7 +121,7 @@ async function main(): Promise<number> {
     `nft list table (${Math.round(readFileSync(NFT).length / 1024)} KiB): podpath read+compile ${ms(nft)}; nft -c -f ${ms(nftCheck)}`,
   );
   console.log(
-    `flow evaluations on the real 10k dumps (${flows.length} flows): iptables ${iptRate.toLocaleString("en-US")}/s, nftables ${nftRate.toLocaleString("en-US")}/s`,
+    `flow evaluations on the real ${TAG} dumps (${flows.length} flows): iptables ${iptRate.toLocaleString("en-US")}/s, nftables ${nftRate.toLocaleString("en-US")}/s`,
   );
   console.log(
     `${iptRate >= 100_000 ? "PASS" : "MISS"} >= 100,000 flow evaluations/s on the real iptables dump`,
