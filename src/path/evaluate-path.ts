@@ -243,8 +243,21 @@ function natThenRoute(
     ? decideRoute(ctx.routing ?? {}, { dst: p.dst, mark: x.st.mark })
     : undefined;
   const hostDev = firstRoute?.kind === "route" ? firstRoute.route.dev : undefined;
-  const t1 = nat.evaluate(host && hostDev ? { ...baseFlow, outIface: hostDev } : baseFlow);
+  // a packet that comes in: the route to its original destination gives the interface the first
+  // evaluation's POSTROUTING sees (only its PREROUTING part is read here; an unknown interface
+  // would fork every -o rule for nothing)
+  const inRoute = host
+    ? undefined
+    : decideRoute(ctx.routing ?? {}, {
+        dst: p.dst,
+        src: p.src,
+        ...(inIface ? { iif: inIface } : {}),
+        ...(markKnown ? { mark: x.st.mark } : {}),
+      });
+  const dev1 = host ? hostDev : inRoute?.kind === "route" ? inRoute.route.dev : undefined;
+  const t1 = nat.evaluate(dev1 ? { ...baseFlow, outIface: dev1 } : baseFlow);
   for (const n of t1.notes) if (!notes.includes(n)) notes.push(n);
+  const post = new Map<string, NatLeaf[]>();
   for (const leaf of natLeaves(t1)) {
     const st = cloneState(x.st);
     const pre = natSteps(dump, leaf.trace, st);
@@ -291,6 +304,7 @@ function natThenRoute(
         prob,
       },
       out,
+      post,
     );
   }
 }
@@ -305,6 +319,7 @@ function routeAndFilter(
   leaf: NatLeaf,
   x: Partial,
   out: PathOutcome[],
+  post: Map<string, NatLeaf[]>,
 ): void {
   const st = x.st;
   const family = p.dst.family;
@@ -444,13 +459,21 @@ function routeAndFilter(
     return walkTable(walkers.mangle, "POSTROUTING", y, out, p);
   });
   if (live.length === 0) return;
-  // nat POSTROUTING: the nat evaluator again, now with the interface the route chose
-  const t2 = nat.evaluate({
-    ...flow,
-    ...(dev ? { outIface: dev } : {}),
-    ...(st.dst === p.dst.value ? { dstLocal: false } : {}),
-  });
-  const same = natLeaves(t2).find(
+  // nat POSTROUTING: the nat evaluator again, now with the interface the route chose (once per
+  // interface and packet: a Service's endpoints share it)
+  const key = `${dev ?? ""}|${st.dst === p.dst.value}`;
+  let leaves = post.get(key);
+  if (leaves === undefined) {
+    leaves = natLeaves(
+      nat.evaluate({
+        ...flow,
+        ...(dev ? { outIface: dev } : {}),
+        ...(st.dst === p.dst.value ? { dstLocal: false } : {}),
+      }),
+    );
+    post.set(key, leaves);
+  }
+  const same = leaves.find(
     (l) =>
       l.trace.dstOut?.ip.value === st.dst &&
       l.trace.dstOut?.port === st.dport &&

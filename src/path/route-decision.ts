@@ -39,25 +39,24 @@ export type RouteAnswer =
   /** No routes in the evidence at all. */
   | { readonly kind: "unknown" };
 
-const defaultRules = (): IpRule[] =>
-  (
-    [
-      [0, "local"],
-      [32766, "main"],
-      [32767, "default"],
-    ] as const
-  ).map(([priority, table]) => ({
-    priority,
-    not: false,
-    action: "lookup",
-    table,
-    attributes: {},
-    source: {
-      file: "(the kernel's default rules)",
-      line: 0,
-      text: `${priority}:\tfrom all lookup ${table}`,
-    },
-  }));
+const DEFAULT_RULES: readonly IpRule[] = (
+  [
+    [0, "local"],
+    [32766, "main"],
+    [32767, "default"],
+  ] as const
+).map(([priority, table]) => ({
+  priority,
+  not: false,
+  action: "lookup",
+  table,
+  attributes: {},
+  source: {
+    file: "(the kernel's default rules)",
+    line: 0,
+    text: `${priority}:\tfrom all lookup ${table}`,
+  },
+}));
 
 /** What is known of the packet at the routing decision. */
 export interface RoutedPacket {
@@ -74,7 +73,7 @@ export interface RoutedPacket {
 export function decideRoute(ev: RoutingEvidence, p: RoutedPacket): RouteAnswer {
   const routes = ev.routes;
   if (!routes || routes.length === 0) return { kind: "unknown" };
-  const rules = ev.rules && ev.rules.length > 0 ? ev.rules : defaultRules();
+  const rules = ev.rules && ev.rules.length > 0 ? ev.rules : DEFAULT_RULES;
   const d: PolicyDecision = routeByPolicy(rules, routes, {
     dst: p.dst,
     ...(p.src ? { src: p.src } : {}),
@@ -89,10 +88,13 @@ export function decideRoute(ev: RoutingEvidence, p: RoutedPacket): RouteAnswer {
       const route = d.route;
       if (route.type === "blackhole" || route.type === "unreachable" || route.type === "prohibit")
         return { kind: "refused", how: route.type, by: route.source };
-      const main = lookupRoute(routes, p.dst, "main");
+      const main =
+        route.table !== "main" && route.type !== "local"
+          ? lookupRoute(routes, p.dst, "main")
+          : undefined;
       const differs =
-        route.type !== "local" &&
         route.table !== "main" &&
+        route.type !== "local" &&
         (main?.dev !== route.dev || main?.via?.value !== route.via?.value);
       return {
         kind: "route",

@@ -84,12 +84,96 @@ interface Walk {
   prob: number;
 }
 
+/** Runs of rules that each match one exact destination (or one destination port). */
+interface ChainIndex {
+  readonly on: "dst" | "dport";
+  readonly runOf: Int32Array;
+  readonly runs: readonly {
+    readonly end: number;
+    readonly byKey: Map<bigint | number, number[]>;
+  }[];
+}
+
+/** The one destination port a rule requires (`-m tcp --dport N`), else undefined. */
+function exactDport(r: Rule): number | undefined {
+  for (const m of r.matches) {
+    if (m.kind === "ports" && m.dport && !m.dport.negated && m.dport.ranges.length === 1) {
+      const x = m.dport.ranges[0]!;
+      if (x.from === x.to) return x.from;
+    }
+  }
+  return undefined;
+}
+
+/**
+ * Indexes a big chain, as the nat evaluator does, on the destination (`-d A/32`) or else on the
+ * destination port: within a run of such rules one that names another address or port cannot
+ * match, so skipping it keeps first-match order (kube-proxy's filter KUBE-SERVICES and
+ * KUBE-EXTERNAL-SERVICES hold one REJECT per Service without endpoints).
+ */
+function indexChain(rules: readonly Rule[], full: number): ChainIndex | undefined {
+  const byDst = (r: Rule) =>
+    r.dst !== undefined && !r.dst.negated && r.dst.cidr.prefix === full
+      ? r.dst.cidr.start
+      : undefined;
+  for (const [on, keyOf] of [
+    ["dst", byDst],
+    ["dport", exactDport],
+  ] as const) {
+    const n = rules.length;
+    const runOf = new Int32Array(n).fill(-1);
+    const runs: { end: number; byKey: Map<bigint | number, number[]> }[] = [];
+    let i = 0;
+    while (i < n) {
+      if (keyOf(rules[i]!) === undefined) {
+        i++;
+        continue;
+      }
+      let j = i;
+      const byKey = new Map<bigint | number, number[]>();
+      for (
+        let k = keyOf(rules[j]!);
+        j < n && k !== undefined;
+        k = j < n ? keyOf(rules[j]!) : undefined
+      ) {
+        const list = byKey.get(k);
+        if (list) list.push(j);
+        else byKey.set(k, [j]);
+        j++;
+      }
+      if (j - i >= 4) {
+        runOf.fill(runs.length, i, j);
+        runs.push({ end: j, byKey });
+      }
+      i = j;
+    }
+    if (runs.length > 0) return { on, runOf, runs };
+  }
+  return undefined;
+}
+
+/** The first rule at or after `pos` that could match the packet. */
+function nextCandidate(ix: ChainIndex | undefined, n: number, pos: number, s: PacketState): number {
+  if (ix === undefined) return pos;
+  const key = ix.on === "dst" ? s.dst : s.dport;
+  while (pos < n) {
+    const ri = ix.runOf[pos]!;
+    if (ri < 0) return pos;
+    const run = ix.runs[ri]!;
+    const list = key === undefined ? undefined : run.byKey.get(key);
+    if (list !== undefined) for (const k of list) if (k >= pos) return k;
+    pos = run.end;
+  }
+  return n;
+}
+
 /** A table of a dump compiled for walking (rules compiled on first visit). */
 export class TableWalker {
   readonly table: "raw" | "mangle" | "filter";
   readonly #dump: IptablesDump;
   readonly #knowledge: AddressKnowledge;
   readonly #compiled = new Map<Rule, CRule>();
+  readonly #indexes = new Map<Chain, ChainIndex | null>();
   readonly #maxBranches: number;
 
   constructor(
@@ -147,6 +231,18 @@ export class TableWalker {
     return { end, st: w.st, steps: w.steps, prob: w.prob };
   }
 
+  #index(c: Chain): ChainIndex | undefined {
+    let ix = this.#indexes.get(c);
+    if (ix === undefined) {
+      ix =
+        c.rules.length >= 16
+          ? (indexChain(c.rules, this.#dump.family === 4 ? 32 : 128) ?? null)
+          : null;
+      this.#indexes.set(c, ix);
+    }
+    return ix ?? undefined;
+  }
+
   #compile(r: Rule): CRule {
     let c = this.#compiled.get(r);
     if (!c) {
@@ -187,6 +283,7 @@ export class TableWalker {
       if (f === undefined) return this.#end(w, { kind: "accept" });
       const c = f.chain;
       const rules = c.rules;
+      f.pos = nextCandidate(this.#index(c), rules.length, f.pos, s);
       if (f.pos >= rules.length) {
         w.frames.pop();
         if (w.frames.length === 0) return this.#policy(w, c);
