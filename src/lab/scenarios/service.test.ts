@@ -323,6 +323,46 @@ describe("lab service and filter replicas on the real kernel", { skip, concurren
     }
   });
 
+  it("an unknown connection state forks: a new connection is rejected, an established one passes", async () => {
+    const lab = await createLab({ prefix: "ppsv" });
+    try {
+      const ns = await lab.addNamespace("rules");
+      const text = serviceRestoreText({ centosInput: false, centosForward: true, flannel: true });
+      await must(ns, ["iptables-restore", "-w"], text);
+      const dump = parseIptablesSave(
+        await must(ns, ["iptables-save"]),
+        "nodes/x/iptables-save.txt",
+      ).value;
+      const routes = readIpRoute(
+        "default via 192.168.50.20 dev eth0\n10.244.1.7 dev veth-client scope link\n",
+        "nodes/x/ip-route.txt",
+      ).value;
+      const r = compilePath(dump, {
+        routing: { routes },
+        localAddresses: [parseIp(SVC_NODE_IP)],
+      }).evaluate({
+        src: parseIp(SVC_CLIENT_IP),
+        dst: parseIp(SVC_PEER_IP),
+        proto: "tcp",
+        dport: SVC_LISTEN_PORT,
+        origin: "pod",
+        ctstate: "unknown",
+      });
+      const by = r.outcomes
+        .map((o) => `${o.assumptions[0]?.holds ? "established" : "new"}: ${o.verdict.kind}`)
+        .sort();
+      assert.deepEqual(by, ["established: forwarded", "new: rejected"]);
+      const est = r.outcomes.find((o) => o.assumptions[0]?.holds);
+      const accept = est?.steps.find((x) => x.kind === "verdict");
+      assert.match(
+        accept?.source.text ?? "",
+        /KUBE-FORWARD .*--ctstate RELATED,ESTABLISHED -j ACCEPT/,
+      );
+    } finally {
+      await lab.destroy();
+    }
+  });
+
   it("the other mix (FORWARD REJECT, open INPUT, no Flannel): every probe's kernel verdict equals podpath's", async () => {
     const lab = await createLab({ prefix: "ppsv" });
     const dir = mkdtempSync(join(tmpdir(), "podpath-service-mix-"));
