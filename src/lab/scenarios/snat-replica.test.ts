@@ -8,7 +8,7 @@ import assert from "node:assert/strict";
 import { describe, it } from "node:test";
 import { parse } from "yaml";
 import { readRemoteSites } from "../../evidence/remote-site.ts";
-import { attachmentLines, cidrList, isTrue, onpremSite } from "./snat-replica.ts";
+import { attachmentLines, attachmentLines6, cidrList, isTrue, onpremSite } from "./snat-replica.ts";
 
 describe("snat replica (pure)", () => {
   it("reads comma lists and CLI booleans", () => {
@@ -70,5 +70,40 @@ describe("snat replica (pure)", () => {
     ]);
     assert.equal("vpn" in (parse(onpremSite(back, { allowlist: true })) as object), false);
     assert.deepEqual(readRemoteSites(json, "remote/onprem-dc1.yaml").diagnostics, []);
+  });
+});
+
+describe("snat replica IPv6 side (pure)", () => {
+  it("hangs a bridged pod by its /64 on the bridge and a routed pod by its /128 with a static neighbour", () => {
+    const v6 = { podIp: "fd00:88::5", gateway: "fd00:88::1" };
+    const b = attachmentLines6({ kind: "bridge", bridge: "cni0", gateway: "10.88.0.1" }, "v0", v6);
+    assert.deepEqual(b.node, ["addr add fd00:88::1/64 dev cni0 nodad"]);
+    assert.deepEqual(b.pod, [
+      "addr add fd00:88::5/64 dev eth0 nodad",
+      "route add default via fd00:88::1",
+    ]);
+    const r = attachmentLines6(
+      { kind: "routed", gateway: "169.254.1.1", hostMac: "ee:ee:ee:ee:ee:ee", staticNeigh: false },
+      "cali0",
+      v6,
+    );
+    assert.deepEqual(r.node, ["route add fd00:88::5/128 dev cali0"]);
+    assert.ok(
+      r.pod.includes("neigh add fd00:88::1 lladdr ee:ee:ee:ee:ee:ee dev eth0 nud permanent"),
+    );
+  });
+
+  it("the dual-stack site names the IPv6 host and prefix beside the IPv4 ones", () => {
+    const site = readRemoteSites(
+      onpremSite(["192.168.0.0/16", "fd00:192:168::/48"], { allowlist: true, ipv6: true }),
+      "r.yaml",
+    );
+    assert.deepEqual(site.diagnostics, []);
+    const parsed = parse(onpremSite([], { allowlist: true, ipv6: true })) as {
+      prefixes: string[];
+      allowlists: { destinations: string[] }[];
+    };
+    assert.deepEqual(parsed.prefixes, ["10.20.0.0/16", "fd00:20::/64"]);
+    assert.deepEqual(parsed.allowlists[0]?.destinations, ["10.20.30.40/32", "fd00:20::30:40/128"]);
   });
 });
