@@ -203,9 +203,8 @@ export function evaluateNodeFlow(
       trace = ev.evaluate({ ...flow, outIface: routed.dev });
     }
   }
-  const hostSource =
-    out.src ??
-    (view?.internalIPs.find((a) => a.ip.family === q.dst.family) ?? view?.internalIPs[0])?.ip;
+  // the node's own address of the destination's family: an IPv4 one says nothing for IPv6
+  const hostSource = out.src ?? view?.internalIPs.find((a) => a.ip.family === q.dst.family)?.ip;
   const deciding = decidingRuleOf(trace);
   // whether any RETURN skipped a translation (a cut dump's kept source may rest on none)
   const lastReturn = trace.steps.some((s) => s.kind === "return" && s.ruleIndex > 0);

@@ -195,3 +195,50 @@ describe("kubenet's plan on a real listing with nothing else (a legacy GKE node'
     );
   });
 });
+
+describe("kubenet on a dual-stack node with an IPv4 flag (the default 10.0.0.0/8)", () => {
+  /** The replica with the pod's IPv6 address and the node's IPv6 nat table (kubenet wrote none). */
+  function dualStack(): string {
+    const root = variant("cluster/pods.yaml", (t) =>
+      t.replace(
+        "        - ip: 10.244.1.5\n",
+        "        - ip: 10.244.1.5\n        - ip: fd00:10:244:1::5\n",
+      ),
+    );
+    // ip6tables-save of the node: kubenet writes its one rule in the flag's family only
+    writeFileSync(
+      join(root, `nodes/${NODE}/ip6tables-save.txt`),
+      "*nat\n:PREROUTING ACCEPT [0:0]\n:INPUT ACCEPT [0:0]\n:OUTPUT ACCEPT [0:0]\n:POSTROUTING ACCEPT [0:0]\nCOMMIT\n",
+    );
+    const site = join(root, "remote/onprem-dc1.yaml");
+    writeFileSync(
+      site,
+      readFileSync(site, "utf8").replace(/^prefixes:\n/m, "prefixes:\n  - fd00:20::/64\n"),
+    );
+    return root;
+  }
+
+  it("an IPv6 destination: kubenet masquerades only IPv4, said with the flag's line", async () => {
+    const root = dualStack();
+    const r = await explainMasquerade(load(root), dest("fd00:20::30:40"));
+    const f = r.findings.find((x) => x.id === "masq/exempt-destination");
+    assert.ok(f, JSON.stringify(r.findings.map((x) => x.id)));
+    assert.match(
+      f.title,
+      /fd00:10:244:1::5 \(kubenet masquerades only IPv4: --non-masquerade-cidr=10\.0\.0\.0\/8\)/,
+    );
+    assert.equal(f.evidence[0]?.file, FLAGS);
+    assert.doesNotMatch(JSON.stringify(r.findings), /ip-masq-agent|GKE/);
+    const p = planMasquerade(load(root), { strategy: "narrow", ...dest("fd00:20::30:40") });
+    assert.equal(p.owner?.owner, "kubenet");
+    assert.match(p.owner?.title ?? "", /kubenet masquerades no IPv6 traffic/);
+    assert.deepEqual(p.owner?.apply, []);
+    // without kubenet's knowledge the answer is not kubenet's
+    const w = await explainMasquerade(
+      load(root),
+      dest("fd00:20::30:40"),
+      SOURCE_OWNERS.filter((o) => o !== kubenetOwner),
+    );
+    assert.doesNotMatch(JSON.stringify(w.findings), /kubenet masquerades only/);
+  });
+});

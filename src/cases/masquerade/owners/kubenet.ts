@@ -218,7 +218,7 @@ function otherFamilyExempt(input: OwnerExemptInput, n: KubenetNode, flag: Cidr):
     (stops
       ? "The far side has no route back to the pod's address, so the replies vanish. "
       : "Unless the far side routes the pod's address back, the replies vanish. ") +
-    `kubenet's flag takes one CIDR, so it cannot masquerade both families: route the pod range back at the far side, or have another component masquerade IPv${family} (ip-masq-agent with --enable-ipv6).`;
+    `kubenet's flag takes one CIDR, so it cannot masquerade both families: route the pod range back at the far side, or have another component masquerade IPv${family}.`;
   return {
     kind: "finding",
     finding: {
@@ -488,7 +488,7 @@ function otherFamilyPlan(
     name: "kubenet (the kubelet's --non-masquerade-cidr)",
     knob: "none: kubenet's one flag cannot masquerade both families",
     title: `kubenet masquerades no IPv${family} traffic: route the pod range back for ${names}`,
-    why: `The kubelet's ${FLAG}${flag ? `=${flag}` : ""} is not IPv${family}, and kubenet writes its one masquerade rule in the flag's family only, so ${names} ${targets.length === 1 ? "sees" : "see"} pod addresses whatever the flag's value. Setting the flag to an IPv${family} CIDR would move kubenet's rule to IPv${family} and stop masquerading the other family. The far side must route the pod range back, or another component (ip-masq-agent with --enable-ipv6) must masquerade IPv${family}.`,
+    why: `The kubelet's ${FLAG}${flag ? `=${flag}` : ""} is not IPv${family}, and kubenet writes its one masquerade rule in the flag's family only, so ${names} ${targets.length === 1 ? "sees" : "see"} pod addresses whatever the flag's value. Setting the flag to an IPv${family} CIDR would move kubenet's rule to IPv${family} and stop masquerading the other family. The far side must route the pod range back, or another component must masquerade IPv${family}.`,
     evidence,
     change: { before, after: before },
     files: [],
