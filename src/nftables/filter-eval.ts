@@ -46,9 +46,11 @@ export function compileNftFilter(rs: NftRuleset, ctx: NatContext = {}): NftFilte
   const ifaceAddrs = (ctx.interfaces ?? []).flatMap((i) => i.addresses ?? []);
   const k = addressKnowledge(ctx.localAddresses, ifaceAddrs, ctx.addressFacts);
   const preset = marksSetOutsideNat(rs);
+  // one walker per ruleset: it keeps each hook's base chains (a kube-proxy table has 10k chains)
+  const walker = new NftWalker(rs, k);
   return {
     verdict(flow, hook, opts = {}) {
-      const walker = new NftWalker(rs, k);
+      walker.walks = 0;
       const pkt = packetOf(flow, preset);
       pkt.dnatted = opts.dnatted === true;
       // the devices a hook knows (nft_meta breaks on the others)

@@ -110,6 +110,8 @@ export function compileNftNat(rs: NftRuleset, ctx: NatContext = {}): NatEvaluato
   const ifaceAddrs = (ctx.interfaces ?? []).flatMap((i) => i.addresses ?? []);
   const k = addressKnowledge(ctx.localAddresses, ifaceAddrs, ctx.addressFacts);
   const preset = marksSetOutsideNat(rs);
+  // one walker per ruleset: it keeps each hook's base chains (a kube-proxy table has 10k chains)
+  const walker = new NftWalker(rs, k);
   return {
     evaluate(flow: Flow): NatTrace {
       const notes: string[] = [];
@@ -123,7 +125,7 @@ export function compileNftNat(rs: NftRuleset, ctx: NatContext = {}): NatEvaluato
           "the nat chains see only the first packet of a connection; this is what a new connection would get now",
         );
       }
-      const walker = new NftWalker(rs, k);
+      walker.walks = 0;
       const w0: NftWalk = {
         pkt: packetOf(flow, preset),
         frames: [],

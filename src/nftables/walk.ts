@@ -85,6 +85,18 @@ export class NftWalker {
 
   /** Base chains of `hook` and `type` for the packet's family, by priority (stable). */
   bases(hook: NftHook, type: string, family: 4 | 6): Base[] {
+    const key = `${hook} ${type} ${family}`;
+    let cached = this.baseCache.get(key);
+    if (!cached) {
+      cached = this.findBases(hook, type, family);
+      this.baseCache.set(key, cached);
+    }
+    return cached;
+  }
+
+  private readonly baseCache = new Map<string, Base[]>();
+
+  private findBases(hook: NftHook, type: string, family: 4 | 6): Base[] {
     const out: { b: Base; prio: number; i: number }[] = [];
     let i = 0;
     for (const table of this.rs.tables) {
