@@ -25,6 +25,18 @@ export interface CollectorSpec {
   /** The pod ends itself after this long, whatever happens to podpath. */
   readonly lifetimeSeconds: number;
   readonly now: Date;
+  /** The run captures (`--capture`): tcpdump then needs to change to its own user. */
+  readonly capture?: boolean;
+}
+
+/**
+ * The collector's capabilities: NET_ADMIN (iptables-save, nft, ipset, conntrack read through
+ * netlink) and NET_RAW; with a capture also SETUID and SETGID, since tcpdump as Debian and Ubuntu
+ * build it opens the device as root and then changes to its own user (or to `-Z`'s), and stops
+ * with "Couldn't change to 'tcpdump'" when it may not.
+ */
+export function collectorCapabilities(spec: CollectorSpec): string[] {
+  return ["NET_ADMIN", "NET_RAW", ...(spec.capture ? ["SETUID", "SETGID"] : [])];
 }
 
 /** When the collectors of a run end: the start plus their lifetime (`expires-at`). */
@@ -84,7 +96,7 @@ function podSpec(spec: CollectorSpec, restartPolicy: "Never" | "Always") {
         securityContext: {
           privileged: false,
           allowPrivilegeEscalation: false,
-          capabilities: { drop: ["ALL"], add: ["NET_ADMIN", "NET_RAW"] },
+          capabilities: { drop: ["ALL"], add: collectorCapabilities(spec) },
         },
         resources: {
           requests: { cpu: "10m", memory: "32Mi" },

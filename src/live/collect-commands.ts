@@ -134,9 +134,17 @@ export function parseScriptOutput(out: Buffer): ScriptSection[] {
   return sections;
 }
 
-/** A bounded capture on the node: `timeout` ends it; tcpdump writes pcap to stdout. */
+/**
+ * A bounded capture on the node: `timeout` ends it; tcpdump writes pcap to stdout. `-Z root`
+ * keeps tcpdump root: a build that changes to its own user after opening the device (Debian's,
+ * Ubuntu's) would otherwise run as that user, whom `timeout` (root without CAP_KILL, as the
+ * collector runs) may not signal, and the capture would never end.
+ */
 export function captureCommand(host: string, seconds: number): readonly string[] {
-  return ["timeout", String(seconds), "tcpdump", "-i", "any", "-nn", "-U", "-w", "-", "host", host];
+  return [
+    ...["timeout", String(seconds), "tcpdump", "-Z", "root", "-i", "any", "-nn", "-U"],
+    ...["-w", "-", "host", host],
+  ];
 }
 
 /** What `sysctl net.ipv4.ip_forward` would have printed, from the /proc file's content. */
@@ -153,9 +161,8 @@ export function isReadCommand(argv: readonly string[]): boolean {
     if (same(c.argv) || (c.fallback && same(c.fallback))) return true;
   }
   return (
-    argv.length === 11 &&
     argv[0] === "timeout" &&
     /^\d+$/.test(argv[1] ?? "") &&
-    same(captureCommand(argv[10] ?? "", Number(argv[1])))
+    same(captureCommand(argv.at(-1) ?? "", Number(argv[1])))
   );
 }

@@ -86,6 +86,32 @@ describe("collector manifests", () => {
   });
 });
 
+describe("collector capabilities", () => {
+  it("NET_ADMIN and NET_RAW only; a capturing run adds SETUID and SETGID for tcpdump's user change", () => {
+    const now = new Date("2026-11-29T10:00:00Z");
+    const base = {
+      runId: "ab12cd",
+      image: "img",
+      namespace: "kube-system",
+      lifetimeSeconds: 300,
+      now,
+    };
+    const caps = (capture: boolean) =>
+      (
+        collectorPod({ ...base, capture }, "n1") as {
+          spec: {
+            containers: { securityContext: { capabilities: { drop: string[]; add: string[] } } }[];
+          };
+        }
+      ).spec.containers[0]?.securityContext.capabilities;
+    assert.deepEqual(caps(false), { drop: ["ALL"], add: ["NET_ADMIN", "NET_RAW"] });
+    assert.deepEqual(caps(true), {
+      drop: ["ALL"],
+      add: ["NET_ADMIN", "NET_RAW", "SETUID", "SETGID"],
+    });
+  });
+});
+
 describe("collectorCommand", () => {
   const spec = (now: Date, lifetimeSeconds: number) => ({
     runId: "ab12cd",

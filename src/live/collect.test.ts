@@ -252,7 +252,7 @@ describe("podpath collect against the API server", () => {
         assert.deepEqual(parsed.value?.point, { kind: "node", node: n });
         assert.equal(
           parsed.value?.command,
-          "timeout 2 tcpdump -i any -nn -U -w - host 10.20.30.40",
+          "timeout 2 tcpdump -Z root -i any -nn -U -w - host 10.20.30.40",
         );
         assert.equal(readFileSync(join(s.dir, `captures/${n}.pcap`)).readUInt32LE(0), 0xa1b2c3d4);
       }

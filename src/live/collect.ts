@@ -198,6 +198,7 @@ async function readNodeStates(
         1000,
     ),
     now: now(),
+    capture: options.capture !== undefined,
   };
   progress({ kind: "phase", message: `removing expired collectors in ${spec.namespace}` });
   try {

@@ -11,6 +11,7 @@ import { createHash } from "node:crypto";
 import {
   chmodSync,
   copyFileSync,
+  cpSync,
   mkdirSync,
   mkdtempSync,
   readFileSync,
@@ -29,6 +30,8 @@ export interface ImageSpec {
   readonly binaries: readonly string[];
   /** Names linked to /bin/busybox in /bin (when busybox is among the binaries). */
   readonly applets?: readonly string[];
+  /** Host folders copied whole to the same path (plugins a binary loads at run time). */
+  readonly folders?: readonly string[];
   readonly cmd: readonly string[];
 }
 
@@ -72,8 +75,13 @@ export function buildImage(spec: ImageSpec, out: string): void {
       chmodSync(dest, 0o755);
     }
     for (const a of spec.applets ?? []) symlinkSync("busybox", join(root, "bin", a));
-    writeFileSync(join(root, "etc", "passwd"), "root:x:0:0:root:/:/bin/sh\n");
-    writeFileSync(join(root, "etc", "group"), "root:x:0:\n");
+    for (const f of spec.folders ?? []) cpSync(f, join(root, f), { recursive: true });
+    // tcpdump (as Debian builds it) drops to its own user after opening the device
+    writeFileSync(
+      join(root, "etc", "passwd"),
+      "root:x:0:0:root:/:/bin/sh\ntcpdump:x:104:104::/:/bin/false\n",
+    );
+    writeFileSync(join(root, "etc", "group"), "root:x:0:\ntcpdump:x:104:\n");
     const layerFile = join(work, "layer.tar");
     execFileSync("tar", ["-C", root, "--owner=0", "--group=0", "-cf", layerFile, "."]);
     const layer = readFileSync(layerFile);

@@ -11,7 +11,7 @@
  */
 import assert from "node:assert/strict";
 import { spawn } from "node:child_process";
-import { cpSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { cpSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { after, before, describe, it } from "node:test";
@@ -53,6 +53,7 @@ const ROOT = join(import.meta.dirname, "../..");
 const CLI = join(ROOT, "dist/cli/main.js");
 const ROLE = parse(readFileSync(join(ROOT, "deploy/rbac/podpath-reader.yaml"), "utf8")) as Obj;
 const IMAGE = "podpath.local/tools:1";
+const COLLECTOR = "podpath.local/collector:1";
 const PING = ["ping", "-c", "3", "-i", "0.2", "-W", "1"] as const;
 
 const skip =
@@ -112,6 +113,23 @@ describe("a real node: kubelet, containerd and the bridge plugin, the SNAT case 
             ref: IMAGE,
             binaries: ["/bin/busybox", "/usr/bin/ping", "/sbin/ip"],
             applets: ["sh", "sleep", "cat", "sysctl"],
+            cmd: ["/bin/sleep", "2147483647"],
+          },
+          {
+            // what collect --node-state runs in its collector pods (--collector-image)
+            ref: COLLECTOR,
+            binaries: [
+              "/bin/busybox",
+              "/usr/sbin/iptables-save",
+              "/usr/sbin/ip6tables-save",
+              "/sbin/ip",
+              "/usr/sbin/conntrack",
+              "/usr/bin/tcpdump",
+              "/usr/bin/timeout",
+            ],
+            applets: ["sh", "sleep", "cat", "sysctl", "date"],
+            // the match and target extensions iptables-save loads by name
+            folders: ["/usr/lib/x86_64-linux-gnu/xtables"],
             cmd: ["/bin/sleep", "2147483647"],
           },
         ],
@@ -302,5 +320,68 @@ describe("a real node: kubelet, containerd and the bridge plugin, the SNAT case 
       {},
     );
     assert.equal(v.verdict, "fixed", v.verdictText);
+  });
+
+  it("collect --node-state: podpath's collector pod on the real node reads its rules and captures the pod's traffic", async () => {
+    assert.ok(app, "the pod runs");
+    // the collector pod's namespace, as a cluster has it
+    await cluster!.api(
+      "POST",
+      "/api/v1/namespaces/kube-system/serviceaccounts",
+      cluster!.adminToken,
+      {
+        apiVersion: "v1",
+        kind: "ServiceAccount",
+        metadata: { name: "default", namespace: "kube-system" },
+      },
+    );
+    const admin = writeKubeconfig(cluster!, cluster!.adminToken, join(work, "admin-kubeconfig"));
+    const dir = join(work, "node-state");
+    // the pod pings on-prem until collect (and its capture) has ended
+    let collecting = true;
+    const pinging = (async () => {
+      while (collecting) {
+        node!.execIn(app!.container, ["ping", "-c", "1", "-W", "1", ONPREM_IP]);
+        await new Promise((r) => setImmediate(r));
+      }
+    })();
+    const c = await podpath(
+      [
+        "collect",
+        "--out",
+        dir,
+        "--node-state",
+        "--collector-image",
+        COLLECTOR,
+        "--capture",
+        ONPREM_IP,
+        "--seconds",
+        "3",
+      ],
+      admin,
+    );
+    collecting = false;
+    await pinging;
+    assert.equal(c.code, 0, `${c.stderr}\n${node!.logs()}`);
+    const collected = readFileSync(join(dir, "nodes", NODE, "iptables-save.txt"), "utf8");
+    const direct = (await node!.ns.exec(["iptables-save"])).stdout;
+    const rules = (t: string) => t.split("\n").filter((l) => l.startsWith("-A "));
+    assert.deepEqual(rules(collected), rules(direct));
+    assert.ok(
+      rules(collected).some((l) => l.includes("CNI-")),
+      "the plugin's chain, as applied",
+    );
+    const pcap = readdirSync(join(dir, "captures")).find((f) => f.endsWith(".pcap"));
+    assert.ok(pcap, readdirSync(join(dir, "captures")).join(", "));
+    const seen = (await node!.ns.exec(["tcpdump", "-nn", "-r", join(dir, "captures", pcap)]))
+      .stdout;
+    assert.match(seen, new RegExp(`${ONPREM_IP.replace(/\./g, "\\.")}: ICMP echo reply`));
+    // nothing of podpath's is left on the cluster
+    const left = await cluster!.api(
+      "GET",
+      "/api/v1/namespaces/kube-system/pods",
+      cluster!.adminToken,
+    );
+    assert.deepEqual((left.body as { items: unknown[] }).items, []);
   });
 });
