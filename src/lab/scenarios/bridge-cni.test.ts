@@ -43,6 +43,16 @@ describe("bridge-cni replica plan", () => {
     );
     assert.equal(BridgeCniOptions.safeParse({ "ip-masq": "maybe" }).success, false);
   });
+  it("--ipv6 --fixed: the same chain for both of the pod's addresses, ip6tables' with ff00::/8", () => {
+    const p = planBridgeReplica(BridgeCniOptions.parse({ ipv6: true, fixed: true }));
+    assert.deepEqual(
+      p.rules.map((r) => r.family),
+      [4, 4, 4, 6, 6, 6],
+    );
+    assert.ok(p.rules.every((r) => r.chain === p.chain || r.chain === "POSTROUTING"));
+    assert.match(p.rules[4]?.saved ?? "", /! -d ff00::\/8 .* -j MASQUERADE$/);
+    assert.match(conflist(p), /"subnet": "fd00:88::\/64"/);
+  });
   it("the conflist it writes reads back as the setting", () => {
     for (const v of ["true", "false", "omit"] as const) {
       const c = readCniConfig(

@@ -53,6 +53,17 @@ describe("kubenet replica plan", () => {
     assert.equal(KubenetOptions.safeParse({ "non-masquerade-cidr": "10.0.0/33" }).success, false);
     assert.equal(KubenetOptions.safeParse({ bogus: "1" }).success, false);
   });
+  it("--ipv6: the flag an IPv6 CIDR (fd00::/8), kubenet's one rule in ip6tables; --fixed the IPv6 pod range", () => {
+    const p = planKubenetReplica(KubenetOptions.parse({ ipv6: true }));
+    assert.equal(p.flag, "fd00::/8");
+    assert.deepEqual(
+      p.rules.map((r) => [r.family, r.cidr]),
+      [[6, "fd00::/8"]],
+    );
+    const f = planKubenetReplica(KubenetOptions.parse({ ipv6: true, fixed: true }));
+    assert.equal(f.flag, "fd00:10:244::/56");
+    assert.equal(readKubeletFlags(kubeletArgs(f), "f").value.nonMasqueradeCidr.cidr?.family, 6);
+  });
   it("the kubelet command line it writes reads back as the flag it installed", () => {
     const p = planKubenetReplica(KubenetOptions.parse({ "non-masquerade-cidr": "10.244.0.0/16" }));
     const r = readKubeletFlags(kubeletArgs(p), "f");
