@@ -106,6 +106,10 @@ export function memoryIo(
       o += t;
     },
     err,
+    // as on a terminal: the progress line's own erase sequence passes, everything else is escaped
+    errRaw: (t) => {
+      e += t;
+    },
     verbose: stepClock(err, opts.verbose === true),
     stdoutIsTTY: false,
     stderrIsTTY: false,
