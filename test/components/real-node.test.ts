@@ -297,7 +297,7 @@ describe("a real node: kubelet, containerd and the bridge plugin, the SNAT case 
     const fixed = planBridgeReplica(BridgeCniOptions.parse({ "ip-masq": "true" }));
     writeFileSync(join(node!.cniDir, CONF_FILE), conflist(fixed));
     await deleteApp();
-    const app = await runApp();
+    app = await runApp();
     const saved = (await node!.ns.exec(["iptables-save", "-t", "nat"])).stdout.split("\n");
     const sandboxLine = saved.find((l) => l.startsWith("-A POSTROUTING") && l.includes("CNI-"));
     const id = /id: \\"([0-9a-f]{64})\\"/.exec(sandboxLine ?? "")?.[1];
@@ -339,9 +339,12 @@ describe("a real node: kubelet, containerd and the bridge plugin, the SNAT case 
     const dir = join(work, "node-state");
     // the pod pings on-prem until collect (and its capture) has ended
     let collecting = true;
+    const answered: number[] = [];
     const pinging = (async () => {
       while (collecting) {
-        node!.execIn(app!.container, ["ping", "-c", "1", "-W", "1", ONPREM_IP]);
+        const r = node!.execIn(app!.container, ["ping", "-c", "1", "-W", "1", ONPREM_IP]);
+        assert.ok(r.code <= 1, r.output); // 1: not answered; more: the exec itself failed
+        answered.push(r.code);
         await new Promise((r) => setImmediate(r));
       }
     })();
@@ -362,6 +365,7 @@ describe("a real node: kubelet, containerd and the bridge plugin, the SNAT case 
     );
     collecting = false;
     await pinging;
+    assert.ok(answered.includes(0), "the pod's pings are answered");
     assert.equal(c.code, 0, `${c.stderr}\n${node!.logs()}`);
     const collected = readFileSync(join(dir, "nodes", NODE, "iptables-save.txt"), "utf8");
     const direct = (await node!.ns.exec(["iptables-save"])).stdout;
@@ -373,9 +377,17 @@ describe("a real node: kubelet, containerd and the bridge plugin, the SNAT case 
     );
     const pcap = readdirSync(join(dir, "captures")).find((f) => f.endsWith(".pcap"));
     assert.ok(pcap, readdirSync(join(dir, "captures")).join(", "));
-    const seen = (await node!.ns.exec(["tcpdump", "-nn", "-r", join(dir, "captures", pcap)]))
-      .stdout;
-    assert.match(seen, new RegExp(`${ONPREM_IP.replace(/\./g, "\\.")}: ICMP echo reply`));
+    const read = await node!.ns.exec([
+      "tcpdump",
+      "-Z",
+      "root",
+      "-nn",
+      "-r",
+      join(dir, "captures", pcap),
+    ]);
+    // the reply, translated back, on its way to the pod
+    const reply = `IP ${ONPREM_IP} > ${app!.ip}: ICMP echo reply`;
+    assert.ok(read.stdout.includes(reply), `no "${reply}": ${read.stdout.slice(0, 400)}`);
     // nothing of podpath's is left on the cluster
     const left = await cluster!.api(
       "GET",
