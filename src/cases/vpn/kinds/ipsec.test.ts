@@ -10,6 +10,7 @@ import { describe, it } from "node:test";
 import { readIpAddr } from "../../../evidence/ip-addr.ts";
 import { formatCidr, formatIp } from "../../../net/cidr.ts";
 import type { VpnPodEvidence } from "../input.ts";
+import { tunnelDownFindings } from "../tunnel-down.ts";
 import { ipsecKind } from "./ipsec.ts";
 import type { KindContext, KindFile } from "./kind.ts";
 
@@ -121,15 +122,16 @@ describe("ipsecKind", () => {
   });
 
   it("says the tunnel is down without a CHILD SA, and without any IKE SA, citing statusall", () => {
-    const walk = { hops: [] } as unknown as Parameters<
-      ReturnType<typeof viewWith>["view"]["findings"]
-    >[0]["walk"];
-    const ask = { walk, subject: "pod/vpn/x", forwarding: "on" as const };
+    // the kind gives its tunnel state; the case decides vpn/tunnel-down from it
+    const down = (files: { file: string; text: string }[]) =>
+      tunnelDownFindings(viewWith(files).view, "pod/vpn/x");
     const up = viewWith([{ file: `${dir}/ipsec-statusall.txt`, text: ss("statusall-server.txt") }]);
-    assert.deepEqual(up.view.findings(ask), []);
-    const noChild = viewWith([
+    assert.equal(up.view.tunnelState?.kind, "up");
+    assert.deepEqual(tunnelDownFindings(up.view, "pod/vpn/x"), []);
+    assert.equal(viewWith([]).view.tunnelState?.kind, "unknown");
+    const noChild = down([
       { file: `${dir}/ipsec-statusall.txt`, text: ss("statusall-no-child.txt") },
-    ]).view.findings(ask);
+    ]);
     assert.deepEqual(
       noChild.map((f) => [f.id, f.evidence[0]?.line]),
       [["vpn/tunnel-down", 16]],
@@ -139,7 +141,7 @@ describe("ipsecKind", () => {
       /Security Associations[\s\S]*$/,
       "Security Associations (0 up, 0 connecting):\n  none\n",
     );
-    const none = viewWith([{ file: `${dir}/ipsec-statusall.txt`, text }]).view.findings(ask);
+    const none = down([{ file: `${dir}/ipsec-statusall.txt`, text }]);
     assert.deepEqual(
       none.map((f) => f.id),
       ["vpn/tunnel-down"],

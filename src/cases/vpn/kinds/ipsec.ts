@@ -15,13 +15,7 @@ import {
   type SaStatus,
 } from "../../../agents/strongswan/sa-status.ts";
 import { tunnelPolicies } from "../../../agents/strongswan/xfrm.ts";
-import {
-  type Finding,
-  type Located,
-  type Missing,
-  refToEvidence,
-  type SourceRef,
-} from "../../../model/types.ts";
+import type { Located, Missing, SourceRef } from "../../../model/types.ts";
 import {
   type Cidr,
   contains,
@@ -38,7 +32,7 @@ import {
   ipsecFileRole,
   readIpsecEvidence,
 } from "./ipsec-evidence.ts";
-import type { KindContext, KindFindingsInput, KindView, TunnelKind, Tunnelled } from "./kind.ts";
+import type { KindContext, KindView, TunnelKind, Tunnelled, TunnelState } from "./kind.ts";
 
 /** `kubectl exec` in the VPN pod (not imported from ../input.ts: that module imports the registry). */
 const execIn = (ctx: { namespace: string; name: string }, argv: string) =>
@@ -157,73 +151,49 @@ function tunnelledOf(selectors: Located<Cidr>[]): Tunnelled {
   return selectors.length > 0 ? { kind: "prefixes", prefixes: selectors } : { kind: "unknown" };
 }
 
-/** A probed destination outside the traffic selectors: the client never sends it into the tunnel. */
-function notTunnelled(t: Tunnelled, f: KindFindingsInput, ctx: KindContext): Finding[] {
-  if (t.kind !== "prefixes") return [];
-  const out: Finding[] = [];
-  const seen = new Set<string>();
-  const list = t.prefixes.map((p) => formatCidr(p.value)).join(", ");
-  for (const h of f.walk.hops) {
-    if (h.hop === "peer") continue;
-    for (const c of h.commands) {
-      const ip = c.targetIp;
-      if (ip?.family !== 4 || seen.has(formatIp(ip))) continue;
-      seen.add(formatIp(ip));
-      if (t.prefixes.some((p) => p.value.family === 4 && contains(p.value, ip))) continue;
-      out.push({
-        id: "vpn/destination-not-tunnelled",
-        severity: "error",
-        title: `${formatIp(ip)} is outside the IPsec traffic selectors: it never enters the tunnel`,
-        subject: f.subject,
-        explanation:
-          `The CHILD SA carries only ${list} on the pod's side (leftsubnet / local_ts, narrowed by charon to what both ends accept). ` +
-          `${formatIp(ip)} is outside it: the client has no policy or route sending it into the tunnel, and a reply from it ` +
-          `would not match the gateway's outbound policy either. Forwarding, masquerade and policies in the pod say nothing about it.`,
-        evidence: [
-          ...t.prefixes.map((p) => refToEvidence(p.source)),
-          refToEvidence(c.source),
-          refToEvidence(c.resultSource),
-        ],
-        next: [
-          `Widen the gateway's leftsubnet (ipsec.conf) or local_ts (swanctl.conf) to cover ${formatIp(ip)} (e.g. the cluster's pod and Service ranges), reload (ipsec reload / swanctl --load-conns) and reconnect the client`,
-          `Check what was negotiated: ${execIn(ctx, "ipsec statusall")}`,
-        ],
-      });
-    }
-  }
-  return out;
+/** The kind's words for `vpn/destination-not-tunnelled` (the case decides it, cases/vpn/not-tunnelled.ts). */
+function notTunnelledWords(ctx: KindContext) {
+  return (ip: Ip, list: string) => ({
+    explanation:
+      `The CHILD SA carries only ${list} on the pod's side (leftsubnet / local_ts, narrowed by charon to what both ends accept). ` +
+      `${formatIp(ip)} is outside it: the client has no policy or route sending it into the tunnel, and a reply from it ` +
+      "would not match the gateway's outbound policy either. Forwarding, masquerade and policies in the pod say nothing about it.",
+    next: [
+      `Widen the gateway's leftsubnet (ipsec.conf) or local_ts (swanctl.conf) to cover ${formatIp(ip)} (e.g. the cluster's pod and Service ranges), reload (ipsec reload / swanctl --load-conns) and reconnect the client`,
+      `Check what was negotiated: ${execIn(ctx, "ipsec statusall")}`,
+    ],
+  });
 }
 
-/** statusall / list-sas: no CHILD SA is installed, so nothing is tunnelled at all. */
-function tunnelDown(w: IpsecEvidence | undefined, f: KindFindingsInput): Finding[] {
+/**
+ * statusall / list-sas: is a CHILD SA installed? None: nothing is tunnelled at all (the case turns
+ * "down" into `vpn/tunnel-down`, cases/vpn/tunnel-down.ts). No status output: unknown.
+ */
+function tunnelStateOf(w: IpsecEvidence | undefined): TunnelState {
   const status: SaStatus[] = [...(w?.status ?? [])];
-  if (status.length === 0) return [];
-  if (status.some((s) => installedChildSas(s).length > 0)) return [];
+  if (status.length === 0) return { kind: "unknown" };
+  if (status.some((s) => installedChildSas(s).length > 0)) return { kind: "up" };
   const ike = status.flatMap((s) => establishedIkeSas(s));
   const where: SourceRef = ike[0]?.source ?? { file: status[0]!.file, line: 1 };
-  return [
-    {
-      id: "vpn/tunnel-down",
-      severity: "error",
-      title:
-        ike.length > 0
-          ? `IKE SA ${ike[0]!.conn} is established but no CHILD SA is installed: nothing is tunnelled`
-          : "charon shows no established IKE SA: no IPsec tunnel is up",
-      subject: f.subject,
-      explanation:
-        ike.length > 0
-          ? "The peers authenticated each other (IKE SA ESTABLISHED), but no CHILD SA is INSTALLED: the traffic selectors the client asked for " +
-            "and the gateway's leftsubnet/local_ts have nothing in common (TS_UNACCEPTABLE), or the proposals differ. No packet enters the tunnel, " +
-            "so nothing past it can be judged until a CHILD SA is up."
-          : "Neither statusall nor list-sas shows an established IKE SA: authentication (PSK/certificates), the UDP path to ports 500/4500 " +
-            "through the Service/LoadBalancer, or the client's config keep the tunnel from forming.",
-      evidence: [refToEvidence(where)],
-      next: [
-        "On the gateway: ipsec statusall (or swanctl --list-sas) and charon's log for TS_UNACCEPTABLE or NO_PROPOSAL_CHOSEN",
-        "Compare the client's rightsubnet with the gateway's leftsubnet (ipsec.conf) / local_ts (swanctl.conf)",
-      ],
-    },
-  ];
+  return {
+    kind: "down",
+    title:
+      ike.length > 0
+        ? `IKE SA ${ike[0]!.conn} is established but no CHILD SA is installed: nothing is tunnelled`
+        : "charon shows no established IKE SA: no IPsec tunnel is up",
+    explanation:
+      ike.length > 0
+        ? "The peers authenticated each other (IKE SA ESTABLISHED), but no CHILD SA is INSTALLED: the traffic selectors the client asked for " +
+          "and the gateway's leftsubnet/local_ts have nothing in common (TS_UNACCEPTABLE), or the proposals differ. No packet enters the tunnel, " +
+          "so nothing past it can be judged until a CHILD SA is up."
+        : "Neither statusall nor list-sas shows an established IKE SA: authentication (PSK/certificates), the UDP path to ports 500/4500 " +
+          "through the Service/LoadBalancer, or the client's config keep the tunnel from forming.",
+    evidence: [where],
+    next: [
+      "On the gateway: ipsec statusall (or swanctl --list-sas) and charon's log for TS_UNACCEPTABLE or NO_PROPOSAL_CHOSEN",
+      "Compare the client's rightsubnet with the gateway's leftsubnet (ipsec.conf) / local_ts (swanctl.conf)",
+    ],
+  };
 }
 
 function ipsecView(ctx: KindContext, w: IpsecEvidence | undefined): KindView {
@@ -247,6 +217,9 @@ function ipsecView(ctx: KindContext, w: IpsecEvidence | undefined): KindView {
     // kernel-libipsec decapsulates into ipsec0; the kernel's xfrm hands packets in on eth0
     tunnelDevice: device?.split("@")[0] ?? "eth0",
     tunnelled,
+    tunnelledBy: "the IPsec traffic selectors",
+    notTunnelledWords: notTunnelledWords(ctx),
+    tunnelState: tunnelStateOf(w),
     pushedRoutes: tunnelled.kind === "prefixes" ? tunnelled.prefixes : [],
     pushedDns: pushedDnsOf(w),
     configMissing: {
@@ -276,7 +249,7 @@ function ipsecView(ctx: KindContext, w: IpsecEvidence | undefined): KindView {
       };
     },
     onlyServicesRouted: tunnelled.kind === "prefixes",
-    findings: (f) => [...tunnelDown(w, f), ...notTunnelled(tunnelled, f, ctx)],
+    findings: () => [],
     missing: (): Missing[] =>
       (w?.status.length ?? 0) > 0
         ? []
