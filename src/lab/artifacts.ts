@@ -6,7 +6,7 @@
  */
 import type { ChildProcess } from "node:child_process";
 import { closeSync } from "node:fs";
-import { createBeneath, writeBeneathCreating } from "../live/out-folder.ts";
+import { createBeneath, writeBeneathCreating } from "../snapshot/out-folder.ts";
 import type { Namespace } from "./netns.ts";
 
 /** The sysctls a snapshot records: forwarding and reverse-path filtering decide a router's fate. */
@@ -20,7 +20,7 @@ export const SNAPSHOT_SYSCTLS = [
 
 /**
  * Writes a new file (creating its folders) and returns its path relative to `root`: never through
- * a link, never over a file already there (live/out-folder).
+ * a link, never over a file already there (snapshot/out-folder).
  */
 export function writeSnapshotFile(root: string, rel: string, content: string | Uint8Array): string {
   writeBeneathCreating(root, rel, content);

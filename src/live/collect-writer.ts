@@ -1,10 +1,11 @@
 /**
  * @module live/collect-writer — writes a snapshot folder on disk (the explicit I/O of collect):
  * files are created beneath the root only, never outside it, never through a link, and never
- * over a file already there (live/out-folder).
+ * over a file already there (snapshot/out-folder).
  */
+
+import { writeBeneathCreating } from "../snapshot/out-folder.ts";
 import type { SnapshotWriter } from "./collect-types.ts";
-import { writeBeneathCreating } from "./out-folder.ts";
 
 /** A writer into `root`; a path that would leave the root (`..`, absolute, a link) is refused. */
 export function folderWriter(root: string): SnapshotWriter {

@@ -1,6 +1,6 @@
 /**
  * Differential test of the nftables reader and evaluator against the kernel: seeded random rule
- * sets (nftables/nft-gen.ts) loaded with `nft -f` into the differential sandbox's node (lab/
+ * sets (nftables/test-helpers/nft-gen.ts) loaded with `nft -f` into the differential sandbox's node (lab/
  * nat-sandbox.ts), listed back with `nft list table` and read by podpath, random flows sent for
  * real; for every flow the nat answer (and the forward filter's verdict) must match conntrack's
  * translation, or be an explicit "cannot decide".
@@ -24,13 +24,13 @@ import { rootNamespaceHash } from "../lab/root-state.ts";
 import { type Agreement, compareTranslation } from "../lab/translation.ts";
 import { compileNftFilter } from "./filter-eval.ts";
 import { compileNftNat } from "./nat-eval.ts";
+import { readNftRuleset } from "./read-ruleset.ts";
 import {
   generateNftRuleSet,
   NFT_GEN_ENDPOINTS,
   NFT_GEN_SERVICES,
   NFT_GEN_TABLE,
-} from "./nft-gen.ts";
-import { readNftRuleset } from "./read-ruleset.ts";
+} from "./test-helpers/nft-gen.ts";
 
 const BASE_SEED = Number(process.env["PODPATH_NFT_DIFF_SEED"] ?? 20261202);
 const SETS = Number(process.env["PODPATH_NFT_DIFF_SETS"] ?? 60);

@@ -23,7 +23,7 @@ import type { AddressInfo } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { after, describe, it } from "node:test";
-import { claimOutFolder, LOCK_FILE } from "../../src/live/out-folder.ts";
+import { claimOutFolder, LOCK_FILE } from "../../src/snapshot/out-folder.ts";
 import { kubeconfigFor, startFakeApi } from "../k8s-api/server.ts";
 import { smallCluster } from "../k8s-api/small-cluster.ts";
 

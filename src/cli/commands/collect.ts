@@ -15,11 +15,11 @@ import type {
   Progress,
 } from "../../live/collect-types.ts";
 import { folderWriter } from "../../live/collect-writer.ts";
-import { claimOutFolder, OutFolderError } from "../../live/out-folder.ts";
 import { envelope } from "../../model/envelope.ts";
 import { tryParseIp } from "../../net/cidr.ts";
 import { code, fields, list, paragraph, section } from "../../report/document.ts";
 import { isFormat, type Report, renderReport } from "../../report/render.ts";
+import { claimOutFolder, OutFolderError } from "../../snapshot/out-folder.ts";
 import { EXIT, type Io, UsageError } from "../io.ts";
 import { progressStream, startProgress } from "../progress.ts";
 

@@ -7,10 +7,10 @@ import { resolve } from "node:path";
 import type { z } from "zod";
 import { createLab, type Lab, labUnavailableReason, listLabs, removeLab } from "../../lab/netns.ts";
 import { parseScenarioArgs, SCENARIOS, type Scenario } from "../../lab/scenarios/index.ts";
-import { claimOutFolder, type OutFolder, OutFolderError } from "../../live/out-folder.ts";
 import { envelope } from "../../model/envelope.ts";
 import { code, list, paragraph } from "../../report/document.ts";
 import { isFormat, renderReport } from "../../report/render.ts";
+import { claimOutFolder, type OutFolder, OutFolderError } from "../../snapshot/out-folder.ts";
 import { EXIT, type Io, UsageError } from "../io.ts";
 import { progressStream, withProgress } from "../progress.ts";
 

@@ -1,5 +1,5 @@
 /**
- * @module live/out-folder — the folder a run writes its snapshot into (`collect --out`,
+ * @module snapshot/out-folder — the folder a run writes its snapshot into (`collect --out`,
  * `lab run --out`): created by the run itself or found empty, locked against a second run, and
  * written without ever following a symbolic link, even one planted inside while the run writes.
  * An explicit I/O module.

@@ -1,5 +1,5 @@
 /**
- * @module live/out-folder.test — claiming a snapshot folder (created, empty, locked, stale lock of
+ * @module snapshot/out-folder.test — claiming a snapshot folder (created, empty, locked, stale lock of
  * a killed run) and writing beneath it while a helper process plants symbolic links in it.
  */
 import assert from "node:assert/strict";

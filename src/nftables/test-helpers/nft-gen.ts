@@ -1,5 +1,5 @@
 /**
- * @module nftables/nft-gen — seeded random nftables rule sets for the differential test against
+ * @module nftables/test-helpers/nft-gen — seeded random nftables rule sets for the differential test against
  * the kernel, written as `nft -f` scripts for one table: nat prerouting/output (DNAT to an address
  * and port, numgen random endpoint maps, the 0x4000 mark as kube-proxy sets it), nat postrouting
  * and user chains (masquerade, snat to an address or range, return, accept, jump/goto, verdict
@@ -7,7 +7,7 @@
  * addresses and prefixes (negated), named interval sets, interfaces, protocols, ports and port
  * sets, address . port concatenations, fib daddr type local, the mark. Pure and reproducible.
  */
-import { prng } from "../lab/nat-gen.ts";
+import { prng } from "../../lab/nat-gen.ts";
 
 export const NFT_GEN_TABLE = "pp";
 /** DNAT targets: addresses the flows' destinations are placed at too (beyond the node). */
