@@ -12,8 +12,12 @@
 import type { BpfVerdict } from "../../../agents/cilium/bpf-masquerade.ts";
 import {
   CILIUM_SETTING_KEYS,
+  type CiliumConfig,
+  type ConfigEntry,
   KEY_IPV4_MASQ,
   KEY_IPV4_NATIVE,
+  KEY_IPV6_MASQ,
+  KEY_IPV6_NATIVE,
 } from "../../../agents/cilium/config.ts";
 import { noSnatDestinationFor } from "../../../agents/cilium/egress-nat-policy.ts";
 import {
@@ -21,7 +25,7 @@ import {
   nonMasqEntryFor,
   renderCiliumIpMasqConfig,
 } from "../../../agents/cilium/ip-masq-agent.ts";
-import { NODE_SET_COMMENT } from "../../../agents/cilium/rules.ts";
+import { NODE_SET_COMMENT, NODE_SET_V4, NODE_SET_V6 } from "../../../agents/cilium/rules.ts";
 import { factsOfRule } from "../../../iptables/owners.ts";
 import { renderRule } from "../../../iptables/render.ts";
 import {
@@ -31,7 +35,14 @@ import {
   refToEvidence,
   type SourceRef,
 } from "../../../model/types.ts";
-import { contains, formatCidr, formatIp, type Ip, tryParseCidr } from "../../../net/cidr.ts";
+import {
+  contains,
+  type Family,
+  formatCidr,
+  formatIp,
+  type Ip,
+  tryParseCidr,
+} from "../../../net/cidr.ts";
 import type { Snapshot } from "../../../snapshot/load.ts";
 import { type ClusterFacts, clusterFacts } from "../facts.ts";
 import {
@@ -71,6 +82,33 @@ const rolloutStatus = (ds: string) => `kubectl -n kube-system rollout status ds/
 const refText = (ref: SourceRef) =>
   `${ref.file}:${ref.line}${ref.text ? ` (${ref.text.trim()})` : ""}`;
 
+/** cilium-config's masquerade switch for a family (enable-ipv4-masquerade / enable-ipv6-masquerade). */
+const masqKey = (family: Family) => (family === 4 ? KEY_IPV4_MASQ : KEY_IPV6_MASQ);
+
+/**
+ * The entry that sets the family's native-routing CIDR (IPv4: either key name), and the key a fix
+ * writes: Cilium's SNAT exclusion CIDR is ipv4-native-routing-cidr / ipv6-native-routing-cidr
+ * (pkg/datapath/iptables/iptables.go remoteSNATDstAddrExclusionCIDR, one per family).
+ */
+function nativeEntry(
+  cfg: CiliumConfig | undefined,
+  family: Family,
+): { key: string; entry?: ConfigEntry } {
+  if (family === 4) {
+    const entry = cfg?.nativeRoutingEntry;
+    return { key: entry?.key ?? KEY_IPV4_NATIVE, ...(entry ? { entry } : {}) };
+  }
+  const entry = cfg?.entries.get(KEY_IPV6_NATIVE);
+  return { key: KEY_IPV6_NATIVE, ...(entry ? { entry } : {}) };
+}
+
+/** The family's pod ranges (the native-routing CIDR of one family must hold that family's pods). */
+const rangesOf = (ranges: readonly string[], family: Family) =>
+  ranges.filter((r) => {
+    const c = tryParseCidr(r);
+    return "cidr" in c && c.cidr.family === family;
+  });
+
 /** Why Cilium kept the pod's address, with the line that says so. */
 interface Kept {
   readonly why:
@@ -86,11 +124,14 @@ interface Kept {
   /** ip-masq-agent map entries: where the entry comes from. */
   readonly mapFrom?: "node" | "config" | "egress-nat-policy";
   readonly mode: ModeFact;
+  /** The flow's family: Cilium's settings and rules are per family. */
+  readonly family: Family;
 }
 
 function keptOf(
   verdict: BpfVerdict,
   mode: ModeFact,
+  family: Family,
   mapFrom: Kept["mapFrom"],
   exclusion?: string,
 ): Kept | undefined {
@@ -102,6 +143,7 @@ function keptOf(
       ...(verdict.source ? { ref: verdict.source } : {}),
       ...(mapFrom ? { mapFrom } : {}),
       mode,
+      family,
     };
   }
   if (verdict.why === "snat-exclusion-cidr") {
@@ -110,9 +152,10 @@ function keptOf(
       ...(exclusion ? { cidr: exclusion } : {}),
       ...(verdict.source ? { ref: verdict.source } : {}),
       mode,
+      family,
     };
   }
-  return { why: "remote-node", mode };
+  return { why: "remote-node", mode, family };
 }
 
 /** The source decided by Cilium's BPF masquerade (undefined: iptables decides, or not Cilium's). */
@@ -131,21 +174,22 @@ function ciliumDecide(input: OwnerDecideInput): OwnerSourceDecision | undefined 
       decision: "keep",
       sourceOut: src.ip,
       decidedBy: mode.source,
-      label: `Cilium: masquerading disabled (${mode.via === "status" ? "cilium-dbg status" : KEY_IPV4_MASQ}): source kept`,
+      label: `Cilium: masquerading disabled (${mode.via === "status" ? "cilium-dbg status" : masqKey(target.ip.family)}): source kept`,
     };
   }
   if (mode.mode === "IPTables") {
     const nodeEv = snap.nodes.get(src.node);
     if (target.ip.family === 4 ? nodeEv?.iptables : nodeEv?.ip6tables) return undefined; // the rules decide
+    const save = target.ip.family === 4 ? "iptables-save" : "ip6tables-save";
     return {
       decision: "cannot-decide",
       label: "Cilium masquerades with iptables: the node's rules are not in the snapshot",
-      undecided: `Cilium masquerades with iptables on ${src.node} (${refText(mode.source)}); its CILIUM_POST_nat rules decide`,
+      undecided: `Cilium masquerades with ${target.ip.family === 4 ? "iptables" : "ip6tables"} on ${src.node} (${refText(mode.source)}); its CILIUM_POST_nat rules decide`,
       missing: [
         {
-          file: `nodes/${src.node}/iptables-save.txt`,
+          file: `nodes/${src.node}/${save}.txt`,
           would_decide: `Cilium's CILIUM_POST_nat rules on ${src.node}, and so the source its pods' packets to ${dst} leave with`,
-          command: `iptables-save -t nat   # on ${src.node}`,
+          command: `${save} -t nat   # on ${src.node}`,
         },
       ],
     };
@@ -184,7 +228,13 @@ function ciliumDecide(input: OwnerDecideInput): OwnerSourceDecision | undefined 
       label: `Cilium BPF masquerade: ${dst} is outside ${d.exclusion ? formatCidr(d.exclusion) : "the SNAT exclusion CIDR"}${objs.config?.settings.ipMasqAgent || mode.status?.ipMasqAgent ? " and not in the ip-masq-agent map" : ""}: MASQUERADE → ${nodeIp ? formatIp(nodeIp) : "the node's address"}`,
     };
   }
-  const kept = keptOf(v, mode, d.mapFrom, d.exclusion ? formatCidr(d.exclusion) : undefined)!;
+  const kept = keptOf(
+    v,
+    mode,
+    target.ip.family,
+    d.mapFrom,
+    d.exclusion ? formatCidr(d.exclusion) : undefined,
+  )!;
   return {
     decision: "keep",
     sourceOut: src.ip,
@@ -203,12 +253,19 @@ function keptBy(input: OwnerExemptInput): Kept | undefined {
   const { snap, src, target, rule } = input;
   if (src.kind !== "pod" || !ciliumPresent(snap)) return undefined;
   const objs = ciliumObjects(snap);
-  const mode = nodeMode(snap, objs, src.node, target.ip.family);
+  const family = target.ip.family;
+  const mode = nodeMode(snap, objs, src.node, family);
   if (!mode) return undefined;
-  if (mode.mode === "Disabled") return { why: "disabled", ref: mode.source, mode };
+  if (mode.mode === "Disabled") return { why: "disabled", ref: mode.source, mode, family };
   if (mode.mode === "BPF") {
     const d = bpfDecision(snap, factsFor(snap), objs, src.node, mode, target.ip);
-    return keptOf(d.verdict, mode, d.mapFrom, d.exclusion ? formatCidr(d.exclusion) : undefined);
+    return keptOf(
+      d.verdict,
+      mode,
+      family,
+      d.mapFrom,
+      d.exclusion ? formatCidr(d.exclusion) : undefined,
+    );
   }
   // iptables: another owner's rule decided → not Cilium's
   const owned = ruleOwner(snap, src.node, rule);
@@ -218,14 +275,20 @@ function keptBy(input: OwnerExemptInput): Kept | undefined {
     owned?.attribution.owner === "cilium" &&
     factsOfRule(owned.rule).comment === NODE_SET_COMMENT
   ) {
-    return { why: "node-set", ref: owned.rule.source, mode };
+    return { why: "node-set", ref: owned.rule.source, mode, family };
   }
   const masq = ciliumMasqRules(snap, src.node).find(
     (r) =>
       r.dst?.negated && r.dst.cidr.family === target.ip.family && contains(r.dst.cidr, target.ip),
   );
   if (!masq?.dst) return undefined;
-  return { why: "iptables-exclusion", cidr: formatCidr(masq.dst.cidr), ref: masq.source, mode };
+  return {
+    why: "iptables-exclusion",
+    cidr: formatCidr(masq.dst.cidr),
+    ref: masq.source,
+    mode,
+    family,
+  };
 }
 
 const factsFor = (snap: Snapshot) => clusterFacts(snap.objects);
@@ -242,11 +305,15 @@ interface Fix {
   readonly keep?: readonly string[];
 }
 
-function nativeRoutingFix(objs: CiliumObjects, podRanges: string[], cidr: string | undefined): Fix {
-  const e = objs.config?.nativeRoutingEntry;
-  const key = e?.key ?? KEY_IPV4_NATIVE;
+function nativeRoutingFix(
+  objs: CiliumObjects,
+  podRanges: string[],
+  cidr: string | undefined,
+  family: Family,
+): Fix {
+  const { key, entry: e } = nativeEntry(objs.config, family);
   const ds = agentName(objs);
-  const to = coveringCidr(podRanges) ?? "<the pods' CIDR>";
+  const to = coveringCidr(rangesOf(podRanges, family)) ?? "<the pods' CIDR>";
   return {
     text: `narrow ${key} in the cilium-config ConfigMap from ${cidr ?? e?.value ?? "its value"} to the pods' own range (${to}), so that only pod-to-pod traffic keeps pod addresses, and restart the agent (it reads cilium-config at start): a behaviour change, every destination outside ${to} then sees node addresses`,
     commands: [
@@ -301,8 +368,11 @@ function ipMasqFix(objs: CiliumObjects, kept: Kept, dst: Ip, podRanges: string[]
     objs.ipMasqConfigMap && !intent.usesDefaults ? listed : [...CILIUM_DEFAULT_NON_MASQ_CIDRS];
   const keep = base.filter((c) => c !== cidr);
   // pod-to-pod traffic stays unmasqueraded: the native-routing CIDR already exempts what it holds
-  const native = objs.config?.settings.ipv4NativeRoutingCidr;
-  for (const r of podRanges) {
+  const native =
+    dst.family === 4
+      ? objs.config?.settings.ipv4NativeRoutingCidr
+      : objs.config?.settings.ipv6NativeRoutingCidr;
+  for (const r of rangesOf(podRanges, dst.family)) {
     const c = tryParseCidr(r);
     const covered = "cidr" in c && native !== undefined && contains(native, c.cidr);
     if (!covered && !keep.includes(r)) keep.push(r);
@@ -343,18 +413,19 @@ function fixFor(objs: CiliumObjects, kept: Kept, dst: Ip, podRanges: string[]): 
       return ipMasqFix(objs, kept, dst, podRanges);
     case "snat-exclusion-cidr":
     case "iptables-exclusion":
-      return nativeRoutingFix(objs, podRanges, kept.cidr);
+      return nativeRoutingFix(objs, podRanges, kept.cidr, kept.family);
     case "disabled": {
       const ds = agentName(objs);
+      const key = masqKey(kept.family);
       return {
-        text: `set ${KEY_IPV4_MASQ}: "true" in cilium-config and restart the agent: every destination outside the native-routing CIDR then sees node addresses`,
+        text: `set ${key}: "true" in cilium-config and restart the agent: every ${kept.family === 4 ? "IPv4" : "IPv6"} destination outside the native-routing CIDR then sees node addresses`,
         commands: [
-          `kubectl -n kube-system patch configmap cilium-config --type merge -p '{"data":{"${KEY_IPV4_MASQ}":"true"}}'`,
+          `kubectl -n kube-system patch configmap cilium-config --type merge -p '{"data":{"${key}":"true"}}'`,
           restart(ds),
           rolloutStatus(ds),
         ],
         rollback: [
-          `kubectl -n kube-system patch configmap cilium-config --type merge -p '{"data":{"${KEY_IPV4_MASQ}":"false"}}'   # rollback`,
+          `kubectl -n kube-system patch configmap cilium-config --type merge -p '{"data":{"${key}":"false"}}'   # rollback`,
           restart(ds),
         ],
         evidence: kept.ref ? [kept.ref] : [],
@@ -420,11 +491,11 @@ function whyText(kept: Kept, dst: string): string {
     case "snat-exclusion-cidr":
       return `Cilium masquerades in eBPF (${m}) but never inside its SNAT exclusion CIDR ${kept.cidr ?? ""}${kept.ref ? ` (${refText(kept.ref)})` : ""}, the native-routing CIDR, which holds ${dst}`;
     case "iptables-exclusion":
-      return `Cilium masquerades with iptables (${m}) and its rule ${kept.ref ? refText(kept.ref) : ""} masquerades only destinations outside ${kept.cidr}, the native-routing CIDR (remoteSNATDstAddrExclusionCIDR), which holds ${dst}`;
+      return `Cilium masquerades with ${kept.family === 4 ? "iptables" : "ip6tables"} (${m}) and its rule ${kept.ref ? refText(kept.ref) : ""} masquerades only destinations outside ${kept.cidr}, the ${kept.family === 4 ? "" : "IPv6 "}native-routing CIDR (remoteSNATDstAddrExclusionCIDR), which holds ${dst}`;
     case "disabled":
       return `Cilium's masquerading is off (${refText(kept.ref ?? kept.mode.source)})`;
     case "node-set":
-      return `Cilium's rule ${kept.ref ? refText(kept.ref) : ""} exempts the cluster's nodes (ipset cilium_node_set_v4), and ${dst} is one`;
+      return `Cilium's rule ${kept.ref ? refText(kept.ref) : ""} exempts the cluster's nodes (ipset ${kept.family === 4 ? NODE_SET_V4 : NODE_SET_V6}), and ${dst} is one`;
     case "remote-node":
       return `${dst} is a node of the cluster, which Cilium's datapath does not masquerade to in native routing`;
   }
@@ -453,7 +524,7 @@ function ciliumExempt(input: OwnerExemptInput): OwnerExempt {
     kept.why === "ip-masq-agent"
       ? `Cilium ip-masq-agent: ${kept.mapFrom === "egress-nat-policy" ? "EgressNATPolicy" : "nonMasqueradeCIDRs"} entry ${kept.cidr}`
       : kept.why === "disabled"
-        ? `Cilium: ${KEY_IPV4_MASQ} false`
+        ? `Cilium: ${masqKey(kept.family)} false`
         : `Cilium: native-routing CIDR ${kept.cidr}`;
   const finding: ExemptWording = {
     severity: stops ? "error" : "warning",
@@ -472,7 +543,9 @@ function ciliumExempt(input: OwnerExemptInput): OwnerExempt {
       execCommand(snap, objs, src.node, `${STATUS} | grep -i masquerading`),
       ...(kept.mode.mode === "BPF"
         ? [execCommand(snap, objs, src.node, IPMASQ_LIST)]
-        : [`iptables-save -t nat | grep CILIUM_POST_nat   # on ${src.node}`]),
+        : [
+            `${kept.family === 4 ? "iptables-save" : "ip6tables-save"} -t nat | grep CILIUM_POST_nat   # on ${src.node}`,
+          ]),
       `tcpdump -ni any host ${dst}   # on ${src.node}: the pod address on the wire, no reply`,
       ...fix.commands,
       ...fix.rollback,
@@ -554,8 +627,12 @@ function ciliumIntendedFor(snap: Snapshot, dst: Ip) {
     const masq = ciliumMasqRules(snap, node).find(
       (r) => r.dst?.negated && r.dst.cidr.family === dst.family,
     );
-    const c = masq?.dst?.cidr ?? objs.config?.settings.ipv4NativeRoutingCidr;
-    const ref = masq?.source ?? objs.config?.nativeRoutingEntry?.source;
+    const c =
+      masq?.dst?.cidr ??
+      (dst.family === 4
+        ? objs.config?.settings.ipv4NativeRoutingCidr
+        : objs.config?.settings.ipv6NativeRoutingCidr);
+    const ref = masq?.source ?? nativeEntry(objs.config, dst.family).entry?.source;
     if (!c) return { intended: "unknown" as const, evidence };
     if (ref) evidence.push(refToEvidence(ref));
     return {
@@ -585,8 +662,11 @@ function ciliumPlan(input: OwnerPlanInput): OwnerPlan | undefined {
   const podRanges = input.podRanges.map(formatCidr);
   const fixes: { kept: Kept; fix: Fix; dst: Ip }[] = [];
   for (const t of targets) {
-    const pod = facts.pods.find((p) => p.nodeName === node && p.podIPs[0]) ?? facts.pods[0];
-    const podIp = pod?.podIPs[0]?.ip ?? t.ip;
+    // the pod's address of the destination's family (a dual-stack pod sends from it)
+    const ipOf = (p: (typeof facts.pods)[number] | undefined) =>
+      p?.podIPs.find((a) => a.ip.family === t.ip.family)?.ip;
+    const pod = facts.pods.find((p) => p.nodeName === node && ipOf(p)) ?? facts.pods[0];
+    const podIp = ipOf(pod) ?? t.ip;
     const kept = keptBy({
       snap,
       src: { kind: "pod", namespace: "?", name: "?", node, ip: podIp },
@@ -602,31 +682,34 @@ function ciliumPlan(input: OwnerPlanInput): OwnerPlan | undefined {
   if (!first) return undefined;
   const before = ciliumSettings(snap);
   const ds = agentName(objs);
+  const family = first.kept.family;
+  const nativeKey = nativeEntry(objs.config, family).key;
+  const save = family === 4 ? "iptables-save" : "ip6tables-save";
   const knob =
     first.kept.why === "ip-masq-agent"
       ? first.kept.mapFrom === "egress-nat-policy"
         ? "GKE's EgressNATPolicy spec.destinations"
         : "the ip-masq-agent ConfigMap Cilium reads (nonMasqueradeCIDRs)"
       : first.kept.why === "disabled"
-        ? `cilium-config ${KEY_IPV4_MASQ}`
-        : `cilium-config ${objs.config?.nativeRoutingEntry?.key ?? KEY_IPV4_NATIVE}`;
+        ? `cilium-config ${masqKey(family)}`
+        : `cilium-config ${nativeKey}`;
   const removed = [...new Set(fixes.map((f) => f.kept.cidr ?? ""))].filter((c) => c !== "");
   const ipMasq = first.kept.why === "ip-masq-agent" && first.kept.mapFrom !== "egress-nat-policy";
   const finalKeep = (first.fix.keep ?? []).filter((c) => !removed.includes(c));
   const narrowTo =
     first.kept.why === "snat-exclusion-cidr" || first.kept.why === "iptables-exclusion"
-      ? coveringCidr(podRanges)
+      ? coveringCidr(rangesOf(podRanges, family))
       : undefined;
   const after = before.map((b) => {
     if (ipMasq && b.key.startsWith("ip-masq-agent"))
       return { key: b.key, value: finalKeep.join(",") };
     if (
       (first.kept.why === "snat-exclusion-cidr" || first.kept.why === "iptables-exclusion") &&
-      b.key === `cilium-config ${objs.config?.nativeRoutingEntry?.key ?? KEY_IPV4_NATIVE}`
+      b.key === `cilium-config ${nativeKey}`
     ) {
       return { key: b.key, value: narrowTo ?? "<the pods' CIDR>" };
     }
-    if (first.kept.why === "disabled" && b.key === `cilium-config ${KEY_IPV4_MASQ}`)
+    if (first.kept.why === "disabled" && b.key === `cilium-config ${masqKey(family)}`)
       return { key: b.key, value: "true" };
     return b;
   });
@@ -654,15 +737,15 @@ function ciliumPlan(input: OwnerPlanInput): OwnerPlan | undefined {
     expected:
       first.kept.why === "iptables-exclusion" && narrowTo
         ? [...snap.nodes.keys()].flatMap((n) =>
-            ciliumMasqRules(snap, n).map((r) =>
-              renderRule(r).replace(`! -d ${first.kept.cidr}`, `! -d ${narrowTo}`),
-            ),
+            ciliumMasqRules(snap, n)
+              .filter((r) => r.dst?.cidr.family === family)
+              .map((r) => renderRule(r).replace(`! -d ${first.kept.cidr}`, `! -d ${narrowTo}`)),
           )
         : [],
     checks: [
       first.kept.mode.mode === "BPF"
         ? `kubectl -n kube-system exec ds/${ds} -- ${IPMASQ_LIST}   # on each node: ${removed.join(", ")} gone`
-        : `iptables-save -t nat | grep 'cilium masquerade non-cluster'   # on each node: ! -d ${narrowTo ?? "<the pods' CIDR>"}`,
+        : `${save} -t nat | grep 'cilium masquerade non-cluster'   # on each node: ! -d ${narrowTo ?? "<the pods' CIDR>"}`,
       ...targets.map(
         (t) =>
           `tcpdump -ni any host ${formatIp(t.ip)}   # on a node: the node's address on the wire, replies back`,
@@ -673,7 +756,7 @@ function ciliumPlan(input: OwnerPlanInput): OwnerPlan | undefined {
     rollbackChecks: [
       first.kept.mode.mode === "BPF"
         ? `kubectl -n kube-system exec ds/${ds} -- ${IPMASQ_LIST}   # ${removed.join(", ")} back`
-        : `iptables-save -t nat | grep 'cilium masquerade non-cluster'   # the previous ! -d CIDR is back`,
+        : `${save} -t nat | grep 'cilium masquerade non-cluster'   # the previous ! -d CIDR is back`,
     ],
     missing: objs.config
       ? []
