@@ -3,12 +3,15 @@
  * to a flow: `client` sends one packet, `node` (holding the nat table under test, forwarding)
  * routes it out of its egress interface to `far`, and conntrack in `node` tells the translation
  * (the reply tuple's destination is the source the far side sees). Used by `lab replay` and the
- * differential tests. An explicit I/O module. IPv4.
+ * differential tests. An explicit I/O module. IPv4, or IPv6 (`family: 6`).
  *
- * Addressing uses /32 host addresses with on-link routes, so any source and destination can be
- * placed without subnets: client SRC/32 → (default via 169.254.77.1 onlink) → node
+ * Addressing uses host addresses (/32, /128) with on-link routes, so any source and destination
+ * can be placed without subnets: client SRC/32 → (default via 169.254.77.1 onlink) → node
  * [inIface 169.254.77.1/32 · outIface nodeIp/32] → far DST/32 (default via nodeIp onlink).
+ * IPv6 is the same shape with ULA addresses (gateway fd00:77::1, node fd00:128::2), duplicate
+ * address detection off so every address is usable at once, and ip6tables for the rules.
  */
+import { tryParseIp } from "../net/cidr.ts";
 import { createLab, type Lab, mustExec as must, type Namespace } from "./netns.ts";
 
 export type SandboxProto = "tcp" | "udp" | "icmp";
@@ -43,22 +46,54 @@ export interface NatSandboxOptions {
   readonly inIface?: string;
   /** Interface it leaves by (rules may match `-o`; MASQUERADE uses its address). */
   readonly outIface?: string;
-  /** The node's address on outIface. */
+  /** The node's address on outIface (default 10.128.0.2, or fd00:128::2 for IPv6). */
   readonly nodeIp?: string;
+  /** Address family of every flow and of the rules loaded (default 4). */
+  readonly family?: 4 | 6;
 }
 
 export interface NatSandbox {
   readonly lab: Lab;
   readonly node: Namespace;
   readonly nodeIp: string;
-  /** Replaces the node's nat table with an `iptables-restore` nat section; error text on failure. */
+  readonly family: 4 | 6;
+  /**
+   * Replaces the node's nat table with an `iptables-restore` nat section (`ip6tables-restore` for
+   * IPv6); error text on failure.
+   */
   loadNat(restoreText: string): Promise<string | undefined>;
   /** Sends each flow once and reads its translation; flows must have distinct (proto, src, sport). */
   observe(flows: readonly SandboxFlow[]): Promise<KernelObservation[]>;
   destroy(): Promise<void>;
 }
 
-const GATEWAY = "169.254.77.1";
+/** The sandbox's fixed addresses and tools, per family. */
+const FAMILY = {
+  4: {
+    gateway: "169.254.77.1",
+    nodeIp: "10.128.0.2",
+    host: 32,
+    nodad: "",
+    iptables: "iptables",
+    restore: "iptables-restore",
+    conntrackFamily: "ipv4",
+  },
+  6: {
+    gateway: "fd00:77::1",
+    nodeIp: "fd00:128::2",
+    host: 128,
+    // no duplicate address detection: the address is usable at once, not "tentative"
+    nodad: " nodad",
+    iptables: "ip6tables",
+    restore: "ip6tables-restore",
+    conntrackFamily: "ipv6",
+  },
+} as const;
+
+/** The sandbox's gateway address on the node's inIface, per family. */
+export const SANDBOX_GATEWAY = { 4: FAMILY[4].gateway, 6: FAMILY[6].gateway } as const;
+/** The node's default address on outIface, per family. */
+export const SANDBOX_NODE_IP = { 4: FAMILY[4].nodeIp, 6: FAMILY[6].nodeIp } as const;
 
 type Role = "src" | "local" | "dst";
 
@@ -99,36 +134,77 @@ export function parseConntrackLine(line: string):
 }
 
 export async function createNatSandbox(opts: NatSandboxOptions = {}): Promise<NatSandbox> {
+  const family = opts.family ?? 4;
+  const fam = FAMILY[family];
   const inIface = opts.inIface ?? "cbr0";
   const outIface = opts.outIface ?? "eth0";
-  const nodeIp = opts.nodeIp ?? "10.128.0.2";
+  const nodeIp = opts.nodeIp ?? fam.nodeIp;
+  const { gateway, host, nodad } = fam;
   const lab = await createLab();
   try {
     const client = await lab.addNamespace("client");
     const node = await lab.addNamespace("node");
     const far = await lab.addNamespace("far");
+    if (family === 6) {
+      // set before the links exist, so their link-local addresses skip detection too
+      for (const ns of [client, node, far]) {
+        await must(ns, [
+          "sysctl",
+          "-q",
+          "-w",
+          "net.ipv6.conf.all.accept_dad=0",
+          "net.ipv6.conf.default.accept_dad=0",
+        ]);
+      }
+    }
     await lab.link(client, "eth0", node, inIface);
     await lab.link(node, outIface, far, "eth0");
-    await batch(client, ["link set eth0 up", `route add default via ${GATEWAY} dev eth0 onlink`]);
+    await batch(client, [
+      "link set eth0 up",
+      ...(family === 6 ? [`route add ${gateway}/${host} dev eth0`] : []),
+      `route add default via ${gateway} dev eth0 onlink`,
+    ]);
     await batch(node, [
-      `addr add ${GATEWAY}/32 dev ${inIface}`,
+      `addr add ${gateway}/${host} dev ${inIface}${nodad}`,
       `link set ${inIface} up`,
-      `addr add ${nodeIp}/32 dev ${outIface}`,
+      `addr add ${nodeIp}/${host} dev ${outIface}${nodad}`,
       `link set ${outIface} up`,
     ]);
     await batch(far, [
       "link set eth0 up",
-      `route add ${nodeIp}/32 dev eth0`,
+      `route add ${nodeIp}/${host} dev eth0`,
       `route add default via ${nodeIp} dev eth0 onlink`,
     ]);
+    if (family === 6) {
+      // neighbour discovery is ICMPv6, which a DROP would stop (ARP never meets iptables)
+      for (const type of ["neighbour-solicitation", "neighbour-advertisement"]) {
+        await must(far, [
+          fam.iptables,
+          "-w",
+          "-A",
+          "INPUT",
+          "-p",
+          "icmpv6",
+          "--icmpv6-type",
+          type,
+          "-j",
+          "ACCEPT",
+        ]);
+      }
+    }
     // no answers: an RST or ICMP error would end an unconfirmed conntrack entry before it is read
-    await must(far, ["iptables", "-w", "-A", "INPUT", "-j", "DROP"]);
-    await must(node, ["sysctl", "-q", "-w", "net.ipv4.ip_forward=1"]);
+    await must(far, [fam.iptables, "-w", "-A", "INPUT", "-j", "DROP"]);
+    await must(node, [
+      "sysctl",
+      "-q",
+      "-w",
+      family === 6 ? "net.ipv6.conf.all.forwarding=1" : "net.ipv4.ip_forward=1",
+    ]);
     // conntrack runs in a namespace only while some rule needs it; a nat table with no
     // MASQUERADE/SNAT target does not, so a filter-table conntrack match keeps it on
-    await must(node, ["iptables", "-w", "-A", "FORWARD", "-m", "conntrack", "--ctstate", "NEW"]);
+    await must(node, [fam.iptables, "-w", "-A", "FORWARD", "-m", "conntrack", "--ctstate", "NEW"]);
     const senders = { client: startSender(client), node: startSender(node) };
-    return sandbox(lab, client, node, far, senders, { inIface, outIface, nodeIp });
+    return sandbox(lab, client, node, far, senders, { inIface, outIface, nodeIp, family });
   } catch (e) {
     await lab.destroy();
     throw e;
@@ -136,7 +212,7 @@ export async function createNatSandbox(opts: NatSandboxOptions = {}): Promise<Na
 }
 
 /** The sandbox's addresses: which namespace holds each (see {@link addressPlacer}). */
-type SandboxConfig = { inIface: string; outIface: string; nodeIp: string };
+type SandboxConfig = { inIface: string; outIface: string; nodeIp: string; family: 4 | 6 };
 
 function sandbox(
   lab: Lab,
@@ -147,19 +223,40 @@ function sandbox(
   cfg: SandboxConfig,
 ): NatSandbox {
   const place = addressPlacer(client, node, far, cfg);
+  const fam = FAMILY[cfg.family];
+  // IPv4 as before: conntrack's default family, one listing
+  const ct = cfg.family === 6 ? ["-f", fam.conntrackFamily] : [];
   return {
     lab,
     node,
     nodeIp: cfg.nodeIp,
+    family: cfg.family,
     async loadNat(restoreText) {
-      const r = await node.exec(["iptables-restore", "-w"], { input: restoreText });
-      return r.code === 0 ? undefined : r.stderr.trim() || `iptables-restore exited ${r.code}`;
+      const r = await node.exec([fam.restore, "-w"], { input: restoreText });
+      return r.code === 0 ? undefined : r.stderr.trim() || `${fam.restore} exited ${r.code}`;
     },
     async observe(flows) {
+      const wrong = flows.find(
+        (f) => isV6(f.src) !== (cfg.family === 6) || isV6(f.dst) !== isV6(f.src),
+      );
+      if (wrong) {
+        throw new Error(
+          `flow ${wrong.src} -> ${wrong.dst} is not IPv${cfg.family} like the sandbox`,
+        );
+      }
       await place(flows);
-      await node.exec(["conntrack", "-F"]);
+      await node.exec(["conntrack", "-F", ...ct]);
       const sendErrors = await sendFlows(flows, client, node, senders);
-      const listing = await node.exec(["conntrack", "-L"]);
+      let listing = await node.exec(["conntrack", "-L", ...ct]);
+      if (cfg.family === 6) {
+        // a first packet may wait for neighbour discovery: wait until every flow is listed
+        // (or a bound passes, for a flow that never leaves the node)
+        const deadline = Date.now() + 2_000;
+        while (Date.now() < deadline && !allListed(flows, listing.stdout)) {
+          await new Promise((r) => setTimeout(r, 20));
+          listing = await node.exec(["conntrack", "-L", ...ct]);
+        }
+      }
       return observationsOf(flows, listing.stdout, sendErrors);
     },
     destroy: () => lab.destroy(),
@@ -178,26 +275,27 @@ function addressPlacer(
   cfg: SandboxConfig,
 ): (flows: readonly SandboxFlow[]) => Promise<void> {
   const placed = new Map<string, Role>();
+  const { host: h, nodad } = FAMILY[cfg.family];
   const undo: { readonly [R in Role]: (a: string) => [Namespace, string][] } = {
     src: (a) => [
-      [client, `addr del ${a}/32 dev eth0`],
-      [node, `route del ${a}/32 dev ${cfg.inIface}`],
+      [client, `addr del ${a}/${h} dev eth0`],
+      [node, `route del ${a}/${h} dev ${cfg.inIface}`],
     ],
-    local: (a) => [[node, `addr del ${a}/32 dev ${cfg.outIface}`]],
+    local: (a) => [[node, `addr del ${a}/${h} dev ${cfg.outIface}`]],
     dst: (a) => [
-      [far, `addr del ${a}/32 dev eth0`],
-      [node, `route del ${a}/32 dev ${cfg.outIface}`],
+      [far, `addr del ${a}/${h} dev eth0`],
+      [node, `route del ${a}/${h} dev ${cfg.outIface}`],
     ],
   };
   const todo: { readonly [R in Role]: (a: string) => [Namespace, string][] } = {
     src: (a) => [
-      [client, `addr add ${a}/32 dev eth0`],
-      [node, `route replace ${a}/32 dev ${cfg.inIface}`],
+      [client, `addr add ${a}/${h} dev eth0${nodad}`],
+      [node, `route replace ${a}/${h} dev ${cfg.inIface}`],
     ],
-    local: (a) => [[node, `addr add ${a}/32 dev ${cfg.outIface}`]],
+    local: (a) => [[node, `addr add ${a}/${h} dev ${cfg.outIface}${nodad}`]],
     dst: (a) => [
-      [far, `addr add ${a}/32 dev eth0`],
-      [node, `route replace ${a}/32 dev ${cfg.outIface}`],
+      [far, `addr add ${a}/${h} dev eth0${nodad}`],
+      [node, `route replace ${a}/${h} dev ${cfg.outIface}`],
     ],
   };
   return async (flows) => {
@@ -260,22 +358,50 @@ async function sendFlows(
   return sendErrors;
 }
 
+const isV6 = (a: string) => a.includes(":");
+
+/** The same address in one spelling (conntrack and podpath may compress IPv6 differently). */
+const sameIp = (a: string | undefined, b: string) => {
+  if (a === undefined) return false;
+  if (a === b) return true;
+  const [x, y] = [tryParseIp(a), tryParseIp(b)];
+  return x !== undefined && y !== undefined && x.family === y.family && x.value === y.value;
+};
+
+/** The conntrack entry of a flow in a parsed listing. */
+function entryOf(
+  f: SandboxFlow,
+  entries: readonly { l: string; p: ReturnType<typeof parseConntrackLine> }[],
+) {
+  // conntrack names ICMP over IPv6 "icmpv6"
+  const proto = f.proto === "icmp" && isV6(f.src) ? "icmpv6" : f.proto;
+  return entries.find(
+    ({ p }) =>
+      p !== undefined &&
+      p.proto === proto &&
+      sameIp(p.orig["src"], f.src) &&
+      sameIp(p.orig["dst"], f.dst) &&
+      (f.proto === "icmp" || Number(p.orig["sport"]) === f.sport),
+  );
+}
+
+const parseListing = (text: string) =>
+  text.split("\n").map((l) => ({ l, p: parseConntrackLine(l) }));
+
+function allListed(flows: readonly SandboxFlow[], conntrackList: string): boolean {
+  const entries = parseListing(conntrackList);
+  return flows.every((f) => entryOf(f, entries) !== undefined);
+}
+
 /** What the kernel did to each flow, from its conntrack entry (`conntrack -L` text). */
 function observationsOf(
   flows: readonly SandboxFlow[],
   conntrackList: string,
   sendErrors: readonly string[],
 ): KernelObservation[] {
-  const entries = conntrackList.split("\n").map((l) => ({ l, p: parseConntrackLine(l) }));
+  const entries = parseListing(conntrackList);
   return flows.map((f): KernelObservation => {
-    const hit = entries.find(
-      ({ p }) =>
-        p !== undefined &&
-        p.proto === f.proto &&
-        p.orig["src"] === f.src &&
-        p.orig["dst"] === f.dst &&
-        (f.proto === "icmp" || Number(p.orig["sport"]) === f.sport),
-    );
+    const hit = entryOf(f, entries);
     if (!hit?.p) {
       return {
         error: sendErrors[0] ?? "no conntrack entry: the packet never left the node",
@@ -320,7 +446,7 @@ function sendAll(flows) {
       s.on("error", () => {});
       setTimeout(() => { s.destroy(); done(); }, 15);
     } else {
-      const u = dgram.createSocket("udp4");
+      const u = dgram.createSocket(f.src.includes(":") ? "udp6" : "udp4");
       u.on("error", (e) => { try { u.close(); } catch {} done(String(e.message)); });
       u.bind(f.sport ?? 0, f.src, () => u.send("x", f.dport ?? 9, f.dst, () => { u.close(); done(); }));
     }

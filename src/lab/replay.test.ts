@@ -1,5 +1,5 @@
 import assert from "node:assert/strict";
-import { readFileSync } from "node:fs";
+import { existsSync, readFileSync } from "node:fs";
 import { describe, it } from "node:test";
 import { type FlowSpec, parseFlowSpec } from "./flow-spec.ts";
 import { kernelSkip } from "./kernel-guard.ts";
@@ -81,12 +81,53 @@ describe("replayFlow", { skip: kernelSkip() }, () => {
     });
   });
 
-  it("refuses input without a nat table and IPv6 flows before building anything", async () => {
+  it("refuses input without a nat table, or a node address of the other family, before building anything", async () => {
     await assert.rejects(replayFlow("*filter\nCOMMIT\n", flow("10.4.0.5->8.8.8.8")), {
       code: "ERR_REPLAY_INPUT",
     });
-    await assert.rejects(replayFlow(EXAMPLE, flow("fd00::5->fd00::1")), {
+    await assert.rejects(replayFlow(EXAMPLE, flow("fd00::5->fd00::1"), { nodeIp: "10.128.0.2" }), {
       code: "ERR_REPLAY_INPUT",
+      message: /not an IPv6 address/,
+    });
+  });
+});
+
+/** An ip6tables-save nat table as kubenet writes it for IPv6: masquerade all but the pod range. */
+const V6_DUMP = `*nat
+:PREROUTING ACCEPT [0:0]
+:INPUT ACCEPT [0:0]
+:OUTPUT ACCEPT [0:0]
+:POSTROUTING ACCEPT [0:0]
+-A POSTROUTING ! -d fd00:10:244::/56 -m comment --comment "kubenet: SNAT for outbound traffic from cluster" -m addrtype ! --dst-type LOCAL -j MASQUERADE
+COMMIT
+`;
+
+const ipv6Skip = () =>
+  kernelSkip() || (existsSync("/proc/sys/net/ipv6") ? false : "IPv6 is disabled in this kernel");
+
+describe("replayFlow over IPv6", { skip: ipv6Skip() }, () => {
+  it("loads ip6tables rules: the pod range keeps its address, elsewhere the node's IPv6 address", async () => {
+    const inside = await replayFlow(V6_DUMP, flow("fd00:10:244:1::5->[fd00:10:244:2::7]:8080"));
+    assert.equal(inside.kernelSource, "fd00:10:244:1::5");
+    assert.equal(inside.trace.decision, "keep");
+    assert.equal(inside.agree, true);
+    const out = await replayFlow(V6_DUMP, flow("fd00:10:244:1::5->[fd00:20::30:40]:5432"), {
+      nodeIp: "fd00:172:16:1::10",
+    });
+    assert.equal(out.kernelSource, "fd00:172:16:1::10");
+    assert.equal(out.trace.decision, "masquerade");
+    assert.equal(out.agree, true);
+    const udp = await replayFlow(V6_DUMP, flow("fd00:10:244:1::5->[fd00:20::30:40]:53", "udp"));
+    assert.equal(udp.kernelSource, "fd00:128::2");
+    assert.equal(udp.agree, true);
+    const ping = await replayFlow(V6_DUMP, flow("fd00:10:244:1::5->fd00:20::30:40"));
+    assert.equal(ping.kernelSource, "fd00:128::2");
+    assert.equal(ping.agree, true);
+  });
+
+  it("refuses an IPv4 table for an IPv6 flow, naming the kernel's complaint", async () => {
+    await assert.rejects(replayFlow(EXAMPLE, flow("fd00::5->fd00::1")), {
+      code: "ERR_REPLAY_KERNEL",
     });
   });
 });

@@ -19,6 +19,8 @@ import {
   type KernelObservation,
   type NatSandbox,
   natSection,
+  SANDBOX_GATEWAY,
+  SANDBOX_NODE_IP,
   type SandboxFlow,
 } from "./nat-sandbox.ts";
 import { type Agreement, compareTranslation } from "./translation.ts";
@@ -28,11 +30,14 @@ export interface ReplayOptions {
   readonly inIface?: string;
   /** Interface it leaves by (default eth0). */
   readonly outIface?: string;
-  /** The node's address on outIface (default 10.128.0.2): MASQUERADE's choice. */
+  /**
+   * The node's address on outIface (default 10.128.0.2, or fd00:128::2 for an IPv6 flow):
+   * MASQUERADE's choice. Of the flow's family.
+   */
   readonly nodeIp?: string;
   /** The flow is the node's own traffic (default: when its source is nodeIp). */
   readonly local?: boolean;
-  /** Name the dump is cited by (default "iptables-save"). */
+  /** Name the dump is cited by (default "iptables-save", "ip6tables-save" for an IPv6 flow). */
   readonly file?: string;
   /**
    * Lines of the nat table podpath's own reader flags as errors: "refuse" (the default) replays
@@ -62,7 +67,7 @@ export interface ReplayResult {
   readonly diagnostics: readonly Diagnostic[];
 }
 
-/** Thrown for input replay cannot run at all (no nat table, rules the kernel refuses, IPv6). */
+/** Thrown for input replay cannot run at all (no nat table, rules the kernel refuses, mixed families). */
 export class ReplayError extends Error {
   override readonly name = "ReplayError";
   readonly code: "ERR_REPLAY_INPUT" | "ERR_REPLAY_KERNEL";
@@ -72,30 +77,34 @@ export class ReplayError extends Error {
   }
 }
 
-const GATEWAY = "169.254.77.1";
-
-/** The node as the sandbox builds it, told to the evaluator in its own terms. */
+/**
+ * The node as the sandbox builds it, told to the evaluator in its own terms; its family is
+ * nodeIp's (IPv6: ::1 on lo, the IPv6 gateway on inIface).
+ */
 export function sandboxContext(
   nodeIp: string,
   inIface: string,
   outIface: string,
   extraLocal: readonly string[] = [],
 ): NatContext {
-  const host = (a: string) => ({ ip: parseIp(a), prefix: 32 });
+  const family = parseIp(nodeIp).family;
+  const gateway = SANDBOX_GATEWAY[family];
+  const host = (a: string) => ({ ip: parseIp(a), prefix: family === 6 ? 128 : 32 });
+  const loopback = family === 6 ? "::1" : "127.0.0.1";
   return {
     localAddresses: [
-      parseCidr("127.0.0.0/8"),
-      parseIp(GATEWAY),
+      parseCidr(family === 6 ? "::1/128" : "127.0.0.0/8"),
+      parseIp(gateway),
       parseIp(nodeIp),
       ...extraLocal.map((a) => parseIp(a)),
     ],
     interfaces: [
       {
         name: "lo",
-        primary: parseIp("127.0.0.1"),
-        addresses: [{ ip: parseIp("127.0.0.1"), prefix: 8 }],
+        primary: parseIp(loopback),
+        addresses: [{ ip: parseIp(loopback), prefix: family === 6 ? 128 : 8 }],
       },
-      { name: inIface, primary: parseIp(GATEWAY), addresses: [host(GATEWAY)] },
+      { name: inIface, primary: parseIp(gateway), addresses: [host(gateway)] },
       {
         name: outIface,
         primary: parseIp(nodeIp),
@@ -175,9 +184,13 @@ export async function replayFlow(
   flow: FlowSpec,
   opts: ReplayOptions = {},
 ): Promise<ReplayResult> {
-  const file = opts.file ?? "iptables-save";
-  if (flow.src.family !== 4) {
-    throw new ReplayError("ERR_REPLAY_INPUT", "replay supports IPv4 flows only");
+  const family = flow.src.family;
+  const file = opts.file ?? (family === 6 ? "ip6tables-save" : "iptables-save");
+  if (flow.dst.family !== family) {
+    throw new ReplayError(
+      "ERR_REPLAY_INPUT",
+      `${formatIp(flow.src)} -> ${formatIp(flow.dst)}: source and destination are of different families`,
+    );
   }
   if (natSection(dumpText) === undefined) {
     throw new ReplayError(
@@ -189,9 +202,13 @@ export async function replayFlow(
   const section = loadableNat(dumpText, parsed.diagnostics, opts.invalidLines ?? "refuse");
   const inIface = opts.inIface ?? "cbr0";
   const outIface = opts.outIface ?? "eth0";
-  const nodeIp = opts.nodeIp ?? "10.128.0.2";
-  if (!tryParseIp(nodeIp))
-    throw new ReplayError("ERR_REPLAY_INPUT", `--node-ip ${nodeIp}: not an IPv4 address`);
+  const nodeIp = opts.nodeIp ?? SANDBOX_NODE_IP[family];
+  if (tryParseIp(nodeIp)?.family !== family) {
+    throw new ReplayError(
+      "ERR_REPLAY_INPUT",
+      `--node-ip ${nodeIp}: not an IPv${family} address, as the flow's are`,
+    );
+  }
   const src = formatIp(flow.src);
   const local = opts.local ?? src === nodeIp;
   const ctx = sandboxContext(nodeIp, inIface, outIface, local && src !== nodeIp ? [src] : []);
@@ -211,7 +228,7 @@ export async function replayFlow(
   );
   let sb: NatSandbox | undefined;
   try {
-    sb = await createNatSandbox({ inIface, outIface, nodeIp });
+    sb = await createNatSandbox({ inIface, outIface, nodeIp, family });
     if (sets) {
       const r = await sb.node.exec(["ipset", "restore"], { input: sets.restore });
       if (r.code !== 0) {

@@ -62,7 +62,13 @@ export function compareTranslation(t: NatTrace, obs: KernelObservation): Agreeme
     return result(false, "the evaluator drops it; the kernel passed it");
   const src = tryParseIp(obs.source);
   if (!src) return result(false, `unreadable kernel source ${obs.source}`);
-  if (t.dstOut && obs.destination !== undefined && formatIp(t.dstOut.ip) !== obs.destination) {
+  const dst = obs.destination === undefined ? undefined : tryParseIp(obs.destination);
+  // compared as addresses: an IPv6 address has more than one spelling
+  if (
+    t.dstOut &&
+    obs.destination !== undefined &&
+    !(dst?.family === t.dstOut.ip.family && dst.value === t.dstOut.ip.value)
+  ) {
     return result(false, `destination ${obs.destination} is not ${formatIp(t.dstOut.ip)}`);
   }
   const options =
