@@ -126,6 +126,10 @@ function placeOf(rel: string): FileRole {
     }
     return { kind: "unknown" };
   }
+  // OpenVPN's client-config-dir copied beside the pod: one file per client, named by its CN
+  if (top === "pods" && parts.length === 5 && parts[3] === "ccd" && !base.startsWith(".")) {
+    return { kind: "vpn-config", namespace: parts[1]!, pod: parts[2]! };
+  }
   if (top === "captures" && parts.length === 2) {
     const m = /^(.*)\.(pcap|pcapng|cap|txt|ya?ml)$/.exec(base);
     if (!m) return { kind: "unknown" };
@@ -154,7 +158,8 @@ export const LAYOUT_HELP = `A snapshot is a folder (or .tar.gz of one) with any 
                                      wg-show.txt (wg show), ipsec.conf, swanctl.conf,
                                      ipsec-statusall.txt, swanctl-list-sas.txt, xfrm-policy.txt,
                                      xfrm-state.txt, helm-values.yaml (helm get values
-                                     of the VPN release)
+                                     of the VPN release); ccd/<client-cn> (OpenVPN
+                                     client-config-dir files)
   captures/<name>.pcap|.pcapng|.txt  tcpdump -w output or tcpdump text (any flags) (+ <name>.yaml: point, phase)
   remote/*.yaml                      the far side: routes back, VPN selectors, allowlists
   probes/*.txt|*.json                client-side ping/dig/curl transcripts

@@ -19,6 +19,8 @@ export interface OpenvpnClientConfig {
   /** `ifconfig-push LOCAL REMOTE-NETMASK`: the client's fixed tunnel address. */
   readonly ifconfigPush?: Located<Ip>;
   readonly pushedRoutes: readonly Located<Cidr>[];
+  /** `push "redirect-gateway …"` for this client alone: it sends everything into the tunnel. */
+  readonly redirectGateway?: SourceRef;
   /** `push-reset`: the server's global pushes do not reach this client. */
   readonly pushReset?: SourceRef;
   /** `disable`: the client is refused. */
@@ -83,6 +85,8 @@ export function parseOpenvpnClientConfig(text: string, file: string): Parsed<Ope
           const c = networkAndMask(inner[1] ?? "", inner[2]);
           if (c) pushedRoutes.push({ value: c, source });
           else bad('push "route NETWORK NETMASK"');
+        } else if (inner[0] === "redirect-gateway") {
+          cfg.redirectGateway = source;
         }
         break;
       }

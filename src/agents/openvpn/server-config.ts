@@ -32,6 +32,8 @@ export interface OpenvpnServerConfig {
   readonly devType?: Located<"tun" | "tap">;
   /** `server-bridge GATEWAY NETMASK POOL-START POOL-END` (tap mode): the pool as CIDR blocks. */
   readonly serverBridge?: Located<readonly Cidr[]>;
+  /** `server-bridge`'s GATEWAY: the bridge's own address, which clients reach without routing. */
+  readonly bridgeGateway?: Located<Ip>;
   /** `client-config-dir DIR`: per-client files (`iroute`, `ifconfig-push`), see client-config.ts. */
   readonly clientConfigDir?: Located<string>;
 }
@@ -155,6 +157,8 @@ export function parseOpenvpnConfig(
         const b = tryParseIp(w[4] ?? "");
         if (a && b && a.family === b.family && a.value <= b.value) {
           cfg.serverBridge = { value: rangeToCidrs(a.family, a.value, b.value), source };
+          const gw = tryParseIp(w[1] ?? "");
+          if (gw) cfg.bridgeGateway = { value: gw, source };
         } else bad("server-bridge GATEWAY NETMASK POOL-START POOL-END");
         break;
       }

@@ -9,6 +9,7 @@ import {
   type OpenvpnChartValues,
   recognizeChart,
 } from "../../agents/openvpn/chart.ts";
+import type { OpenvpnClientConfig } from "../../agents/openvpn/client-config.ts";
 import type { OpenvpnServerConfig } from "../../agents/openvpn/server-config.ts";
 import type { KubeletSysctlConfig } from "../../agents/pod-security/kubelet-config.ts";
 import type { NetInterface } from "../../evidence/ip-addr.ts";
@@ -37,6 +38,8 @@ export interface VpnPodEvidence {
   readonly ipRoute?: { readonly file: string; readonly routes: readonly Route[] };
   /** `pods/NS/POD/openvpn.conf` (or the chart's ConfigMap key), parsed. */
   readonly openvpn?: OpenvpnServerConfig;
+  /** `pods/NS/POD/ccd/<cn>`: the server's client-config-dir files, one per client. */
+  readonly openvpnClients?: readonly OpenvpnClientConfig[];
   /** The other tunnel kinds' readings of their own files beside the pod (`cases/vpn/kinds`). */
   readonly readings?: readonly KindReading[];
 }

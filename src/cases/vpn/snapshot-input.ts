@@ -10,6 +10,7 @@ import {
   type OpenvpnChartValues,
   readChartValues,
 } from "../../agents/openvpn/chart.ts";
+import { parseOpenvpnClientConfig } from "../../agents/openvpn/client-config.ts";
 import { parseOpenvpnConfig } from "../../agents/openvpn/server-config.ts";
 import {
   type KubeletSysctlConfig,
@@ -47,6 +48,14 @@ function podEvidence(
     // each VPN file beside the pod goes to the kind that claims it; OpenVPN's last config wins
     const byKind = new Map<TunnelKind, KindFile[]>();
     for (const c of p.vpnConfigs) {
+      // pods/NS/POD/ccd/<cn>: OpenVPN's per-client files, whatever their name
+      if (c.file.split("/").at(-2) === "ccd") {
+        e.openvpnClients = [
+          ...(e.openvpnClients ?? []),
+          take(parseOpenvpnClientConfig(c.text, c.file)),
+        ];
+        continue;
+      }
       const kind = kindOfFile(c.file.split("/").at(-1) ?? "", c.text);
       if (kind?.id === "openvpn") e.openvpn = take(parseOpenvpnConfig(c.text, c.file));
       else if (kind) byKind.set(kind, [...(byKind.get(kind) ?? []), c]);
