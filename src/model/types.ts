@@ -65,6 +65,7 @@ export const FINDING_IDS = [
   "vpn/service-vip-suffices",
   "vpn/destination-not-tunnelled",
   "vpn/tunnel-down",
+  "vpn/iroute-unrouted",
   "evidence/unplaced",
 ] as const;
 export type FindingId = (typeof FINDING_IDS)[number];

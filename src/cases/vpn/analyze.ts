@@ -91,6 +91,7 @@ export function analyzeVpn(input: VpnInput): VpnAnswer {
   const forwarding = forwardingState(ctx, walk, subject, findings, missing);
   if (forwarding === "on") notDurable(ctx, input, subject, findings);
   const masq = returnPath(ctx, input, walk, subject, findings, missing);
+  if (masq) clientNetworksReturnPath(ctx, input, masq.dst, subject, findings);
   policySource(ctx, input, masq?.verdict, subject, findings);
   serviceVip(ctx, walk, subject, findings);
   const asked = {
@@ -358,6 +359,58 @@ function returnPath(
     });
   }
   return asked;
+}
+
+/**
+ * Networks behind clients (OpenVPN `iroute`) arrive through the tunnel with their own sources:
+ * the pod's masquerade or a node route must cover them as it covers the pool.
+ */
+function clientNetworksReturnPath(
+  ctx: VpnContext,
+  input: VpnInput,
+  dst: Ip,
+  subject: string,
+  findings: Finding[],
+): void {
+  const dump = ctx.evidence?.iptables;
+  if (!dump) return;
+  for (const net of ctx.kind.clientNetworks ?? []) {
+    if (ctx.pool && contains(ctx.pool.value, net.value)) continue;
+    const src: Ip = { family: net.value.family, value: net.value.start + 1n };
+    if (src.family !== dst.family) continue;
+    const verdict = masqueradeOf(dump, {
+      src,
+      dst,
+      outIface: "eth0",
+      inIface: ctx.kind.tunnelDevice,
+    });
+    if (verdict.kind === "masqueraded" || verdict.kind === "unknown") continue;
+    const routed = (input.nodeRoutes ?? []).some((n) =>
+      n.routes.some(
+        (r) => r.dst !== "default" && r.dst.family === src.family && contains(r.dst, src),
+      ),
+    );
+    if (routed) continue;
+    const fix = ctx.kind.masqueradeFix(net.value);
+    const nat = dump.tables.get("nat");
+    findings.push({
+      id: "vpn/client-pool-unroutable",
+      severity: "error",
+      title: `The network ${formatCidr(net.value)} behind a client has no way back`,
+      subject,
+      explanation:
+        `Packets from ${formatCidr(net.value)} (a network behind a client, routed through the tunnel) leave the VPN pod with ` +
+        `their own source (${formatIp(src)} → ${formatIp(dst)}): nothing in the pod's nat POSTROUTING masquerades it, and ` +
+        `${input.nodeRoutes?.length ? "no node routes it" : "no node routing table in the snapshot routes it"}. ` +
+        `Covering the client pool alone does not bring these replies back.`,
+      evidence: [
+        ev(net.source),
+        ...(nat?.source ? [ev(nat.source)] : []),
+        ...(verdict.kind === "not-masqueraded" && verdict.last ? [ev(verdict.last)] : []),
+      ],
+      next: [fix.next, `or route ${formatCidr(net.value)} to the VPN pod in the cluster network`],
+    });
+  }
 }
 
 /** Does a NetworkPolicy peer's selector, as written at `path`, select these labels? */

@@ -180,6 +180,11 @@ export interface KindView {
   readonly tunnelState?: TunnelState;
   /** Prefixes the server tells clients to route (OpenVPN `push "route"`): in-cluster for paths. */
   readonly pushedRoutes: readonly Located<Cidr>[];
+  /**
+   * Networks behind clients that arrive through the tunnel besides the pool (OpenVPN `iroute`):
+   * the return path must cover them too.
+   */
+  readonly clientNetworks?: readonly Located<Cidr>[];
   /** DNS servers the server hands clients (`dhcp-option DNS`, wg-quick `DNS =`). */
   readonly pushedDns: readonly Located<Ip>[];
   /** The kind's own file that would tell the pool, with the command that collects it. */
