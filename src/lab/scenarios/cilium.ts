@@ -10,6 +10,12 @@
  * BPF masquerade is not reproduced (docs/owners/cilium.md), `cilium_host`/`cilium_net` are a
  * plain veth pair without Cilium's programs, and no `cilium-dbg status` is written (the mode comes
  * from cilium-config).
+ * `--ipv6` builds the node dual stack (`enable-ipv6`, `enable-ipv6-masquerade: "true"`): the agent
+ * runs the same installMasqueradeRules with ip6tables (its nat chains and feeders in both families,
+ * `cilium_node_set_v6`, `! -d` ipv6-native-routing-cidr, `-s ::1`), and the pod gets a second,
+ * IPv6 address. `--ipv6-native-routing-cidr` defaults to fd00::/8 (the ULA block, as 10.0.0.0/8 is
+ * the private one), which holds the on-prem host's fd00:20::/64: the pod keeps its IPv6 address;
+ * `--phase after` narrows it to the cluster's IPv6 pod range (fd00:10::/48).
  *
  * Topology (IPv4):
  *   pod (10.0.1.23/32, eth0 → 10.0.1.1) ─ node (lxc9a1c2e7f3b40 · cilium_host 10.0.1.1/32 ·
@@ -26,13 +32,16 @@ import {
   HOST_DEVICE,
   nodeIpsetCommands,
 } from "../../agents/cilium/rules.ts";
+import type { Family } from "../../net/cidr.ts";
 import type { Namespace } from "../netns.ts";
 import type { Scenario, ScenarioContext, ScenarioOutcome } from "./index.ts";
 import { SITE_NAME } from "./masquerade.ts";
 import { kubectlList } from "./masquerade-cluster.ts";
 import {
   appPod,
+  boolText,
   daemonSetAndPod,
+  isTrue,
   meta,
   must,
   nodeObject,
@@ -51,6 +60,15 @@ const LXC = "lxc9a1c2e7f3b40";
 const ROUTER_NODE_IP = "192.168.1.1";
 const NODES_RANGE = "192.168.0.0/16";
 const IMAGE = "quay.io/cilium/cilium:v1.16.5";
+/** The IPv6 side (`--ipv6`): the node's and router's /64, the node's and the cluster's pod ranges. */
+const NODE_IP6 = "fd00:192:168:1::10";
+const ROUTER_NODE_IP6 = "fd00:192:168:1::1";
+const NODES_RANGE6 = "fd00:192:168::/48";
+export const POD_CIDR6 = "fd00:10:0:1::/64";
+const POD_IP6 = "fd00:10:0:1::23";
+/** cilium_host's IPv6 router address (hostMasqueradeIP of the ip6tables rules). */
+export const CILIUM_HOST_IP6 = "fd00:10:0:1::1";
+export const CLUSTER_POD_CIDR6 = "fd00:10::/48";
 
 export const CiliumOptions = z
   .object({
@@ -59,6 +77,10 @@ export const CiliumOptions = z
     /** cilium-config masquerade-interfaces (comma separated). */
     "masquerade-interfaces": z.string().default(""),
     phase: z.enum(["before", "after"]).default("before"),
+    /** Dual stack: enable-ipv6-masquerade, Cilium's rules in ip6tables, the pod's IPv6 address. */
+    ipv6: boolText.optional(),
+    /** cilium-config ipv6-native-routing-cidr (the ip6tables rule's `! -d`). */
+    "ipv6-native-routing-cidr": z.string().default("fd00::/8"),
   })
   .strict();
 export type CiliumOptions = z.output<typeof CiliumOptions>;
@@ -69,6 +91,12 @@ export interface CiliumReplicaPlan {
   readonly input: CiliumIptablesInput;
   readonly rules: readonly CiliumRule[];
   readonly phase: "before" | "after";
+  /** Dual stack: the IPv6 native-routing CIDR and the ip6tables rules. */
+  readonly ipv6?: {
+    readonly nativeRoutingCidr: string;
+    readonly input: CiliumIptablesInput;
+    readonly rules: readonly CiliumRule[];
+  };
 }
 
 export function planCiliumReplica(o: CiliumOptions): CiliumReplicaPlan {
@@ -88,8 +116,34 @@ export function planCiliumReplica(o: CiliumOptions): CiliumReplicaPlan {
     localDeliveryInterface: HOST_DEVICE,
     endpointRoutes: false,
   };
-  return { nativeRoutingCidr, input, rules: ciliumMasqueradeRules(input), phase: o.phase };
+  const native6 = o.phase === "after" ? CLUSTER_POD_CIDR6 : o["ipv6-native-routing-cidr"];
+  // installRules: the same installMasqueradeRules with ip6tables, the family's alloc and exclusion
+  // CIDRs and cilium_host's IPv6 address
+  const input6: CiliumIptablesInput = {
+    ...input,
+    family: 6,
+    allocRange: POD_CIDR6,
+    snatDstExclusionCidr: native6,
+    hostMasqueradeIp: CILIUM_HOST_IP6,
+  };
+  return {
+    nativeRoutingCidr,
+    input,
+    rules: ciliumMasqueradeRules(input),
+    phase: o.phase,
+    ...(isTrue(o.ipv6)
+      ? {
+          ipv6: {
+            nativeRoutingCidr: native6,
+            input: input6,
+            rules: ciliumMasqueradeRules(input6),
+          },
+        }
+      : {}),
+  };
 }
+
+const ipt = (family: Family) => (family === 4 ? "iptables" : "ip6tables");
 
 /**
  * Adds Cilium's masquerade state to `ns` as the agent does on a fresh node: the node ipset, its
@@ -104,19 +158,24 @@ export async function installCiliumRules(
   if (input.nodeIpsetNeeded) {
     for (const argv of nodeIpsetCommands(input.family, nodeIps)) await must(ns, argv);
   }
-  for (const c of CILIUM_NAT_CHAINS) await must(ns, ["iptables", "-w", "-t", "nat", "-N", c.name]);
+  const prog = ipt(input.family);
+  for (const c of CILIUM_NAT_CHAINS) await must(ns, [prog, "-w", "-t", "nat", "-N", c.name]);
   for (const r of ciliumMasqueradeRules(input)) {
-    await must(ns, ["iptables", "-w", "-t", "nat", "-A", r.chain, ...r.spec]);
+    await must(ns, [prog, "-w", "-t", "nat", "-A", r.chain, ...r.spec]);
   }
   for (const c of CILIUM_NAT_CHAINS) {
     const f = feederRule(c.name, c.hook);
-    await must(ns, ["iptables", "-w", "-t", "nat", "-I", f.chain, ...f.spec]);
+    await must(ns, [prog, "-w", "-t", "nat", "-I", f.chain, ...f.spec]);
   }
 }
 
 /** The far side in podpath's RemoteSite schema: it routes back only the nodes' range. */
-function remoteSite(): string {
-  return onpremSite([NODES_RANGE], { vpn: true, allowlist: true });
+function remoteSite(ipv6: boolean): string {
+  return onpremSite([NODES_RANGE, ...(ipv6 ? [NODES_RANGE6] : [])], {
+    vpn: true,
+    allowlist: true,
+    ipv6,
+  });
 }
 
 /** The cluster's objects: the Node, the app pod, cilium-config, the cilium DaemonSet and pod. */
@@ -149,10 +208,11 @@ export function ciliumClusterObjects(plan: CiliumReplicaPlan): {
       "enable-bpf-masquerade": "false",
       "enable-ipv4": "true",
       "enable-ipv4-masquerade": "true",
-      "enable-ipv6": "false",
-      "enable-ipv6-masquerade": "false",
+      "enable-ipv6": plan.ipv6 ? "true" : "false",
+      "enable-ipv6-masquerade": plan.ipv6 ? "true" : "false",
       ipam: "kubernetes",
       "ipv4-native-routing-cidr": plan.nativeRoutingCidr,
+      ...(plan.ipv6 ? { "ipv6-native-routing-cidr": plan.ipv6.nativeRoutingCidr } : {}),
       "kube-proxy-replacement": "false",
       ...(plan.input.masqueradeInterfaces.length > 0
         ? { "masquerade-interfaces": plan.input.masqueradeInterfaces.join(",") }
@@ -173,7 +233,8 @@ export function ciliumClusterObjects(plan: CiliumReplicaPlan): {
   const node = nodeObject({
     name: CILIUM_NODE_NAME,
     ip: NODE_IP,
-    spec: { podCIDR: POD_CIDR, podCIDRs: [POD_CIDR] },
+    ...(plan.ipv6 ? { ip6: NODE_IP6 } : {}),
+    spec: { podCIDR: POD_CIDR, podCIDRs: [POD_CIDR, ...(plan.ipv6 ? [POD_CIDR6] : [])] },
     nodeInfo: { kubeletVersion: "v1.31.4" },
   });
   const app = appPod({
@@ -182,6 +243,7 @@ export function ciliumClusterObjects(plan: CiliumReplicaPlan): {
     nodeName: CILIUM_NODE_NAME,
     nodeIp: NODE_IP,
     podIp: POD_IP,
+    ...(plan.ipv6 ? { podIp6: POD_IP6 } : {}),
   });
   return {
     nodes: kubectlList([node]),
@@ -224,8 +286,23 @@ async function run(ctx: ScenarioContext, opts: CiliumOptions): Promise<ScenarioO
     routerLines: [`route add ${POD_CIDR} via ${NODE_IP}`],
     // the on-prem host routes back only the nodes' range (its VPN selectors)
     routesBack: [NODES_RANGE],
+    ...(plan.ipv6
+      ? {
+          ipv6: {
+            nodeIp: NODE_IP6,
+            routerIp: ROUTER_NODE_IP6,
+            podIp: POD_IP6,
+            gateway: CILIUM_HOST_IP6,
+            routerLines: [`route add ${POD_CIDR6} via ${NODE_IP6}`],
+            routesBack: [NODES_RANGE6],
+          },
+        }
+      : {}),
     kubeProxy: false,
-    install: (node) => installCiliumRules(node, plan.input, [NODE_IP]),
+    install: async (node) => {
+      await installCiliumRules(node, plan.input, [NODE_IP]);
+      if (plan.ipv6) await installCiliumRules(node, plan.ipv6.input, [NODE_IP6]);
+    },
     nodeProbeFile: `probes/node-${CILIUM_NODE_NAME}.txt`,
     files: async (r) => {
       const objs = ciliumClusterObjects(plan);
@@ -234,7 +311,7 @@ async function run(ctx: ScenarioContext, opts: CiliumOptions): Promise<ScenarioO
         ["cluster/nodes.yaml", objs.nodes],
         ["cluster/cilium.yaml", objs.cilium],
         ["cluster/pods.yaml", objs.pods],
-        [`remote/${SITE_NAME}.yaml`, remoteSite()],
+        [`remote/${SITE_NAME}.yaml`, remoteSite(plan.ipv6 !== undefined)],
       ];
     },
   });

@@ -26,7 +26,7 @@ import {
   renderCiliumIpMasqConfig,
 } from "../../../agents/cilium/ip-masq-agent.ts";
 import { NODE_SET_COMMENT, NODE_SET_V4, NODE_SET_V6 } from "../../../agents/cilium/rules.ts";
-import { factsOfRule } from "../../../iptables/owners.ts";
+import { attributeRule, factsOfRule, ruleAtLine } from "../../../iptables/owners.ts";
 import { renderRule } from "../../../iptables/render.ts";
 import {
   type Diagnostic,
@@ -268,7 +268,7 @@ function keptBy(input: OwnerExemptInput): Kept | undefined {
     );
   }
   // iptables: another owner's rule decided → not Cilium's
-  const owned = ruleOwner(snap, src.node, rule);
+  const owned = ruleOwner(snap, src.node, rule) ?? ip6RuleOwner(snap, src.node, rule);
   if (owned && owned.attribution.owner !== "cilium" && owned.attribution.owner !== "kube-proxy")
     return undefined;
   if (
@@ -292,6 +292,13 @@ function keptBy(input: OwnerExemptInput): Kept | undefined {
 }
 
 const factsFor = (snap: Snapshot) => clusterFacts(snap.objects);
+
+/** The rule at `ref` in the node's ip6tables dump (an IPv6 flow's rule), and who wrote it. */
+function ip6RuleOwner(snap: Snapshot, node: string, ref: SourceRef | undefined) {
+  const dump = snap.nodes.get(node)?.ip6tables;
+  const rule = dump && ref ? ruleAtLine(dump.tables, ref.file, ref.line) : undefined;
+  return rule ? { rule, attribution: attributeRule(factsOfRule(rule)) } : undefined;
+}
 
 /** The fix for one kept destination, in Cilium's terms. */
 interface Fix {
@@ -562,7 +569,9 @@ function ciliumWireWording(snap: Snapshot): OwnerWireWording | undefined {
   const ipMasqAgent =
     objs.config?.settings.ipMasqAgent === true || modes.some((m) => m.status?.ipMasqAgent);
   const bpf = modes.some((m) => m.mode === "BPF") || objs.config?.settings.bpfMasquerade === true;
-  const native = `narrow ${objs.config?.nativeRoutingEntry?.key ?? KEY_IPV4_NATIVE} in cilium-config and restart the agent`;
+  // the wording is per snapshot, not per flow: with IPv6 masquerade on, both families' keys
+  const v6 = objs.config?.settings.ipv6Masquerade ? ` (IPv6: ${KEY_IPV6_NATIVE})` : "";
+  const native = `narrow ${objs.config?.nativeRoutingEntry?.key ?? KEY_IPV4_NATIVE}${v6} in cilium-config and restart the agent`;
   return {
     fix:
       bpf && ipMasqAgent
