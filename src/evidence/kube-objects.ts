@@ -49,7 +49,7 @@ export function readKubeObjects(text: string, file: string): Parsed<KubeObject[]
   const objects: KubeObject[] = [];
 
   const make = (
-    doc: Located,
+    doc: LocatedDocument,
     base: YamlPath,
     value: Json,
     inherited?: { apiVersion: string; kind: string },
@@ -103,7 +103,7 @@ export function readKubeObjects(text: string, file: string): Parsed<KubeObject[]
  * that locate values their own way (a List streamed item by item: snapshot/kube-list-stream).
  */
 export function objectOf(
-  doc: Located,
+  doc: LocatedDocument,
   base: YamlPath,
   value: Json,
   inherited: { apiVersion: string; kind: string } | undefined,
@@ -197,7 +197,7 @@ function stringMap(
 }
 
 /** One document's value and the means to cite its fields. */
-export interface Located {
+export interface LocatedDocument {
   readonly value: unknown;
   locate(path: YamlPath): SourceRef | undefined;
   locateInString(path: YamlPath, lineWithinString: number): SourceRef | undefined;
@@ -211,7 +211,7 @@ export interface Located {
 function readDocuments(
   text: string,
   file: string,
-): { documents: Located[]; diagnostics: Diagnostic[]; start: SourceRef } {
+): { documents: LocatedDocument[]; diagnostics: Diagnostic[]; start: SourceRef } {
   const first = /\S/.exec(text)?.[0];
   const isJson = first === "{" || first === "[";
   if (isJson) {
@@ -223,7 +223,7 @@ function readDocuments(
     }
     if (parts) {
       const cite = offsetCiter(text, file);
-      const documents = parts.map(({ start, value }): Located => {
+      const documents = parts.map(({ start, value }): LocatedDocument => {
         const loc = jsonLocator(text, start);
         return {
           value,
@@ -252,7 +252,7 @@ function readDocuments(
   if (block) {
     const cite = offsetCiter(text, file);
     const documents = block.map(
-      (d): Located => ({
+      (d): LocatedDocument => ({
         value: d.value,
         locate: (path) => {
           const at = d.locate(path);
@@ -269,7 +269,7 @@ function readDocuments(
   const { source, diagnostics } = readYamlSource(text, file);
   const documents = source.documents
     .filter((d) => d.ok)
-    .map((d): Located => {
+    .map((d): LocatedDocument => {
       const root = d.doc.contents;
       return {
         value: d.value,

@@ -42,18 +42,18 @@ export interface RandomOutcome {
   readonly note: string;
 }
 
-export type MatchResult =
+export type NftMatch =
   | { readonly v: "yes" | "no" }
   | { readonly v: "unknown"; readonly key: string; readonly fact: string; readonly command: string }
   | { readonly v: "random"; readonly key: string; readonly outcomes: readonly RandomOutcome[] }
   | { readonly v: "undecided"; readonly reason: string };
 
-export const YES: MatchResult = { v: "yes" };
-export const NO: MatchResult = { v: "no" };
+export const NFT_YES: NftMatch = { v: "yes" };
+export const NFT_NO: NftMatch = { v: "no" };
 
 type Value = bigint | string;
 /** A selector's value for the packet, or why it cannot be had. */
-type Read = { readonly value: Value } | MatchResult;
+type Read = { readonly value: Value } | NftMatch;
 
 const PROTO_NAMES: Record<string, number> = {
   tcp: 6,
@@ -82,8 +82,8 @@ function readSelector(
   site: string,
   mask: bigint | undefined,
 ): Read {
-  if (s.family !== undefined && s.family !== p.family) return NO;
-  if (s.impliesProto !== undefined && s.impliesProto !== p.proto) return NO;
+  if (s.family !== undefined && s.family !== p.family) return NFT_NO;
+  if (s.impliesProto !== undefined && s.impliesProto !== p.proto) return NFT_NO;
   switch (s.key) {
     case "saddr":
       return { value: p.src };
@@ -104,7 +104,7 @@ function readSelector(
           };
         }
         // no transport header with ports: the payload read fails and the rule does not match
-        return NO;
+        return NFT_NO;
       }
       return { value: BigInt(port) };
     }
@@ -112,7 +112,7 @@ function readSelector(
     case "oifname": {
       const dev = s.key === "iifname" ? p.iif : p.oif;
       // nft_meta: the device is absent at this hook, the expression breaks (no match)
-      if (dev === "") return NO;
+      if (dev === "") return NFT_NO;
       if (dev === undefined) {
         return {
           v: "unknown",
@@ -197,7 +197,7 @@ export function readKey(
   p: NftPacket,
   k: AddressKnowledge,
   site: string,
-): { values: Value[] } | MatchResult {
+): { values: Value[] } | NftMatch {
   const values: Value[] = [];
   for (const s of key.selectors) {
     const r = readSelector(s, p, k, site, key.mask);

@@ -416,10 +416,10 @@ function statementAt(c: Cursor, comments: string[]): NftStatement | undefined {
  * Reads one rule's statements from its words (handle already split off).
  *
  * @example
- * parseRuleText('ip daddr . meta l4proto . th dport vmap @service-ips', scope).statements
+ * parseNftRuleText('ip daddr . meta l4proto . th dport vmap @service-ips', scope).statements
  * // [{ kind: "vmap", key: { selectors: [daddr, l4proto, dport] }, map: { kind: "named", ... } }]
  */
-export function parseRuleText(words: readonly string[], scope: RuleScope): ParsedRule {
+export function parseNftRuleText(words: readonly string[], scope: RuleScope): ParsedRule {
   const c = new Cursor(words, scope);
   const statements: NftStatement[] = [];
   const comments: string[] = [];

@@ -8,9 +8,9 @@
 
 import type { Diagnostic, Parsed, SourceRef } from "../model/types.ts";
 import type { NftChain, NftFamily, NftRuleset, NftSet, NftTable } from "./model.ts";
-import { parseElementList, parseRuleText, valueTypes } from "./rule-text.ts";
+import { parseElementList, parseNftRuleText, valueTypes } from "./rule-text.ts";
 import { priorityOf } from "./ruleset-text.ts";
-import { tokenize } from "./tokens.ts";
+import { tokenizeNft } from "./tokens.ts";
 
 type J = unknown;
 
@@ -275,7 +275,7 @@ export function parseNftJson(text: string, file: string): Parsed<NftRuleset> {
         };
         table.sets.set(set.name, set);
         const elems = Array.isArray(o["elem"]) ? o["elem"] : [];
-        const words = tokenize(
+        const words = tokenizeNft(
           elems
             .map((e) =>
               kind === "map" && Array.isArray(e) ? mapEntryText(e) : exprText(elemValue(e)),
@@ -308,7 +308,7 @@ export function parseNftJson(text: string, file: string): Parsed<NftRuleset> {
         const t = exprs.map(statementText).join(" ");
         const comment =
           typeof o["comment"] === "string" ? ` comment ${JSON.stringify(o["comment"])}` : "";
-        const parsed = parseRuleText(tokenize(t + comment), {
+        const parsed = parseNftRuleText(tokenizeNft(t + comment), {
           setTypes: (n) => table.sets.get(n)?.keyTypes,
         });
         const handle = typeof o["handle"] === "number" ? o["handle"] : undefined;

@@ -15,8 +15,8 @@ import type {
   NftSet,
   NftTable,
 } from "./model.ts";
-import { parseElementList, parseRuleText, valueTypes } from "./rule-text.ts";
-import { braceDepth, splitHandle, tokenize } from "./tokens.ts";
+import { parseElementList, parseNftRuleText, valueTypes } from "./rule-text.ts";
+import { braceDepth, splitHandle, tokenizeNft } from "./tokens.ts";
 
 const FAMILIES = new Set<string>(["ip", "ip6", "inet", "arp", "bridge", "netdev"]);
 
@@ -109,7 +109,7 @@ export function parseNftText(text: string, file: string): Parsed<NftRuleset> {
     }
     const { body } = splitHandle(raw);
     const handle = splitHandle(raw).handle;
-    const words = tokenize(body);
+    const words = tokenizeNft(body);
     const top = stack.at(-1);
     if (words.length === 1 && words[0] === "}") {
       if (!top) {
@@ -227,7 +227,7 @@ export function parseNftText(text: string, file: string): Parsed<NftRuleset> {
     }
     if (words[0] === "comment" && words.length === 2) continue;
     const sets = top.table!.sets;
-    const parsed = parseRuleText(words, { setTypes: (n) => sets.get(n)?.keyTypes });
+    const parsed = parseNftRuleText(words, { setTypes: (n) => sets.get(n)?.keyTypes });
     const rule: NftRule = {
       statements: parsed.statements,
       source: at(lineNo, raw),

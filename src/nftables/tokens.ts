@@ -5,7 +5,7 @@
  */
 
 /** The words of `text`; a quoted string keeps its quotes (`"cbr0"`). */
-export function tokenize(text: string): string[] {
+export function tokenizeNft(text: string): string[] {
   const out: string[] = [];
   let i = 0;
   const n = text.length;

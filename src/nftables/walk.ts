@@ -13,12 +13,12 @@ import { formatIp } from "../net/cidr.ts";
 import {
   elementHolds,
   lookup,
-  type MatchResult,
+  NFT_NO,
+  NFT_YES,
+  type NftMatch,
   type NftPacket,
-  NO,
   type RandomOutcome,
   readKey,
-  YES,
 } from "./match.ts";
 import type {
   NftChain,
@@ -274,7 +274,7 @@ export class NftWalker {
     return "next";
   }
 
-  private match(w: NftWalk, s: Extract<NftStatement, { kind: "match" }>, at: string): MatchResult {
+  private match(w: NftWalk, s: Extract<NftStatement, { kind: "match" }>, at: string): NftMatch {
     const sel = s.key.selectors;
     // iptables-nft's statistic: meta random & M < V
     if (sel.length === 1 && sel[0]!.key === "random") {
@@ -284,7 +284,7 @@ export class NftWalker {
       if (s.op !== "<" || v?.kind !== "range" || sel[0]!.modulus === undefined) {
         return { v: "undecided", reason: "this form of meta random is not modelled" };
       }
-      if (typeof t === "number") return t < Number(v.lo) ? YES : NO;
+      if (typeof t === "number") return t < Number(v.lo) ? NFT_YES : NFT_NO;
       const pYes = Number(v.lo) / sel[0]!.modulus;
       return {
         v: "random",
@@ -306,7 +306,7 @@ export class NftWalker {
     // an unknown fact already taken one way for this statement on this walk
     const stmtKey = `stmt@${at}`;
     const taken = w.pkt.taken.get(stmtKey);
-    if (typeof taken === "boolean") return taken ? YES : NO;
+    if (typeof taken === "boolean") return taken ? NFT_YES : NFT_NO;
     const r = readKey(s.key, w.pkt, this.k, at);
     if ("v" in r) {
       // the statement as a whole is the fact (a device name, mark bits); an address's locality
@@ -331,10 +331,10 @@ export class NftWalker {
           return { v: "undecided", reason: "a comparison podpath does not read" };
         holds =
           s.op === "<" ? v < a.lo : s.op === ">" ? v > a.lo : s.op === "<=" ? v <= a.lo : v >= a.lo;
-        return holds ? YES : NO;
+        return holds ? NFT_YES : NFT_NO;
       }
     }
-    return holds !== (s.op === "!=") ? YES : NO;
+    return holds !== (s.op === "!=") ? NFT_YES : NFT_NO;
   }
 
   private findSet(w: NftWalk, name: string) {
@@ -347,7 +347,7 @@ export class NftWalker {
     map: NftMapRef,
     table: NftTable,
     at: string,
-  ): NftMapData | MatchResult {
+  ): NftMapData | NftMatch {
     const r = readKey(key, w.pkt, this.k, at);
     if ("v" in r) {
       if (r.v === "unknown" && !r.key.startsWith("local:")) {
@@ -360,17 +360,24 @@ export class NftWalker {
       if (!set?.data)
         return { v: "undecided", reason: `the map @${map.name} is not in the listing` };
       const i = lookup(set, r.values);
-      return i >= 0 ? set.data[i]! : NO;
+      if (i < 0) return NFT_NO;
+      // a damaged listing can leave an element without its value (`KEY .: goto x`)
+      return (
+        set.data[i] ?? {
+          v: "undecided",
+          reason: `the matching element of @${map.name} has no value in the listing`,
+        }
+      );
     }
     const flagKeys = key.selectors.map((x) => x.key);
     for (const e of map.entries) if (elementHolds(e.key, r.values, flagKeys)) return e.data;
-    return NO;
+    return NFT_NO;
   }
 
   /** Turns a match result into yes/no, forking the walk for unknown facts and random numbers. */
   private decide(
     w: NftWalk,
-    m: MatchResult,
+    m: NftMatch,
     f: Frame,
     rule: NftRule,
     idx: number,
@@ -383,7 +390,7 @@ export class NftWalker {
 
   private decideData(
     w: NftWalk,
-    d: NftMapData | MatchResult,
+    d: NftMapData | NftMatch,
     f: Frame,
     rule: NftRule,
     idx: number,
@@ -398,7 +405,7 @@ export class NftWalker {
 
   private fork(
     w: NftWalk,
-    m: Extract<MatchResult, { v: "unknown" | "random" }>,
+    m: Extract<NftMatch, { v: "unknown" | "random" }>,
     f: Frame,
     rule: NftRule,
     idx: number,

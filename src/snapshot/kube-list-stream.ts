@@ -10,7 +10,7 @@
 
 import { closeSync, readSync } from "node:fs";
 import { jsonLocator, offsetCiter, offsetOfStringLine } from "../evidence/json-source.ts";
-import { type KubeObject, type Located, objectOf } from "../evidence/kube-objects.ts";
+import { type KubeObject, type LocatedDocument, objectOf } from "../evidence/kube-objects.ts";
 import type { Diagnostic, Parsed, SourceRef } from "../model/types.ts";
 import { openRegular } from "./input-file.ts";
 import {
@@ -167,7 +167,7 @@ export function readKubeListStream(
       });
       continue;
     }
-    const doc: Located = {
+    const doc: LocatedDocument = {
       value: item.value,
       locate: (path) => {
         if (path.length === 0) return at;

@@ -237,7 +237,7 @@ function otherFamilyExempt(input: OwnerExemptInput, n: KubenetNode, flag: Cidr):
 }
 
 /** A word for a shell line: quoted when it holds a space or a quote. */
-export function shellWord(w: string): string {
+function shellWord(w: string): string {
   return /^[A-Za-z0-9_./:=+!-]+$/.test(w) ? w : `"${w.replace(/(["\\$`])/g, "\\$1")}"`;
 }
 
