@@ -309,7 +309,7 @@ function addressPlacer(
     };
     for (const f of flows) {
       if (f.local) {
-        if (f.src !== cfg.nodeIp) claim(f.src, "local");
+        if (!sameIp(f.src, cfg.nodeIp)) claim(f.src, "local");
       } else claim(f.src, "src");
       claim(f.dst, "dst");
     }

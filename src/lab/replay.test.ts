@@ -125,10 +125,21 @@ describe("replayFlow over IPv6", { skip: ipv6Skip() }, () => {
     assert.equal(ping.agree, true);
   });
 
-  it("refuses an IPv4 table for an IPv6 flow, naming the kernel's complaint", async () => {
+  it("refuses an IPv4 table for an IPv6 flow before loading it, naming the first line", async () => {
     await assert.rejects(replayFlow(EXAMPLE, flow("fd00::5->fd00::1")), {
-      code: "ERR_REPLAY_KERNEL",
+      code: "ERR_REPLAY_INPUT",
+      message: /^line \d+: /,
     });
+  });
+
+  it("reads a table naming no address as ip6tables rules for an IPv6 flow", async () => {
+    const r = await replayFlow(
+      "*nat\n:POSTROUTING ACCEPT [0:0]\n-A POSTROUTING -o eth0 -j MASQUERADE\nCOMMIT\n",
+      flow("fd00:10:244:1::5->fd00:20::30:40"),
+    );
+    assert.equal(r.trace.decision, "masquerade");
+    assert.equal(r.kernelSource, "fd00:128::2");
+    assert.equal(r.agree, true);
   });
 });
 

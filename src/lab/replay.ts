@@ -192,16 +192,6 @@ export async function replayFlow(
       `${formatIp(flow.src)} -> ${formatIp(flow.dst)}: source and destination are of different families`,
     );
   }
-  if (natSection(dumpText) === undefined) {
-    throw new ReplayError(
-      "ERR_REPLAY_INPUT",
-      `${file}: no "*nat ... COMMIT" section; expected iptables-save output of the node`,
-    );
-  }
-  const parsed = parseIptablesSave(dumpText, file);
-  const section = loadableNat(dumpText, parsed.diagnostics, opts.invalidLines ?? "refuse");
-  const inIface = opts.inIface ?? "cbr0";
-  const outIface = opts.outIface ?? "eth0";
   const nodeIp = opts.nodeIp ?? SANDBOX_NODE_IP[family];
   if (tryParseIp(nodeIp)?.family !== family) {
     throw new ReplayError(
@@ -209,9 +199,21 @@ export async function replayFlow(
       `--node-ip ${nodeIp}: not an IPv${family} address, as the flow's are`,
     );
   }
+  if (natSection(dumpText) === undefined) {
+    throw new ReplayError(
+      "ERR_REPLAY_INPUT",
+      `${file}: no "*nat ... COMMIT" section; expected iptables-save output of the node`,
+    );
+  }
+  // an IPv6 flow meets ip6tables rules: read as such even when no line names an address
+  const parsed = parseIptablesSave(dumpText, file, family === 6 ? { family } : {});
+  const section = loadableNat(dumpText, parsed.diagnostics, opts.invalidLines ?? "refuse");
+  const inIface = opts.inIface ?? "cbr0";
+  const outIface = opts.outIface ?? "eth0";
   const src = formatIp(flow.src);
-  const local = opts.local ?? src === nodeIp;
-  const ctx = sandboxContext(nodeIp, inIface, outIface, local && src !== nodeIp ? [src] : []);
+  const isNodeIp = flow.src.value === parseIp(nodeIp).value;
+  const local = opts.local ?? isNodeIp;
+  const ctx = sandboxContext(nodeIp, inIface, outIface, local && !isNodeIp ? [src] : []);
   // a fixed source port keeps the conntrack lookup unambiguous
   const sport = flow.sport ?? (flow.proto === "icmp" ? undefined : 41_000);
   const cleaned: SandboxFlow = {
