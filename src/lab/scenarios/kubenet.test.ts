@@ -163,11 +163,14 @@ describe("lab kubenet on the real kernel", { skip, concurrency: false }, () => {
     assert.equal(p.owner?.owner, "kubenet");
     assert.match(p.owner?.title ?? "", /fd00:10:244::\/56/);
     assert.ok(p.owner?.apply.some((l) => l.startsWith("ip6tables -t nat -D POSTROUTING")));
-    // the replay sandbox is IPv4 only: it says so rather than replaying the wrong family; the
-    // plan applied on the kernel is the --fixed run below
+    // the plan's ip6tables rule replayed on the kernel: the destination sees the node's address
     const replay = await replayMasqueradePlan(snap, p);
     assert.ok(replay.length > 0);
-    for (const r of replay) assert.match(r.note ?? "", /IPv4 flows only/, JSON.stringify(r));
+    for (const r of replay) assert.equal(r.agree, true, JSON.stringify(r));
+    assert.ok(
+      replay.some((r) => r.kernelSource === "fd00:172:16:1::10"),
+      JSON.stringify(replay),
+    );
     const fixed = await runLab({ ipv6: true, fixed: true });
     assert.match(fixed.summary, /IPv6: .*pod ping answers, pod tcp\/5432 answers/);
     const v = await verifyChange(snap, loadSnapshot(openSnapshot(fixed.dir)), dest);
