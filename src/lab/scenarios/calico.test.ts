@@ -12,6 +12,7 @@ import { join } from "node:path";
 import { after, describe, it } from "node:test";
 import { natOutgoingRules } from "../../agents/calico/rules.ts";
 import { planMasquerade } from "../../cases/masquerade/plan.ts";
+import { replayMasqueradePlan } from "../../cases/masquerade/plan-replay.ts";
 import { verifyChange } from "../../cases/masquerade/proof.ts";
 import { parseIpset } from "../../iptables/ipset-parser.ts";
 import { parseIp } from "../../net/cidr.ts";
@@ -138,6 +139,15 @@ describe("lab calico on the real kernel", { skip, concurrency: false }, () => {
       p.owner?.expected.includes(
         "add cali60masq-ipam-pools fd00:10:245::/48   # ipset save on each node",
       ),
+    );
+    // the plan (the pool in cali60masq-ipam-pools) replayed on the kernel over IPv6 agrees with
+    // podpath: the node's IPv6 address on the wire
+    const replay = await replayMasqueradePlan(snap, p);
+    assert.ok(replay.length > 0);
+    for (const r of replay) assert.equal(r.agree, true, JSON.stringify(r));
+    assert.ok(
+      replay.some((r) => r.kernelSource === "fd00:192:168:1::10"),
+      JSON.stringify(replay),
     );
     const after = await runPhase(CalicoOptions.parse({ ipv6: true, fixed: true }));
     assert.match(after.summary, /IPv6: .*pod ping answers, pod tcp\/5432 answers/);

@@ -13,6 +13,7 @@ import { readFlannelFlags } from "../../agents/flannel/daemonset.ts";
 import { readFlannelNetConf } from "../../agents/flannel/netconf.ts";
 import { flannelMasqRules } from "../../agents/flannel/rules.ts";
 import { planMasquerade } from "../../cases/masquerade/plan.ts";
+import { replayMasqueradePlan } from "../../cases/masquerade/plan-replay.ts";
 import { verifyChange } from "../../cases/masquerade/proof.ts";
 import { readKubeObjects } from "../../evidence/kube-objects.ts";
 import { parseIp } from "../../net/cidr.ts";
@@ -105,6 +106,15 @@ describe("lab flannel on the real kernel", { skip, concurrency: false }, () => {
     assert.match(f?.title ?? "", /fd00:10:244:1::7 \(Flannel: no --ip-masq\)/);
     const p = planMasquerade(snap, { strategy: "narrow", ...dest });
     assert.equal(p.owner?.owner, "flannel");
+    // replayed on the kernel over IPv6, it agrees with podpath; flanneld's rules depend on the
+    // node's lease, so the plan names none and the node's rules replay as they are: pod address
+    const replay = await replayMasqueradePlan(snap, p);
+    assert.ok(replay.length > 0);
+    for (const r of replay) assert.equal(r.agree, true, JSON.stringify(r));
+    assert.ok(
+      replay.some((r) => r.kernelSource === "fd00:10:244:1::7"),
+      JSON.stringify(replay),
+    );
     const after = await runPhase(FlannelOptions.parse({ ipv6: true, fixed: true }));
     assert.match(after.summary, /IPv6: .*pod ping answers, pod tcp\/5432 answers/);
     const saved6 = readFileSync(join(after.dir, `nodes/${FLANNEL_NODE}/ip6tables-save.txt`), "utf8")
