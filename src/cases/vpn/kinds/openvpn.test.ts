@@ -236,6 +236,18 @@ push "route 10.244.0.0 255.255.0.0"
     assert.equal(kind?.tunnelled.kind, "prefixes");
   });
 
+  it("asks for the client files when client-config-dir is set and none is beside the pod", () => {
+    const { answer } = analyze({ [`${POD}/openvpn.conf`]: SERVER, "cluster/pod.yaml": CLUSTER });
+    const m = answer.missing.find((x) => x.file === `${POD}/ccd/<client-cn>`);
+    assert.match(m?.command ?? "", /ls \/etc\/openvpn\/ccd/);
+    const given = analyze({
+      [`${POD}/openvpn.conf`]: SERVER,
+      [`${POD}/ccd/site-a`]: SITE_A,
+      "cluster/pod.yaml": CLUSTER,
+    });
+    assert.ok(!given.answer.missing.some((x) => x.file.includes("/ccd/")));
+  });
+
   it("takes redirect-gateway pushed to one client as everything tunnelled", () => {
     const { answer } = analyze({
       [`${POD}/openvpn.conf`]: SERVER,

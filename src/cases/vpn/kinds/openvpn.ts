@@ -323,7 +323,18 @@ function view(ctx: KindContext): KindView {
     },
     onlyServicesRouted: cfg !== undefined && tunnelled.kind !== "all",
     findings: ({ subject }) => (cfg ? irouteFindings(cfg, clients, device, subject) : []),
-    missing: () => [],
+    // client-config-dir named but none of its files beside the pod: iroutes and per-client
+    // pushes are unknown, not absent
+    missing: () =>
+      cfg?.clientConfigDir && clients.length === 0
+        ? [
+            {
+              file: `pods/${ctx.namespace}/${ctx.name}/ccd/<client-cn>`,
+              would_decide: `the networks behind clients (iroute) and each client's own pushed routes (${cfg.file}:${cfg.clientConfigDir.source.line})`,
+              command: `${execIn(ctx, `ls ${cfg.clientConfigDir.value}`)}; then for each file F: ${execIn(ctx, `cat ${cfg.clientConfigDir.value}/F`)} > pods/${ctx.namespace}/${ctx.name}/ccd/F`,
+            },
+          ]
+        : [],
   };
 }
 
