@@ -12,7 +12,6 @@
 import assert from "node:assert/strict";
 import type { ChildProcess } from "node:child_process";
 import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
-import { connect, createServer, type Server } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { after, before, describe, it } from "node:test";
@@ -26,6 +25,7 @@ import { compareTranslation } from "../../src/lab/translation.ts";
 import { formatIp } from "../../src/net/cidr.ts";
 import { compileNftNat } from "../../src/nftables/nat-eval.ts";
 import { readNftRuleset } from "../../src/nftables/read-ruleset.ts";
+import { reachApiFrom } from "./api-bridge.ts";
 import { type Cluster, startCluster } from "./cluster.ts";
 import { componentPath, componentSkip, componentsDir } from "./component-guard.ts";
 
@@ -39,31 +39,11 @@ const INNER_PORT = 6443;
 const SERVICES = Number(process.env["PODPATH_COMPONENT_SERVICES"] ?? 1000);
 const FIXTURES = join(import.meta.dirname, "../../src/nftables/fixtures");
 
-/** Pipes every connection accepted by `server` to a new connection made by `open`. */
-function bridge(server: Server, open: () => ReturnType<typeof connect>): Server {
-  server.on("connection", (c) => {
-    const u = open();
-    c.pipe(u);
-    u.pipe(c);
-    u.on("error", () => c.destroy());
-    c.on("error", () => u.destroy());
-  });
-  return server;
-}
-
-const INNER_FORWARDER = `const net = require("node:net");
-const [port, sock] = process.argv.slice(1);
-net.createServer((c) => {
-  const u = net.connect(sock);
-  c.pipe(u); u.pipe(c);
-  u.on("error", () => c.destroy()); c.on("error", () => u.destroy());
-}).listen(Number(port), "127.0.0.1", () => console.log("listening"));`;
-
 describe("kube-proxy (iptables and nftables mode) against the real API server", { skip }, () => {
   let cluster: Cluster | undefined;
   let lab: Lab | undefined;
   let ns: Namespace | undefined;
-  let outer: Server | undefined;
+  let outer: { close(): void } | undefined;
   let dir = "";
   let log = "";
   let running: ChildProcess | undefined;
@@ -84,9 +64,6 @@ describe("kube-proxy (iptables and nftables mode) against the real API server", 
     dir = mkdtempSync(join(tmpdir(), "podpath-kube-proxy-"));
     cluster = await startCluster();
     const apiPort = Number(new URL(cluster.url).port);
-    const sock = join(dir, "api.sock");
-    outer = bridge(createServer(), () => connect(apiPort, "127.0.0.1"));
-    await new Promise<void>((r) => outer!.listen(sock, r));
     lab = await createLab();
     ns = await lab.addNamespace("node");
     // the node's interface: a veth to a second namespace (nothing is sent over it)
@@ -98,11 +75,7 @@ describe("kube-proxy (iptables and nftables mode) against the real API server", 
       const r = await ns.exec(argv);
       assert.equal(r.code, 0, r.stderr);
     }
-    const fwd = ns.spawn([process.execPath, "-e", INNER_FORWARDER, String(INNER_PORT), sock]);
-    await new Promise<void>((resolve, reject) => {
-      fwd.stdout?.on("data", (d: Buffer) => (d.toString().includes("listening") ? resolve() : 0));
-      fwd.once("exit", (code) => reject(new Error(`forwarder exited ${code}`)));
-    });
+    outer = await reachApiFrom(ns, apiPort, join(dir, "api.sock"), INNER_PORT);
     writeFileSync(
       join(dir, "kubeconfig"),
       JSON.stringify({

@@ -28,10 +28,10 @@ import {
   rmSync,
   writeFileSync,
 } from "node:fs";
-import { connect, createServer, type Server } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import type { Lab, Namespace } from "../../src/lab/netns.ts";
+import { reachApiFrom } from "./api-bridge.ts";
 import type { Cluster } from "./cluster.ts";
 import { componentPath } from "./component-guard.ts";
 import { buildImage, type ImageSpec } from "./oci-image.ts";
@@ -88,26 +88,6 @@ export interface RealNode {
   logs(): string;
   stop(): Promise<void>;
 }
-
-/** Pipes each connection accepted by `server` to a new connection made by `open`. */
-function bridge(server: Server, open: () => ReturnType<typeof connect>): Server {
-  server.on("connection", (c) => {
-    const u = open();
-    c.pipe(u);
-    u.pipe(c);
-    u.on("error", () => c.destroy());
-    c.on("error", () => u.destroy());
-  });
-  return server;
-}
-
-const INNER_FORWARDER = `const net = require("node:net");
-const [port, sock] = process.argv.slice(1);
-net.createServer((c) => {
-  const u = net.connect(sock);
-  c.pipe(u); u.pipe(c);
-  u.on("error", () => c.destroy()); c.on("error", () => u.destroy());
-}).listen(Number(port), "127.0.0.1", () => console.log("listening"));`;
 
 /**
  * The API server's way to the kubelet: an HTTP CONNECT proxy on a Unix socket (the cluster's
@@ -298,14 +278,7 @@ export async function startRealNode(
 
   // the API server, reached from inside the namespace through a Unix socket
   const apiPort = Number(new URL(cluster.url).port);
-  const sock = join(dir, "api.sock");
-  const outer = bridge(createServer(), () => connect(apiPort, "127.0.0.1"));
-  await new Promise<void>((r) => outer.listen(sock, r));
-  const fwd = ns.spawn([process.execPath, "-e", INNER_FORWARDER, String(INNER_API_PORT), sock]);
-  await new Promise<void>((resolve, reject) => {
-    fwd.stdout?.on("data", (d: Buffer) => (d.toString().includes("listening") ? resolve() : 0));
-    fwd.once("exit", (code) => reject(new Error(`API forwarder exited ${code}`)));
-  });
+  const outer = await reachApiFrom(ns, apiPort, join(dir, "api.sock"), INNER_API_PORT);
   if (opts.egressSocket !== undefined) {
     const proxy = ns.spawn([
       process.execPath,
