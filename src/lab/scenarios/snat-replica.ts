@@ -460,12 +460,28 @@ async function build(ctx: ScenarioContext, spec: SnatReplicaSpec): Promise<SnatR
     ]);
     await must(node, ["sysctl", "-q", "-w", "net.ipv6.conf.all.forwarding=1"]);
     await ipBatch(pod, a6.pod);
+    // both hops of the node's own way to on-prem
+    await ipv6Reachable(node, v6.routerIp);
+    await ipv6Reachable(router, ONPREM_IP6);
   }
   if (spec.kubeProxy) {
     await must(node, ["iptables-restore", "--noflush", "-w"], KUBE_PROXY_RESTORE);
   }
   await spec.install(node);
   return { router, onprem, node, pod, extra };
+}
+
+/**
+ * Waits until `ns` reaches `ip` over IPv6 (a loaded machine takes a while after the links come
+ * up before neighbour discovery across the router's bridge answers), at most 20 s; after that
+ * the probes run anyway and show what they see.
+ */
+async function ipv6Reachable(ns: Namespace, ip: string): Promise<void> {
+  const deadline = Date.now() + 20_000;
+  while (Date.now() < deadline) {
+    const r = await ns.exec(["ping", "-6", "-c", "1", "-W", "1", ip]);
+    if (r.code === 0) return;
+  }
 }
 
 const PING = ["ping", "-c", "3", "-i", "0.2", "-W", "1"] as const;
