@@ -127,12 +127,17 @@ describe("writeBeneath", () => {
         `const fs = require("fs"), path = require("path");
          const [dir, outside] = process.argv.slice(1);
          let planted = 0;
+         let ticks = 0;
          process.stdin.on("close", () => { console.log(planted); process.exit(0); });
          process.stdin.resume();
          setInterval(() => {
+           ticks++;
            for (let k = 0; k < 8; k++) {
              const sub = path.join(dir, "nodes", "n" + k);
-             try { fs.renameSync(sub, sub + ".moved" + Date.now()); } catch {}
+             // swap the folder (or link) aside under one of four names, so the folder stays small
+             const aside = sub + ".moved" + (ticks % 4);
+             try { fs.rmSync(aside, { recursive: true, force: true }); } catch {}
+             try { fs.renameSync(sub, aside); } catch {}
              try { fs.symlinkSync(outside, sub); planted++; } catch {}
              try { fs.symlinkSync(path.join(outside, "victim"), path.join(sub, "f.txt")); planted++; } catch {}
              try { fs.symlinkSync(path.join(outside, "victim"), path.join(dir, "top" + k + ".txt")); planted++; } catch {}
@@ -167,8 +172,13 @@ describe("writeBeneath", () => {
       }
       if (i % 64 === 0) await new Promise((r) => setImmediate(r));
     }
+    const exited = new Promise((r) =>
+      helper.exitCode !== null || helper.signalCode !== null
+        ? r(undefined)
+        : helper.once("exit", r),
+    );
     helper.stdin?.end();
-    await new Promise((r) => helper.on("exit", r));
+    await exited;
     assert.ok(Number(said) > 0, "the helper planted links");
     assert.ok(refused >= 20 && written >= 20, `refused ${refused}, written ${written}`);
     // the helper's own links may land outside (through its links); no file of podpath's does

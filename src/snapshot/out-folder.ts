@@ -235,6 +235,12 @@ export function createBeneath(root: string, rel: string): number {
             `${shown} in the snapshot folder is not a folder (a link or a file put there meanwhile); podpath does not write through it`,
           );
         }
+        if (code === "ENOENT") {
+          throw new OutFolderError(
+            "ERR_OUT_UNSAFE",
+            `${shown} in the snapshot folder was moved or removed while podpath wrote into it`,
+          );
+        }
         throw e;
       }
       opened.push(dirFd);
@@ -248,6 +254,12 @@ export function createBeneath(root: string, rel: string): number {
         throw new OutFolderError(
           "ERR_OUT_UNSAFE",
           `${rel} already exists in the snapshot folder (put there by something else); podpath does not overwrite it`,
+        );
+      }
+      if (code === "ENOENT") {
+        throw new OutFolderError(
+          "ERR_OUT_UNSAFE",
+          `the folder of ${rel} in the snapshot folder was removed while podpath wrote into it`,
         );
       }
       throw e;
