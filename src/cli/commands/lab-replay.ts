@@ -91,6 +91,12 @@ function decidingRule(r: ReplayResult) {
     : undefined;
 }
 
+/** An address with its port, as ss and curl write it: IPv6 addresses in brackets. */
+function endpoint(address: string | undefined, port: number | undefined): string {
+  if (address === undefined || port === undefined) return String(address);
+  return address.includes(":") ? `[${address}]:${port}` : `${address}:${port}`;
+}
+
 /** The replay as key/value rows: the verdict, the flow, what the kernel did, what the evaluator says. */
 function replayDocument(r: ReplayResult): Document {
   const k = r.kernel;
@@ -109,7 +115,7 @@ function replayDocument(r: ReplayResult): Document {
       "kernel",
       k.error
         ? `nothing left the node (${k.error})`
-        : `source ${k.source}${k.sport === undefined ? "" : `:${k.sport}`} on the wire, to ${k.destination}${k.dport === undefined ? "" : `:${k.dport}`}`,
+        : `source ${endpoint(k.source, k.sport)} on the wire, to ${endpoint(k.destination, k.dport)}`,
     ],
     ...(k.entry
       ? [["", `conntrack: ${k.entry.replace(/\s+/g, " ").trim()}`] as [string, Text]]
