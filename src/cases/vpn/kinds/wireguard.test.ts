@@ -155,6 +155,13 @@ describe("the VPN case on a WireGuard pod", () => {
     assert.ok(!analyze(up).answer.findings.some((f) => f.id === "vpn/tunnel-down"));
   });
 
+  it("decides nothing from a wg show excerpt that lists no peer (the paste may have cut them off)", () => {
+    const head = fixture("wg-show-no-handshake.txt").split("\n").slice(0, 3).join("\n");
+    assert.doesNotMatch(head, /peer:/);
+    const cut = snapshot({ [`${POD}/wg-show.txt`]: `${head}\n` });
+    assert.ok(!analyze(cut).answer.findings.some((f) => f.id === "vpn/tunnel-down"));
+  });
+
   it("takes a snapshot of only pods/<ns>/<pod>/helm-values.yaml (wg-access-server)", () => {
     const dir = snapshot({
       [`${POD}/helm-values.yaml`]: "config:\n  vpn:\n    cidr: 10.44.0.0/24\n",

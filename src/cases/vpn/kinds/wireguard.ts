@@ -77,17 +77,15 @@ function tunnelStateOf(w: WgEvidence | undefined): TunnelState {
   const iface = w?.show?.interfaces[0];
   if (!iface) return { kind: "unknown" };
   if (iface.peers.some((p) => p.handshakeAgoSeconds !== undefined)) return { kind: "up" };
-  const none = iface.peers.length === 0;
+  // no peer listed: a pasted excerpt may have cut them off, so that alone decides nothing
+  if (iface.peers.length === 0) return { kind: "unknown" };
   return {
     kind: "down",
-    title: none
-      ? `WireGuard interface ${iface.name} has no peers`
-      : `No peer of ${iface.name} has completed a handshake: the tunnel is not up`,
-    explanation: none
-      ? `wg show lists no peer on ${iface.name}: no client can reach the pod through it.`
-      : `wg show prints no "latest handshake" for any of the ${iface.peers.length} peer(s) of ${iface.name}: ` +
-        `keys, the endpoint (the UDP port ${iface.listeningPort?.value ?? "ListenPort"} through the Service or LoadBalancer) or the client's config ` +
-        "keep the tunnel from forming. Nothing past the tunnel can be judged until it is up.",
+    title: `No peer of ${iface.name} has completed a handshake: the tunnel is not up`,
+    explanation:
+      `wg show prints no "latest handshake" for any of the ${iface.peers.length} peer(s) of ${iface.name}: ` +
+      `keys, the endpoint (the UDP port ${iface.listeningPort?.value ?? "ListenPort"} through the Service or LoadBalancer) or the client's config ` +
+      "keep the tunnel from forming. Nothing past the tunnel can be judged until it is up.",
     evidence: [iface.source, ...iface.peers.map((p) => p.source)],
     next: [
       "On the client: wg show (its peer must show a latest handshake)",
