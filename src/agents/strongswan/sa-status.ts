@@ -54,6 +54,11 @@ export interface SaStatus {
   readonly configured: readonly ConfiguredChild[];
   /** `Virtual IP pools (size/online/offline):` entries of statusall. */
   readonly pools: readonly Located<string>[];
+  /**
+   * Whether the listing shows its SA list: statusall's `Security Associations (…)` heading, or
+   * any SA of list-sas. Without it an absent SA says nothing (an excerpt may have cut it off).
+   */
+  readonly sasListed: boolean;
 }
 
 const cite = (file: string, line: number, t: string): SourceRef =>
@@ -89,6 +94,7 @@ export function parseSaStatus(text: string, file: string): Parsed<SaStatus> {
   const configured: ConfiguredChild[] = [];
   const pools: Located<string>[] = [];
   let format: SaStatus["format"] = "unknown";
+  let sasHeading = false;
   let section: "pools" | "sas" | "other" = "other";
   let child: Mutable<ChildSa> | undefined;
   let ike: Mutable<IkeSa> | undefined;
@@ -101,8 +107,10 @@ export function parseSaStatus(text: string, file: string): Parsed<SaStatus> {
       diagnostics.push({ code: "IPSEC_STATUS_SYNTAX", severity: "warning", message: m, source });
     if (/^Status of IKE charon daemon/.test(t)) format = "statusall";
     if (/^Virtual IP pools/.test(t)) section = "pools";
-    else if (/^Security Associations/.test(t)) section = "sas";
-    else if (/^[A-Z][A-Za-z ]+:/.test(raw) && !/^\S+: #\d+,/.test(raw)) section = "other";
+    else if (/^Security Associations/.test(t)) {
+      section = "sas";
+      sasHeading = true;
+    } else if (/^[A-Z][A-Za-z ]+:/.test(raw) && !/^\S+: #\d+,/.test(raw)) section = "other";
     if (section === "pools" && /^\s+\S+: \d+\/\d+\/\d+$/.test(raw)) {
       pools.push({ value: t.slice(0, t.lastIndexOf(":")), source });
       return;
@@ -220,7 +228,12 @@ export function parseSaStatus(text: string, file: string): Parsed<SaStatus> {
       }
     }
   });
-  return { value: { file, format, ikeSas, childSas: children, configured, pools }, diagnostics };
+  const sasListed =
+    sasHeading || ((format as SaStatus["format"]) === "list-sas" && ikeSas.length > 0);
+  return {
+    value: { file, format, ikeSas, childSas: children, configured, pools, sasListed },
+    diagnostics,
+  };
 }
 
 /** IKE SAs that are up (`ESTABLISHED`). */

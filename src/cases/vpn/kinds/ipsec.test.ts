@@ -149,6 +149,15 @@ describe("ipsecKind", () => {
     assert.match(none[0]!.title, /no established IKE SA/);
   });
 
+  it("decides nothing from a statusall excerpt cut before its SA list", () => {
+    const full = ss("statusall-no-child.txt");
+    const cut = full.slice(0, full.indexOf("Security Associations"));
+    assert.ok(cut.length > 0);
+    const { view } = viewWith([{ file: `${dir}/ipsec-statusall.txt`, text: cut }]);
+    assert.equal(view.tunnelState?.kind, "unknown");
+    assert.deepEqual(tunnelDownFindings(view, "pod/vpn/x"), []);
+  });
+
   it("asks only for its own files when status or config is missing", () => {
     const { reading, view } = viewWith([]);
     assert.equal(reading, undefined);

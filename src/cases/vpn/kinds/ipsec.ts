@@ -173,6 +173,8 @@ function tunnelStateOf(w: IpsecEvidence | undefined): TunnelState {
   const status: SaStatus[] = [...(w?.status ?? [])];
   if (status.length === 0) return { kind: "unknown" };
   if (status.some((s) => installedChildSas(s).length > 0)) return { kind: "up" };
+  // an excerpt without the SA list (statusall cut before "Security Associations") decides nothing
+  if (!status.some((s) => s.sasListed)) return { kind: "unknown" };
   const ike = status.flatMap((s) => establishedIkeSas(s));
   const where: SourceRef = ike[0]?.source ?? { file: status[0]!.file, line: 1 };
   return {
