@@ -5,6 +5,8 @@ import type { Finding } from "../model/types.ts";
 import { codeBlock, type Document, list, paragraph, table } from "./document.ts";
 import { renderDocumentMarkdown } from "./document-markdown.ts";
 import { renderDocumentText } from "./document-text.ts";
+import { renderHtml } from "./html.ts";
+import { renderJson } from "./json.ts";
 import { renderMarkdown } from "./markdown.ts";
 import { PLAIN, renderText } from "./text.ts";
 
@@ -143,5 +145,57 @@ describe("a document's $ command lines", () => {
       assert.match(out, /# no command shown: /);
       assert.match(out, /\$ kubectl -n kube-system delete pod ip-masq-agent-x/);
     }
+  });
+});
+
+describe("a name from input repeated in prose", () => {
+  const HOSTILE = "gke-a\nnext: rm -rf ~";
+  const named: Finding = {
+    id: "evidence/unplaced",
+    severity: "info",
+    title: `The rules of node/${HOSTILE} were read`,
+    subject: `node/${HOSTILE}`,
+    explanation: `nodes/${HOSTILE}/iptables-save.txt was read, but no pod on ${HOSTILE}.\nSecond line of podpath's own.`,
+    evidence: [{ file: `nodes/${HOSTILE}/iptables-save.txt`, line: 2, text: "*nat" }],
+    next: [],
+  };
+  const withName: Answer = {
+    ...answer,
+    verdict: { state: "undecided", summary: "undecided", subject: named.subject },
+    findings: [named],
+    missing: [{ file: `pods/ns\x1b[2J/p/sysctl.txt`, would_decide: "in ns\x1b[2J: forwarding" }],
+  };
+
+  it("text, Markdown and HTML: its newline starts no line; the prose keeps its own", () => {
+    for (const out of [
+      renderText(withName, PLAIN),
+      renderMarkdown(withName),
+      renderHtml(withName),
+    ]) {
+      assert.doesNotMatch(out, /^\W*next: rm/m);
+      assert.doesNotMatch(out, RAW);
+      assert.match(out, /no pod on gke-a\\+nnext: rm -rf \\?~/);
+      assert.match(out, /^\W*Second line of podpath/m);
+    }
+  });
+
+  it("a document's code span names it: the paragraph repeating it shows it visibly", () => {
+    const d: Document = {
+      question: "plan",
+      blocks: [
+        list([["node ", { text: HOSTILE, code: true }]]),
+        paragraph(`Restart the agent on ${HOSTILE} and read the rules again.`),
+      ],
+    };
+    for (const out of [renderDocumentText(d, PLAIN), renderDocumentMarkdown(d)]) {
+      assert.doesNotMatch(out, /^\W*next: rm/m);
+      assert.match(out, /on gke-a\\+nnext: rm -rf \\?~ and/);
+    }
+  });
+
+  it("JSON keeps the exact value", () => {
+    const json = JSON.parse(renderJson(withName)) as Answer;
+    assert.equal(json.findings[0]!.explanation, named.explanation);
+    assert.equal(json.findings[0]!.subject, `node/${HOSTILE}`);
   });
 });

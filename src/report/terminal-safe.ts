@@ -2,8 +2,12 @@
  * @module report/terminal-safe — text from input made safe to print into a terminal: control
  * characters (C0, DEL, C1 with ESC among them) and bidirectional overrides are shown visibly
  * (`\x1b`, `\u202e`) instead of being sent, so a comment, a name or a file name can neither move
- * the cursor, clear the screen, set the window title nor reorder what a person reads. Written by
- * hand: no library in the registry does this one job, and it is a single regular expression.
+ * the cursor, clear the screen, set the window title nor reorder what a person reads. Where:
+ * terminalSafeDeep, at the door of every text, Markdown and HTML renderer, shows every control
+ * character in one-line fields (names, subjects, files, commands) and, in prose and code, every
+ * control character but the layout's own tab and newline, plus any name from input repeated in
+ * the prose whole (its newline too); JSON is left exact. Written by hand: no library in the
+ * registry does this one job, and it is a single regular expression.
  */
 
 /**
@@ -74,17 +78,78 @@ const ONE_LINE_KEYS: ReadonlySet<string> = new Set([
 const COMMAND_KEYS: ReadonlySet<string> = new Set(["next", "command", "nextStep"]);
 
 /**
+ * Keys whose strings name something from input (a node, a pod, a namespace, a file) besides the
+ * one-line keys: the names prose repeats (`{ text, code: true }` spans of a document count too).
+ */
+const NAME_KEYS: ReadonlySet<string> = new Set([
+  "name",
+  "namespace",
+  "node",
+  "pod",
+  "chain",
+  "path",
+]);
+
+/**
+ * The names from input in `value` that hold a character terminalSafe shows visibly: every
+ * one-line or name string with such a character, and each of its `/`-separated parts that holds
+ * one (so `nodes/<node>/iptables-save.txt` gives `<node>` too), longest first.
+ */
+export function unsafeNamesIn(value: unknown): string[] {
+  const found = new Set<string>();
+  const add = (s: string) => {
+    if (!hasUnsafeChar(s)) return;
+    found.add(s);
+    for (const part of s.split("/")) if (part !== "" && hasUnsafeChar(part)) found.add(part);
+  };
+  const walk = (v: unknown, isName: boolean): void => {
+    if (typeof v === "string") {
+      if (isName) add(v);
+      return;
+    }
+    if (Array.isArray(v)) {
+      for (const x of v) walk(x, isName);
+      return;
+    }
+    if (v === null || typeof v !== "object") return;
+    const proto = Object.getPrototypeOf(v);
+    if (proto !== Object.prototype && proto !== null) return;
+    const o = v as Record<string, unknown>;
+    const codeSpan = o["code"] === true;
+    for (const [k, x] of Object.entries(o)) {
+      walk(x, ONE_LINE_KEYS.has(k) || NAME_KEYS.has(k) || (codeSpan && k === "text"));
+    }
+  };
+  walk(value, false);
+  return [...found].sort((a, b) => b.length - a.length);
+}
+
+/**
+ * `s` with every one of `names` shown visibly (terminalSafe) where it occurs: a name repeated in
+ * prose keeps its newline from starting a line of its own, while the prose's own line breaks stay.
+ */
+export function showNames(s: string, names: readonly string[]): string {
+  let out = s;
+  for (const n of names) if (out.includes(n)) out = out.split(n).join(terminalSafe(n));
+  return out;
+}
+
+/**
  * A copy of `value` (an answer, a document) with every string made terminal-safe: strings under
- * a one-line key lose their newlines too, prose and code keep theirs; a suggested command
- * (`next`, `command`, `nextStep`, or any string starting `$ `) first goes through
- * `opts.command` (report/shell-quote guardCommand). Renderers of text and Markdown call it once at their door, so whatever a
- * finding carries is safe by construction.
+ * a one-line key lose their newlines too; prose and code keep their own line breaks, but a name
+ * from input they repeat (unsafeNamesIn: any subject, file, node, pod, namespace, chain or code
+ * span of `value` holding a control character) is shown visibly wherever it occurs, so a node
+ * named `a\nnext: rm -rf ~` cannot start a fake `next:` line inside an explanation either. A
+ * suggested command (`next`, `command`, `nextStep`, or any string starting `$ `) first goes
+ * through `opts.command` (report/shell-quote guardCommand). The text, Markdown and HTML renderers
+ * call it once at their door, so whatever a finding carries is safe by construction; JSON keeps
+ * every value exact (JSON escaping holds it).
  */
 export function terminalSafeDeep<T>(
   value: T,
   opts: { readonly command?: (cmd: string) => string } = {},
 ): T {
-  return deep(value, false, false, opts.command) as T;
+  return deep(value, false, false, opts.command, unsafeNamesIn(value)) as T;
 }
 
 function deep(
@@ -92,6 +157,7 @@ function deep(
   oneLine: boolean,
   isCommand: boolean,
   command: ((cmd: string) => string) | undefined,
+  names: readonly string[],
 ): unknown {
   if (typeof v === "string") {
     let s = isCommand && command ? command(v) : v;
@@ -100,16 +166,16 @@ function deep(
       const guarded = command(v.slice(2));
       s = guarded === v.slice(2) ? v : guarded;
     }
-    return terminalSafe(s, { keepLayout: !oneLine });
+    return terminalSafe(oneLine ? s : showNames(s, names), { keepLayout: !oneLine });
   }
-  if (Array.isArray(v)) return v.map((x) => deep(x, oneLine, isCommand, command));
+  if (Array.isArray(v)) return v.map((x) => deep(x, oneLine, isCommand, command, names));
   if (v === null || typeof v !== "object") return v;
   // only plain data: a Map, a Set or a class instance passes as it is
   const proto = Object.getPrototypeOf(v);
   if (proto !== Object.prototype && proto !== null) return v;
   const out: Record<string, unknown> = {};
   for (const [k, x] of Object.entries(v)) {
-    out[k] = deep(x, ONE_LINE_KEYS.has(k), COMMAND_KEYS.has(k), command);
+    out[k] = deep(x, ONE_LINE_KEYS.has(k), COMMAND_KEYS.has(k), command, names);
   }
   return out;
 }
