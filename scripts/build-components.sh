@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Builds the real Kubernetes components the component tests (test/components/) run, into
 # .components/ (ignored), with the machine's Go and the Go module proxy:
-#   kube-proxy, kube-apiserver, kubelet
+#   kube-proxy, kube-apiserver, kubelet, kube-controller-manager, kube-scheduler
 #                  k8s.io/kubernetes/cmd/..., the release test/cluster/go.mod pins
 #   etcd           go.etcd.io/etcd/server/v3 (etcdmain), the version that release requires
 #   wireguard-go   golang.zx2c4.com/wireguard, the version test/tunnels/go.mod pins (tunnel lab)
@@ -47,7 +47,8 @@ minor="${minor%%.*}"
 pkg=k8s.io/component-base/version
 for c in kube-proxy:k8s.io/kubernetes/cmd/kube-proxy \
   kube-apiserver:k8s.io/kubernetes/cmd/kube-apiserver kubelet:k8s.io/kubernetes/cmd/kubelet \
-  etcd:./etcd; do
+  kube-controller-manager:k8s.io/kubernetes/cmd/kube-controller-manager \
+  kube-scheduler:k8s.io/kubernetes/cmd/kube-scheduler etcd:./etcd; do
   name="${c%%:*}"
   if up_to_date "$name" "$s"; then
     echo "build-components: $name up to date ($out/$name)"

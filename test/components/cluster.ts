@@ -4,7 +4,11 @@
  * this run), the RBAC authorizer, static bearer tokens for an admin (system:masters) and for the
  * user `podpath-reader`, and an audit policy that logs every request's metadata. Ports are free
  * loopback ports; everything lives in one temporary folder, removed by `stop()` (and the
- * processes are killed at exit if a test dies first).
+ * processes are killed at exit if a test dies first). On request also the real
+ * kube-controller-manager (the controllers a test names) and kube-scheduler, each with its own
+ * client certificate (CN system:kube-controller-manager, system:kube-scheduler: the users the API
+ * server's bootstrap RBAC policy binds) and kubeconfig; the controller manager gives each
+ * controller its own service account's credentials, as kubeadm runs it.
  */
 import { type ChildProcess, execFileSync, spawn } from "node:child_process";
 import { randomBytes } from "node:crypto";
@@ -31,6 +35,8 @@ export interface Cluster {
   api(method: string, path: string, token: string, body?: unknown): Promise<ApiAnswer>;
   /** The audit log's events (one JSON object a line), as far as written. */
   auditEvents(): Record<string, unknown>[];
+  /** The last lines of each control-plane component's log, for failure messages. */
+  logs(): string;
   stop(): Promise<void>;
 }
 
@@ -48,6 +54,45 @@ function freePort(): Promise<number> {
 
 function openssl(dir: string, args: readonly string[]): void {
   execFileSync("openssl", args, { cwd: dir, stdio: ["ignore", "ignore", "pipe"] });
+}
+
+/**
+ * A client certificate for `cn` signed by the test CA (the API server's --client-ca-file), and a
+ * kubeconfig that presents it to `url`; returns the kubeconfig's path.
+ */
+function clientKubeconfig(dir: string, file: string, cn: string, url: string): string {
+  writeFileSync(join(dir, `${file}.ext`), "extendedKeyUsage=clientAuth\n");
+  openssl(dir, [
+    ...["req", "-newkey", "rsa:2048", "-nodes", "-keyout", `${file}.key`, "-out", `${file}.csr`],
+    ...["-subj", `/CN=${cn}`],
+  ]);
+  openssl(dir, [
+    ...["x509", "-req", "-in", `${file}.csr`, "-CA", "ca.crt", "-CAkey", "ca.key"],
+    ...["-CAcreateserial", "-out", `${file}.crt`, "-extfile", `${file}.ext`, "-days", "2"],
+  ]);
+  const path = join(dir, `${file}.kubeconfig`);
+  writeFileSync(
+    path,
+    JSON.stringify({
+      apiVersion: "v1",
+      kind: "Config",
+      clusters: [
+        { name: "c", cluster: { server: url, "certificate-authority": join(dir, "ca.crt") } },
+      ],
+      users: [
+        {
+          name: cn,
+          user: {
+            "client-certificate": join(dir, `${file}.crt`),
+            "client-key": join(dir, `${file}.key`),
+          },
+        },
+      ],
+      contexts: [{ name: "x", context: { cluster: "c", user: cn } }],
+      "current-context": "x",
+    }),
+  );
+  return path;
 }
 
 /** A CA, a serving certificate for 127.0.0.1 and localhost, and a service-account key pair. */
@@ -112,6 +157,44 @@ export interface ClusterOptions {
    * the root namespace has no route to. The socket need not exist until a node is used.
    */
   readonly nodeEgressSocket?: string;
+  /**
+   * Starts kube-controller-manager with these controllers (its --controllers, canonical names such
+   * as `daemonset-controller`; see {@link DAEMONSET_CONTROLLERS}).
+   */
+  readonly controllers?: readonly string[];
+  /** Starts kube-scheduler (DaemonSet pods are bound to their node by the scheduler). */
+  readonly scheduler?: boolean;
+}
+
+/**
+ * What a DaemonSet's pods need of the controller manager: the DaemonSet controller (one pod per
+ * node), the service account controllers (a namespace's `default` account, which admission
+ * requires, and legacy token secrets), the root CA publisher (`kube-root-ca.crt`, which a pod's
+ * projected service account volume reads) and the garbage collector (a deleted DaemonSet's pods).
+ */
+export const DAEMONSET_CONTROLLERS = [
+  "daemonset-controller",
+  "serviceaccount-controller",
+  "serviceaccount-token-controller",
+  "root-ca-certificate-publisher-controller",
+  "garbage-collector-controller",
+] as const;
+
+/** Waits until a component's own /healthz (self-signed, on loopback) answers ok. */
+function healthy(port: number): Promise<boolean> {
+  return new Promise((resolve) => {
+    const req = request(
+      `https://127.0.0.1:${port}/healthz`,
+      { rejectUnauthorized: false, timeout: 5_000 },
+      (res) => {
+        res.resume();
+        res.on("end", () => resolve(res.statusCode === 200));
+      },
+    );
+    req.on("error", () => resolve(false));
+    req.on("timeout", () => req.destroy());
+    req.end();
+  });
 }
 
 /** Starts etcd and kube-apiserver; resolves when the API server's /readyz answers ok. */
@@ -167,6 +250,7 @@ export async function startCluster(opts: ClusterOptions = {}): Promise<Cluster> 
   );
   const etcdLog = capture(etcd);
   const processes = [etcd];
+  const logs: Record<string, () => string> = { etcd: etcdLog };
   const stop = async () => {
     for (const p of processes.reverse()) {
       if (p.exitCode === null && p.signalCode === null) {
@@ -217,6 +301,7 @@ export async function startCluster(opts: ClusterOptions = {}): Promise<Cluster> 
     );
     processes.push(apiserver);
     const apiLog = capture(apiserver);
+    logs["kube-apiserver"] = apiLog;
     const url = `https://127.0.0.1:${apiPort}`;
     const ca = readFileSync(join(dir, "ca.crt"));
     const api = (method: string, path: string, token: string, body?: unknown) =>
@@ -260,6 +345,80 @@ export async function startCluster(opts: ClusterOptions = {}): Promise<Cluster> 
       },
       apiLog,
     );
+    if (opts.controllers !== undefined) {
+      const port = await freePort();
+      const kubeconfig = clientKubeconfig(dir, "kcm", "system:kube-controller-manager", url);
+      const kcm = track(
+        spawn(
+          componentPath("kube-controller-manager"),
+          [
+            `--kubeconfig=${kubeconfig}`,
+            `--authentication-kubeconfig=${kubeconfig}`,
+            `--authorization-kubeconfig=${kubeconfig}`,
+            `--controllers=${opts.controllers.join(",")}`,
+            "--use-service-account-credentials=true",
+            `--service-account-private-key-file=${join(dir, "sa.key")}`,
+            `--root-ca-file=${join(dir, "ca.crt")}`,
+            "--leader-elect=false",
+            "--bind-address=127.0.0.1",
+            `--secure-port=${port}`,
+            `--cert-dir=${join(dir, "kcm-serving")}`,
+          ],
+          { stdio: ["ignore", "pipe", "pipe"] },
+        ),
+      );
+      processes.push(kcm);
+      const log = capture(kcm);
+      logs["kube-controller-manager"] = log;
+      await waitFor(
+        "kube-controller-manager",
+        180_000,
+        async () => {
+          if (kcm.exitCode !== null) throw new Error("kube-controller-manager exited");
+          return healthy(port);
+        },
+        log,
+      );
+    }
+    if (opts.scheduler === true) {
+      const port = await freePort();
+      const kubeconfig = clientKubeconfig(dir, "scheduler", "system:kube-scheduler", url);
+      writeFileSync(
+        join(dir, "scheduler.yaml"),
+        JSON.stringify({
+          apiVersion: "kubescheduler.config.k8s.io/v1",
+          kind: "KubeSchedulerConfiguration",
+          clientConnection: { kubeconfig },
+          leaderElection: { leaderElect: false },
+        }),
+      );
+      const scheduler = track(
+        spawn(
+          componentPath("kube-scheduler"),
+          [
+            `--config=${join(dir, "scheduler.yaml")}`,
+            `--authentication-kubeconfig=${kubeconfig}`,
+            `--authorization-kubeconfig=${kubeconfig}`,
+            "--bind-address=127.0.0.1",
+            `--secure-port=${port}`,
+            `--cert-dir=${join(dir, "scheduler-serving")}`,
+          ],
+          { stdio: ["ignore", "pipe", "pipe"] },
+        ),
+      );
+      processes.push(scheduler);
+      const log = capture(scheduler);
+      logs["kube-scheduler"] = log;
+      await waitFor(
+        "kube-scheduler",
+        180_000,
+        async () => {
+          if (scheduler.exitCode !== null) throw new Error("kube-scheduler exited");
+          return healthy(port);
+        },
+        log,
+      );
+    }
     const auditEvents = () => {
       let text = "";
       try {
@@ -278,6 +437,10 @@ export async function startCluster(opts: ClusterOptions = {}): Promise<Cluster> 
       auditLog,
       api,
       auditEvents,
+      logs: () =>
+        Object.entries(logs)
+          .map(([k, v]) => `--- ${k} ---\n${v().slice(-3_000)}`)
+          .join("\n"),
       stop,
     };
   } catch (e) {
