@@ -1,12 +1,10 @@
 /**
  * @module cli/commands/diagnose — `podpath diagnose <snapshot>`: open, read, ask, render, exit code.
+ * The questions (every case, with their agents and readers) and the renderers load only once the
+ * snapshot holds something to ask about: a wrong path or an empty folder is told at start-up cost.
  */
 
 import { parseDestination, parseFrom } from "../../cases/endpoints.ts";
-import { exitCodeFor } from "../../model/answer.ts";
-import { diagnose } from "../../questions/diagnose.ts";
-import { isFormat, renderAnswer } from "../../report/render.ts";
-import { textWidth } from "../../report/wrap.ts";
 import { LAYOUT_HELP } from "../../snapshot/layout.ts";
 import { isEmptySnapshot, loadSnapshot } from "../../snapshot/load.ts";
 import { openSnapshot, SnapshotOpenError } from "../../snapshot/source.ts";
@@ -46,13 +44,22 @@ export async function diagnoseSnapshotPath(
     progress.done();
     throw new UsageError(`${path}: nothing in it is part of a snapshot.\n${LAYOUT_HELP}`);
   }
-  const answer = await diagnose(snap, {
-    ...(dest ? { dest } : {}),
-    ...(from ? { from } : {}),
-  }).finally(progress.done);
+  const answer = await import("../../questions/diagnose.ts")
+    .then(({ diagnose }) =>
+      diagnose(snap, {
+        ...(dest ? { dest } : {}),
+        ...(from ? { from } : {}),
+      }),
+    )
+    .finally(progress.done);
   io.verbose(
     `asked every question: ${answer.findings.length} findings, ${answer.paths.length} paths`,
   );
+  const [{ exitCodeFor }, { isFormat, renderAnswer }, { textWidth }] = await Promise.all([
+    import("../../model/answer.ts"),
+    import("../../report/render.ts"),
+    import("../../report/wrap.ts"),
+  ]);
   const width = textWidth(io.stdoutIsTTY, io.stdoutColumns);
   io.out(renderAnswer(answer, isFormat(opts.output) ? opts.output : "text", io.colors, width));
   return exitCodeFor(answer);
