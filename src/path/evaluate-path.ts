@@ -8,7 +8,13 @@
 import { lookupRoute } from "../evidence/ip-route.ts";
 import type { IptablesDump } from "../iptables/dump.ts";
 import { compileNat } from "../iptables/nat-eval.ts";
-import { addressKnowledge, normalizeProto, type PacketState } from "../iptables/nat-match.ts";
+import {
+  type AddressKnowledge,
+  addressKnowledge,
+  isLocalAddress,
+  normalizeProto,
+  type PacketState,
+} from "../iptables/nat-match.ts";
 import type {
   Assumption,
   CtState,
@@ -64,10 +70,11 @@ export function compilePath(dump: IptablesDump, ctx: PathContext = {}): PathEval
     ctx.ipsets,
     ctx.ipsetFile,
   );
-  const walkers = {
+  const walkers: Walkers = {
     raw: new TableWalker(dump, "raw", k),
     mangle: new TableWalker(dump, "mangle", k),
     filter: new TableWalker(dump, "filter", k),
+    knowledge: k,
   };
   return {
     evaluate: (packet) => {
@@ -96,7 +103,15 @@ type Walkers = {
   readonly raw: TableWalker;
   readonly mangle: TableWalker;
   readonly filter: TableWalker;
+  /** The node's addresses as the nat evaluator knows them. */
+  readonly knowledge: AddressKnowledge;
 };
+
+/** The first nat evaluation of a packet: the interface it was told, and its outcomes. */
+interface FirstNat {
+  readonly dev: string | undefined;
+  readonly leaves: readonly NatLeaf[];
+}
 
 function initialState(dump: IptablesDump, p: PathPacket, inIface: string | undefined): PacketState {
   const ctstate: CtState = p.ctstate === undefined || p.ctstate === "unknown" ? "NEW" : p.ctstate;
@@ -257,8 +272,9 @@ function natThenRoute(
   const dev1 = host ? hostDev : inRoute?.kind === "route" ? inRoute.route.dev : undefined;
   const t1 = nat.evaluate(dev1 ? { ...baseFlow, outIface: dev1 } : baseFlow);
   for (const n of t1.notes) if (!notes.includes(n)) notes.push(n);
-  const post = new Map<string, NatLeaf[]>();
-  for (const leaf of natLeaves(t1)) {
+  const post = new Map<string, readonly NatLeaf[]>();
+  const first: FirstNat = { dev: dev1, leaves: natLeaves(t1) };
+  for (const leaf of first.leaves) {
     const st = cloneState(x.st);
     const pre = natSteps(dump, leaf.trace, st);
     const steps = [...x.steps, ...pre.steps];
@@ -305,6 +321,7 @@ function natThenRoute(
       },
       out,
       post,
+      first,
     );
   }
 }
@@ -319,7 +336,8 @@ function routeAndFilter(
   leaf: NatLeaf,
   x: Partial,
   out: PathOutcome[],
-  post: Map<string, NatLeaf[]>,
+  post: Map<string, readonly NatLeaf[]>,
+  first: FirstNat,
 ): void {
   const st = x.st;
   const family = p.dst.family;
@@ -463,6 +481,14 @@ function routeAndFilter(
   // interface and packet: a Service's endpoints share it)
   const key = `${dev ?? ""}|${st.dst === p.dst.value}`;
   let leaves = post.get(key);
+  if (leaves === undefined && dev === first.dev) {
+    // the same question as the first evaluation: told the same interface, and either the
+    // destination was rewritten (no word on it) or the node's addresses already say it is not
+    // the node's own (the word "not local" then changes no answer)
+    const unchanged = st.dst === p.dst.value;
+    if (!unchanged || isLocalAddress(st.dst, dump.family, walkers.knowledge, undefined) === false)
+      leaves = first.leaves;
+  }
   if (leaves === undefined) {
     leaves = natLeaves(
       nat.evaluate({
