@@ -453,12 +453,12 @@ function sendAll(flows) {
   }
 }`;
 
-interface Sender {
+export interface Sender {
   /** Sends the flows; resolves with undefined or the sender's errors. */
   send(flows: readonly SandboxFlow[]): Promise<string | undefined>;
 }
 
-function startSender(ns: Namespace): Sender {
+export function startSender(ns: Namespace): Sender {
   const child = ns.spawn([process.execPath, "-e", SENDER], { stdin: "pipe" });
   let out = "";
   const waiting: ((line: string) => void)[] = [];

@@ -1,0 +1,504 @@
+/**
+ * @module lab/path-sandbox — asks the kernel where a packet ends on a node: a `pod` namespace
+ * (sources 10.244.0.5/.6 behind pod0), the `node` (the rules, `ip rule` entries and routes under
+ * test, forwarding) and two far hosts behind eth0 and eth1. For each flow it reports what the
+ * kernel did: delivered to the node (a counting rule in the security table, which runs after
+ * filter INPUT), forwarded out of which interface with which source and destination (tcpdump on
+ * the far side), rejected with which ICMP type or a TCP reset (tcpdump at the sender: the pod's
+ * eth0, or the node's lo for its own packets), or nothing of these (silently dropped).
+ *
+ * A run is complete when sentinel packets sent after the flows are seen at every capture point
+ * (to each far host, and to the node, whose ICMP answer reaches the pod). Kernel-only rules let
+ * the sentinels, ICMP errors and TCP resets through every chain and keep the pods' replies in the
+ * main table; they are marked and left out of the snapshot podpath reads. An explicit I/O module.
+ */
+import type { ChildProcess } from "node:child_process";
+import { type SandboxFlow, type Sender, startSender } from "./nat-sandbox.ts";
+import { createLab, type Lab, mustExec as must, type Namespace } from "./netns.ts";
+import { PATH_NET, type PathCase, type PathFlow } from "./path-gen.ts";
+
+/** What the kernel did with one flow. */
+export type KernelPathVerdict =
+  | { readonly kind: "delivered" }
+  | {
+      readonly kind: "forwarded";
+      readonly dev: string;
+      readonly src: string;
+      readonly dst: string;
+      readonly dport?: number;
+    }
+  | { readonly kind: "rejected"; readonly with: string }
+  | { readonly kind: "silent" };
+
+/** The node's state as a snapshot holds it (real tools' output, kernel-only parts left out). */
+export interface NodeFiles {
+  readonly iptablesSave: string;
+  readonly ipRule: string;
+  readonly ipRoute: string;
+  readonly ipAddr: string;
+}
+
+export interface PathSandbox {
+  readonly lab: Lab;
+  /** Loads a case: its rules (with the observers) and its `ip rule` entries and routes. */
+  load(c: PathCase, flows: readonly PathFlow[]): Promise<string | undefined>;
+  /** The node's files after `load`. */
+  nodeFiles(): Promise<NodeFiles>;
+  /** Sends the flows and reads what the kernel did with each. */
+  observe(flows: readonly PathFlow[]): Promise<KernelPathVerdict[]>;
+  destroy(): Promise<void>;
+}
+
+const OBSERVER = "podpath-observer";
+const SENTINEL = "10.244.0.99";
+/** Kernel-only `ip rule` priorities (left out of the snapshot). */
+const OBSERVER_PRIORITIES = ["1", "2"];
+
+const BUILTIN: Readonly<Record<string, readonly string[]>> = {
+  raw: ["PREROUTING", "OUTPUT"],
+  mangle: ["PREROUTING", "INPUT", "FORWARD", "OUTPUT", "POSTROUTING"],
+  nat: ["PREROUTING", "INPUT", "OUTPUT", "POSTROUTING"],
+  filter: ["INPUT", "FORWARD", "OUTPUT"],
+};
+
+/**
+ * The restore text with the observers: first in every built-in chain, ACCEPT for the sentinels
+ * (UDP port 9), ICMP destination-unreachable and TCP resets (never a generated flow), and a
+ * security table counting each flow that reaches the end of INPUT.
+ */
+export function withObservers(restore: string, flows: readonly PathFlow[]): string {
+  const c = `-m comment --comment ${OBSERVER}`;
+  const observers = (chain: string) => [
+    `-A ${chain} -p udp -m udp --sport 9 ${c} -j ACCEPT`,
+    `-A ${chain} -p icmp -m icmp --icmp-type 3 ${c} -j ACCEPT`,
+    `-A ${chain} -p tcp -m tcp --tcp-flags RST RST ${c} -j ACCEPT`,
+  ];
+  const out: string[] = [];
+  let table = "";
+  let inserted = false;
+  for (const l of restore.split("\n")) {
+    if (l.startsWith("*")) {
+      table = l.slice(1);
+      inserted = false;
+    }
+    if (!inserted && (l.startsWith("-A ") || l === "COMMIT")) {
+      for (const chain of BUILTIN[table] ?? []) out.push(...observers(chain));
+      inserted = true;
+    }
+    out.push(l);
+  }
+  const count = flows.map((f) =>
+    f.proto === "icmp"
+      ? `-A INPUT -p icmp -s ${f.src}/32 -d ${f.dst}/32 -m icmp --icmp-type 8 ${c}`
+      : `-A INPUT -p ${f.proto} -s ${f.src}/32 -m ${f.proto} --sport ${f.sport} ${c}`,
+  );
+  return [
+    ...out.filter((l) => l !== ""),
+    "*security",
+    ":INPUT ACCEPT [0:0]",
+    ":FORWARD ACCEPT [0:0]",
+    ":OUTPUT ACCEPT [0:0]",
+    ...count,
+    "COMMIT",
+    "",
+  ].join("\n");
+}
+
+/** iptables-save output without the observers and the security table. */
+export function withoutObservers(saved: string): string {
+  const out: string[] = [];
+  let skip = false;
+  for (const l of saved.split("\n")) {
+    if (l === "*security") skip = true;
+    if (!skip && !l.includes(OBSERVER)) out.push(l);
+    if (skip && l === "COMMIT") skip = false;
+  }
+  return out.join("\n");
+}
+
+const batch = (ns: Namespace, lines: readonly string[]) =>
+  lines.length === 0
+    ? Promise.resolve("")
+    : must(ns, ["ip", "-force", "-batch", "-"], `${lines.join("\n")}\n`);
+
+const sysctl = (ns: Namespace, ...kv: string[]) => must(ns, ["sysctl", "-q", "-w", ...kv]);
+
+async function macOf(ns: Namespace, iface: string): Promise<string> {
+  const out = await must(ns, ["cat", `/sys/class/net/${iface}/address`]);
+  return out.trim();
+}
+
+export async function createPathSandbox(): Promise<PathSandbox> {
+  const lab = await createLab({ prefix: "pppath" });
+  try {
+    const pod = await lab.addNamespace("pod");
+    const node = await lab.addNamespace("node");
+    const far0 = await lab.addNamespace("far0");
+    const far1 = await lab.addNamespace("far1");
+    const { eth0, eth1 } = PATH_NET;
+    await lab.link(pod, "eth0", node, PATH_NET.podIface);
+    await lab.link(node, eth0.iface, far0, "eth0");
+    await lab.link(node, eth1.iface, far1, "eth0");
+    await batch(pod, [
+      "link set lo up",
+      "link set eth0 up",
+      ...[...PATH_NET.pods, SENTINEL].map((a) => `addr add ${a}/24 dev eth0`),
+      `route add default via ${PATH_NET.podGateway} dev eth0`,
+    ]);
+    await batch(node, [
+      "link set lo up",
+      `addr add ${PATH_NET.podGateway}/24 dev ${PATH_NET.podIface}`,
+      `link set ${PATH_NET.podIface} up`,
+      `addr add ${eth0.node}/24 dev ${eth0.iface}`,
+      `link set ${eth0.iface} up`,
+      `addr add ${eth1.node}/24 dev ${eth1.iface}`,
+      `link set ${eth1.iface} up`,
+      `route add default via ${eth0.gateway} dev ${eth0.iface}`,
+    ]);
+    for (const [far, net] of [
+      [far0, eth0],
+      [far1, eth1],
+    ] as const) {
+      await batch(far, ["link set eth0 up", `addr add ${net.gateway}/24 dev eth0`]);
+      // silent: no answer may come back and be mistaken for the node's
+      await must(far, ["iptables", "-w", "-A", "INPUT", "-j", "DROP"]);
+    }
+    // every neighbour known up front: no packet waits for ARP, none is lost to it
+    const podMac = await macOf(pod, "eth0");
+    await batch(node, [
+      ...[...PATH_NET.pods, SENTINEL].map(
+        (a) => `neigh replace ${a} lladdr ${podMac} dev ${PATH_NET.podIface} nud permanent`,
+      ),
+      `neigh replace ${eth0.gateway} lladdr ${await macOf(far0, "eth0")} dev ${eth0.iface} nud permanent`,
+      `neigh replace ${eth1.gateway} lladdr ${await macOf(far1, "eth0")} dev ${eth1.iface} nud permanent`,
+    ]);
+    await batch(pod, [
+      `neigh replace ${PATH_NET.podGateway} lladdr ${await macOf(node, PATH_NET.podIface)} dev eth0 nud permanent`,
+    ]);
+    await sysctl(
+      node,
+      "net.ipv4.ip_forward=1",
+      // every ICMP error sent, however many a run asks for
+      "net.ipv4.icmp_ratelimit=0",
+      "net.ipv4.icmp_msgs_per_sec=100000",
+      "net.ipv4.icmp_msgs_burst=100000",
+      "net.ipv4.conf.all.rp_filter=0",
+      "net.ipv4.conf.default.rp_filter=0",
+      `net.ipv4.conf.${PATH_NET.podIface}.rp_filter=0`,
+      "net.ipv4.conf.eth0.rp_filter=0",
+      "net.ipv4.conf.eth1.rp_filter=0",
+    );
+    // the kernel's own: sentinels by the main table, replies to the pods too
+    await batch(node, [
+      `rule add priority 1 from ${SENTINEL} lookup main`,
+      "rule add priority 2 to 10.244.0.0/24 lookup main",
+      `route add default via ${eth1.gateway} dev ${eth1.iface} table 100`,
+    ]);
+    const caps = {
+      far0: await startCapture(far0, ["-i", "eth0", "-Q", "in", "ip"]),
+      far1: await startCapture(far1, ["-i", "eth0", "-Q", "in", "ip"]),
+      pod: await startCapture(pod, ["-i", "eth0", "-Q", "in", "icmp or tcp"]),
+      lo: await startCapture(node, ["-i", "lo", "icmp or tcp or udp port 9"]),
+    };
+    const senders = { pod: startSender(pod), node: startSender(node) };
+    return sandbox(lab, pod, node, caps, senders);
+  } catch (e) {
+    await lab.destroy();
+    throw e;
+  }
+}
+
+function sandbox(
+  lab: Lab,
+  pod: Namespace,
+  node: Namespace,
+  caps: Record<"far0" | "far1" | "pod" | "lo", Capture>,
+  senders: { pod: Sender; node: Sender },
+): PathSandbox {
+  let undo: string[] = [];
+  return {
+    lab,
+    async load(c, flows) {
+      await batch(node, undo);
+      undo = [];
+      const r = await node.exec(["iptables-restore", "-w"], {
+        input: withObservers(c.restore, flows),
+      });
+      if (r.code !== 0) return r.stderr.trim() || `iptables-restore exited ${r.code}`;
+      for (const rule of c.ipRules) {
+        const res = await node.exec(["ip", "rule", "add", ...rule.split(" ")]);
+        if (res.code !== 0) return `ip rule add ${rule}: ${res.stderr.trim()}`;
+        undo.push(`rule del ${rule}`);
+      }
+      for (const route of c.routes) {
+        const res = await node.exec(["ip", "route", "add", ...route.split(" ")]);
+        if (res.code !== 0) return `ip route add ${route}: ${res.stderr.trim()}`;
+        undo.push(`route del ${route}`);
+      }
+      return undefined;
+    },
+    async nodeFiles() {
+      const [save, rule, route, addr] = await Promise.all([
+        must(node, ["iptables-save"]),
+        must(node, ["ip", "rule"]),
+        must(node, ["ip", "route", "show", "table", "all"]),
+        must(node, ["ip", "addr"]),
+      ]);
+      return {
+        iptablesSave: withoutObservers(save),
+        ipRule: rule
+          .split("\n")
+          .filter((l) => !OBSERVER_PRIORITIES.includes(l.split(":")[0] ?? ""))
+          .join("\n"),
+        ipRoute: route,
+        ipAddr: addr,
+      };
+    },
+    async observe(flows) {
+      await node.exec(["conntrack", "-F"]);
+      for (const c of Object.values(caps)) c.packets.length = 0;
+      const toSandbox = (f: PathFlow): SandboxFlow => ({
+        proto: f.proto,
+        src: f.src,
+        dst: f.dst,
+        ...(f.sport !== undefined ? { sport: f.sport } : {}),
+        ...(f.dport !== undefined ? { dport: f.dport } : {}),
+      });
+      const podFlows = flows.filter((f) => f.origin === "pod");
+      const hostFlows = flows.filter((f) => f.origin === "host");
+      await Promise.all([
+        senders.pod.send(podFlows.filter((f) => f.proto !== "icmp").map(toSandbox)),
+        senders.node.send(hostFlows.filter((f) => f.proto !== "icmp").map(toSandbox)),
+        ...flows
+          .filter((f) => f.proto === "icmp")
+          .map((f) =>
+            (f.origin === "pod" ? pod : node).exec(
+              ["ping", "-n", "-c", "1", "-W", "0.01", "-I", f.src, f.dst],
+              { timeoutMs: 5_000 },
+            ),
+          ),
+      ]);
+      // the sentinels: after every flow, through every capture point
+      const sentinel = (dst: string): SandboxFlow => ({
+        proto: "udp",
+        src: SENTINEL,
+        dst,
+        sport: 9,
+        dport: 9,
+      });
+      // one at a time: each binds the same source port
+      for (const dst of [PATH_NET.eth0.gateway, PATH_NET.eth1.gateway, PATH_NET.podGateway]) {
+        await senders.pod.send([sentinel(dst)]);
+      }
+      await senders.node.send([
+        { proto: "udp", src: "127.0.0.1", dst: "127.0.0.1", sport: 9, dport: 9 },
+      ]);
+      const seen = (c: Capture, test: (p: Packet) => boolean) => c.packets.some(test);
+      const isSentinel = (p: Packet) => p.proto === 17 && p.sport === 9;
+      const done = () =>
+        seen(caps.far0, isSentinel) &&
+        seen(caps.far1, isSentinel) &&
+        seen(caps.lo, isSentinel) &&
+        seen(caps.pod, (p) => p.inner?.src === SENTINEL && p.inner.sport === 9);
+      const deadline = Date.now() + 15_000;
+      while (!done()) {
+        if (Date.now() > deadline) {
+          const missing = Object.entries(caps)
+            .filter(([, c]) => !c.packets.some((p) => isSentinel(p) || p.inner?.sport === 9))
+            .map(([k]) => k);
+          throw new Error(`the sentinels never reached ${missing.join(", ")}`);
+        }
+        await new Promise((r) => setTimeout(r, 5));
+      }
+      const counters = await must(node, [
+        "iptables",
+        "-w",
+        "-t",
+        "security",
+        "-L",
+        "INPUT",
+        "-v",
+        "-n",
+        "-x",
+      ]);
+      const hits = counters
+        .split("\n")
+        .slice(2)
+        .filter((l) => l.trim() !== "")
+        .map((l) => Number(l.trim().split(/\s+/)[0]));
+      return flows.map((f, i) => verdictOf(f, (hits[i] ?? 0) > 0, caps));
+    },
+    destroy: () => lab.destroy(),
+  };
+}
+
+function verdictOf(
+  f: PathFlow,
+  delivered: boolean,
+  caps: Record<"far0" | "far1" | "pod" | "lo", Capture>,
+): KernelPathVerdict {
+  if (delivered) return { kind: "delivered" };
+  const proto = { tcp: 6, udp: 17, icmp: 1 }[f.proto];
+  for (const [dev, cap] of [
+    ["eth0", caps.far0],
+    ["eth1", caps.far1],
+  ] as const) {
+    const p = cap.packets.find((x) =>
+      x.proto !== proto
+        ? false
+        : proto === 1
+          ? x.icmpType === 8 && x.dst === f.dst
+          : x.sport === f.sport,
+    );
+    if (p) {
+      return {
+        kind: "forwarded",
+        dev,
+        src: p.src,
+        dst: p.dst,
+        ...(p.dport !== undefined && proto !== 1 ? { dport: p.dport } : {}),
+      };
+    }
+  }
+  const at = f.origin === "pod" ? caps.pod : caps.lo;
+  for (const p of at.packets) {
+    if (p.proto === 1 && p.icmpType === 3 && p.inner && p.inner.proto === proto) {
+      const same =
+        proto === 1
+          ? p.inner.src === f.src && p.inner.dst === f.dst
+          : p.inner.src === f.src && p.inner.sport === f.sport;
+      if (same)
+        return {
+          kind: "rejected",
+          with: ICMP_CODES[p.icmpCode ?? -1] ?? `icmp-code-${p.icmpCode}`,
+        };
+    }
+    if (p.proto === 6 && p.rst && p.dst === f.src && p.dport === f.sport && proto === 6) {
+      return { kind: "rejected", with: "tcp-reset" };
+    }
+  }
+  return { kind: "silent" };
+}
+
+/** ICMP destination-unreachable codes in `--reject-with` words (RFC 792, RFC 1812). */
+const ICMP_CODES: Readonly<Record<number, string>> = {
+  0: "icmp-net-unreachable",
+  1: "icmp-host-unreachable",
+  2: "icmp-proto-unreachable",
+  3: "icmp-port-unreachable",
+  9: "icmp-net-prohibited",
+  10: "icmp-host-prohibited",
+  13: "icmp-admin-prohibited",
+};
+
+/** One captured IPv4 packet's headers (and, for an ICMP error, the packet it quotes). */
+export interface Packet {
+  readonly proto: number;
+  readonly src: string;
+  readonly dst: string;
+  readonly sport?: number;
+  readonly dport?: number;
+  readonly rst?: boolean;
+  readonly icmpType?: number;
+  readonly icmpCode?: number;
+  readonly inner?: {
+    readonly proto: number;
+    readonly src: string;
+    readonly dst: string;
+    readonly sport?: number;
+  };
+}
+
+const ip4 = (b: readonly number[], at: number) => b.slice(at, at + 4).join(".");
+const u16 = (b: readonly number[], at: number) => ((b[at] ?? 0) << 8) | (b[at + 1] ?? 0);
+
+/** Reads an IPv4 packet's headers from its bytes (tcpdump -x prints them from the IP header). */
+export function parsePacket(b: readonly number[]): Packet | undefined {
+  if (b.length < 20 || b[0]! >> 4 !== 4) return undefined;
+  const ihl = (b[0]! & 15) * 4;
+  const proto = b[9]!;
+  const base = { proto, src: ip4(b, 12), dst: ip4(b, 16) };
+  const l4 = ihl;
+  if (proto === 6 || proto === 17) {
+    return {
+      ...base,
+      sport: u16(b, l4),
+      dport: u16(b, l4 + 2),
+      ...(proto === 6 ? { rst: ((b[l4 + 13] ?? 0) & 4) !== 0 } : {}),
+    };
+  }
+  if (proto === 1) {
+    const icmpType = b[l4]!;
+    const icmpCode = b[l4 + 1]!;
+    if (icmpType !== 3) return { ...base, icmpType, icmpCode };
+    const q = l4 + 8;
+    const qihl = ((b[q] ?? 0) & 15) * 4;
+    const qproto = b[q + 9] ?? 0;
+    return {
+      ...base,
+      icmpType,
+      icmpCode,
+      inner: {
+        proto: qproto,
+        src: ip4(b, q + 12),
+        dst: ip4(b, q + 16),
+        ...(qproto === 6 || qproto === 17 ? { sport: u16(b, q + qihl) } : {}),
+      },
+    };
+  }
+  return base;
+}
+
+const SNAPLEN = 200;
+
+interface Capture {
+  readonly packets: Packet[];
+  readonly proc: ChildProcess;
+}
+
+/** tcpdump -x in a namespace, its packets parsed as they come; resolves once it listens. */
+async function startCapture(ns: Namespace, args: readonly string[]): Promise<Capture> {
+  const proc = ns.spawn(["tcpdump", "-l", "-nn", "-x", "-s", String(SNAPLEN), ...args]);
+  const packets: Packet[] = [];
+  let buf = "";
+  let bytes: number[] = [];
+  const flush = () => {
+    const p = parsePacket(bytes);
+    if (p) packets.push(p);
+    bytes = [];
+  };
+  proc.stdout?.setEncoding("utf8").on("data", (d: string) => {
+    buf += d;
+    const lines = buf.split("\n");
+    buf = lines.pop() ?? "";
+    for (const l of lines) {
+      const m = /^\s+0x[0-9a-f]+:\s+(.*)$/.exec(l);
+      if (!m) {
+        flush();
+        continue;
+      }
+      for (const w of m[1]!.trim().split(/\s+/)) {
+        for (let i = 0; i + 1 < w.length; i += 2)
+          bytes.push(Number.parseInt(w.slice(i, i + 2), 16));
+      }
+      // complete at its IP total length, or at the snapshot length (less the link header)
+      if (bytes.length >= 4 && bytes.length >= Math.min(u16(bytes, 2), SNAPLEN - 14)) flush();
+    }
+  });
+  let err = "";
+  await new Promise<void>((resolve, reject) => {
+    const timer = setTimeout(
+      () => reject(new Error(`tcpdump did not start in ${ns.name}: ${err}`)),
+      20_000,
+    );
+    proc.stderr?.setEncoding("utf8").on("data", (d: string) => {
+      err += d;
+      if (/listening on/.test(err)) {
+        clearTimeout(timer);
+        resolve();
+      }
+    });
+    proc.on("exit", () => reject(new Error(`tcpdump exited in ${ns.name}: ${err}`)));
+  });
+  return { packets, proc };
+}
