@@ -11,6 +11,10 @@
  * lab). ESP runs in userspace through charon's kernel-libipsec plugin (a TUN device, ipsec0), so
  * the replica needs no ESP support in the kernel; forwarding, NAT and routing are the kernel's.
  *
+ * The replica is the shared tunnel lab (tunnel-lab.ts, with its DNS pod); this kind supplies the
+ * two charons' configuration and how the IKE and CHILD SAs come up, UDP 500 and 4500, the
+ * leftupdown masquerade, ipsec.conf, statusall, list-sas and xfrm, its cluster objects and words.
+ *
  *   laptop (eth0 192.0.2.10, virtual IP 10.9.0.1) ─ node (lan0 192.0.2.1 · vpnveth 10.244.1.1 ·
  *   webveth 10.244.2.1 · dnsveth 10.244.3.1) ─ vpn pod (eth0 10.244.1.10, ipsec0) ·
  *   web pod (10.244.2.20:8080) · dns pod (10.244.3.53:53)
@@ -19,24 +23,24 @@ import { execFileSync } from "node:child_process";
 import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { fileURLToPath } from "node:url";
 import { z } from "zod";
-import { collectKernelState, runProbes, writeSnapshotFile } from "../artifacts.ts";
-import type { Namespace } from "../netns.ts";
+import { mustExec, type Namespace } from "../netns.ts";
 import type { Scenario, ScenarioContext, ScenarioOutcome } from "./index.ts";
 import { IPSEC_NS, IPSEC_POD, type IpsecManifestFix, ipsecClusterFiles } from "./ipsec-cluster.ts";
+import {
+  buildTunnelLab,
+  probeTunnelLab,
+  startDnsPod,
+  startWebPod,
+  TUNNEL_LAB,
+  tunnelProbeSteps,
+  until,
+} from "./tunnel-lab.ts";
 
 export const IPSEC = {
+  ...TUNNEL_LAB,
   pool: "10.9.0.0/24",
   clientVip: "10.9.0.1",
-  lbIp: "203.0.113.10",
-  vpnPodIp: "10.244.1.10",
-  targetPodIp: "10.244.2.20",
-  dnsPodIp: "10.244.3.53",
-  webServiceIp: "10.96.0.20",
-  dnsServiceIp: "10.96.0.10",
-  podCidr: "10.244.0.0/16",
-  webName: "web.demo.svc.cluster.local",
   /** `leftsubnet` per `--selectors`: the cluster (pods and Services), the VPN pod's node range only. */
   clusterSelectors: "10.0.0.0/8",
   narrowSelectors: "10.244.1.0/24",
@@ -78,18 +82,6 @@ export function strongswanUnavailableReason(): string | undefined {
     return "needs strongSwan's kernel-libipsec plugin (apt-get install libcharon-extra-plugins)";
   }
   return undefined;
-}
-
-async function sh(ns: Namespace, argv: readonly string[], input?: string): Promise<string> {
-  const r = await ns.exec(argv, input === undefined ? {} : { input });
-  if (r.code !== 0)
-    throw new Error(`${argv.join(" ")} in ${ns.name} exited ${r.code}: ${r.stderr.trim()}`);
-  return r.stdout;
-}
-
-async function up(ns: Namespace, iface: string, cidr: string): Promise<void> {
-  await sh(ns, ["ip", "addr", "add", cidr, "dev", iface]);
-  await sh(ns, ["ip", "link", "set", iface, "up"]);
 }
 
 /** The VPN pod's ipsec.conf (as mounted at /etc/ipsec.conf). */
@@ -199,41 +191,6 @@ function inCharon(ns: Namespace, pid: number | undefined, argv: readonly string[
   return ns.exec(["nsenter", "-t", String(pid), "-m", ...argv], { timeoutMs: 15_000 });
 }
 
-/** Polls until `check` holds; rejects with `why()` after `ms`. Condition-based, never a fixed sleep. */
-async function until(check: () => Promise<boolean>, ms: number, why: () => string): Promise<void> {
-  const deadline = Date.now() + ms;
-  for (let delay = 50; ; delay = Math.min(delay * 2, 500)) {
-    if (await check()) return;
-    if (Date.now() > deadline) throw new Error(why());
-    await new Promise((r) => setTimeout(r, delay));
-  }
-}
-
-function dnsResponderArgv(): string[] {
-  const here = import.meta.url;
-  const isTs = here.endsWith(".ts");
-  const file = fileURLToPath(new URL(isTs ? "../dns-responder.ts" : "../dns-responder.js", here));
-  return [process.execPath, ...(isTs ? ["--import", "tsx"] : []), file];
-}
-
-function waitForLine(child: import("node:child_process").ChildProcess, re: RegExp, ms: number) {
-  return new Promise<void>((resolve, reject) => {
-    let seen = "";
-    const timer = setTimeout(() => reject(new Error(`timed out waiting for ${re}`)), ms);
-    child.stdout?.on("data", (b: Buffer) => {
-      seen += b.toString();
-      if (re.test(seen)) {
-        clearTimeout(timer);
-        resolve();
-      }
-    });
-    child.on("exit", (code) => {
-      clearTimeout(timer);
-      reject(new Error(`exited ${code} before ${re}`));
-    });
-  });
-}
-
 function strongswanVersion(): string {
   try {
     const out = execFileSync("ipsec", ["--version"], { stdio: "pipe" }).toString();
@@ -252,63 +209,16 @@ export const scenario: Scenario<IpsecLabOptions> = {
     const missing = strongswanUnavailableReason();
     if (missing) throw new Error(`podpath lab ipsec ${missing}`);
     const { lab, log } = ctx;
-    const laptop = await lab.addNamespace("laptop");
-    const node = await lab.addNamespace("node");
-    const vpn = await lab.addNamespace("vpn");
-    const web = await lab.addNamespace("web");
-    const dns = await lab.addNamespace("dns");
-    await lab.link(node, "lan0", laptop, "eth0");
-    await lab.link(node, "vpnveth", vpn, "eth0");
-    await lab.link(node, "webveth", web, "eth0");
-    await lab.link(node, "dnsveth", dns, "eth0");
-    for (const ns of [laptop, node, vpn, web, dns]) await sh(ns, ["ip", "link", "set", "lo", "up"]);
-    await up(node, "lan0", "192.0.2.1/24");
-    await up(laptop, "eth0", "192.0.2.10/24");
-    await up(node, "vpnveth", "10.244.1.1/24");
-    await up(vpn, "eth0", `${IPSEC.vpnPodIp}/24`);
-    await up(node, "webveth", "10.244.2.1/24");
-    await up(web, "eth0", `${IPSEC.targetPodIp}/24`);
-    await up(node, "dnsveth", "10.244.3.1/24");
-    await up(dns, "eth0", `${IPSEC.dnsPodIp}/24`);
-    await sh(laptop, ["ip", "route", "add", `${IPSEC.lbIp}/32`, "via", "192.0.2.1"]);
-    for (const [ns, gw] of [
-      [vpn, "10.244.1.1"],
-      [web, "10.244.2.1"],
-      [dns, "10.244.3.1"],
-    ] as const) {
-      await sh(ns, ["ip", "route", "add", "default", "via", gw]);
-    }
-    await sh(node, ["sysctl", "-qw", "net.ipv4.ip_forward=1"]);
-    // The node: a LoadBalancer for IKE (500, 4500) in front of the VPN pod; kube-proxy's DNAT.
-    const rules = [
-      "*nat",
-      ":PREROUTING ACCEPT [0:0]",
-      ":OUTPUT ACCEPT [0:0]",
-      ":POSTROUTING ACCEPT [0:0]",
-      ":KUBE-SERVICES - [0:0]",
-      "-A PREROUTING -j KUBE-SERVICES",
-      `-A KUBE-SERVICES -d ${IPSEC.lbIp}/32 -p udp -m udp --dport 500 -j DNAT --to-destination ${IPSEC.vpnPodIp}:500`,
-      `-A KUBE-SERVICES -d ${IPSEC.lbIp}/32 -p udp -m udp --dport 4500 -j DNAT --to-destination ${IPSEC.vpnPodIp}:4500`,
-      `-A KUBE-SERVICES -d ${IPSEC.webServiceIp}/32 -p tcp -m tcp --dport 80 -j DNAT --to-destination ${IPSEC.targetPodIp}:8080`,
-      `-A KUBE-SERVICES -d ${IPSEC.dnsServiceIp}/32 -p udp -m udp --dport 53 -j DNAT --to-destination ${IPSEC.dnsPodIp}:53`,
-      "COMMIT",
-      "*filter",
-      ":INPUT ACCEPT [0:0]",
-      ":FORWARD ACCEPT [0:0]",
-      ":OUTPUT ACCEPT [0:0]",
-      ...(o.policy
-        ? [
-            // NetworkPolicy demo/allow-vpn-clients as a CNI enforces it: only the client pool.
-            `-A FORWARD -d ${IPSEC.targetPodIp}/32 -m conntrack --ctstate RELATED,ESTABLISHED -j ACCEPT`,
-            `-A FORWARD -s ${IPSEC.pool} -d ${IPSEC.targetPodIp}/32 -j ACCEPT`,
-            `-A FORWARD -d ${IPSEC.targetPodIp}/32 -j DROP`,
-          ]
-        : []),
-      "COMMIT",
-      "",
-    ];
-    await sh(node, ["iptables-restore"], rules.join("\n"));
-    await sh(vpn, ["sysctl", "-qw", `net.ipv4.ip_forward=${o.ipForward ? 1 : 0}`]);
+    const ns = await buildTunnelLab(lab, {
+      pool: IPSEC.pool,
+      // IKE and IKE over NAT-T
+      lbUdpPorts: [500, 4500],
+      dnsPod: true,
+      publicHost: false,
+      policy: o.policy,
+      ipForward: o.ipForward,
+    });
+    const { laptop, vpn } = ns;
 
     const dir = mkdtempSync(join(tmpdir(), `podpath-${lab.id}-ipsec-`));
     try {
@@ -324,19 +234,8 @@ export const scenario: Scenario<IpsecLabOptions> = {
         "ipsec.secrets": '@laptop @vpn.podpath.lab : PSK "podpath-lab-psk"\n',
         "strongswan.conf": strongswanConf(join(dir, "charon-laptop.log")),
       });
-      web.spawn([
-        "node",
-        "-e",
-        `require("http").createServer((q,r)=>r.end("web-0 ok\\n")).listen(8080,"${IPSEC.targetPodIp}")`,
-      ]);
-      const responder = dns.spawn([
-        ...dnsResponderArgv(),
-        IPSEC.dnsPodIp,
-        "53",
-        "ok",
-        `${IPSEC.webName}=${IPSEC.webServiceIp}`,
-      ]);
-      await waitForLine(responder, /ready/, 15_000);
+      await startWebPod(ns.web);
+      if (ns.dns) await startDnsPod(ns.dns, [`${IPSEC.webName}=${IPSEC.webServiceIp}`]);
 
       log("ipsec lab: starting charon in the vpn pod and on the laptop");
       const gw = startCharon(vpn);
@@ -349,8 +248,8 @@ export const scenario: Scenario<IpsecLabOptions> = {
         }
         return `ipsec lab: no tunnel within 30 s; charon (${who}) log ends:\n${text.slice(-1500)}`;
       };
-      const status = async (ns: Namespace, pid: number | undefined) =>
-        (await inCharon(ns, pid, ["ipsec", "statusall"])).stdout;
+      const status = async (where: Namespace, pid: number | undefined) =>
+        (await inCharon(where, pid, ["ipsec", "statusall"])).stdout;
       // The gateway answers once its stroke socket accepts the conn (starter loaded ipsec.conf).
       await until(async () => /rw:\s+%any/.test(await status(vpn, gw.pid)), 30_000, logTail("vpn"));
       const client = startCharon(laptop);
@@ -363,98 +262,45 @@ export const scenario: Scenario<IpsecLabOptions> = {
       // leftupdown runs when a CHILD SA comes up (none does with mismatched selectors)
       if (o.masqueradePool && o.selectors !== "mismatch") {
         await until(
-          async () => /MASQUERADE/.test(await sh(vpn, ["iptables", "-t", "nat", "-S"])),
+          async () => /MASQUERADE/.test(await mustExec(vpn, ["iptables", "-t", "nat", "-S"])),
           15_000,
           logTail("vpn"),
         );
       }
       log("ipsec lab: IKE SA up; probing from the laptop");
 
-      const summary: string[] = [
-        `ip_forward=${o.ipForward ? 1 : 0} in the vpn pod, masquerade ${o.masqueradePool ? "on (leftupdown)" : "off"}, policy ${o.policy ? "on" : "off"}, selectors ${o.selectors}, manifest ${o.manifest}`,
-      ];
-      const steps = [
-        {
-          shown: `ping -c 2 -W 1 ${IPSEC.vpnPodIp}`,
-          argv: ["ping", "-c", "2", "-W", "1", IPSEC.vpnPodIp],
-        },
-        {
-          shown: `ping -c 2 -W 1 ${IPSEC.targetPodIp}`,
-          argv: ["ping", "-c", "2", "-W", "1", IPSEC.targetPodIp],
-        },
-        {
-          shown: `curl -sS -m 3 -o /dev/null -w "%{http_code}\\n" http://${IPSEC.webServiceIp}/`,
-          argv: [
-            "curl",
-            "-sS",
-            "-m",
-            "3",
-            "-o",
-            "/dev/null",
-            "-w",
-            "%{http_code}\n",
-            `http://${IPSEC.webServiceIp}/`,
-          ],
-        },
-        {
-          shown: `dig @${IPSEC.dnsServiceIp} ${IPSEC.webName} +time=2 +tries=1`,
-          argv: ["dig", `@${IPSEC.dnsServiceIp}`, IPSEC.webName, "+time=2", "+tries=1"],
-        },
-      ];
-      const { transcript, results } = await runProbes(laptop, steps);
-      for (const r of results) summary.push(`$ ${r.shown} → exit ${r.code}`);
-      const files: string[] = [];
-      const out = ctx.outDir;
-      if (out) {
-        const header = `# client: laptop vpn-address: ${IPSEC.clientVip}`;
-        files.push(writeSnapshotFile(out, "probes/laptop.txt", `${header}\n${transcript}`));
-        const podDir = `pods/${IPSEC_NS}/${IPSEC_POD}`;
-        files.push(
-          ...(await collectKernelState(vpn, out, podDir, [
-            "sysctl",
-            "iptables-save",
-            "ip-addr",
-            "ip-route",
-          ])),
-        );
-        files.push(writeSnapshotFile(out, `${podDir}/ipsec.conf`, gatewayConf));
-        const statusall = await inCharon(vpn, gw.pid, ["ipsec", "statusall"]);
-        files.push(writeSnapshotFile(out, `${podDir}/ipsec-statusall.txt`, statusall.stdout));
-        const listSas = await inCharon(vpn, gw.pid, ["swanctl", "--list-sas"]);
-        files.push(writeSnapshotFile(out, `${podDir}/swanctl-list-sas.txt`, listSas.stdout));
-        for (const what of ["policy", "state"] as const) {
-          const x = await sh(vpn, ["ip", "xfrm", what]);
-          files.push(writeSnapshotFile(out, `${podDir}/xfrm-${what}.txt`, x));
-        }
-        files.push(
-          ...(await collectKernelState(node, out, "nodes/lab-node-1", [
-            "iptables-save",
-            "ip-route",
-            "sysctl",
-          ])),
-        );
-        const cluster = ipsecClusterFiles({
-          pool: IPSEC.pool,
-          vpnPodIp: IPSEC.vpnPodIp,
-          targetPodIp: IPSEC.targetPodIp,
-          dnsPodIp: IPSEC.dnsPodIp,
-          webServiceIp: IPSEC.webServiceIp,
-          dnsServiceIp: IPSEC.dnsServiceIp,
-          podCidr: IPSEC.podCidr,
-          manifest: o.manifest,
-          policy: o.policy,
-        });
-        for (const [rel, text] of Object.entries(cluster))
-          files.push(writeSnapshotFile(out, rel, text));
-        files.push(
-          writeSnapshotFile(
-            out,
-            "README.md",
-            `# IPsec lab snapshot\n\nMade by \`podpath lab run ipsec --ip-forward ${o.ipForward ? 1 : 0} --masquerade-pool ${o.masqueradePool ? "on" : "off"}${o.policy ? " --policy" : ""} --selectors ${o.selectors} --manifest ${o.manifest}\`: real ${strongswanVersion()} charon (ESP through kernel-libipsec) in network namespaces; probes, statusall, list-sas, xfrm, sysctl, iptables-save and routes are real outputs.\n`,
-          ),
-        );
-      }
-      return { files, summary };
+      return await probeTunnelLab(ctx, ns, {
+        steps: tunnelProbeSteps({
+          peer: IPSEC.vpnPodIp,
+          publicHost: false,
+          dns: true,
+          ipRoute: false,
+        }),
+        variant: `ip_forward=${o.ipForward ? 1 : 0} in the vpn pod, masquerade ${o.masqueradePool ? "on (leftupdown)" : "off"}, policy ${o.policy ? "on" : "off"}, selectors ${o.selectors}, manifest ${o.manifest}`,
+        clientAddress: IPSEC.clientVip,
+        podDir: `pods/${IPSEC_NS}/${IPSEC_POD}`,
+        podFiles: async () => ({
+          "ipsec.conf": gatewayConf,
+          "ipsec-statusall.txt": (await inCharon(vpn, gw.pid, ["ipsec", "statusall"])).stdout,
+          "swanctl-list-sas.txt": (await inCharon(vpn, gw.pid, ["swanctl", "--list-sas"])).stdout,
+          "xfrm-policy.txt": await mustExec(vpn, ["ip", "xfrm", "policy"]),
+          "xfrm-state.txt": await mustExec(vpn, ["ip", "xfrm", "state"]),
+        }),
+        clusterFiles: () =>
+          ipsecClusterFiles({
+            pool: IPSEC.pool,
+            vpnPodIp: IPSEC.vpnPodIp,
+            targetPodIp: IPSEC.targetPodIp,
+            dnsPodIp: IPSEC.dnsPodIp,
+            webServiceIp: IPSEC.webServiceIp,
+            dnsServiceIp: IPSEC.dnsServiceIp,
+            podCidr: IPSEC.podCidr,
+            manifest: o.manifest,
+            policy: o.policy,
+          }),
+        readme: () =>
+          `# IPsec lab snapshot\n\nMade by \`podpath lab run ipsec --ip-forward ${o.ipForward ? 1 : 0} --masquerade-pool ${o.masqueradePool ? "on" : "off"}${o.policy ? " --policy" : ""} --selectors ${o.selectors} --manifest ${o.manifest}\`: real ${strongswanVersion()} charon (ESP through kernel-libipsec) in network namespaces; probes, statusall, list-sas, xfrm, sysctl, iptables-save and routes are real outputs.\n`,
+      });
     } finally {
       rmSync(dir, { recursive: true, force: true });
     }

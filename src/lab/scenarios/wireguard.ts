@@ -8,6 +8,10 @@
  * The snapshot holds the pod's real sysctl, iptables-save, ip addr/route, its wg0.conf (private
  * key replaced) and `wg show` output, the node's state, the client's probes and cluster/*.yaml.
  *
+ * The replica is the shared tunnel lab (tunnel-lab.ts, without DNS pod or public host); this kind
+ * supplies the keys, the wireguard-go devices and their `wg set`, the PostUp hooks and the
+ * client's AllowedIPs routes, UDP 51820, wg0.conf and `wg show`, its cluster objects and its words.
+ *
  *   laptop (eth0 192.0.2.10, wg 10.13.13.2) ─ node (lan0 192.0.2.1 · vpnveth 10.244.1.1 · webveth
  *   10.244.2.1) ─ vpn pod (eth0 10.244.1.10, wg 10.13.13.1/24) · web pod (10.244.2.20:8080)
  *
@@ -21,10 +25,17 @@ import { existsSync, mkdirSync, readdirSync, rmSync, writeFileSync } from "node:
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { z } from "zod";
-import { collectKernelState, runProbes, writeSnapshotFile } from "../artifacts.ts";
-import { LAB_STATE_DIR, type Namespace } from "../netns.ts";
+import { LAB_STATE_DIR, mustExec } from "../netns.ts";
 import type { Scenario, ScenarioContext, ScenarioOutcome } from "./index.ts";
-import { VPN } from "./vpn.ts";
+import {
+  addressUp,
+  buildTunnelLab,
+  TUNNEL_LAB as L,
+  probeTunnelLab,
+  startWebPod,
+  tunnelProbeSteps,
+  until,
+} from "./tunnel-lab.ts";
 import { WG_NS, WG_POD, type WgManifestFix, wireguardClusterFiles } from "./wireguard-cluster.ts";
 
 export const WG = {
@@ -93,28 +104,6 @@ function removeStaleWireguard(): void {
   }
 }
 
-async function sh(ns: Namespace, argv: readonly string[], input?: string): Promise<string> {
-  const r = await ns.exec(argv, input === undefined ? {} : { input });
-  if (r.code !== 0)
-    throw new Error(`${argv.join(" ")} in ${ns.name} exited ${r.code}: ${r.stderr.trim()}`);
-  return r.stdout;
-}
-
-async function up(ns: Namespace, iface: string, cidr: string): Promise<void> {
-  await sh(ns, ["ip", "addr", "add", cidr, "dev", iface]);
-  await sh(ns, ["ip", "link", "set", iface, "up"]);
-}
-
-/** Polls until `check` holds (the tunnel's first handshake), failing after `ms`. */
-async function until(check: () => Promise<boolean>, what: string, ms: number): Promise<void> {
-  const end = Date.now() + ms;
-  while (Date.now() < end) {
-    if (await check()) return;
-    await new Promise((r) => setTimeout(r, 100));
-  }
-  throw new Error(`timed out waiting for ${what}`);
-}
-
 /** The server's wg0.conf as the pod holds it (the key is written to a file beside it). */
 function serverConfig(o: WireguardLabOptions, clientPub: string, privateKey: string): string {
   const postUp = ["iptables -A FORWARD -i %i -j ACCEPT"];
@@ -150,51 +139,15 @@ export const scenario: Scenario<WireguardLabOptions> = {
     if (reason) throw new Error(`lab wireguard ${reason}`);
     removeStaleWireguard();
     const { lab, log } = ctx;
-    const laptop = await lab.addNamespace("laptop");
-    const node = await lab.addNamespace("node");
-    const vpn = await lab.addNamespace("vpn");
-    const web = await lab.addNamespace("web");
-    await lab.link(node, "lan0", laptop, "eth0");
-    await lab.link(node, "vpnveth", vpn, "eth0");
-    await lab.link(node, "webveth", web, "eth0");
-    for (const ns of [laptop, node, vpn, web]) await sh(ns, ["ip", "link", "set", "lo", "up"]);
-    await up(node, "lan0", "192.0.2.1/24");
-    await up(laptop, "eth0", "192.0.2.10/24");
-    await up(node, "vpnveth", "10.244.1.1/24");
-    await up(vpn, "eth0", `${VPN.vpnPodIp}/24`);
-    await up(node, "webveth", "10.244.2.1/24");
-    await up(web, "eth0", `${VPN.targetPodIp}/24`);
-    await sh(laptop, ["ip", "route", "add", `${VPN.lbIp}/32`, "via", "192.0.2.1"]);
-    await sh(vpn, ["ip", "route", "add", "default", "via", "10.244.1.1"]);
-    await sh(web, ["ip", "route", "add", "default", "via", "10.244.2.1"]);
-    await sh(node, ["sysctl", "-qw", "net.ipv4.ip_forward=1"]);
-    const rules = [
-      "*nat",
-      ":PREROUTING ACCEPT [0:0]",
-      ":OUTPUT ACCEPT [0:0]",
-      ":POSTROUTING ACCEPT [0:0]",
-      ":KUBE-SERVICES - [0:0]",
-      "-A PREROUTING -j KUBE-SERVICES",
-      `-A KUBE-SERVICES -d ${VPN.lbIp}/32 -p udp -m udp --dport ${WG.port} -j DNAT --to-destination ${VPN.vpnPodIp}:${WG.port}`,
-      `-A KUBE-SERVICES -d ${VPN.webServiceIp}/32 -p tcp -m tcp --dport 80 -j DNAT --to-destination ${VPN.targetPodIp}:8080`,
-      "COMMIT",
-      "*filter",
-      ":INPUT ACCEPT [0:0]",
-      ":FORWARD ACCEPT [0:0]",
-      ":OUTPUT ACCEPT [0:0]",
-      ...(o.policy
-        ? [
-            // NetworkPolicy demo/allow-vpn-clients as a CNI enforces it: only the pool reaches web-0
-            `-A FORWARD -d ${VPN.targetPodIp}/32 -m conntrack --ctstate RELATED,ESTABLISHED -j ACCEPT`,
-            `-A FORWARD -s ${WG.pool} -d ${VPN.targetPodIp}/32 -j ACCEPT`,
-            `-A FORWARD -d ${VPN.targetPodIp}/32 -j DROP`,
-          ]
-        : []),
-      "COMMIT",
-      "",
-    ];
-    await sh(node, ["iptables-restore"], rules.join("\n"));
-    await sh(vpn, ["sysctl", "-qw", `net.ipv4.ip_forward=${o.ipForward ? 1 : 0}`]);
+    const ns = await buildTunnelLab(lab, {
+      pool: WG.pool,
+      lbUdpPorts: [WG.port],
+      dnsPod: false,
+      publicHost: false,
+      policy: o.policy,
+      ipForward: o.ipForward,
+    });
+    const { laptop, vpn } = ns;
 
     const dir = join(LAB_STATE_DIR, `${lab.id}-wg`);
     mkdirSync(dir, { recursive: true, mode: 0o700 });
@@ -215,9 +168,9 @@ export const scenario: Scenario<WireguardLabOptions> = {
       const client = key("client.key");
       const conf = serverConfig(o, client.pub, server.key);
       // wireguard-go forks into the background inside the namespace; the lab's teardown ends it
-      await sh(vpn, [wireguardGoPath(), serverDev]);
-      await sh(laptop, [wireguardGoPath(), clientDev]);
-      await sh(vpn, [
+      await mustExec(vpn, [wireguardGoPath(), serverDev]);
+      await mustExec(laptop, [wireguardGoPath(), clientDev]);
+      await mustExec(vpn, [
         "wg",
         "set",
         serverDev,
@@ -226,16 +179,24 @@ export const scenario: Scenario<WireguardLabOptions> = {
         "listen-port",
         String(WG.port),
       ]);
-      await sh(vpn, ["wg", "set", serverDev, "peer", client.pub, "allowed-ips", `${WG.client}/32`]);
-      await up(vpn, serverDev, `${WG.peer}/24`);
+      await mustExec(vpn, [
+        "wg",
+        "set",
+        serverDev,
+        "peer",
+        client.pub,
+        "allowed-ips",
+        `${WG.client}/32`,
+      ]);
+      await addressUp(vpn, serverDev, `${WG.peer}/24`);
       // the PostUp hooks, as wg-quick runs them (%i is the interface)
       const postUp = /^PostUp = (.*)$/m.exec(conf)?.[1] ?? "";
       for (const cmd of postUp.split(";")) {
         const argv = cmd.trim().replaceAll("%i", serverDev).split(/\s+/);
-        await sh(vpn, argv);
+        await mustExec(vpn, argv);
       }
       const allowed = o.allowedIps.replaceAll(" ", "");
-      await sh(laptop, [
+      await mustExec(laptop, [
         "wg",
         "set",
         clientDev,
@@ -246,111 +207,46 @@ export const scenario: Scenario<WireguardLabOptions> = {
         "allowed-ips",
         allowed,
         "endpoint",
-        `${VPN.lbIp}:${WG.port}`,
+        `${L.lbIp}:${WG.port}`,
       ]);
-      await up(laptop, clientDev, `${WG.client}/24`);
+      await addressUp(laptop, clientDev, `${WG.client}/24`);
       // wg-quick adds a route for every AllowedIPs prefix
       for (const p of allowed.split(",")) {
-        if (p !== WG.pool) await sh(laptop, ["ip", "route", "add", p, "dev", clientDev]);
+        if (p !== WG.pool) await mustExec(laptop, ["ip", "route", "add", p, "dev", clientDev]);
       }
       await laptop.exec(["ping", "-c", "1", "-W", "2", WG.peer]);
       await until(
         async () => /latest handshake/.test((await vpn.exec(["wg", "show", serverDev])).stdout),
-        "the first WireGuard handshake",
         15_000,
+        () => "timed out waiting for the first WireGuard handshake",
       );
-      web.spawn([
-        "node",
-        "-e",
-        `require("http").createServer((q,r)=>r.end("web-0 ok\\n")).listen(8080,"${VPN.targetPodIp}")`,
-      ]);
-      await until(
-        async () => (await web.exec(["ss", "-ltn"])).stdout.includes(`${VPN.targetPodIp}:8080`),
-        "the web pod's server",
-        15_000,
-      );
+      await startWebPod(ns.web);
       log("wireguard lab: tunnel up; probing from the laptop");
-      const summary = [
-        `ip_forward=${o.ipForward ? 1 : 0} in the vpn pod, masquerade ${o.masqueradePool ? "on" : "off"} (PostUp), policy ${o.policy ? "on" : "off"}, manifest ${o.manifest}, client AllowedIPs ${o.allowedIps}`,
-      ];
-      const steps = [
-        { shown: `ping -c 2 -W 1 ${WG.peer}`, argv: ["ping", "-c", "2", "-W", "1", WG.peer] },
-        {
-          shown: `ping -c 2 -W 1 ${VPN.targetPodIp}`,
-          argv: ["ping", "-c", "2", "-W", "1", VPN.targetPodIp],
-        },
-        {
-          shown: `curl -sS -m 3 -o /dev/null -w "%{http_code}\\n" http://${VPN.webServiceIp}/`,
-          argv: [
-            "curl",
-            "-sS",
-            "-m",
-            "3",
-            "-o",
-            "/dev/null",
-            "-w",
-            "%{http_code}\n",
-            `http://${VPN.webServiceIp}/`,
-          ],
-        },
-        { shown: "ip route", argv: ["ip", "route"] },
-      ];
-      const { transcript, results } = await runProbes(laptop, steps);
-      for (const r of results) summary.push(`$ ${r.shown} → exit ${r.code}`);
-      const files: string[] = [];
-      const out = ctx.outDir;
-      if (out) {
-        const podDir = `pods/${WG_NS}/${WG_POD}`;
-        const header = `# client: laptop vpn-address: ${WG.client}`;
-        files.push(writeSnapshotFile(out, "probes/laptop.txt", `${header}\n${transcript}`));
-        files.push(
-          ...(await collectKernelState(vpn, out, podDir, [
-            "sysctl",
-            "iptables-save",
-            "ip-addr",
-            "ip-route",
-          ])),
-        );
-        files.push(
-          writeSnapshotFile(
-            out,
-            `${podDir}/wg0.conf`,
-            conf.replace(server.key, "(replaced: the lab's key is not kept)"),
-          ),
-        );
-        files.push(
-          writeSnapshotFile(out, `${podDir}/wg-show.txt`, await sh(vpn, ["wg", "show", serverDev])),
-        );
-        files.push(
-          ...(await collectKernelState(node, out, "nodes/lab-node-1", [
-            "iptables-save",
-            "ip-route",
-            "sysctl",
-          ])),
-        );
-        const cluster = wireguardClusterFiles({
-          pool: WG.pool,
-          allowedIps: o.allowedIps,
-          vpnPodIp: VPN.vpnPodIp,
-          targetPodIp: VPN.targetPodIp,
-          dnsPodIp: VPN.dnsPodIp,
-          webServiceIp: VPN.webServiceIp,
-          dnsServiceIp: VPN.dnsServiceIp,
-          podCidr: VPN.podCidr,
-          manifest: o.manifest,
-          policy: o.policy,
-        });
-        for (const [rel, text] of Object.entries(cluster))
-          files.push(writeSnapshotFile(out, rel, text));
-        files.push(
-          writeSnapshotFile(
-            out,
-            "README.md",
-            `# WireGuard lab snapshot\n\nMade by \`podpath lab run wireguard --ip-forward ${o.ipForward ? 1 : 0} --masquerade-pool ${o.masqueradePool ? "on" : "off"}${o.policy ? " --policy" : ""} --manifest ${o.manifest}\`: real wireguard-go and wg (wireguard-tools) in network namespaces; probes, wg show, sysctl, iptables-save and routes are real outputs.\n`,
-          ),
-        );
-      }
-      return { files, summary };
+      return await probeTunnelLab(ctx, ns, {
+        steps: tunnelProbeSteps({ peer: WG.peer, publicHost: false, dns: false, ipRoute: true }),
+        variant: `ip_forward=${o.ipForward ? 1 : 0} in the vpn pod, masquerade ${o.masqueradePool ? "on" : "off"} (PostUp), policy ${o.policy ? "on" : "off"}, manifest ${o.manifest}, client AllowedIPs ${o.allowedIps}`,
+        clientAddress: WG.client,
+        podDir: `pods/${WG_NS}/${WG_POD}`,
+        podFiles: async () => ({
+          "wg0.conf": conf.replace(server.key, "(replaced: the lab's key is not kept)"),
+          "wg-show.txt": await mustExec(vpn, ["wg", "show", serverDev]),
+        }),
+        clusterFiles: () =>
+          wireguardClusterFiles({
+            pool: WG.pool,
+            allowedIps: o.allowedIps,
+            vpnPodIp: L.vpnPodIp,
+            targetPodIp: L.targetPodIp,
+            dnsPodIp: L.dnsPodIp,
+            webServiceIp: L.webServiceIp,
+            dnsServiceIp: L.dnsServiceIp,
+            podCidr: L.podCidr,
+            manifest: o.manifest,
+            policy: o.policy,
+          }),
+        readme: () =>
+          `# WireGuard lab snapshot\n\nMade by \`podpath lab run wireguard --ip-forward ${o.ipForward ? 1 : 0} --masquerade-pool ${o.masqueradePool ? "on" : "off"}${o.policy ? " --policy" : ""} --manifest ${o.manifest}\`: real wireguard-go and wg (wireguard-tools) in network namespaces; probes, wg show, sysctl, iptables-save and routes are real outputs.\n`,
+      });
     } finally {
       rmSync(dir, { recursive: true, force: true });
       // a lab that is not kept running (lab run) leaves no UAPI sockets behind
