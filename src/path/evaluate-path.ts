@@ -270,7 +270,10 @@ function natThenRoute(
         ...(markKnown ? { mark: x.st.mark } : {}),
       });
   const dev1 = host ? hostDev : inRoute?.kind === "route" ? inRoute.route.dev : undefined;
-  const t1 = nat.evaluate(dev1 ? { ...baseFlow, outIface: dev1 } : baseFlow);
+  const t1 =
+    x.st.ctstate === "UNTRACKED"
+      ? untrackedTrace(baseFlow, dump.file)
+      : nat.evaluate(dev1 ? { ...baseFlow, outIface: dev1 } : baseFlow);
   for (const n of t1.notes) if (!notes.includes(n)) notes.push(n);
   const post = new Map<string, readonly NatLeaf[]>();
   const first: FirstNat = { dev: dev1, leaves: natLeaves(t1) };
@@ -434,17 +437,33 @@ function routeAndFilter(
   }
   const dport = st.dport;
   if (local) {
-    // delivered: mangle INPUT, filter INPUT (the node's own traffic passes OUTPUT first)
-    const hooks: Hook[] = host ? ["OUTPUT", "INPUT"] : ["INPUT"];
+    // delivered: mangle INPUT, filter INPUT; the node's own traffic first passes OUTPUT, mangle
+    // POSTROUTING, and raw and mangle PREROUTING as it comes back in on lo
+    const walks: [Hook, TableWalker][] = host
+      ? [
+          ["OUTPUT", walkers.mangle],
+          ["OUTPUT", walkers.filter],
+          ["POSTROUTING", walkers.mangle],
+          ["PREROUTING", walkers.raw],
+          ["PREROUTING", walkers.mangle],
+          ["INPUT", walkers.mangle],
+          ["INPUT", walkers.filter],
+        ]
+      : [
+          ["INPUT", walkers.mangle],
+          ["INPUT", walkers.filter],
+        ];
     let live: Partial[] = [{ ...x, st, steps }];
-    for (const h of hooks) {
-      for (const w of [walkers.mangle, walkers.filter]) {
-        live = live.flatMap((y) => {
-          y.st.inIface = h === "INPUT" ? (host ? "lo" : y.st.inIface) : "";
-          y.st.outIface = h === "OUTPUT" ? "lo" : "";
-          return walkTable(w, h, y, out, p);
-        });
-      }
+    for (const [h, w] of walks) {
+      live = live.flatMap((y) => {
+        y.st.inIface = h === "INPUT" || h === "PREROUTING" ? (host ? "lo" : y.st.inIface) : "";
+        y.st.outIface = h === "OUTPUT" || h === "POSTROUTING" ? "lo" : "";
+        const ct = y.st.ctstate;
+        const next = walkTable(w, h, y, out, p);
+        // conntrack already tracks the packet back on lo: raw's NOTRACK there changes nothing
+        for (const z of next) z.st.ctstate = ct;
+        return next;
+      });
     }
     for (const y of live) {
       out.push({
@@ -480,7 +499,7 @@ function routeAndFilter(
   // nat POSTROUTING: the nat evaluator again, now with the interface the route chose (once per
   // interface and packet: a Service's endpoints share it)
   const key = `${dev ?? ""}|${st.dst === p.dst.value}`;
-  let leaves = post.get(key);
+  let leaves = st.ctstate === "UNTRACKED" ? first.leaves : post.get(key);
   if (leaves === undefined && dev === first.dev) {
     // the same question as the first evaluation: told the same interface, and either the
     // destination was rewritten (no word on it) or the node's addresses already say it is not
@@ -545,6 +564,24 @@ function routeAndFilter(
       ),
     );
   }
+}
+
+/** An untracked packet (raw's NOTRACK) never meets the nat table: it keeps both addresses. */
+function untrackedTrace(flow: Flow, file: string): NatTrace {
+  const note = "untracked (raw NOTRACK): the nat table is not consulted";
+  return {
+    flow,
+    steps: [],
+    decision: "keep",
+    sourceOut: { ip: flow.src, how: "unchanged", note },
+    dstOut: {
+      ip: flow.dst,
+      ...(flow.dport !== undefined ? { port: flow.dport } : {}),
+      how: "unchanged",
+    },
+    decidingRule: { file, line: 0, text: "(raw NOTRACK)" },
+    notes: [note],
+  };
 }
 
 /** The rule that rewrote the destination on a nat trace (its line), or "" when none did. */

@@ -460,6 +460,14 @@ export class TableWalker {
           });
           return this.#end(w, { kind: "reject", with: rw, by: r.source, chain: r.chain });
         }
+        if (
+          this.table === "raw" &&
+          (t.name === "NOTRACK" ||
+            (t.name === "CT" && t.options.some((o) => o.name === "--notrack")))
+        ) {
+          // conntrack (after raw) leaves the packet untracked: nat skips it, --ctstate UNTRACKED
+          s.ctstate = "UNTRACKED";
+        }
         if (CONTINUING.has(t.name)) {
           w.steps.push(this.#ruleStep(r, t.name));
           return undefined;

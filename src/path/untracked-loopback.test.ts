@@ -1,0 +1,120 @@
+/**
+ * The whole-path evaluator on two things the kernel differential found: a packet raw marks
+ * NOTRACK skips the nat table (no DNAT, no SNAT) and matches `--ctstate UNTRACKED`; the node's
+ * packet to its own address meets mangle POSTROUTING and raw/mangle PREROUTING on lo before INPUT.
+ */
+import assert from "node:assert/strict";
+import { describe, it } from "node:test";
+import { readIpRoute } from "../evidence/ip-route.ts";
+import { parseIptablesSave } from "../iptables/save-parser.ts";
+import { formatIp, parseIp } from "../net/cidr.ts";
+import { compilePath } from "./evaluate-path.ts";
+
+const ROUTES = [
+  "default via 192.168.10.1 dev eth0",
+  "10.244.0.0/24 dev pod0 proto kernel scope link src 10.244.0.1",
+  "192.168.10.0/24 dev eth0 proto kernel scope link src 192.168.10.2",
+  "local 10.244.0.1 dev pod0 table local proto kernel scope host src 10.244.0.1",
+  "local 192.168.10.2 dev eth0 table local proto kernel scope host src 192.168.10.2",
+  "",
+].join("\n");
+
+function evaluate(rules: string, packet: { src: string; dst: string; origin: "pod" | "host" }) {
+  const dump = parseIptablesSave(rules, "nodes/n1/iptables-save.txt").value;
+  const routes = readIpRoute(ROUTES, "nodes/n1/ip-route.txt").value;
+  return compilePath(dump, {
+    routing: { routes },
+    localAddresses: [parseIp("10.244.0.1"), parseIp("192.168.10.2")],
+  }).evaluate({
+    src: parseIp(packet.src),
+    dst: parseIp(packet.dst),
+    proto: "udp",
+    sport: 20001,
+    dport: 53,
+    origin: packet.origin,
+  });
+}
+
+describe("compilePath: untracked packets and the node's packets to itself", () => {
+  it("skips nat for a packet raw PREROUTING marks NOTRACK, and --ctstate UNTRACKED matches it", () => {
+    const rules = [
+      "*raw",
+      ":PREROUTING ACCEPT [0:0]",
+      ":OUTPUT ACCEPT [0:0]",
+      "-A PREROUTING -s 10.244.0.5/32 -j CT --notrack",
+      "COMMIT",
+      "*nat",
+      ":PREROUTING ACCEPT [0:0]",
+      ":INPUT ACCEPT [0:0]",
+      ":OUTPUT ACCEPT [0:0]",
+      ":POSTROUTING ACCEPT [0:0]",
+      "-A PREROUTING -d 10.96.0.10/32 -p udp -j DNAT --to-destination 8.8.8.8:53",
+      "-A POSTROUTING -j MASQUERADE",
+      "COMMIT",
+      "*filter",
+      ":INPUT ACCEPT [0:0]",
+      ":FORWARD DROP [0:0]",
+      ":OUTPUT ACCEPT [0:0]",
+      "-A FORWARD -m conntrack --ctstate UNTRACKED -j ACCEPT",
+      "COMMIT",
+      "",
+    ].join("\n");
+    const r = evaluate(rules, { src: "10.244.0.5", dst: "10.96.0.10", origin: "pod" });
+    assert.equal(r.outcomes.length, 1);
+    const v = r.outcomes[0]!.verdict;
+    assert.equal(v.kind, "forwarded");
+    assert.equal(v.kind === "forwarded" ? formatIp(v.dst) : "", "10.96.0.10");
+    assert.equal(v.kind === "forwarded" && v.src ? formatIp(v.src) : "", "10.244.0.5");
+    // a tracked packet is translated and then dropped by the policy
+    const t = evaluate(rules, { src: "10.244.0.6", dst: "10.96.0.10", origin: "pod" });
+    assert.equal(t.outcomes[0]!.verdict.kind, "dropped");
+    assert.equal(formatIp(t.outcomes[0]!.dstOut), "8.8.8.8");
+  });
+
+  it("walks mangle PREROUTING on lo for the node's packet to its own address", () => {
+    const rules = [
+      "*mangle",
+      ":PREROUTING ACCEPT [0:0]",
+      ":INPUT ACCEPT [0:0]",
+      ":FORWARD ACCEPT [0:0]",
+      ":OUTPUT ACCEPT [0:0]",
+      ":POSTROUTING ACCEPT [0:0]",
+      "-A PREROUTING -i lo -p udp -j DROP",
+      "COMMIT",
+      "",
+    ].join("\n");
+    const r = evaluate(rules, { src: "10.244.0.1", dst: "192.168.10.2", origin: "host" });
+    assert.deepEqual(
+      r.outcomes.map((o) => o.verdict.kind),
+      ["dropped"],
+    );
+    // a pod's packet to the node enters by pod0: the lo rule does not match
+    const p = evaluate(rules, { src: "10.244.0.5", dst: "192.168.10.2", origin: "pod" });
+    assert.deepEqual(
+      p.outcomes.map((o) => o.verdict.kind),
+      ["delivered"],
+    );
+  });
+
+  it("keeps the node's own packet tracked when raw PREROUTING on lo says NOTRACK", () => {
+    const rules = [
+      "*raw",
+      ":PREROUTING ACCEPT [0:0]",
+      ":OUTPUT ACCEPT [0:0]",
+      "-A PREROUTING -j CT --notrack",
+      "COMMIT",
+      "*filter",
+      ":INPUT ACCEPT [0:0]",
+      ":FORWARD ACCEPT [0:0]",
+      ":OUTPUT ACCEPT [0:0]",
+      "-A INPUT -m conntrack --ctstate UNTRACKED -j DROP",
+      "COMMIT",
+      "",
+    ].join("\n");
+    const r = evaluate(rules, { src: "10.244.0.1", dst: "192.168.10.2", origin: "host" });
+    assert.deepEqual(
+      r.outcomes.map((o) => o.verdict.kind),
+      ["delivered"],
+    );
+  });
+});
