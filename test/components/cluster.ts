@@ -164,16 +164,22 @@ export interface ClusterOptions {
   readonly controllers?: readonly string[];
   /** Starts kube-scheduler (DaemonSet pods are bound to their node by the scheduler). */
   readonly scheduler?: boolean;
+  /** More kube-apiserver flags, e.g. `--endpoint-reconciler-type=none`. */
+  readonly apiServerArgs?: readonly string[];
 }
 
 /**
  * What a DaemonSet's pods need of the controller manager: the DaemonSet controller (one pod per
- * node), the service account controllers (a namespace's `default` account, which admission
- * requires, and legacy token secrets), the root CA publisher (`kube-root-ca.crt`, which a pod's
- * projected service account volume reads) and the garbage collector (a deleted DaemonSet's pods).
+ * node), the node lifecycle controller (the API server taints every new Node
+ * `node.kubernetes.io/not-ready:NoSchedule`; this controller lifts the taint once the kubelet
+ * reports Ready, and a DaemonSet without a toleration for it gets no pod until then), the service
+ * account controllers (a namespace's `default` account, which admission requires, and legacy
+ * token secrets), the root CA publisher (`kube-root-ca.crt`, which a pod's projected service
+ * account volume reads) and the garbage collector (a deleted DaemonSet's pods).
  */
 export const DAEMONSET_CONTROLLERS = [
   "daemonset-controller",
+  "node-lifecycle-controller",
   "serviceaccount-controller",
   "serviceaccount-token-controller",
   "root-ca-certificate-publisher-controller",
@@ -295,6 +301,7 @@ export async function startCluster(opts: ClusterOptions = {}): Promise<Cluster> 
           // as kubeadm and GKE run it: privileged containers are for Pod Security to judge
           "--allow-privileged=true",
           ...egress,
+          ...(opts.apiServerArgs ?? []),
         ],
         { stdio: ["ignore", "pipe", "pipe"] },
       ),
@@ -355,6 +362,9 @@ export async function startCluster(opts: ClusterOptions = {}): Promise<Cluster> 
             `--kubeconfig=${kubeconfig}`,
             `--authentication-kubeconfig=${kubeconfig}`,
             `--authorization-kubeconfig=${kubeconfig}`,
+            // clients of its own port are checked against the test CA, not a lookup
+            `--client-ca-file=${join(dir, "ca.crt")}`,
+            "--authentication-skip-lookup=true",
             `--controllers=${opts.controllers.join(",")}`,
             "--use-service-account-credentials=true",
             `--service-account-private-key-file=${join(dir, "sa.key")}`,
@@ -399,6 +409,8 @@ export async function startCluster(opts: ClusterOptions = {}): Promise<Cluster> 
             `--config=${join(dir, "scheduler.yaml")}`,
             `--authentication-kubeconfig=${kubeconfig}`,
             `--authorization-kubeconfig=${kubeconfig}`,
+            `--client-ca-file=${join(dir, "ca.crt")}`,
+            "--authentication-skip-lookup=true",
             "--bind-address=127.0.0.1",
             `--secure-port=${port}`,
             `--cert-dir=${join(dir, "scheduler-serving")}`,

@@ -3,16 +3,19 @@
  * kube-proxy's iptables mode writes them (v1.28+ `syncProxyRules`: KUBE-SERVICES → KUBE-SVC-* with
  * KUBE-MARK-MASQ for sources outside the cluster CIDR → KUBE-SEP-* DNAT, one `statistic` rule per
  * endpoint but the last; a Service without endpoints is a filter KUBE-SERVICES REJECT "has no
- * endpoints"; KUBE-FORWARD accepts marked and established traffic), plus what the distribution's
+ * endpoints"; KUBE-FORWARD drops conntrack-invalid packets and accepts marked and established
+ * traffic; KUBE-FIREWALL drops outside traffic to 127.0.0.0/8), plus what the distribution's
  * firewall and the CNI add: CentOS's default `REJECT --reject-with icmp-host-prohibited` at the end
  * of INPUT and FORWARD, and Flannel's FLANNEL-FWD accepts. Pure: iptables-restore text out.
+ * kube-proxy's part (chain hash names included) is held to what the real kube-proxy v1.36 writes
+ * for these Services by test/components/kube-proxy-service-rules.test.ts.
  */
 import { SVC_CLUSTER_CIDR, SVC_ENDPOINT_IP, SVC_LISTEN_PORT, SVC_NODE_IP } from "./service-lab.ts";
 
 /** The Services of the scenario: name, ClusterIP, port, and where kube-proxy sends them. */
 export const SERVICES = {
   /** default/web: one endpoint, the endpoint pod. */
-  web: { name: "default/web:http", ip: "10.96.0.50", port: 80, chain: "KUBE-SVC-LOLE4ISW44XBNF3G" },
+  web: { name: "default/web:http", ip: "10.96.0.50", port: 80, chain: "KUBE-SVC-CDGGSHYLG3RE2FKL" },
   /** default/kubernetes: the API server on the node itself (hostNetwork), port 6443. */
   apiserver: {
     name: "default/kubernetes:https",
@@ -24,8 +27,8 @@ export const SERVICES = {
   orders: { name: "default/orders:http", ip: "10.96.0.60", port: 80, chain: "" },
 } as const;
 
-export const WEB_SEP = "KUBE-SEP-7XEYWJH3ILWNJOV2";
-export const API_SEP = "KUBE-SEP-VZ2KPHZ4L5XLEZHB";
+export const WEB_SEP = "KUBE-SEP-FZKIUYKCK5HASUBH";
+export const API_SEP = "KUBE-SEP-QAI6IJGEKZYOMWSX";
 export const API_PORT = 6443;
 
 const c = (text: string) => `-m comment --comment "${text}"`;
@@ -84,8 +87,8 @@ export interface FilterExtras {
 }
 
 /**
- * The filter table as it stands after boot and start-up: kube-proxy (and the kubelet) insert their
- * jumps at the top of the built-in chains, the distribution's rules (loaded at boot) follow, and
+ * The filter table as it stands after boot and start-up: kube-proxy inserts its jumps at the top
+ * of the built-in chains, the distribution's rules (loaded at boot) follow, and
  * Flannel's jump is appended after them.
  */
 function filterLines(x: FilterExtras): string[] {
@@ -102,10 +105,10 @@ function filterLines(x: FilterExtras): string[] {
     ":KUBE-NODEPORTS - [0:0]",
     ":KUBE-PROXY-FIREWALL - [0:0]",
     ":KUBE-SERVICES - [0:0]",
+    "-A INPUT -j KUBE-FIREWALL",
     `-A INPUT -m conntrack --ctstate NEW ${c("kubernetes load balancer firewall")} -j KUBE-PROXY-FIREWALL`,
     `-A INPUT ${c("kubernetes health check service ports")} -j KUBE-NODEPORTS`,
     `-A INPUT -m conntrack --ctstate NEW ${c("kubernetes externally-visible service portals")} -j KUBE-EXTERNAL-SERVICES`,
-    "-A INPUT -j KUBE-FIREWALL",
     ...(x.centosInput
       ? [
           "-A INPUT -m state --state RELATED,ESTABLISHED -j ACCEPT",
@@ -121,9 +124,9 @@ function filterLines(x: FilterExtras): string[] {
     `-A FORWARD -m conntrack --ctstate NEW ${c("kubernetes externally-visible service portals")} -j KUBE-EXTERNAL-SERVICES`,
     ...(x.centosForward ? ["-A FORWARD -j REJECT --reject-with icmp-host-prohibited"] : []),
     ...(x.flannel ? [`-A FORWARD ${c("flanneld forward")} -j FLANNEL-FWD`] : []),
+    "-A OUTPUT -j KUBE-FIREWALL",
     `-A OUTPUT -m conntrack --ctstate NEW ${c("kubernetes load balancer firewall")} -j KUBE-PROXY-FIREWALL`,
     `-A OUTPUT -m conntrack --ctstate NEW ${c("kubernetes service portals")} -j KUBE-SERVICES`,
-    "-A OUTPUT -j KUBE-FIREWALL",
     ...(x.flannel
       ? [
           `-A FLANNEL-FWD -s ${SVC_CLUSTER_CIDR} ${c("flanneld forward")} -j ACCEPT`,
@@ -131,6 +134,9 @@ function filterLines(x: FilterExtras): string[] {
         ]
       : []),
     `-A KUBE-FIREWALL ! -s 127.0.0.0/8 -d 127.0.0.0/8 ${c("block incoming localnet connections")} -m conntrack ! --ctstate RELATED,ESTABLISHED,DNAT -j DROP`,
+    // kube-proxy counts these drops in an nfacct object where the kernel has nfacct
+    // (`-m nfacct --nfacct-name ct_state_invalid_dropped_pkts`); the rule is the same without it
+    "-A KUBE-FORWARD -m conntrack --ctstate INVALID -j DROP",
     `-A KUBE-FORWARD ${c("kubernetes forwarding rules")} -m mark --mark 0x4000/0x4000 -j ACCEPT`,
     `-A KUBE-FORWARD ${c("kubernetes forwarding conntrack rule")} -m conntrack --ctstate RELATED,ESTABLISHED -j ACCEPT`,
     `-A KUBE-SERVICES -d ${o.ip}/32 -p tcp ${c(`${o.name} has no endpoints`)} -m tcp --dport ${o.port} -j REJECT --reject-with icmp-port-unreachable`,
