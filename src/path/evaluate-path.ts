@@ -7,6 +7,7 @@
  */
 import { lookupRoute } from "../evidence/ip-route.ts";
 import type { IptablesDump } from "../iptables/dump.ts";
+import { cloneState } from "../iptables/forks.ts";
 import { compileNat } from "../iptables/nat-eval.ts";
 import {
   type AddressKnowledge,
@@ -32,11 +33,11 @@ import type {
   PathOutcome,
   PathPacket,
   PathResult,
-  PathStep,
   PathVerdict,
 } from "./path-types.ts";
 import { decideRoute, hasLocalTable, type RoutingEvidence } from "./route-decision.ts";
-import { cloneState, TableWalker } from "./table-walk.ts";
+import { push, pushAll, type StepList, toArray } from "./step-list.ts";
+import { TableWalker } from "./table-walk.ts";
 
 /** What the path evaluator knows about the node beyond its rules. */
 export interface PathContext extends NatContext {
@@ -46,7 +47,7 @@ export interface PathContext extends NatContext {
 /** A packet part-way through the node: its state, the steps so far, what it took for true. */
 interface Partial {
   readonly st: PacketState;
-  readonly steps: readonly PathStep[];
+  readonly steps: StepList;
   readonly assumptions: readonly Assumption[];
   readonly prob: number;
 }
@@ -158,7 +159,7 @@ function evaluateOne(
   const outcomes: PathOutcome[] = [];
   const start: Partial = {
     st: initialState(dump, p, inIface),
-    steps: [],
+    steps: undefined,
     assumptions: [],
     prob: 1,
   };
@@ -182,9 +183,11 @@ function walkTable(
 ): Partial[] {
   if (!w.present) return [x];
   const go: Partial[] = [];
-  for (const e of w.walk(hook, x.st)) {
-    const steps = [...x.steps, ...e.steps];
-    const assumptions = [...x.assumptions, ...newTaken(x.st, e.st)];
+  // the walk takes the state over: what it took before it, counted now
+  const had = x.st.taken?.length ?? 0;
+  for (const e of w.walk(hook, x.st, x.steps)) {
+    const steps = e.steps;
+    const assumptions = newTaken(x.assumptions, had, e.st);
     const prob = x.prob * e.prob;
     const end = e.end;
     if (end.kind === "accept") {
@@ -202,16 +205,21 @@ function walkTable(
   return go;
 }
 
-/** The assumptions a walk took beyond those the packet came in with. */
-function newTaken(before: PacketState, after: PacketState): Assumption[] {
-  const had = before.taken?.length ?? 0;
-  return (after.taken ?? []).slice(had).map((t) => t.assumption);
+/** The assumptions so far and those a walk took beyond the `had` the packet came in with. */
+function newTaken(
+  before: readonly Assumption[],
+  had: number,
+  after: PacketState,
+): readonly Assumption[] {
+  const taken = after.taken;
+  if (taken === undefined || taken.length <= had) return before;
+  return [...before, ...taken.slice(had).map((t) => t.assumption)];
 }
 
 function finish(
   p: PathPacket,
   st: PacketState,
-  steps: readonly PathStep[],
+  steps: StepList,
   assumptions: readonly Assumption[],
   prob: number,
   verdict: PathVerdict,
@@ -219,7 +227,7 @@ function finish(
 ): PathOutcome {
   const family = p.dst.family;
   return {
-    steps,
+    steps: toArray(steps),
     verdict,
     assumptions,
     probability: prob,
@@ -280,7 +288,7 @@ function natThenRoute(
   for (const leaf of first.leaves) {
     const st = cloneState(x.st);
     const pre = natSteps(dump, leaf.trace, st);
-    const steps = [...x.steps, ...pre.steps];
+    const steps = pushAll(x.steps, pre.steps);
     const assumptions = [...x.assumptions, ...(leaf.trace.assumptions ?? [])];
     const prob = x.prob * leaf.probability;
     const d = leaf.trace.dstOut;
@@ -356,7 +364,7 @@ function routeAndFilter(
     ...(st.sport !== undefined ? { sport: st.sport } : {}),
     ...(st.dport !== undefined ? { dport: st.dport } : {}),
   });
-  const steps = [...x.steps];
+  let steps = x.steps;
   let local = leaf.trace.delivery === "local";
   let dev: string | undefined;
   let via: Ip | undefined;
@@ -366,7 +374,7 @@ function routeAndFilter(
     dev = route.dev;
     via = route.via;
     const main = r.mainDiffers?.route;
-    steps.push({
+    steps = push(steps, {
       kind: "route",
       dst,
       table: route.table,
@@ -526,16 +534,16 @@ function routeAndFilter(
       dnatRule(l.trace) === dnatRule(leaf.trace),
   );
   for (const y of live) {
-    const ysteps = [...y.steps];
+    let ysteps = y.steps;
     let src: Ip | undefined;
     if (same) {
       const post = natSteps(dump, same.trace, y.st, "post");
-      ysteps.push(...post.steps);
+      ysteps = pushAll(ysteps, post.steps);
       const so = same.trace.sourceOut;
       src = so?.ip;
       const decision = same.trace.decision;
       if (decision === "masquerade" || decision === "snat" || decision === "keep") {
-        ysteps.push({
+        ysteps = push(ysteps, {
           kind: "snat",
           decision,
           from: p.src,

@@ -6,20 +6,30 @@
  */
 import type { Chain, IptablesDump, Rule, Target } from "../iptables/dump.ts";
 import {
+  cloneState as cloneStateShared,
+  evalPreds as evalPredsShared,
+  takeBothWays,
+} from "../iptables/forks.ts";
+import {
   type AddressKnowledge,
   assumed,
-  BRANCH,
   compileRulePreds,
-  NO,
   type PacketState,
   type Pred,
-  type Taken,
-  UNDECIDED,
 } from "../iptables/nat-match.ts";
 import type { UnknownFact } from "../iptables/nat-trace.ts";
 import type { SourceRef } from "../model/types.ts";
 import type { Hook, PathStep, RejectWith } from "./path-types.ts";
 import { rejectWithOf } from "./reject-with.ts";
+import { push, type StepList } from "./step-list.ts";
+
+// bound once: an imported function is read through a getter on every call under tsx
+const evalPreds = evalPredsShared;
+const cloneState = cloneStateShared;
+// the verdicts of nat-match, as local constants (imported bindings cost a getter under tsx)
+const NO = 0;
+const UNDECIDED = 2;
+const BRANCH = 3;
 
 /** Targets that only look at the packet (or its conntrack entry) and let the walk go on. */
 const CONTINUING = new Set([
@@ -59,28 +69,45 @@ export type TableEnd =
     }
   | { readonly kind: "undecided"; readonly reason: string; readonly at: SourceRef };
 
-/** One walk's end with the packet as it left the table, its steps and its chance. */
+/** One walk's end with the packet as it left the table, its steps (after those it came with) and its chance. */
 export interface WalkEnd {
   readonly end: TableEnd;
   readonly st: PacketState;
-  readonly steps: PathStep[];
+  readonly steps: StepList;
   readonly prob: number;
 }
 
+/** A rule read once: its target, place and predicates, and the steps it always makes. */
 interface CRule {
   readonly rule: Rule;
+  readonly target: Target | undefined;
+  readonly chain: string;
+  readonly index: number;
+  readonly source: SourceRef;
   readonly preds: readonly Pred[];
+  /** The chain a jump or goto enters (null: not in the dump). */
+  readonly jump: CChain | null | undefined;
+  /** The step the rule makes whenever it matches (all but a REJECT's, which depends on nothing either, made on first use). */
+  step: PathStep | undefined;
+}
+
+/** A chain read for walking: its rules compiled on first visit, its index built once. */
+interface CChain {
+  readonly chain: Chain;
+  readonly rules: readonly Rule[];
+  readonly compiled: (CRule | undefined)[];
+  readonly index: ChainIndex | undefined;
 }
 
 interface Frame {
-  readonly chain: Chain;
+  readonly chain: CChain;
   pos: number;
 }
 
 interface Walk {
   st: PacketState;
   frames: Frame[];
-  steps: PathStep[];
+  steps: StepList;
   prob: number;
 }
 
@@ -167,13 +194,16 @@ function nextCandidate(ix: ChainIndex | undefined, n: number, pos: number, s: Pa
   return n;
 }
 
-/** A table of a dump compiled for walking (rules compiled on first visit). */
+/** A table of a dump compiled for walking (chains and rules compiled on first visit). */
 export class TableWalker {
   readonly table: "raw" | "mangle" | "filter";
+  /** Whether the dump has this table at all (a table not in a whole dump is empty: ACCEPT). */
+  readonly present: boolean;
   readonly #dump: IptablesDump;
   readonly #knowledge: AddressKnowledge;
-  readonly #compiled = new Map<Rule, CRule>();
-  readonly #indexes = new Map<Chain, ChainIndex | null>();
+  readonly #chains = new Map<string, CChain | null>();
+  /** Per hook: its chain and the step that enters it (undefined: not in the dump). */
+  readonly #hooks = new Map<Hook, { readonly chain: CChain; readonly step: PathStep } | null>();
   readonly #maxBranches: number;
 
   constructor(
@@ -184,28 +214,25 @@ export class TableWalker {
   ) {
     this.#dump = dump;
     this.table = table;
+    this.present = dump.tables.has(table);
     this.#knowledge = knowledge;
     this.#maxBranches = maxBranches;
   }
 
-  /** Whether the dump has this table at all (a table not in a whole dump is empty: ACCEPT). */
-  get present(): boolean {
-    return this.#dump.tables.has(this.table);
-  }
-
-  /** Walks `hook` for the packet `st` (not changed: each end carries its own copy). */
-  walk(hook: Hook, st: PacketState): WalkEnd[] {
-    const table = this.#dump.tables.get(this.table);
-    const chain = table?.chains.get(hook);
-    if (!chain) {
+  /**
+   * Walks `hook` for the packet `st`, after the steps `steps`. The walk takes `st` over: the
+   * first end carries it (changed), each fork a copy.
+   */
+  walk(hook: Hook, st: PacketState, steps: StepList): WalkEnd[] {
+    const h = this.#hook(hook);
+    if (h === null) {
       // a whole dump without this chain: nothing there, the packet passes
-      return [{ end: { kind: "accept" }, st: cloneState(st), steps: [], prob: 1 }];
+      return [{ end: { kind: "accept" }, st, steps, prob: 1 }];
     }
-    const ref = chain.declared ?? table?.source ?? { file: this.#dump.file, line: 0 };
     const first: Walk = {
-      st: cloneState(st),
-      frames: [{ chain, pos: 0 }],
-      steps: [{ kind: "hook", table: this.table, hook, source: ref }],
+      st,
+      frames: [{ chain: h.chain, pos: 0 }],
+      steps: push(steps, h.step),
       prob: 1,
     };
     const out: WalkEnd[] = [];
@@ -215,89 +242,122 @@ export class TableWalker {
       const w = pending.shift()!;
       if (walks > this.#maxBranches) {
         out.push(
-          this.#end(w, { kind: "undecided", reason: "too many branches to follow", at: ref }),
+          this.#end(w, {
+            kind: "undecided",
+            reason: "too many branches to follow",
+            at: h.step.source,
+          }),
         );
         continue;
       }
-      const forks: Walk[] = [];
-      out.push(this.#run(w, forks));
-      walks += forks.length;
-      pending.push(...forks);
+      const before = pending.length;
+      out.push(this.#run(w, pending));
+      walks += pending.length - before;
     }
     return out;
+  }
+
+  #hook(hook: Hook): { readonly chain: CChain; readonly step: PathStep } | null {
+    let h = this.#hooks.get(hook);
+    if (h === undefined) {
+      const table = this.#dump.tables.get(this.table);
+      const chain = table?.chains.get(hook);
+      if (!chain) h = null;
+      else {
+        const ref = chain.declared ?? table?.source ?? { file: this.#dump.file, line: 0 };
+        h = {
+          chain: this.#chain(chain.name)!,
+          step: { kind: "hook", table: this.table, hook, source: ref },
+        };
+      }
+      this.#hooks.set(hook, h);
+    }
+    return h;
   }
 
   #end(w: Walk, end: TableEnd): WalkEnd {
     return { end, st: w.st, steps: w.steps, prob: w.prob };
   }
 
-  #index(c: Chain): ChainIndex | undefined {
-    let ix = this.#indexes.get(c);
-    if (ix === undefined) {
-      ix =
-        c.rules.length >= 16
-          ? (indexChain(c.rules, this.#dump.family === 4 ? 32 : 128) ?? null)
-          : null;
-      this.#indexes.set(c, ix);
-    }
-    return ix ?? undefined;
-  }
-
-  #compile(r: Rule): CRule {
-    let c = this.#compiled.get(r);
-    if (!c) {
-      c = { rule: r, preds: compileRulePreds(r, this.#dump.family, this.#knowledge) };
-      this.#compiled.set(r, c);
+  /** The chain of that name, compiled for walking; null when the table does not have it. */
+  #chain(name: string): CChain | null {
+    let c = this.#chains.get(name);
+    if (c === undefined) {
+      const chain = this.#dump.tables.get(this.table)?.chains.get(name);
+      if (!chain) c = null;
+      else {
+        const rules = chain.rules;
+        c = {
+          chain,
+          rules,
+          compiled: new Array<CRule | undefined>(rules.length),
+          index:
+            rules.length >= 16 ? indexChain(rules, this.#dump.family === 4 ? 32 : 128) : undefined,
+        };
+      }
+      this.#chains.set(name, c);
     }
     return c;
+  }
+
+  #compile(c: CChain, idx: number): CRule {
+    const r = c.rules[idx]!;
+    const t = r.target;
+    const cr: CRule = {
+      rule: r,
+      target: t,
+      chain: r.chain,
+      index: r.index,
+      source: r.source,
+      preds: compileRulePreds(r, this.#dump.family, this.#knowledge),
+      jump: t?.kind === "chain" ? this.#chain(t.name) : undefined,
+      step: undefined,
+    };
+    c.compiled[idx] = cr;
+    return cr;
   }
 
   #fork(w: Walk, fact: UnknownFact & { readonly key: unknown }): Walk {
     const other: Walk = {
       st: cloneState(w.st),
       frames: w.frames.map((f) => ({ chain: f.chain, pos: f.pos })),
-      steps: [...w.steps],
+      steps: w.steps,
       prob: w.prob,
     };
-    const base: UnknownFact = {
+    takeBothWays(w.st, other.st, fact);
+    w.steps = push(w.steps, { kind: "assume", fact: fact.fact, holds: true, source: fact.rule });
+    other.steps = push(other.steps, {
+      kind: "assume",
       fact: fact.fact,
-      rule: fact.rule,
-      reason: fact.reason,
-      decide: fact.decide,
-    };
-    const take = (x: Walk, holds: boolean) => {
-      const t: Taken = { key: fact.key, assumption: { ...base, holds } };
-      x.st.taken = x.st.taken === undefined ? [t] : [...x.st.taken, t];
-      x.steps.push({ kind: "assume", fact: fact.fact, holds, source: fact.rule });
-    };
-    take(w, true);
-    take(other, false);
+      holds: false,
+      source: fact.rule,
+    });
     return other;
   }
 
   /** Runs one walk to its end; forks it takes go into `forks`. */
   #run(w: Walk, forks: Walk[]): WalkEnd {
     const s = w.st;
+    const frames = w.frames;
     for (;;) {
-      const f = w.frames[w.frames.length - 1];
+      const f = frames[frames.length - 1];
       if (f === undefined) return this.#end(w, { kind: "accept" });
       const c = f.chain;
-      const rules = c.rules;
-      f.pos = nextCandidate(this.#index(c), rules.length, f.pos, s);
-      if (f.pos >= rules.length) {
-        w.frames.pop();
-        if (w.frames.length === 0) return this.#policy(w, c);
+      const n = c.rules.length;
+      const idx = nextCandidate(c.index, n, f.pos, s);
+      if (idx >= n) {
+        frames.pop();
+        if (frames.length === 0) return this.#policy(w, c.chain);
         continue;
       }
-      const idx = f.pos;
       f.pos = idx + 1;
-      const cr = this.#compile(rules[idx]!);
+      const cr = c.compiled[idx] ?? this.#compile(c, idx);
       const v = evalPreds(cr.preds, s);
       if (v === NO) continue;
       if (v === UNDECIDED) {
         const ask = s.unknown;
         if (ask === undefined || assumed(s, ask.key) !== undefined) {
-          return this.#end(w, { kind: "undecided", reason: s.reason, at: cr.rule.source });
+          return this.#end(w, { kind: "undecided", reason: s.reason, at: cr.source });
         }
         f.pos = idx;
         forks.push(
@@ -305,7 +365,7 @@ export class TableWalker {
             key: ask.key,
             fact: ask.fact,
             reason: s.reason,
-            rule: cr.rule.source,
+            rule: cr.source,
             decide: ask.decide,
           }),
         );
@@ -317,22 +377,21 @@ export class TableWalker {
         if (p < 1) {
           const other: Walk = {
             st: cloneState(s),
-            frames: w.frames.map((x) => ({ chain: x.chain, pos: x.pos })),
-            steps: [...w.steps],
+            frames: frames.map((x) => ({ chain: x.chain, pos: x.pos })),
+            steps: push(w.steps, this.#ruleStep(cr, `${s.branchNote}: not taken`)),
             prob: w.prob * (1 - p),
           };
-          other.steps.push(this.#ruleStep(cr.rule, `${s.branchNote}: not taken`));
           forks.push(other);
           w.prob *= p;
-          w.steps.push(this.#ruleStep(cr.rule, `${s.branchNote}: taken`));
+          w.steps = push(w.steps, this.#ruleStep(cr, `${s.branchNote}: taken`));
         }
       }
-      const ended = this.#act(w, cr.rule);
+      const ended = this.#act(w, c, cr);
       if (ended) return ended;
     }
   }
 
-  #ruleStep(r: Rule, note: string): PathStep {
+  #ruleStep(r: CRule, note: string): PathStep {
     return {
       kind: "rule",
       table: this.table,
@@ -343,11 +402,21 @@ export class TableWalker {
     };
   }
 
+  /** The step a rule makes whenever it matches, made once. */
+  #fixedStep(r: CRule, make: () => PathStep): PathStep {
+    let step = r.step;
+    if (step === undefined) {
+      step = make();
+      r.step = step;
+    }
+    return step;
+  }
+
   #policy(w: Walk, c: Chain): WalkEnd {
     const ref = c.declared ?? { file: this.#dump.file, line: 0 };
     const policy = c.policy;
     if (policy === "DROP") {
-      w.steps.push({
+      w.steps = push(w.steps, {
         kind: "verdict",
         table: this.table,
         chain: c.name,
@@ -369,19 +438,20 @@ export class TableWalker {
   }
 
   /** Applies a matched rule's target; returns the walk's end when the target ends it. */
-  #act(w: Walk, r: Rule): WalkEnd | undefined {
-    const t: Target | undefined = r.target;
+  #act(w: Walk, c: CChain, r: CRule): WalkEnd | undefined {
+    const t = r.target;
     if (t === undefined) return undefined;
     const s = w.st;
     switch (t.kind) {
       case "verdict": {
         if (t.name === "RETURN") {
-          w.steps.push(this.#ruleStep(r, "RETURN"));
+          w.steps = push(
+            w.steps,
+            this.#fixedStep(r, () => this.#ruleStep(r, "RETURN")),
+          );
           w.frames.pop();
-          if (w.frames.length === 0) {
-            const table = this.#dump.tables.get(this.table);
-            return this.#policy(w, table?.chains.get(r.chain) ?? { ...emptyChain, name: r.chain });
-          }
+          // a RETURN from the hook chain itself ends in its policy
+          if (w.frames.length === 0) return this.#policy(w, c.chain);
           return undefined;
         }
         if (t.name === "QUEUE") {
@@ -391,20 +461,24 @@ export class TableWalker {
             at: r.source,
           });
         }
-        w.steps.push({
-          kind: "verdict",
-          table: this.table,
-          chain: r.chain,
-          ruleIndex: r.index,
-          verdict: t.name,
-          note: `${t.name}`,
-          source: r.source,
-        });
-        if (t.name === "ACCEPT") return this.#end(w, { kind: "accept" });
+        const verdict = t.name;
+        w.steps = push(
+          w.steps,
+          this.#fixedStep(r, () => ({
+            kind: "verdict",
+            table: this.table,
+            chain: r.chain,
+            ruleIndex: r.index,
+            verdict,
+            note: `${verdict}`,
+            source: r.source,
+          })),
+        );
+        if (verdict === "ACCEPT") return this.#end(w, { kind: "accept" });
         return this.#end(w, { kind: "drop", by: r.source, chain: r.chain });
       }
       case "chain": {
-        const to = this.#dump.tables.get(this.table)?.chains.get(t.name);
+        const to = r.jump;
         if (!to) {
           return this.#end(w, {
             kind: "undecided",
@@ -419,7 +493,10 @@ export class TableWalker {
             at: r.source,
           });
         }
-        w.steps.push(this.#ruleStep(r, `${t.goto ? "goto" : "jump"} ${t.name}`));
+        w.steps = push(
+          w.steps,
+          this.#fixedStep(r, () => this.#ruleStep(r, `${t.goto ? "goto" : "jump"} ${t.name}`)),
+        );
         if (t.goto) w.frames.pop();
         w.frames.push({ chain: to, pos: 0 });
         return undefined;
@@ -427,7 +504,12 @@ export class TableWalker {
       case "MARK": {
         s.mark = ((s.mark & ~t.op.mask) ^ t.op.value) >>> 0;
         s.markKnown = (s.markKnown | t.op.mask) >>> 0;
-        w.steps.push(this.#ruleStep(r, `MARK --set-xmark ${hex(t.op.value)}/${hex(t.op.mask)}`));
+        w.steps = push(
+          w.steps,
+          this.#fixedStep(r, () =>
+            this.#ruleStep(r, `MARK --set-xmark ${hex(t.op.value)}/${hex(t.op.mask)}`),
+          ),
+        );
         return undefined;
       }
       case "CONNMARK": {
@@ -442,13 +524,16 @@ export class TableWalker {
         } else {
           s.ctmark = ((s.ctmark & ~t.op.mask) ^ t.op.value) >>> 0;
         }
-        w.steps.push(this.#ruleStep(r, `CONNMARK ${t.mode}`));
+        w.steps = push(
+          w.steps,
+          this.#fixedStep(r, () => this.#ruleStep(r, `CONNMARK ${t.mode}`)),
+        );
         return undefined;
       }
       case "extension": {
         if (t.name === "REJECT") {
           const rw = rejectWithOf(t.options, this.#dump.family, s.proto);
-          w.steps.push({
+          w.steps = push(w.steps, {
             kind: "verdict",
             table: this.table,
             chain: r.chain,
@@ -469,7 +554,10 @@ export class TableWalker {
           s.ctstate = "UNTRACKED";
         }
         if (CONTINUING.has(t.name)) {
-          w.steps.push(this.#ruleStep(r, t.name));
+          w.steps = push(
+            w.steps,
+            this.#fixedStep(r, () => this.#ruleStep(r, t.name)),
+          );
           return undefined;
         }
         return this.#end(w, {
@@ -488,45 +576,4 @@ export class TableWalker {
   }
 }
 
-const emptyChain: Chain = { name: "", builtin: true, rules: [] };
-
 const hex = (n: number) => `0x${(n >>> 0).toString(16)}`;
-
-/** Three-valued AND of a rule's predicates (as the nat evaluator reads them). */
-function evalPreds(preds: readonly Pred[], s: PacketState): number {
-  let undecided = false;
-  let branch = false;
-  let reason = "";
-  let ask: PacketState["unknown"];
-  let p = 1;
-  let note = "";
-  for (const pred of preds) {
-    const v = pred(s);
-    if (v === NO) return NO;
-    if (v === UNDECIDED && !undecided) {
-      undecided = true;
-      reason = s.reason;
-      ask = s.unknown;
-    } else if (v === BRANCH) {
-      branch = true;
-      p *= s.branchP;
-      note = note ? `${note}; ${s.branchNote}` : s.branchNote;
-    }
-  }
-  if (undecided) {
-    s.reason = reason;
-    s.unknown = ask;
-    return UNDECIDED;
-  }
-  if (branch) {
-    s.branchP = p;
-    s.branchNote = note;
-    return BRANCH;
-  }
-  return 1;
-}
-
-/** A copy of the packet state a walk can change without touching the original. */
-export function cloneState(s: PacketState): PacketState {
-  return { ...s, unknown: undefined };
-}
