@@ -33,6 +33,8 @@ import {
   startDnsPod,
   startWebPod,
   TUNNEL_LAB,
+  TUNNEL_OPTION_FIELDS,
+  tunnelOptionValues,
   tunnelProbeSteps,
   until,
 } from "./tunnel-lab.ts";
@@ -48,20 +50,15 @@ export const IPSEC = {
   foreignSelectors: "172.16.0.0/12",
 } as const;
 
-const onOff = z.enum(["on", "off"]);
 export const IpsecOptions = z
   .object({
-    "ip-forward": z.enum(["0", "1"]).default("0"),
-    "masquerade-pool": onOff.default("on"),
-    policy: z.union([z.literal(true), z.enum(["true", "false"])]).optional(),
+    ...TUNNEL_OPTION_FIELDS,
     selectors: z.enum(["cluster", "narrow", "mismatch"]).default("cluster"),
     manifest: z.enum(["none", "init-container", "pod-sysctls"]).default("none"),
   })
   .strict()
   .transform((o) => ({
-    ipForward: o["ip-forward"] === "1",
-    masqueradePool: o["masquerade-pool"] === "on",
-    policy: o.policy === true || o.policy === "true",
+    ...tunnelOptionValues(o),
     selectors: o.selectors,
     manifest: o.manifest as IpsecManifestFix,
   }));

@@ -11,6 +11,7 @@
  */
 import type { ChildProcess } from "node:child_process";
 import { fileURLToPath } from "node:url";
+import { z } from "zod";
 import {
   collectKernelState,
   type ProbeStep,
@@ -34,6 +35,26 @@ export const TUNNEL_LAB = {
   serviceCidr: "10.96.0.0/12",
   webName: "web.demo.svc.cluster.local",
 } as const;
+
+/** The options every tunnel kind takes: the vpn pod's forwarding, the pool's masquerade, the policy. */
+export const TUNNEL_OPTION_FIELDS = {
+  "ip-forward": z.enum(["0", "1"]).default("0"),
+  "masquerade-pool": z.enum(["on", "off"]).default("on"),
+  policy: z.union([z.literal(true), z.enum(["true", "false"])]).optional(),
+};
+
+/** The typed values of TUNNEL_OPTION_FIELDS (a bare `--policy` arrives as `true`). */
+export function tunnelOptionValues(o: {
+  readonly "ip-forward": "0" | "1";
+  readonly "masquerade-pool": "on" | "off";
+  readonly policy?: true | "true" | "false" | undefined;
+}): { ipForward: boolean; masqueradePool: boolean; policy: boolean } {
+  return {
+    ipForward: o["ip-forward"] === "1",
+    masqueradePool: o["masquerade-pool"] === "on",
+    policy: o.policy === true || o.policy === "true",
+  };
+}
 
 /** What a kind chooses of the shared replica. */
 export interface TunnelLabShape {

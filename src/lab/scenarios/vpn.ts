@@ -28,6 +28,8 @@ import {
   startDnsPod,
   startWebPod,
   TUNNEL_LAB,
+  TUNNEL_OPTION_FIELDS,
+  tunnelOptionValues,
   tunnelProbeSteps,
   waitForOutput,
 } from "./tunnel-lab.ts";
@@ -39,21 +41,16 @@ export const VPN = {
   peer: "10.8.0.1",
 } as const;
 
-const onOff = z.enum(["on", "off"]);
 export const VpnOptions = z
   .object({
-    "ip-forward": z.enum(["0", "1"]).default("0"),
-    "masquerade-pool": onOff.default("on"),
-    policy: z.union([z.literal(true), z.enum(["true", "false"])]).optional(),
+    ...TUNNEL_OPTION_FIELDS,
     dns: z.enum(["ok", "broken"]).default("ok"),
     manifest: z.enum(["none", "init-container", "pod-sysctls", "chart-value"]).default("none"),
     psa: z.enum(["privileged", "baseline", "restricted"]).default("privileged"),
   })
   .strict()
   .transform((o) => ({
-    ipForward: o["ip-forward"] === "1",
-    masqueradePool: o["masquerade-pool"] === "on",
-    policy: o.policy === true || o.policy === "true",
+    ...tunnelOptionValues(o),
     dnsOk: o.dns === "ok",
     manifest: o.manifest as ManifestFix,
     psa: o.psa,

@@ -33,6 +33,8 @@ import {
   TUNNEL_LAB as L,
   probeTunnelLab,
   startWebPod,
+  TUNNEL_OPTION_FIELDS,
+  tunnelOptionValues,
   tunnelProbeSteps,
   until,
 } from "./tunnel-lab.ts";
@@ -49,20 +51,15 @@ export const WG = {
   narrowAllowedIps: "10.13.13.0/24, 10.96.0.0/12",
 } as const;
 
-const onOff = z.enum(["on", "off"]);
 export const WireguardOptions = z
   .object({
-    "ip-forward": z.enum(["0", "1"]).default("0"),
-    "masquerade-pool": onOff.default("on"),
-    policy: z.union([z.literal(true), z.enum(["true", "false"])]).optional(),
+    ...TUNNEL_OPTION_FIELDS,
     manifest: z.enum(["none", "init-container", "pod-sysctls"]).default("none"),
     "allowed-ips": z.enum(["cluster", "services"]).default("cluster"),
   })
   .strict()
   .transform((o) => ({
-    ipForward: o["ip-forward"] === "1",
-    masqueradePool: o["masquerade-pool"] === "on",
-    policy: o.policy === true || o.policy === "true",
+    ...tunnelOptionValues(o),
     manifest: o.manifest as WgManifestFix,
     allowedIps: o["allowed-ips"] === "services" ? WG.narrowAllowedIps : WG.allowedIps,
   }));
