@@ -87,10 +87,11 @@ export function withObservers(restore: string, flows: readonly PathFlow[]): stri
     }
     out.push(l);
   }
+  // by what NAT keeps: the source port (unique in a batch), or an echo's destination (unique too)
   const count = flows.map((f) =>
     f.proto === "icmp"
-      ? `-A INPUT -p icmp -s ${f.src}/32 -d ${f.dst}/32 -m icmp --icmp-type 8 ${c}`
-      : `-A INPUT -p ${f.proto} -s ${f.src}/32 -m ${f.proto} --sport ${f.sport} ${c}`,
+      ? `-A INPUT -p icmp -d ${f.dst}/32 -m icmp --icmp-type 8 ${c}`
+      : `-A INPUT -p ${f.proto} -m ${f.proto} --sport ${f.sport} ${c}`,
   );
   return [
     ...out.filter((l) => l !== ""),
