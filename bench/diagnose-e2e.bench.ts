@@ -4,14 +4,17 @@
  * by ../shared/bench/gen-iptables.py), against the real `iptables-restore --test` of the same dump
  * in a lab namespace, interleaved run by run; and start-up alone (`diagnose` of a snapshot with one
  * empty List). Both are whole processes timed from outside (wall clock, and the children's CPU).
+ * Also counts the modules each loads (ES modules through a module hook, CommonJS ones from the
+ * require cache), which start-up mostly consists of.
  *
  * Goal: diagnose at least 3x faster than iptables-restore --test, end to end (ratio of pairs,
  * median). Prints PASS/MISS; exits non-zero only when it could not measure.
  */
 import { spawnSync } from "node:child_process";
-import { existsSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import { fileURLToPath, pathToFileURL } from "node:url";
 import { createLab, labUnavailableReason, type Namespace } from "../src/lab/netns.ts";
 
 const ROOT = join(import.meta.dirname, "..");
@@ -38,6 +41,48 @@ function timed(argv: string[], codes = [0, 1]): Timing {
   if (!m || !codes.includes(r.status ?? -1))
     throw new Error(`${argv.join(" ")} failed (${r.status}): ${r.stderr.slice(-400)}`);
   return { wallMs: Number(m[1]) * 1000, cpuMs: (Number(m[2]) + Number(m[3])) * 1000 };
+}
+
+/** A module hook that writes the path of every module loaded to $PODPATH_BENCH_MODULES. */
+const HOOKS = `import { appendFileSync } from "node:fs";
+export async function load(url, context, next) {
+  if (url.startsWith("file:")) appendFileSync(process.env.PODPATH_BENCH_MODULES, url + "\\n");
+  return next(url, context);
+}`;
+const PRELOAD = (hooks: string) => `import { register, createRequire } from "node:module";
+import { appendFileSync } from "node:fs";
+import { pathToFileURL } from "node:url";
+register(${JSON.stringify(hooks)});
+const cache = createRequire(import.meta.url).cache;
+process.on("exit", () => appendFileSync(process.env.PODPATH_BENCH_MODULES,
+  Object.keys(cache).map((f) => pathToFileURL(f).href + "\\n").join("")));`;
+
+/** How many modules a CLI run loads (each counted once), and how many of them are podpath's. */
+function modulesLoaded(dir: string, args: string[], codes: number[]): { all: number; own: number } {
+  const hooks = join(dir, "count-hooks.mjs");
+  const preload = join(dir, "count-preload.mjs");
+  const list = join(dir, "modules.txt");
+  writeFileSync(hooks, HOOKS);
+  writeFileSync(preload, PRELOAD(pathToFileURL(hooks).href));
+  writeFileSync(list, "");
+  const r = spawnSync(process.execPath, ["--import", preload, CLI, ...args], {
+    env: { ...process.env, PODPATH_BENCH_MODULES: list },
+    encoding: "utf8",
+    maxBuffer: 256 << 20,
+  });
+  if (!codes.includes(r.status ?? -1))
+    throw new Error(
+      `module count: ${args.join(" ")} failed (${r.status}): ${r.stderr.slice(-400)}`,
+    );
+  const files = new Set(
+    readFileSync(list, "utf8")
+      .split("\n")
+      .filter((u) => u.startsWith("file:"))
+      .map((u) => fileURLToPath(u)),
+  );
+  files.delete(preload);
+  const dist = join(ROOT, "dist");
+  return { all: files.size, own: [...files].filter((f) => f.startsWith(dist)).length };
 }
 
 async function restoreOnce(ns: Namespace, file: string): Promise<Timing> {
@@ -87,10 +132,15 @@ async function main(): Promise<number> {
       if (ns) ref.push(await restoreOnce(ns, dump));
     }
     const ms = (ts: Timing[], k: keyof Timing) => `${median(ts.map((t) => t[k])).toFixed(0)} ms`;
+    const mods = (m: { all: number; own: number }) => `${m.all} modules (${m.own} of podpath's)`;
+    const startMods = modulesLoaded(dir, ["diagnose", empty, "-o", "json"], [2]);
+    const ppMods = modulesLoaded(dir, ["diagnose", snap, "-o", "json"], [0, 1]);
     console.log(
-      `start-up (diagnose of one empty List): ${ms(start, "wallMs")} wall, ${ms(start, "cpuMs")} cpu`,
+      `start-up (diagnose of one empty List): ${ms(start, "wallMs")} wall, ${ms(start, "cpuMs")} cpu, ${mods(startMods)}`,
     );
-    console.log(`diagnose, 10k-service node: ${ms(pp, "wallMs")} wall, ${ms(pp, "cpuMs")} cpu`);
+    console.log(
+      `diagnose, 10k-service node: ${ms(pp, "wallMs")} wall, ${ms(pp, "cpuMs")} cpu, ${mods(ppMods)}`,
+    );
     if (ref.length > 0) {
       console.log(
         `iptables-restore --test, same dump: ${ms(ref, "wallMs")} wall, ${ms(ref, "cpuMs")} cpu`,
