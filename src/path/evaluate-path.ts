@@ -108,10 +108,16 @@ type Walkers = {
   readonly knowledge: AddressKnowledge;
 };
 
-/** The first nat evaluation of a packet: the interface it was told, and its outcomes. */
-interface FirstNat {
-  readonly dev: string | undefined;
+/** A nat evaluation's outcomes, with the rule that rewrote each one's destination. */
+interface NatOutcomes {
   readonly leaves: readonly NatLeaf[];
+  /** Per leaf, its DNAT rule ({@link dnatRule}); made when first asked for. */
+  rules?: readonly string[];
+}
+
+/** The first nat evaluation of a packet: the interface it was told, and its outcomes. */
+interface FirstNat extends NatOutcomes {
+  readonly dev: string | undefined;
 }
 
 function initialState(dump: IptablesDump, p: PathPacket, inIface: string | undefined): PacketState {
@@ -283,7 +289,7 @@ function natThenRoute(
       ? untrackedTrace(baseFlow, dump.file)
       : nat.evaluate(dev1 ? { ...baseFlow, outIface: dev1 } : baseFlow);
   for (const n of t1.notes) if (!notes.includes(n)) notes.push(n);
-  const post = new Map<string, readonly NatLeaf[]>();
+  const post = new Map<string, NatOutcomes>();
   const first: FirstNat = { dev: dev1, leaves: natLeaves(t1) };
   for (const leaf of first.leaves) {
     const st = cloneState(x.st);
@@ -347,7 +353,7 @@ function routeAndFilter(
   leaf: NatLeaf,
   x: Partial,
   out: PathOutcome[],
-  post: Map<string, readonly NatLeaf[]>,
+  post: Map<string, NatOutcomes>,
   first: FirstNat,
 ): void {
   const st = x.st;
@@ -507,32 +513,28 @@ function routeAndFilter(
   // nat POSTROUTING: the nat evaluator again, now with the interface the route chose (once per
   // interface and packet: a Service's endpoints share it)
   const key = `${dev ?? ""}|${st.dst === p.dst.value}`;
-  let leaves = st.ctstate === "UNTRACKED" ? first.leaves : post.get(key);
+  let leaves = st.ctstate === "UNTRACKED" ? first : post.get(key);
   if (leaves === undefined && dev === first.dev) {
     // the same question as the first evaluation: told the same interface, and either the
     // destination was rewritten (no word on it) or the node's addresses already say it is not
     // the node's own (the word "not local" then changes no answer)
     const unchanged = st.dst === p.dst.value;
     if (!unchanged || isLocalAddress(st.dst, dump.family, walkers.knowledge, undefined) === false)
-      leaves = first.leaves;
+      leaves = first;
   }
   if (leaves === undefined) {
-    leaves = natLeaves(
-      nat.evaluate({
-        ...flow,
-        ...(dev ? { outIface: dev } : {}),
-        ...(st.dst === p.dst.value ? { dstLocal: false } : {}),
-      }),
-    );
+    leaves = {
+      leaves: natLeaves(
+        nat.evaluate({
+          ...flow,
+          ...(dev ? { outIface: dev } : {}),
+          ...(st.dst === p.dst.value ? { dstLocal: false } : {}),
+        }),
+      ),
+    };
     post.set(key, leaves);
   }
-  const same = leaves.find(
-    (l) =>
-      l.trace.dstOut?.ip.value === st.dst &&
-      l.trace.dstOut?.port === st.dport &&
-      l.trace.delivery !== "local" &&
-      dnatRule(l.trace) === dnatRule(leaf.trace),
-  );
+  const same = sameOutcome(leaves, st, dnatRule(leaf.trace));
   for (const y of live) {
     let ysteps = y.steps;
     let src: Ip | undefined;
@@ -590,6 +592,30 @@ function untrackedTrace(flow: Flow, file: string): NatTrace {
     decidingRule: { file, line: 0, text: "(raw NOTRACK)" },
     notes: [note],
   };
+}
+
+/**
+ * The first outcome of a nat evaluation that forwards the packet to the same destination and
+ * port through the same DNAT rule: the one whose POSTROUTING part is this packet's.
+ */
+function sameOutcome(o: NatOutcomes, st: PacketState, rule: string): NatLeaf | undefined {
+  let rules = o.rules;
+  if (rules === undefined) {
+    rules = o.leaves.map((l) => dnatRule(l.trace));
+    o.rules = rules;
+  }
+  for (let i = 0; i < o.leaves.length; i++) {
+    const t = o.leaves[i]!.trace;
+    const d = t.dstOut;
+    if (
+      d?.ip.value === st.dst &&
+      d.port === st.dport &&
+      t.delivery !== "local" &&
+      rules[i] === rule
+    )
+      return o.leaves[i];
+  }
+  return undefined;
 }
 
 /** The rule that rewrote the destination on a nat trace (its line), or "" when none did. */
