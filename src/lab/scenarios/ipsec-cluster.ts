@@ -4,7 +4,12 @@
  * (namespaces, web and DNS pods, Services, node, the client-pool NetworkPolicy) as every tunnel
  * lab writes it (tunnel-cluster.ts).
  */
-import { type TunnelClusterReplica, tunnelClusterFiles } from "./tunnel-cluster.ts";
+import {
+  IP_FORWARD_INIT_CONTAINER,
+  IP_FORWARD_POD_SECURITY_CONTEXT,
+  type TunnelClusterReplica,
+  tunnelClusterFiles,
+} from "./tunnel-cluster.ts";
 
 export const IPSEC_NS = "vpn";
 export const IPSEC_DEPLOYMENT = "vpn-strongswan";
@@ -21,17 +26,10 @@ const labels = { app: "strongswan", release: "vpn" };
 function podSpec(r: IpsecReplica): Record<string, unknown> {
   const spec: Record<string, unknown> = {};
   if (r.manifest === "init-container") {
-    spec["initContainers"] = [
-      {
-        name: "enable-ip-forward",
-        image: "busybox:1.36",
-        command: ["sysctl", "-w", "net.ipv4.ip_forward=1"],
-        securityContext: { privileged: true },
-      },
-    ];
+    spec["initContainers"] = [IP_FORWARD_INIT_CONTAINER];
   }
   if (r.manifest === "pod-sysctls") {
-    spec["securityContext"] = { sysctls: [{ name: "net.ipv4.ip_forward", value: "1" }] };
+    spec["securityContext"] = IP_FORWARD_POD_SECURITY_CONTEXT;
   }
   spec["containers"] = [
     {

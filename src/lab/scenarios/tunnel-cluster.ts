@@ -44,6 +44,19 @@ export interface TunnelWorkload {
   readonly statusBeforeSpec?: boolean;
 }
 
+/** The durable forwarding fix as an init container (same pod sandbox, so it carries to the VPN). */
+export const IP_FORWARD_INIT_CONTAINER = {
+  name: "enable-ip-forward",
+  image: "busybox:1.36",
+  command: ["sysctl", "-w", "net.ipv4.ip_forward=1"],
+  securityContext: { privileged: true },
+} as const;
+
+/** The durable forwarding fix as pod-level sysctls (no privilege; the sysctl must be allowed). */
+export const IP_FORWARD_POD_SECURITY_CONTEXT = {
+  sysctls: [{ name: "net.ipv4.ip_forward", value: "1" }],
+} as const;
+
 const y = (o: unknown) => stringify(o, { aliasDuplicateObjects: false });
 
 /** cluster/*.yaml files: path → text. */

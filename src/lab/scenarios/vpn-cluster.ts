@@ -5,7 +5,13 @@
  * lab writes it (tunnel-cluster.ts).
  */
 import { stringify } from "yaml";
-import { type PsaLevel, type TunnelClusterReplica, tunnelClusterFiles } from "./tunnel-cluster.ts";
+import {
+  IP_FORWARD_INIT_CONTAINER,
+  IP_FORWARD_POD_SECURITY_CONTEXT,
+  type PsaLevel,
+  type TunnelClusterReplica,
+  tunnelClusterFiles,
+} from "./tunnel-cluster.ts";
 
 export const VPN_NS = "vpn";
 export const VPN_DEPLOYMENT = "vpn-openvpn";
@@ -32,16 +38,11 @@ function vpnPodSpec(r: VpnReplica): Record<string, unknown> {
             resources: { requests: { cpu: "1m", memory: "1Mi" } },
             securityContext: { privileged: true },
           }
-        : {
-            name: "enable-ip-forward",
-            image: "busybox:1.36",
-            command: ["sysctl", "-w", "net.ipv4.ip_forward=1"],
-            securityContext: { privileged: true },
-          },
+        : IP_FORWARD_INIT_CONTAINER,
     ];
   }
   if (r.manifest === "pod-sysctls") {
-    spec["securityContext"] = { sysctls: [{ name: "net.ipv4.ip_forward", value: "1" }] };
+    spec["securityContext"] = IP_FORWARD_POD_SECURITY_CONTEXT;
   }
   spec["containers"] = [
     {

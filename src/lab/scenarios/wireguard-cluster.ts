@@ -5,7 +5,11 @@
  * (namespaces, web pod, Services, node, the client-pool NetworkPolicy) as every tunnel lab
  * writes it (tunnel-cluster.ts).
  */
-import { type TunnelClusterReplica, tunnelClusterFiles } from "./tunnel-cluster.ts";
+import {
+  IP_FORWARD_POD_SECURITY_CONTEXT,
+  type TunnelClusterReplica,
+  tunnelClusterFiles,
+} from "./tunnel-cluster.ts";
 
 export const WG_NS = "vpn";
 export const WG_DEPLOYMENT = "wireguard";
@@ -33,7 +37,7 @@ function podSpec(r: WgReplica): Record<string, unknown> {
     ];
   }
   if (r.manifest === "pod-sysctls") {
-    spec["securityContext"] = { sysctls: [{ name: "net.ipv4.ip_forward", value: "1" }] };
+    spec["securityContext"] = IP_FORWARD_POD_SECURITY_CONTEXT;
   }
   spec["containers"] = [
     {
