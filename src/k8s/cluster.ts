@@ -12,8 +12,9 @@
  */
 import type { IncomingMessage } from "node:http";
 import { createRequire } from "node:module";
-import { PassThrough, Writable } from "node:stream";
+import { PassThrough } from "node:stream";
 import type { ClientOptions, WebSocket as WsSocket } from "ws";
+import { boundedSink, EXEC_OUTPUT_LIMIT_BYTES, type OutputTruncation } from "./output-limit.ts";
 
 /** A resource type as the API server names it. */
 export interface ApiResource {
@@ -103,6 +104,8 @@ export interface PodExecOptions {
   readonly container?: string;
   readonly timeoutMs: number;
   readonly signal?: AbortSignal;
+  /** Bytes kept per stream (default EXEC_OUTPUT_LIMIT_BYTES); past it the exec is ended. */
+  readonly maxOutputBytes?: number;
 }
 
 export interface PodExecResult {
@@ -113,6 +116,8 @@ export interface PodExecResult {
   /** The status channel's message when the command failed to start or exited non-zero. */
   readonly message?: string;
   readonly timedOut: boolean;
+  /** Set when a stream passed the output limit: reading stopped and the exec was ended. */
+  readonly truncated?: OutputTruncation;
 }
 
 /** What the collector needs from a cluster; tests substitute their own. */
@@ -778,16 +783,6 @@ function clusterSource(
   };
 }
 
-/** A stream that keeps what is written to it in `into`. */
-function sinkInto(into: Buffer[]): Writable {
-  return new Writable({
-    write(chunk: Buffer, _enc, cb) {
-      into.push(Buffer.from(chunk));
-      cb();
-    },
-  });
-}
-
 /** Waits for the exec socket to close (an abort closes it), or for the deadline to reject. */
 async function untilClosed(
   sock: Socket,
@@ -821,10 +816,18 @@ async function execInPod(
 ): Promise<PodExecResult> {
   const r: ApiRequest = { verb: "exec", resource: "pods/exec", namespace, name: pod };
   if (o.signal?.aborted) throw new ClusterError("Aborted", r);
-  const out: Buffer[] = [];
-  const err: Buffer[] = [];
-  const stdout = sinkInto(out);
-  const stderr = sinkInto(err);
+  // each stream is kept up to the limit; past it the socket is ended (k8s/output-limit)
+  const limitBytes = o.maxOutputBytes ?? EXEC_OUTPUT_LIMIT_BYTES;
+  let ws: Socket | undefined;
+  let truncated: OutputTruncation | undefined;
+  const overflow = (stream: OutputTruncation["stream"]) => () => {
+    truncated ??= { stream, limitBytes };
+    ws?.terminate();
+  };
+  const outSink = boundedSink(limitBytes, overflow("stdout"));
+  const errSink = boundedSink(limitBytes, overflow("stderr"));
+  const stdout = outSink.stream;
+  const stderr = errSink.stream;
   // Give the handler our own streams: on a v5 close frame it ends the streams it was given,
   // and its default streams are the process's own stdout and stderr.
   const handler = new WebSocketHandler(kc, refusalKeepingSocket, {
@@ -842,7 +845,6 @@ async function execInPod(
       reject(new ClusterError("Timeout", r, { apiMessage: `no answer in ${o.timeoutMs} ms` }));
     }, o.timeoutMs);
   });
-  let ws: Socket | undefined;
   try {
     const opening = new k8s.Exec(kc, handler).exec(
       namespace,
@@ -858,16 +860,18 @@ async function execInPod(
       },
     );
     ws = (await Promise.race([opening, deadline])) as unknown as Socket;
+    if (truncated) ws.terminate();
     await untilClosed(ws, deadline, o.signal);
   } catch (e) {
     if (timedOut) {
       ws?.terminate();
       return {
         code: undefined,
-        stdout: Buffer.concat(out),
-        stderr: Buffer.concat(err).toString("utf8"),
+        stdout: outSink.bytes(),
+        stderr: errSink.bytes().toString("utf8"),
         message: `timed out after ${Date.now() - started} ms`,
         timedOut: true,
+        ...(truncated ? { truncated } : {}),
       };
     }
     throw wrapNetworkError(e, r, o.signal);
@@ -876,9 +880,10 @@ async function execInPod(
   }
   if (o.signal?.aborted) throw new ClusterError("Aborted", r);
   return {
-    code: exitCodeOf(status),
-    stdout: Buffer.concat(out),
-    stderr: Buffer.concat(err).toString("utf8"),
+    code: truncated ? undefined : exitCodeOf(status),
+    stdout: outSink.bytes(),
+    stderr: errSink.bytes().toString("utf8"),
+    ...(truncated ? { truncated } : {}),
     ...(status?.status === "Success" || status?.message === undefined
       ? {}
       : { message: status.message }),

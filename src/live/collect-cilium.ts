@@ -9,7 +9,7 @@
  */
 import type { ApiObject } from "../k8s/cluster.ts";
 import { CILIUM_COMMANDS, type ReadCommand } from "./collect-commands.ts";
-import { failureOf, judge } from "./collect-exec.ts";
+import { execOptions, failureOf, judge } from "./collect-exec.ts";
 import type { RunContext } from "./collect-objects.ts";
 import { createLimiter } from "./collect-pool.ts";
 import type { Progress } from "./collect-types.ts";
@@ -123,11 +123,11 @@ async function runOne(
   c: ReadCommand,
 ): Promise<{ data: Buffer } | { why: string; notAvailable?: true }> {
   const timeoutMs = run.options.execTimeoutMs ?? 60_000;
-  const opts = {
+  const opts = execOptions(target, {
     timeoutMs,
-    ...(target.container === undefined ? {} : { container: target.container }),
-    ...(run.signal === undefined ? {} : { signal: run.signal }),
-  };
+    signal: run.signal,
+    maxOutputBytes: run.options.execOutputLimitBytes,
+  });
   let r = await run.source.exec(target.namespace, target.pod, c.argv, opts);
   if ((r.code === 127 || r.code === 126 || /not found/i.test(r.message ?? "")) && c.fallback) {
     const fb = await run.source.exec(target.namespace, target.pod, c.fallback, opts);

@@ -1,9 +1,11 @@
 /**
  * @module live/collect-exec — runs the fixed read commands in one pod and writes what they print
  * into the snapshot (`<dir>/<artifact>.txt`); a command that fails is reported and the others
- * still run.
+ * still run. Output is read up to a limit per stream (k8s/output-limit, 64 MiB unless
+ * `maxOutputBytes` says less); a command past it is reported with the limit and writes no file.
  */
-import type { ClusterSource } from "../k8s/cluster.ts";
+import type { ClusterSource, PodExecOptions } from "../k8s/cluster.ts";
+import { type OutputTruncation, truncationWhy } from "../k8s/output-limit.ts";
 import { type ReadCommand, SYSCTL_PROC_FALLBACK, sysctlFromProc } from "./collect-commands.ts";
 
 export interface ExecTarget {
@@ -41,9 +43,12 @@ export function judge(
     stderr: string;
     message?: string;
     timedOut: boolean;
+    truncated?: OutputTruncation | undefined;
   },
   timeoutMs: number,
 ): { data: Buffer } | { why: string; notAvailable?: true } {
+  // a cut output is never written: a rule or a route missing from it would read as absent
+  if (r.truncated) return { why: truncationWhy(r.truncated) };
   if (r.timedOut) return { why: `no answer within ${timeoutMs} ms` };
   // sysctl exits non-zero when one of several keys is unknown, yet prints the others
   if (r.code === 0 || (c.artifact === "sysctl" && r.code !== undefined && r.stdout.length > 0)) {
@@ -67,20 +72,20 @@ export async function runReadCommands(
   commands: readonly ReadCommand[],
   dir: string,
   write: (rel: string, data: string | Uint8Array) => Promise<void>,
-  opts: { timeoutMs: number; signal?: AbortSignal | undefined },
+  opts: {
+    timeoutMs: number;
+    signal?: AbortSignal | undefined;
+    maxOutputBytes?: number | undefined;
+  },
 ): Promise<CommandFailure[]> {
   const failures: CommandFailure[] = [];
-  const base = {
-    timeoutMs: opts.timeoutMs,
-    ...(target.container === undefined ? {} : { container: target.container }),
-    ...(opts.signal === undefined ? {} : { signal: opts.signal }),
-  };
+  const base = execOptions(target, opts);
   for (const c of commands) {
     let r = await src.exec(target.namespace, target.pod, c.argv, base);
     let text = r.stdout;
     if (didNotStart(r) && c.fallback) {
       const fb = await src.exec(target.namespace, target.pod, c.fallback, base);
-      if (fb.code === 0) {
+      if (fb.code === 0 || fb.truncated) {
         r = fb;
         const isProc = c.fallback.every((x, i) => x === SYSCTL_PROC_FALLBACK[i]);
         text = isProc ? Buffer.from(sysctlFromProc(fb.stdout.toString("utf8"))) : fb.stdout;
@@ -91,6 +96,23 @@ export async function runReadCommands(
     else failures.push(failureOf(c, verdict));
   }
   return failures;
+}
+
+/** The exec options for `target`: its container, the deadline, the signal, the output limit. */
+export function execOptions(
+  target: { readonly container?: string | undefined },
+  opts: {
+    timeoutMs: number;
+    signal?: AbortSignal | undefined;
+    maxOutputBytes?: number | undefined;
+  },
+): PodExecOptions {
+  return {
+    timeoutMs: opts.timeoutMs,
+    ...(target.container === undefined ? {} : { container: target.container }),
+    ...(opts.signal === undefined ? {} : { signal: opts.signal }),
+    ...(opts.maxOutputBytes === undefined ? {} : { maxOutputBytes: opts.maxOutputBytes }),
+  };
 }
 
 /** The failure record of a command judged as giving no file. */

@@ -5,6 +5,7 @@
  * on failure and on interruption.
  */
 import { type ApiObject, ClusterError, RESOURCES } from "../k8s/cluster.ts";
+import { truncationWhy } from "../k8s/output-limit.ts";
 import {
   COLLECTOR_LABELS,
   type CollectorSpec,
@@ -20,6 +21,7 @@ import {
 import {
   type CommandFailure,
   type ExecTarget,
+  execOptions,
   failureOf,
   judge,
   runReadCommands,
@@ -119,25 +121,32 @@ async function readNodeState(
   timeoutMs: number,
 ): Promise<CommandFailure[]> {
   const signal = run.signal;
-  const r = await run.source.exec(target.namespace, target.pod, NODE_SCRIPT_ARGV, {
-    timeoutMs,
-    ...(target.container === undefined ? {} : { container: target.container }),
-    ...(signal === undefined ? {} : { signal }),
-  });
+  const limits = { timeoutMs, signal, maxOutputBytes: run.options.execOutputLimitBytes };
+  const r = await run.source.exec(
+    target.namespace,
+    target.pod,
+    NODE_SCRIPT_ARGV,
+    execOptions(target, limits),
+  );
   const sections = parseScriptOutput(r.stdout);
-  if (sections.length === 0 && !r.timedOut) {
-    return await runReadCommands(run.source, target, NODE_COMMANDS, dir, write, {
-      timeoutMs,
-      signal,
-    });
+  if (sections.length === 0 && !r.timedOut && !r.truncated) {
+    return await runReadCommands(run.source, target, NODE_COMMANDS, dir, write, limits);
   }
   const failures: CommandFailure[] = [];
   for (const c of NODE_COMMANDS) {
     const name = c.argv.join(" ");
     const sec = sections.find((x) => x.command === name);
+    // the section the output limit cut is the one still open (no exit code)
+    const cut = r.truncated && sec?.code === undefined ? r.truncated : undefined;
     const verdict = sec
-      ? judge(c, { ...sec, timedOut: sec.code === undefined }, timeoutMs)
-      : { why: r.timedOut ? `not reached within ${timeoutMs} ms` : "did not run" };
+      ? judge(c, { ...sec, timedOut: sec.code === undefined, truncated: cut }, timeoutMs)
+      : {
+          why: r.truncated
+            ? `not reached: the node script's output passed the limit before it (${truncationWhy(r.truncated)})`
+            : r.timedOut
+              ? `not reached within ${timeoutMs} ms`
+              : "did not run",
+        };
     if ("data" in verdict) await write(`${dir}/${c.artifact}.txt`, verdict.data);
     else failures.push(failureOf(c, verdict));
   }
@@ -162,11 +171,16 @@ async function readNode(run: NodeRun, node: string, pod: string): Promise<boolea
   if (o.capture) {
     const argv = captureCommand(o.capture.host, o.capture.seconds);
     const startedAt = new Date().toISOString();
-    const r = await run.source.exec(target.namespace, pod, argv, {
-      container: "collector",
-      timeoutMs: o.capture.seconds * 1000 + timeoutMs,
-      ...(run.signal === undefined ? {} : { signal: run.signal }),
-    });
+    const r = await run.source.exec(
+      target.namespace,
+      pod,
+      argv,
+      execOptions(target, {
+        timeoutMs: o.capture.seconds * 1000 + timeoutMs,
+        signal: run.signal,
+        maxOutputBytes: o.execOutputLimitBytes,
+      }),
+    );
     // `timeout` ends tcpdump with 124: the bounded capture finished as planned
     if ((r.code === 0 || r.code === 124) && r.stdout.length >= 24) {
       await write(`captures/${node}.pcap`, r.stdout);
@@ -185,9 +199,11 @@ async function readNode(run: NodeRun, node: string, pod: string): Promise<boolea
       run.fail(
         `node/${node}`,
         "capture",
-        r.timedOut
-          ? "capture did not end in time"
-          : `tcpdump failed${r.code !== undefined ? ` (exit ${r.code})` : ""}${r.stderr.trim() ? `: ${r.stderr.trim().split("\n").at(-1)}` : r.message ? `: ${r.message}` : ""}`,
+        r.truncated
+          ? truncationWhy(r.truncated)
+          : r.timedOut
+            ? "capture did not end in time"
+            : `tcpdump failed${r.code !== undefined ? ` (exit ${r.code})` : ""}${r.stderr.trim() ? `: ${r.stderr.trim().split("\n").at(-1)}` : r.message ? `: ${r.message}` : ""}`,
       );
     }
   }

@@ -41,6 +41,8 @@ export interface CollectOptions {
   readonly collectorImage?: string;
   readonly collectorNamespace?: string;
   readonly execTimeoutMs?: number;
+  /** Bytes kept per stream of each exec (default k8s/output-limit EXEC_OUTPUT_LIMIT_BYTES). */
+  readonly execOutputLimitBytes?: number;
   readonly podStartTimeoutMs?: number;
   readonly pollMs?: number;
   /** Unique id of this run (labels the collectors). */

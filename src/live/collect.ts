@@ -165,7 +165,11 @@ async function readPodStates(
         POD_COMMANDS,
         `pods/${ns}/${name}`,
         run.write,
-        { timeoutMs: options.execTimeoutMs ?? 30_000, signal },
+        {
+          timeoutMs: options.execTimeoutMs ?? 30_000,
+          signal,
+          maxOutputBytes: options.execOutputLimitBytes,
+        },
       );
       for (const f of fails) {
         if (f.notAvailable) run.note(`pod/${ns}/${name}`, f.command, f.why);

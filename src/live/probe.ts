@@ -13,6 +13,11 @@ import { delimiter, join } from "node:path";
 import { HOP_ORDER, hopState, LAYER_OF } from "../cases/vpn/hops.ts";
 import { type ConnectOutcome, connectLine } from "../evidence/probe-native.ts";
 import { type ProbeRole, type ProbeTranscript, parseProbeTranscript } from "../evidence/probes.ts";
+import {
+  EXEC_OUTPUT_LIMIT_BYTES,
+  type OutputTruncation,
+  truncationWhy,
+} from "../k8s/output-limit.ts";
 import { formatIp, tryParseIp } from "../net/cidr.ts";
 
 export interface ProbeTargets {
@@ -27,6 +32,8 @@ export interface ProbeTargets {
 export interface ExecOutcome {
   readonly code: number;
   readonly output: string;
+  /** Set when a stream passed the output limit: reading stopped and the command was ended. */
+  readonly truncated?: OutputTruncation;
 }
 
 /** What the prober needs from the system; tests pass fakes. */
@@ -249,32 +256,54 @@ function onPath(program: string, env: NodeJS.ProcessEnv): boolean {
   return false;
 }
 
-/** The real system: PATH lookup, child processes with a hard timeout, sockets, Node's resolver. */
-export function realSystem(env: NodeJS.ProcessEnv = process.env): ProbeSystem {
+/**
+ * The real system: PATH lookup, child processes with a hard timeout and an output limit per
+ * stream (`maxOutputBytes`, default k8s/output-limit EXEC_OUTPUT_LIMIT_BYTES: past it the child
+ * is killed and its output ends with a line saying so), sockets, Node's resolver.
+ */
+export function realSystem(
+  env: NodeJS.ProcessEnv = process.env,
+  limits: { readonly maxOutputBytes?: number } = {},
+): ProbeSystem {
+  const limitBytes = limits.maxOutputBytes ?? EXEC_OUTPUT_LIMIT_BYTES;
   return {
     platform: process.platform,
     has: (p) => onPath(p, env),
     exec: (argv, timeoutMs) =>
       new Promise((resolve) => {
-        let output = "";
+        const chunks: Buffer[] = [];
+        const size = { stdout: 0, stderr: 0 };
+        let truncated: OutputTruncation | undefined;
         const child = spawn(argv[0]!, argv.slice(1), {
           stdio: ["ignore", "pipe", "pipe"],
           env: { ...env, LC_ALL: "C" },
         });
         const timer = setTimeout(() => child.kill("SIGKILL"), timeoutMs);
-        child.stdout.on("data", (b: Buffer) => {
-          output += b.toString();
-        });
-        child.stderr.on("data", (b: Buffer) => {
-          output += b.toString();
-        });
+        const keep = (stream: OutputTruncation["stream"]) => (b: Buffer) => {
+          if (truncated) return;
+          const room = limitBytes - size[stream];
+          chunks.push(b.length <= room ? b : b.subarray(0, room));
+          size[stream] += Math.min(b.length, room);
+          if (b.length > room) {
+            truncated = { stream, limitBytes };
+            // stop reading: closing the pipes also ends a grandchild that holds them (SIGPIPE)
+            child.stdout.destroy();
+            child.stderr.destroy();
+            child.kill("SIGKILL");
+          }
+        };
+        child.stdout.on("data", keep("stdout"));
+        child.stderr.on("data", keep("stderr"));
         child.on("error", (e) => {
           clearTimeout(timer);
           resolve({ code: 127, output: `${argv[0]}: ${e.message}` });
         });
         child.on("close", (code) => {
           clearTimeout(timer);
-          resolve({ code: code ?? 124, output });
+          const output = Buffer.concat(chunks).toString();
+          if (!truncated) return resolve({ code: code ?? 124, output });
+          const note = `podpath: ${argv[0]} ${truncationWhy(truncated)}`;
+          resolve({ code: code ?? 124, output: `${output}\n${note}`, truncated });
         });
       }),
     connect: (ip, port, timeoutMs) =>
