@@ -28,7 +28,7 @@ import {
   writeSnapshotFile,
 } from "../artifacts.ts";
 import { KUBE_PROXY_RESTORE } from "../masq-rules.ts";
-import type { Namespace } from "../netns.ts";
+import { mustExec, type Namespace } from "../netns.ts";
 import type { ScenarioContext, ScenarioOutcome } from "./index.ts";
 import { DB_PORT, ONPREM_IP, ONPREM_PREFIX, SITE_NAME, startListener } from "./masquerade.ts";
 
@@ -53,18 +53,8 @@ export const cidrList = (text: string): string[] =>
     .map((s) => s.trim())
     .filter((s) => s !== "");
 
-/** Runs `argv` in `ns`; a non-zero exit throws with its stderr. */
-export async function must(
-  ns: Namespace,
-  argv: readonly string[],
-  input?: string,
-): Promise<string> {
-  const r = await ns.exec(argv, input === undefined ? {} : { input });
-  if (r.code !== 0) {
-    throw new Error(`${argv.join(" ")} in ${ns.name} exited ${r.code}: ${r.stderr.trim()}`);
-  }
-  return r.stdout;
-}
+/** Runs `argv` in `ns`; a non-zero exit throws with its stderr (netns's mustExec). */
+export const must = mustExec;
 
 /** `ip -batch -` with `lines` in `ns`. */
 export const ipBatch = (ns: Namespace, lines: readonly string[]) =>
