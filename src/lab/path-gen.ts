@@ -34,6 +34,8 @@ const SERVICES: readonly Service[] = [
   { ip: "10.96.0.30", proto: "tcp", port: 443 },
 ];
 const PORTS = [53, 80, 443, 8080] as const;
+/** NodePorts: service i's is NODE_PORT + i. */
+const NODE_PORT = 30080;
 const CIDRS = [
   "10.244.0.0/24",
   "10.244.0.4/30",
@@ -111,6 +113,7 @@ function match(g: Rand, opts: { in?: boolean; out?: boolean; ct?: boolean; mark?
     if (proto !== "icmp" && g.chance(0.4))
       parts.push(`-m ${proto} ${not(0.2)}--dport ${g.pick(PORTS)}`);
   }
+  if (g.chance(0.08)) parts.push(`-m addrtype ${not(0.4)}--dst-type LOCAL`);
   if (opts.ct && g.chance(0.25))
     parts.push(`-m conntrack ${not(0.2)}--ctstate ${g.pick(CTSTATES)}`);
   if (opts.mark && g.chance(0.15))
@@ -150,7 +153,8 @@ function mangleTable(g: Rand): string[] {
   return [...out, "COMMIT"];
 }
 
-function natTable(g: Rand): string[] {
+function natTable(g: Rand): { lines: string[]; noEndpoints: Service[] } {
+  const noEndpoints: Service[] = [];
   const head = [
     "*nat",
     ":PREROUTING ACCEPT [0:0]",
@@ -168,9 +172,16 @@ function natTable(g: Rand): string[] {
     if (svcOut) rules.push(line("OUTPUT", "-j KUBE-SERVICES"));
     for (const [si, s] of SERVICES.entries()) {
       const n = g.pick([0, 1, 1, 2]);
-      if (n === 0) continue;
+      if (n === 0) {
+        noEndpoints.push(s);
+        continue;
+      }
       const svc = `KUBE-SVC-${si}`;
       chains.push(svc);
+      if (s.proto === "tcp" && g.chance(0.5)) {
+        if (!chains.includes("KUBE-NODEPORTS")) chains.push("KUBE-NODEPORTS");
+        rules.push(line("KUBE-NODEPORTS", `-p tcp -m tcp --dport ${NODE_PORT + si} -j ${svc}`));
+      }
       rules.push(
         line(
           "KUBE-SERVICES",
@@ -191,6 +202,18 @@ function natTable(g: Rand): string[] {
       }
     }
   }
+  if (chains.includes("KUBE-NODEPORTS")) {
+    // kube-proxy: the last rule of KUBE-SERVICES
+    rules.push(line("KUBE-SERVICES", "-m addrtype --dst-type LOCAL -j KUBE-NODEPORTS"));
+  }
+  if (g.chance(0.4)) {
+    // kube-proxy's KUBE-POSTROUTING: masquerade what KUBE-MARK-MASQ marked
+    chains.push("KUBE-POSTROUTING");
+    rules.push(line("POSTROUTING", "-j KUBE-POSTROUTING"));
+    rules.push(line("KUBE-POSTROUTING", "-m mark ! --mark 0x4000/0x4000 -j RETURN"));
+    rules.push(line("KUBE-POSTROUTING", "-j MARK --set-xmark 0x4000/0x0"));
+    rules.push(line("KUBE-POSTROUTING", "-j MASQUERADE"));
+  }
   for (let i = g.int(5); i > 0; i--) {
     const m = match(g, { out: true, mark: true });
     const roll = g.chance(0.35)
@@ -202,10 +225,13 @@ function natTable(g: Rand): string[] {
           : "ACCEPT";
     rules.push(line("POSTROUTING", `${m.spec} -j ${roll}`.trim()));
   }
-  return [...head, ...chains.map((c) => `:${c} - [0:0]`), ...rules, "COMMIT"];
+  return {
+    lines: [...head, ...chains.map((c) => `:${c} - [0:0]`), ...rules, "COMMIT"],
+    noEndpoints,
+  };
 }
 
-function filterTable(g: Rand): string[] {
+function filterTable(g: Rand, noEndpoints: readonly Service[]): string[] {
   const policy = (p: number) => (g.chance(p) ? "DROP" : "ACCEPT");
   const out = [
     "*filter",
@@ -215,6 +241,22 @@ function filterTable(g: Rand): string[] {
   ];
   const user = g.chance(0.4);
   if (user) out.push(":F1 - [0:0]");
+  const kube = noEndpoints.length > 0 && g.chance(0.8);
+  if (kube) {
+    // kube-proxy: a Service without endpoints is rejected in filter, before any other rule
+    out.push(":KUBE-SERVICES - [0:0]");
+    for (const chain of ["FORWARD", "OUTPUT"]) {
+      out.push(line(chain, "-m conntrack --ctstate NEW -j KUBE-SERVICES"));
+    }
+    for (const s of noEndpoints) {
+      out.push(
+        line(
+          "KUBE-SERVICES",
+          `-d ${s.ip}/32 -p ${s.proto} -m ${s.proto} --dport ${s.port} -j REJECT --reject-with icmp-port-unreachable`,
+        ),
+      );
+    }
+  }
   const target = (proto: string | undefined, inUser: boolean) => {
     const roll = g.int(10);
     if (roll < 3) return "ACCEPT";
@@ -261,12 +303,20 @@ const RULE_SELECTORS = [
   "iif pod0",
   "iif pod0 from 10.244.0.5",
   "from 192.168.20.2",
+  "iif lo",
+  "not from 10.244.0.5",
+  "ipproto udp",
+  "ipproto tcp dport 443",
+  "from 10.244.0.4/30 fwmark 0x20/0x30",
 ] as const;
 
 /** Generates one node configuration. */
 export function generatePathCase(seed: number): PathCase {
   const g = rand(seed);
-  const restore = [...rawTable(g), ...mangleTable(g), ...natTable(g), ...filterTable(g), ""].join(
+  const raw = rawTable(g);
+  const mangle = mangleTable(g);
+  const nat = natTable(g);
+  const restore = [...raw, ...mangle, ...nat.lines, ...filterTable(g, nat.noEndpoints), ""].join(
     "\n",
   );
   const routes: string[] = [];
@@ -321,7 +371,8 @@ export function generatePathFlows(seed: number, count: number): PathFlow[] {
         src,
         dst,
         sport: 20000 + (seed % 1000) * 40 + i,
-        dport: g.pick(PORTS),
+        dport:
+          NODE_OWN.includes(dst as never) && g.chance(0.4) ? NODE_PORT + g.int(3) : g.pick(PORTS),
         origin,
       });
     }

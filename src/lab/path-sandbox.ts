@@ -226,15 +226,16 @@ function sandbox(
         input: withObservers(c.restore, flows),
       });
       if (r.code !== 0) return r.stderr.trim() || `iptables-restore exited ${r.code}`;
-      for (const rule of c.ipRules) {
-        const res = await node.exec(["ip", "rule", "add", ...rule.split(" ")]);
-        if (res.code !== 0) return `ip rule add ${rule}: ${res.stderr.trim()}`;
-        undo.push(`rule del ${rule}`);
-      }
+      // routes first: the kernel checks a gateway through the rules (a rule may refuse it)
       for (const route of c.routes) {
         const res = await node.exec(["ip", "route", "add", ...route.split(" ")]);
         if (res.code !== 0) return `ip route add ${route}: ${res.stderr.trim()}`;
         undo.push(`route del ${route}`);
+      }
+      for (const rule of c.ipRules) {
+        const res = await node.exec(["ip", "rule", "add", ...rule.split(" ")]);
+        if (res.code !== 0) return `ip rule add ${rule}: ${res.stderr.trim()}`;
+        undo.push(`rule del ${rule}`);
       }
       return undefined;
     },
