@@ -33,9 +33,16 @@ import type {
   PathOutcome,
   PathPacket,
   PathResult,
+  PathStep,
   PathVerdict,
 } from "./path-types.ts";
-import { decideRoute, hasLocalTable, type RoutingEvidence } from "./route-decision.ts";
+import {
+  decideRoute,
+  hasLocalTable,
+  type RouteAnswer,
+  type RoutedPacket,
+  type RoutingEvidence,
+} from "./route-decision.ts";
 import { push, pushAll, type StepList, toArray } from "./step-list.ts";
 import { TableWalker } from "./table-walk.ts";
 
@@ -232,15 +239,13 @@ function finish(
   hook: Hook,
 ): PathOutcome {
   const family = p.dst.family;
-  return {
-    steps: toArray(steps),
-    verdict,
-    assumptions,
-    probability: prob,
-    dstOut: { family, value: st.dst },
-    ...(st.dport !== undefined ? { dportOut: st.dport } : {}),
-    kind: p.origin === "host" ? "output" : hook === "INPUT" ? "local" : "forward",
-  };
+  const dstOut: Ip = { family, value: st.dst };
+  const kind = p.origin === "host" ? "output" : hook === "INPUT" ? "local" : "forward";
+  const list = toArray(steps);
+  // two literals, not a spread: this runs for every outcome
+  return st.dport !== undefined
+    ? { steps: list, verdict, assumptions, probability: prob, dstOut, dportOut: st.dport, kind }
+    : { steps: list, verdict, assumptions, probability: prob, dstOut, kind };
 }
 
 function natThenRoute(
@@ -361,15 +366,15 @@ function routeAndFilter(
   const dst: Ip = { family, value: st.dst };
   const host = p.origin === "host";
   const routing = ctx.routing ?? {};
-  const r = decideRoute(routing, {
-    dst,
-    ...(host ? {} : { src: p.src }),
-    ...(host ? { iif: "lo" } : st.inIface ? { iif: st.inIface } : {}),
-    ...(st.markKnown === FULL ? { mark: st.mark } : {}),
-    proto: st.proto,
-    ...(st.sport !== undefined ? { sport: st.sport } : {}),
-    ...(st.dport !== undefined ? { dport: st.dport } : {}),
-  });
+  const q: { -readonly [K in keyof RoutedPacket]: RoutedPacket[K] } = { dst };
+  if (!host) q.src = p.src;
+  if (host) q.iif = "lo";
+  else if (st.inIface) q.iif = st.inIface;
+  if (st.markKnown === FULL) q.mark = st.mark;
+  q.proto = st.proto;
+  if (st.sport !== undefined) q.sport = st.sport;
+  if (st.dport !== undefined) q.dport = st.dport;
+  const r = decideRoute(routing, q);
   let steps = x.steps;
   let local = leaf.trace.delivery === "local";
   let dev: string | undefined;
@@ -379,28 +384,7 @@ function routeAndFilter(
     if (hasLocalTable(routing.routes) || route.type === "local") local = route.type === "local";
     dev = route.dev;
     via = route.via;
-    const main = r.mainDiffers?.route;
-    steps = push(steps, {
-      kind: "route",
-      dst,
-      table: route.table,
-      routeType: route.type,
-      ...(route.dev ? { dev: route.dev } : {}),
-      ...(route.via ? { via: route.via } : {}),
-      ...(route.src ? { src: route.src } : {}),
-      ...(r.rule ? { rule: r.rule.source } : {}),
-      ...(r.mainDiffers
-        ? {
-            mainTable: {
-              ...(main?.dev ? { dev: main.dev } : {}),
-              ...(main?.via ? { via: main.via } : {}),
-              ...(main ? { source: main.source } : {}),
-            },
-          }
-        : {}),
-      note: `${route.type === "local" ? "local" : "route"} in table ${route.table}${route.dev ? ` dev ${route.dev}` : ""}`,
-      source: route.source,
-    });
+    steps = push(steps, routeStep(r, dst));
   } else if (r.kind === "refused") {
     if (!local) {
       out.push(
@@ -616,6 +600,35 @@ function sameOutcome(o: NatOutcomes, st: PacketState, rule: string): NatLeaf | u
       return o.leaves[i];
   }
   return undefined;
+}
+
+type Mutable<T> = { -readonly [K in keyof T]: T[K] };
+type RouteStep = Extract<PathStep, { kind: "route" }>;
+
+/** The routing decision as a step (built field by field: this runs for every outcome). */
+function routeStep(r: Extract<RouteAnswer, { kind: "route" }>, dst: Ip): RouteStep {
+  const route = r.route;
+  const step: Mutable<RouteStep> = {
+    kind: "route",
+    dst,
+    table: route.table,
+    routeType: route.type,
+  } as RouteStep;
+  if (route.dev) step.dev = route.dev;
+  if (route.via) step.via = route.via;
+  if (route.src) step.src = route.src;
+  if (r.rule) step.rule = r.rule.source;
+  if (r.mainDiffers) {
+    const main = r.mainDiffers.route;
+    step.mainTable = {
+      ...(main?.dev ? { dev: main.dev } : {}),
+      ...(main?.via ? { via: main.via } : {}),
+      ...(main ? { source: main.source } : {}),
+    };
+  }
+  step.note = `${route.type === "local" ? "local" : "route"} in table ${route.table}${route.dev ? ` dev ${route.dev}` : ""}`;
+  step.source = route.source;
+  return step;
 }
 
 /** The rule that rewrote the destination on a nat trace (its line), or "" when none did. */

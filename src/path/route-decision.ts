@@ -73,16 +73,18 @@ export interface RoutedPacket {
 export function decideRoute(ev: RoutingEvidence, p: RoutedPacket): RouteAnswer {
   const routes = ev.routes;
   if (!routes || routes.length === 0) return { kind: "unknown" };
-  const rules = ev.rules && ev.rules.length > 0 ? ev.rules : DEFAULT_RULES;
-  const d: PolicyDecision = routeByPolicy(rules, routes, {
-    dst: p.dst,
-    ...(p.src ? { src: p.src } : {}),
-    ...(p.iif ? { iif: p.iif } : {}),
-    ...(p.mark !== undefined ? { mark: p.mark } : {}),
-    ...(p.proto ? { ipproto: p.proto } : {}),
-    ...(p.sport !== undefined ? { sport: p.sport } : {}),
-    ...(p.dport !== undefined ? { dport: p.dport } : {}),
-  });
+  const given = ev.rules !== undefined && ev.rules.length > 0;
+  const d: PolicyDecision = given
+    ? routeByPolicy(ev.rules!, routes, {
+        dst: p.dst,
+        ...(p.src ? { src: p.src } : {}),
+        ...(p.iif ? { iif: p.iif } : {}),
+        ...(p.mark !== undefined ? { mark: p.mark } : {}),
+        ...(p.proto ? { ipproto: p.proto } : {}),
+        ...(p.sport !== undefined ? { sport: p.sport } : {}),
+        ...(p.dport !== undefined ? { dport: p.dport } : {}),
+      })
+    : byDefaultRules(routes, p.dst);
   switch (d.kind) {
     case "route": {
       const route = d.route;
@@ -112,7 +114,29 @@ export function decideRoute(ev: RoutingEvidence, p: RoutedPacket): RouteAnswer {
   }
 }
 
+/**
+ * The kernel's three default rules (every packet matches each: lookup local, main, default) as
+ * routeByPolicy walks them, without reading their selectors for every packet.
+ */
+function byDefaultRules(routes: readonly Route[], dst: Ip): PolicyDecision {
+  const steps: IpRule[] = [];
+  for (const rule of DEFAULT_RULES) {
+    steps.push(rule);
+    const route = lookupRoute(routes, dst, rule.table!);
+    if (route) return { kind: "route", route, rule, steps };
+  }
+  return { kind: "no-route", steps };
+}
+
+const localTables = new WeakMap<readonly Route[], boolean>();
+
 /** Whether the evidence holds the local table (`ip route show table all`, or `table local`). */
 export function hasLocalTable(routes: readonly Route[] | undefined): boolean {
-  return (routes ?? []).some((r) => r.table === "local");
+  if (routes === undefined) return false;
+  let has = localTables.get(routes);
+  if (has === undefined) {
+    has = routes.some((r) => r.table === "local");
+    localTables.set(routes, has);
+  }
+  return has;
 }
