@@ -176,6 +176,31 @@ function evaluateOne(
     assumptions: [],
     prob: 1,
   };
+  if (host) {
+    // the socket's route comes before any hook (its mark, from lo): a refusal sends nothing, and
+    // its device is the `-o` every OUTPUT chain sees, whatever a mark or DNAT reroutes to later
+    const r0 = decideRoute(ctx.routing ?? {}, {
+      dst: p.dst,
+      src: p.src,
+      iif: "lo",
+      mark: (p.mark ?? 0) >>> 0,
+      proto: start.st.proto,
+      ...(p.sport !== undefined ? { sport: p.sport } : {}),
+      ...(p.dport !== undefined ? { dport: p.dport } : {}),
+    });
+    if (r0.kind === "refused") {
+      const verdict: PathVerdict = {
+        kind: "unroutable",
+        how: r0.how,
+        ...(r0.by ? { by: r0.by } : {}),
+      };
+      outcomes.push(finish(p, start.st, undefined, [], 1, verdict, "OUTPUT"));
+      return { packet: p, outcomes, notes };
+    }
+    if (r0.kind === "route") {
+      start.st.outIface = r0.route.type === "local" ? "lo" : (r0.route.dev ?? "");
+    }
+  }
   const first: Hook = host ? "OUTPUT" : "PREROUTING";
   // raw, then mangle, at the first hook
   let live = [start];
@@ -272,11 +297,8 @@ function natThenRoute(
     ...(markKnown ? { mark: x.st.mark } : {}),
     ...(x.st.ctstate !== "NEW" ? { ctstate: x.st.ctstate } : {}),
   };
-  // the node's own traffic is routed before nat OUTPUT: the interface its `-o` rules see
-  const firstRoute = host
-    ? decideRoute(ctx.routing ?? {}, { dst: p.dst, mark: x.st.mark })
-    : undefined;
-  const hostDev = firstRoute?.kind === "route" ? firstRoute.route.dev : undefined;
+  // the node's own traffic: the socket's route (evaluateOne) gives the interface its `-o` rules see
+  const hostDev = host && x.st.outIface !== "" ? x.st.outIface : undefined;
   // a packet that comes in: the route to its original destination gives the interface the first
   // evaluation's POSTROUTING sees (only its PREROUTING part is read here; an unknown interface
   // would fork every -o rule for nothing)
@@ -455,7 +477,7 @@ function routeAndFilter(
     for (const [h, w] of walks) {
       live = live.flatMap((y) => {
         y.st.inIface = h === "INPUT" || h === "PREROUTING" ? (host ? "lo" : y.st.inIface) : "";
-        y.st.outIface = h === "OUTPUT" || h === "POSTROUTING" ? "lo" : "";
+        y.st.outIface = h === "OUTPUT" ? (first.dev ?? "lo") : h === "POSTROUTING" ? "lo" : "";
         const ct = y.st.ctstate;
         const next = walkTable(w, h, y, out, p);
         // conntrack already tracks the packet back on lo: raw's NOTRACK there changes nothing
@@ -484,7 +506,8 @@ function routeAndFilter(
   let live: Partial[] = [{ ...x, st, steps }];
   for (const w of [walkers.mangle, walkers.filter]) {
     live = live.flatMap((y) => {
-      y.st.outIface = dev;
+      // OUTPUT's chains all see the socket's route, FORWARD's the route just taken
+      y.st.outIface = host ? (first.dev ?? "") : dev;
       if (host) y.st.inIface = "";
       return walkTable(w, hook, y, out, p);
     });

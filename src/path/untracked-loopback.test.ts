@@ -1,11 +1,14 @@
 /**
  * The whole-path evaluator on two things the kernel differential found: a packet raw marks
  * NOTRACK skips the nat table (no DNAT, no SNAT) and matches `--ctstate UNTRACKED`; the node's
- * packet to its own address meets mangle POSTROUTING and raw/mangle PREROUTING on lo before INPUT.
+ * packet to its own address meets mangle POSTROUTING and raw/mangle PREROUTING on lo before INPUT;
+ * the node's packet is routed once before any hook (the socket's route: its mark, from lo) and
+ * every OUTPUT chain's `-o` sees that route's device, whatever a mark or DNAT reroutes it to.
  */
 import assert from "node:assert/strict";
 import { describe, it } from "node:test";
 import { readIpRoute } from "../evidence/ip-route.ts";
+import { readIpRule } from "../evidence/ip-rule.ts";
 import { parseIptablesSave } from "../iptables/save-parser.ts";
 import { formatIp, parseIp } from "../net/cidr.ts";
 import { compilePath } from "./evaluate-path.ts";
@@ -19,18 +22,23 @@ const ROUTES = [
   "",
 ].join("\n");
 
-function evaluate(rules: string, packet: { src: string; dst: string; origin: "pod" | "host" }) {
+function evaluate(
+  rules: string,
+  packet: { src: string; dst: string; origin: "pod" | "host"; dport?: number },
+  ipRule?: string,
+) {
   const dump = parseIptablesSave(rules, "nodes/n1/iptables-save.txt").value;
   const routes = readIpRoute(ROUTES, "nodes/n1/ip-route.txt").value;
+  const ipRules = ipRule ? readIpRule(ipRule, "nodes/n1/ip-rule.txt").value : undefined;
   return compilePath(dump, {
-    routing: { routes },
+    routing: { routes, ...(ipRules ? { rules: ipRules } : {}) },
     localAddresses: [parseIp("10.244.0.1"), parseIp("192.168.10.2")],
   }).evaluate({
     src: parseIp(packet.src),
     dst: parseIp(packet.dst),
     proto: "udp",
     sport: 20001,
-    dport: 53,
+    dport: packet.dport ?? 53,
     origin: packet.origin,
   });
 }
@@ -115,6 +123,77 @@ describe("compilePath: untracked packets and the node's packets to itself", () =
     assert.deepEqual(
       r.outcomes.map((o) => o.verdict.kind),
       ["delivered"],
+    );
+  });
+
+  it("refuses the node's packet when its socket's route is refused, before mangle re-marks it", () => {
+    const rules = [
+      "*mangle",
+      ":PREROUTING ACCEPT [0:0]",
+      ":INPUT ACCEPT [0:0]",
+      ":FORWARD ACCEPT [0:0]",
+      ":OUTPUT ACCEPT [0:0]",
+      ":POSTROUTING ACCEPT [0:0]",
+      "-A OUTPUT -j MARK --set-xmark 0x10/0xffffffff",
+      "COMMIT",
+      "",
+    ].join("\n");
+    const ipRule = [
+      "0:\tfrom all lookup local",
+      "102:\tfrom all fwmark 0x10 lookup main",
+      "117:\tfrom all to 10.20.0.0/16 unreachable",
+      "32766:\tfrom all lookup main",
+      "",
+    ].join("\n");
+    const r = evaluate(rules, { src: "10.244.0.1", dst: "10.20.31.5", origin: "host" }, ipRule);
+    assert.deepEqual(
+      r.outcomes.map((o) => o.verdict.kind),
+      ["unroutable"],
+    );
+    // a pod's packet is routed after mangle: its mark takes it to the main table
+    const p = evaluate(
+      rules.replace("-A OUTPUT", "-A PREROUTING"),
+      {
+        src: "10.244.0.5",
+        dst: "10.20.31.5",
+        origin: "pod",
+      },
+      ipRule,
+    );
+    assert.deepEqual(
+      p.outcomes.map((o) => o.verdict.kind),
+      ["forwarded"],
+    );
+  });
+
+  it("matches -o in filter OUTPUT on the socket's route, not on where DNAT sends the packet", () => {
+    const rules = [
+      "*nat",
+      ":PREROUTING ACCEPT [0:0]",
+      ":INPUT ACCEPT [0:0]",
+      ":OUTPUT ACCEPT [0:0]",
+      ":POSTROUTING ACCEPT [0:0]",
+      "-A OUTPUT -d 10.96.0.10/32 -p udp -j DNAT --to-destination 192.168.10.2:8080",
+      "COMMIT",
+      "*filter",
+      ":INPUT ACCEPT [0:0]",
+      ":FORWARD ACCEPT [0:0]",
+      ":OUTPUT ACCEPT [0:0]",
+      "-A OUTPUT -o lo -j REJECT --reject-with icmp-port-unreachable",
+      "-A OUTPUT -o eth0 -j DROP",
+      "COMMIT",
+      "",
+    ].join("\n");
+    const r = evaluate(rules, { src: "192.168.10.2", dst: "10.96.0.10", origin: "host" });
+    assert.deepEqual(
+      r.outcomes.map((o) => o.verdict.kind),
+      ["dropped"],
+    );
+    // sent to the node's own address in the first place: the socket's route is lo
+    const l = evaluate(rules, { src: "192.168.10.2", dst: "10.244.0.1", origin: "host" });
+    assert.deepEqual(
+      l.outcomes.map((o) => o.verdict.kind),
+      ["rejected"],
     );
   });
 });
