@@ -139,3 +139,17 @@ export function guardCommand(cmd: string): string {
     ? cmd
     : `# no command shown: a suggested command holds ${why}, which may come from the input; look at it by hand`;
 }
+
+const REFUSED = "# no command shown: ";
+
+/**
+ * A command composed of parts built apart (sh`…` pieces joined by a caller): when a part was
+ * refused, the refusal sentence alone, so no half of a command precedes it.
+ *
+ * @example
+ * whole(`kubectl patch ${sh`${"a\nb"}`} -n x`) // "# no command shown: the value …"
+ */
+export function whole(cmd: string): string {
+  const at = cmd.indexOf(REFUSED);
+  return at <= 0 ? cmd : cmd.slice(at);
+}

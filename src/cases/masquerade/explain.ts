@@ -529,14 +529,14 @@ function reportUndecided(
       result.missing.push({
         file: `nodes/${src.node}/ip-addr.txt`,
         would_decide: `the node's own addresses (addrtype LOCAL matches) and the address MASQUERADE picks on ${src.node}`,
-        command: `ip -o addr   # on ${src.node}`,
+        command: sh`ip -o addr   # on ${src.node}`,
       });
     }
     if (!nodeEv.routes) {
       result.missing.push({
         file: `nodes/${src.node}/ip-route.txt`,
         would_decide: `the interface packets to ${formatIp(target.ip)} leave ${src.node} by (-o matches)`,
-        command: `ip route   # on ${src.node}`,
+        command: sh`ip route   # on ${src.node}`,
       });
     }
   }

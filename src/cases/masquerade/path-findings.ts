@@ -16,6 +16,7 @@ import { formatCidr, formatIp, type Ip } from "../../net/cidr.ts";
 import { nodePathEvaluator } from "../../path/node-path.ts";
 import type { PathOutcome, PathResult, PathStep } from "../../path/path-types.ts";
 import { REJECT_SEEN_AS } from "../../path/reject-with.ts";
+import { sh } from "../../report/shell-quote.ts";
 import type { NodeEvidence } from "../../snapshot/load.ts";
 import type { TracedDestination } from "./destinations.ts";
 import type { ClusterFacts } from "./facts.ts";
@@ -187,7 +188,9 @@ export function readPath(
           ...(main.source ? [refToEvidence(main.source)] : []),
         ],
         next: [
-          `ip rule; ip route show table ${s.table}; ip route get ${formatIp(s.dst)} from ${formatIp(p.src)}${p.inIface ? ` iif ${p.inIface}` : ""}   # on the node`,
+          p.inIface
+            ? sh`ip rule; ip route show table ${String(s.table)}; ip route get ${formatIp(s.dst)} from ${formatIp(p.src)} iif ${p.inIface}   # on the node`
+            : sh`ip rule; ip route show table ${String(s.table)}; ip route get ${formatIp(s.dst)} from ${formatIp(p.src)}   # on the node`,
         ],
       });
     }
@@ -232,8 +235,8 @@ export function readPath(
         explanation: `kube-proxy writes this REJECT (${at(v.by)}, in ${v.table} ${v.chain}) for a Service with no ready endpoint: ${dstText(p.dst, p.dport)} ${how}. No rule is wrong here; the Service selects no ready pod (a selector that matches nothing, pods not Ready, a targetPort no pod exposes).`,
         evidence: ev,
         next: [
-          `kubectl -n ${ns} get endpointslices -l kubernetes.io/service-name=${name} -o wide`,
-          `kubectl -n ${ns} describe service ${name}`,
+          sh`kubectl -n ${ns ?? ""} get endpointslices -l ${`kubernetes.io/service-name=${name}`} -o wide`,
+          sh`kubectl -n ${ns ?? ""} describe service ${name}`,
         ],
       });
       continue;

@@ -600,7 +600,7 @@ function rollbackOf(
     ...(previousConfigMap ? { previousConfigMap } : {}),
     file,
     apply: previousConfigMap
-      ? [`kubectl apply -f ${file}`]
+      ? [sh`kubectl apply -f ${file}`]
       : [
           "kubectl -n kube-system delete configmap ip-masq-agent   # there was none before: the agent returns to its defaults",
         ],
@@ -736,7 +736,7 @@ function planSteps(snap: Snapshot, basis: ReturnType<typeof planBasis>, isNarrow
   // the ConfigMap changes only while it still exempts a destination (or the agent refuses it)
   const configNeeded =
     destinations.some((d) => d.exemptToday) || intent.error?.stage === "validate";
-  const configApply = configNeeded ? [`kubectl apply -f ${file}`] : [];
+  const configApply = configNeeded ? [sh`kubectl apply -f ${file}`] : [];
   const steps: PlanStep[] = isNarrow
     ? [
         ...blockers.map(blockerStep),

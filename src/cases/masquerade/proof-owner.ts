@@ -9,6 +9,7 @@ import { attributeRule, factsOfRule } from "../../iptables/owners.ts";
 import { renderRule } from "../../iptables/render.ts";
 import type { Evidence, Missing } from "../../model/types.ts";
 import type { Ip } from "../../net/cidr.ts";
+import { sh } from "../../report/shell-quote.ts";
 import type { Snapshot } from "../../snapshot/load.ts";
 import type { OwnerSetting, SourceOwnerCase } from "./owners/index.ts";
 import type { ChangeRecord, NodeChange } from "./proof.ts";
@@ -115,7 +116,7 @@ export function ownerNodeChanges(
       missing.push({
         file: `${ra ? "before" : "after"}: nodes/${node}/iptables-save.txt`,
         would_decide: `whether ${owner.name}'s rules on ${node} changed`,
-        command: `iptables-save -t nat   # on ${node}`,
+        command: sh`iptables-save -t nat   # on ${node}`,
       });
       pickedUp = "unknown";
       note = `no nat dump of ${node} in both snapshots: the kernel side is not known`;

@@ -15,6 +15,7 @@ import { translatedSource } from "../../evidence/conntrack.ts";
 import { renderRule } from "../../iptables/render.ts";
 import type { Diagnostic, Evidence, Missing } from "../../model/types.ts";
 import { formatIp, type Ip } from "../../net/cidr.ts";
+import { sh } from "../../report/shell-quote.ts";
 import type { Snapshot } from "../../snapshot/load.ts";
 import type { Destination } from "../endpoints.ts";
 import { chooseDestinations } from "./destinations.ts";
@@ -289,7 +290,7 @@ function pickedUpOf(
   missing.push({
     file: `after: nodes/${node}/iptables-save.txt`,
     would_decide: `whether the rules on ${node} changed`,
-    command: `iptables-save -t nat   # on ${node}`,
+    command: sh`iptables-save -t nat   # on ${node}`,
   });
   return {
     pickedUp: "unknown",

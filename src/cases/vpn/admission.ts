@@ -6,6 +6,7 @@
 
 import { predictAdmission } from "../../agents/pod-security/predict.ts";
 import { type Finding, refToEvidence } from "../../model/types.ts";
+import { sh } from "../../report/shell-quote.ts";
 import type { VpnContext, VpnInput } from "./input.ts";
 import { planVpn, platformOf } from "./plan.ts";
 
@@ -36,7 +37,7 @@ export function admissionFindings(ctx: VpnContext, input: VpnInput, needsFix: bo
       subject,
       explanation: `As written, ${wl.kind} ${wl.name} is rejected: ${msg}. A new pod will not start, whatever the fix.`,
       evidence: [refToEvidence(wl.source), ...nsEvidence],
-      next: [`podpath admission check ${wl.source.file}`],
+      next: [sh`podpath admission check ${wl.source.file}`],
     });
   }
   if (!needsFix) return out;
@@ -57,7 +58,7 @@ export function admissionFindings(ctx: VpnContext, input: VpnInput, needsFix: bo
       .join("\n"),
     evidence: [refToEvidence(wl.source), ...nsEvidence],
     next: [
-      `podpath plan vpn SNAPSHOT --pod ${ctx.namespace}/${ctx.name}`,
+      sh`podpath plan vpn SNAPSHOT --pod ${`${ctx.namespace}/${ctx.name}`}`,
       ...applicable
         .filter((s) => s.admission?.allowed !== "no")
         .map(

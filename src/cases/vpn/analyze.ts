@@ -21,6 +21,7 @@ import { type Cidr, contains, formatCidr, formatIp, type Ip, overlaps } from "..
 import { translationEffect } from "../../policy/ip-block-match.ts";
 import { parseLabelSelector, selectorMatches } from "../../policy/label-selector.ts";
 import { readNetworkPolicies } from "../../policy/network-policy.ts";
+import { sh, whole } from "../../report/shell-quote.ts";
 import { admissionFindings } from "./admission.ts";
 import { forwardingSetters, IP_FORWARD } from "./durable.ts";
 import { LAYER_OF, type Walk, walkHops } from "./hops.ts";
@@ -216,7 +217,7 @@ function forwardingState(
           ...(walk.firstFailed ? [ev(walk.firstFailed.commands[0]!.resultSource)] : []),
         ],
         next: [
-          `podpath plan vpn SNAPSHOT --pod ${ctx.namespace}/${ctx.name}`,
+          sh`podpath plan vpn SNAPSHOT --pod ${`${ctx.namespace}/${ctx.name}`}`,
           `After the rollout: ${read} (must read 1 in the new pod)`,
         ],
       });
@@ -275,7 +276,7 @@ function notDurable(ctx: VpnContext, input: VpnInput, subject: string, findings:
         ? [ev(ctx.chartValues.ipForwardInitContainer.source)]
         : []),
     ],
-    next: [`podpath plan vpn SNAPSHOT --pod ${ctx.namespace}/${ctx.name}`],
+    next: [sh`podpath plan vpn SNAPSHOT --pod ${`${ctx.namespace}/${ctx.name}`}`],
   });
   void input;
 }
@@ -308,7 +309,9 @@ function returnPath(
     missing.push({
       file: `pods/${ctx.namespace}/${ctx.name}/iptables-save.txt`,
       would_decide: `whether the VPN pod masquerades the client pool ${formatCidr(pool.value)}`,
-      command: `${execIn(ctx, "iptables-save -t nat")} > pods/${ctx.namespace}/${ctx.name}/iptables-save.txt`,
+      command: whole(
+        `${execIn(ctx, "iptables-save -t nat")} > ${sh`${`pods/${ctx.namespace}/${ctx.name}/iptables-save.txt`}`}`,
+      ),
     });
     return undefined;
   }

@@ -23,6 +23,7 @@ import { type PodView, readPod } from "../../k8s/objects.ts";
 import { WORKLOAD_KINDS, workloadOf } from "../../k8s/workloads.ts";
 import type { Located, SourceRef } from "../../model/types.ts";
 import { type Cidr, contains, type Ip } from "../../net/cidr.ts";
+import { rawWord, sh, whole } from "../../report/shell-quote.ts";
 import { detectKind, viewOf } from "./kinds/index.ts";
 import type { KindReading, KindView } from "./kinds/kind.ts";
 
@@ -178,9 +179,12 @@ export function resolveVpn(input: VpnInput): VpnContext | undefined {
   };
 }
 
-/** `kubectl exec` reading one thing inside the VPN pod. */
+/**
+ * `kubectl exec` reading one thing inside the VPN pod: the namespace and the pod quoted as shell
+ * words, `argv` podpath's own words (a value from input in it is quoted by the caller, sh`…`).
+ */
 export function execIn(ctx: { namespace: string; name: string }, argv: string): string {
-  return `kubectl exec -n ${ctx.namespace} ${ctx.name} -- ${argv}`;
+  return whole(sh`kubectl exec -n ${ctx.namespace} ${ctx.name} -- ${rawWord(argv)}`);
 }
 
 /** The pod address space with its lines: Nodes' pod CIDRs and pods' own addresses. */

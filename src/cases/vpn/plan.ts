@@ -17,6 +17,7 @@ import { deleteServerFields } from "../../k8s/server-fields.ts";
 import type { Evidence } from "../../model/types.ts";
 import { refToEvidence } from "../../model/types.ts";
 import { formatCidr, formatIp } from "../../net/cidr.ts";
+import { rawWord, sh, whole } from "../../report/shell-quote.ts";
 import { type ForwardingSetter, forwardingSetters, IP_FORWARD, podSpecPath } from "./durable.ts";
 import { execIn, type VpnContext } from "./input.ts";
 import { masqueradeOf } from "./masquerade.ts";
@@ -181,8 +182,11 @@ interface StrategyBase {
 function applyCommands(b: StrategyBase, name: string): string[] {
   const file = b.file(name);
   return b.isPod
-    ? [`kubectl delete ${b.nsArg} pod/${b.wl.name}`, `kubectl apply -f ${file}`]
-    : [`kubectl patch ${b.kindArg} ${b.nsArg} --type strategic --patch-file ${file}`];
+    ? [
+        whole(sh`kubectl delete ${rawWord(b.nsArg)} ${`pod/${b.wl.name}`}`),
+        whole(`kubectl apply -f ${file}`),
+      ]
+    : [whole(`kubectl patch ${b.kindArg} ${b.nsArg} --type strategic --patch-file ${file}`)];
 }
 
 /**
@@ -352,13 +356,14 @@ function execTarget(ctx: VpnContext): { namespace: string; name: string } {
  * controller's selector, not by the old pod's `pod-template-hash`) forward, every hop answers.
  */
 function verifyCommands(ctx: VpnContext, wl: VpnContext["workload"], kindArg: string): string[] {
-  const ns = `-n ${ctx.namespace}`;
+  const ns = sh`-n ${ctx.namespace}`;
   const selector = selectorOf(wl);
   const rolls = wl !== undefined && ["Deployment", "StatefulSet", "DaemonSet"].includes(wl.kind);
   const out: string[] = [];
-  if (rolls) out.push(`kubectl ${ns} rollout status ${kindArg}`);
-  else out.push(`kubectl ${ns} wait --for=condition=Ready ${kindArg} --timeout=120s`);
-  if (selector) out.push(`kubectl ${ns} get pods -l ${selector}   # the new pod: NEW_POD`);
+  if (rolls) out.push(whole(`kubectl ${ns} rollout status ${kindArg}`));
+  else out.push(whole(`kubectl ${ns} wait --for=condition=Ready ${kindArg} --timeout=120s`));
+  if (selector)
+    out.push(whole(sh`kubectl ${rawWord(ns)} get pods -l ${selector}   # the new pod: NEW_POD`));
   const pod =
     wl?.kind === "Pod" || !selector
       ? { namespace: ctx.namespace, name: wl?.name ?? ctx.name }
@@ -389,13 +394,14 @@ export function planVpn(
       ...(opts.kubeletConfig ? { kubeletConfig: opts.kubeletConfig } : {}),
       ...(opts.kubernetesVersion ? { version: opts.kubernetesVersion } : {}),
     });
-  const kindArg = wl ? `${wl.kind.toLowerCase()}/${wl.name}` : `pod/${ctx.name}`;
-  const nsArg = `-n ${ctx.namespace}`;
+  // names from the snapshot, quoted as shell words where the commands are built
+  const kindArg = sh`${wl ? `${wl.kind.toLowerCase()}/${wl.name}` : `pod/${ctx.name}`}`;
+  const nsArg = sh`-n ${ctx.namespace}`;
   const kubeletRefused = (opts.kubeletConfig?.refused ?? []).map(
     (r) => `${r.source.file}:${r.source.line}: ${r.message}`,
   );
   const file = (name: string) =>
-    opts.fileDir === undefined ? name : `${opts.fileDir.replace(/\/+$/, "")}/${name}`;
+    sh`${opts.fileDir === undefined ? name : `${opts.fileDir.replace(/\/+$/, "")}/${name}`}`;
   const setters = forwardingSetters(wl, ctx.kind.extraSetters);
   const strategies = (opts.strategies ?? STRATEGIES).map((s) =>
     setters.length > 0

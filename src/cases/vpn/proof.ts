@@ -11,6 +11,7 @@
 import type { Diagnostic, Evidence, Missing, SourceRef } from "../../model/types.ts";
 import { refToEvidence } from "../../model/types.ts";
 import { formatCidr, formatIp, type Ip } from "../../net/cidr.ts";
+import { sh, whole } from "../../report/shell-quote.ts";
 import type { Snapshot } from "../../snapshot/load.ts";
 import type { ProofVerdict } from "../case.ts";
 import { forwardingSetters, IP_FORWARD } from "./durable.ts";
@@ -150,7 +151,7 @@ function forwardingOf(s: Side, missing: Missing[]): ForwardingSide {
       missing.push({
         file: `${s.phase}: ${file}`,
         would_decide: `${IP_FORWARD} in the VPN pod's own network namespace ${s.phase} the change`,
-        command: `${execIn(s.ctx, `sysctl ${IP_FORWARD}`)} > ${file}`,
+        command: whole(`${execIn(s.ctx, `sysctl ${IP_FORWARD}`)} > ${sh`${file}`}`),
       });
     }
     return { ...(pod ? { pod } : {}), state: "unknown" };
@@ -214,7 +215,7 @@ function masqueradeSide(s: Side, missing: Missing[]): MasqueradeSide {
     missing.push({
       file: `${s.phase}: ${file}`,
       would_decide: `whether the VPN pod masquerades the client pool ${s.phase} the change`,
-      command: `${execIn(s.ctx, "iptables-save -t nat")} > ${file}`,
+      command: whole(`${execIn(s.ctx, "iptables-save -t nat")} > ${sh`${file}`}`),
     });
     return { state: "unknown", why: `no ${file}` };
   }

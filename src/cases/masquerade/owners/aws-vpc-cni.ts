@@ -20,6 +20,7 @@ import { type Attribution, attributeRule, factsOfRule } from "../../../iptables/
 import { renderRule } from "../../../iptables/render.ts";
 import { type Evidence, refToEvidence, type SourceRef } from "../../../model/types.ts";
 import { contains, formatCidr, formatIp, type Ip, tryParseCidr } from "../../../net/cidr.ts";
+import { rawWord, sh } from "../../../report/shell-quote.ts";
 import type { Snapshot } from "../../../snapshot/load.ts";
 import type {
   ExemptWording,
@@ -120,7 +121,7 @@ function ipv6Exempt(input: OwnerExemptInput, intent: AwsNodeIntent | undefined):
       next: [
         "kubectl -n kube-system get daemonset aws-node -o yaml   # ENABLE_IPv6",
         `ip6tables-save -t nat   # on ${src.node}: no AWS-SNAT-CHAIN for IPv6`,
-        `tcpdump -ni any host ${dstText}   # on ${src.node}: the pod address on the wire, no reply`,
+        sh`tcpdump -ni any host ${dstText}   # on ${src.node}: the pod address on the wire, no reply`,
       ],
     },
   };
@@ -177,7 +178,7 @@ function returnedByPlugin(
       : `${ENV_EXCLUDE_SNAT_CIDRS}-`;
   const rollback =
     previous !== undefined
-      ? `kubectl -n kube-system set env daemonset aws-node -c aws-node ${ENV_EXCLUDE_SNAT_CIDRS}=${previous}   # rollback: the previous value`
+      ? sh`kubectl -n kube-system set env daemonset aws-node -c aws-node ${`${ENV_EXCLUDE_SNAT_CIDRS}=${previous}`}   # rollback: the previous value`
       : "kubectl -n kube-system rollout undo daemonset aws-node   # rollback";
   return {
     kind: "finding",
@@ -189,13 +190,13 @@ function returnedByPlugin(
       evidence,
       next: [
         `${DS_CMD}   # the aws-node container's env`,
-        `iptables-save -t nat | grep -E 'AWS-SNAT-CHAIN|POSTROUTING'   # on ${src.node}`,
-        `tcpdump -ni any host ${dstText}   # on ${src.node}: the pod address on the wire, no reply`,
+        sh`iptables-save -t nat | grep -E 'AWS-SNAT-CHAIN|POSTROUTING'   # on ${src.node}`,
+        sh`tcpdump -ni any host ${dstText}   # on ${src.node}: the pod address on the wire, no reply`,
         ...(exclusion
           ? [
-              `kubectl -n kube-system set env daemonset aws-node -c aws-node ${setTo}`,
+              sh`kubectl -n kube-system set env daemonset aws-node -c aws-node ${setTo}`,
               "kubectl -n kube-system rollout status daemonset aws-node",
-              `iptables-save -t nat | grep 'AWS SNAT CHAIN EXCLUSION'   # on ${src.node}: no RETURN for ${cidr} any more`,
+              sh`iptables-save -t nat | grep 'AWS SNAT CHAIN EXCLUSION'   # on ${src.node}: no RETURN for ${rawWord(String(cidr))} any more`,
               rollback,
             ]
           : []),
@@ -232,9 +233,9 @@ function externalSnatFinding(
     evidence,
     next: [
       `${DS_CMD}   # the aws-node container's env`,
-      `kubectl -n kube-system set env daemonset aws-node -c aws-node ${ENV_EXTERNAL_SNAT}=false`,
+      sh`kubectl -n kube-system set env daemonset aws-node -c aws-node ${ENV_EXTERNAL_SNAT}=false`,
       "kubectl -n kube-system rollout status daemonset aws-node",
-      `kubectl -n kube-system set env daemonset aws-node -c aws-node ${ENV_EXTERNAL_SNAT}=${env?.value ?? "true"}   # rollback`,
+      sh`kubectl -n kube-system set env daemonset aws-node -c aws-node ${ENV_EXTERNAL_SNAT}=${env?.value ?? "true"}   # rollback`,
     ],
   };
 }
@@ -382,7 +383,7 @@ function ipv6Plan(
     expected: [],
     checks: targets.map(
       (t) =>
-        `tcpdump -ni any host ${formatIp(t.ip)}   # on a node: the pod address on the wire, replies once the far side routes it back`,
+        sh`tcpdump -ni any host ${formatIp(t.ip)}   # on a node: the pod address on the wire, replies once the far side routes it back`,
     ),
     rollback: [],
     rollbackChecks: [],
@@ -411,7 +412,7 @@ function externalSnatPlan(
       after: before.map((b) => (b.key === ENV_EXTERNAL_SNAT ? { key: b.key, value: "false" } : b)),
     },
     apply: [
-      `kubectl -n kube-system set env daemonset aws-node -c aws-node ${ENV_EXTERNAL_SNAT}=false`,
+      sh`kubectl -n kube-system set env daemonset aws-node -c aws-node ${ENV_EXTERNAL_SNAT}=false`,
       "kubectl -n kube-system rollout status daemonset aws-node",
     ],
     announcement:
@@ -423,11 +424,11 @@ function externalSnatPlan(
       "iptables-save -t nat | grep -E 'AWS-SNAT-CHAIN|POSTROUTING'   # on each node: the plugin's SNAT chain is there",
       ...targets.map(
         (t) =>
-          `tcpdump -ni any host ${formatIp(t.ip)}   # on a node: the node's address on the wire`,
+          sh`tcpdump -ni any host ${formatIp(t.ip)}   # on a node: the node's address on the wire`,
       ),
     ],
     rollback: [
-      `kubectl -n kube-system set env daemonset aws-node -c aws-node ${ENV_EXTERNAL_SNAT}=${e?.value ?? "true"}`,
+      sh`kubectl -n kube-system set env daemonset aws-node -c aws-node ${ENV_EXTERNAL_SNAT}=${e?.value ?? "true"}`,
       "kubectl -n kube-system rollout status daemonset aws-node",
     ],
     rollbackChecks: [
@@ -512,7 +513,7 @@ function vpcOnlyPlan(
     expected: [],
     checks: targets.map(
       (t) =>
-        `tcpdump -ni any host ${formatIp(t.ip)}   # on a node: replies to the pod address come back`,
+        sh`tcpdump -ni any host ${formatIp(t.ip)}   # on a node: replies to the pod address come back`,
     ),
     rollback: [],
     rollbackChecks: [],
@@ -568,7 +569,7 @@ function exclusionPlan(
       ),
     },
     apply: [
-      `kubectl -n kube-system set env daemonset aws-node -c aws-node ${setTo}`,
+      sh`kubectl -n kube-system set env daemonset aws-node -c aws-node ${setTo}`,
       "kubectl -n kube-system rollout status daemonset aws-node",
     ],
     announcement: `Destinations in ${removed.join(", ")} will see the node's primary address instead of pod addresses: announce it to their owners; allowlists and logs there that name pod addresses stop matching.`,
@@ -578,7 +579,7 @@ function exclusionPlan(
       `iptables-save -t nat | grep 'AWS SNAT CHAIN EXCLUSION'   # on each node: no RETURN for ${removed.join(", ")}`,
       ...fixed.map(
         (ip) =>
-          `tcpdump -ni any host ${formatIp(ip)}   # on a node: the node's address on the wire, replies back`,
+          sh`tcpdump -ni any host ${formatIp(ip)}   # on a node: the node's address on the wire, replies back`,
       ),
       "podpath verify <before-snapshot> <after-snapshot>",
     ],
@@ -587,7 +588,7 @@ function exclusionPlan(
     ],
     rollback: [
       previous !== undefined
-        ? `kubectl -n kube-system set env daemonset aws-node -c aws-node ${ENV_EXCLUDE_SNAT_CIDRS}=${previous}`
+        ? sh`kubectl -n kube-system set env daemonset aws-node -c aws-node ${`${ENV_EXCLUDE_SNAT_CIDRS}=${previous}`}`
         : "kubectl -n kube-system rollout undo daemonset aws-node",
       "kubectl -n kube-system rollout status daemonset aws-node",
     ],

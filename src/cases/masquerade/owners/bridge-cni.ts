@@ -24,6 +24,7 @@ import {
   type SourceRef,
 } from "../../../model/types.ts";
 import { contains, formatCidr, formatIp, type Ip } from "../../../net/cidr.ts";
+import { sh } from "../../../report/shell-quote.ts";
 import type { Snapshot } from "../../../snapshot/load.ts";
 import { clusterFacts } from "../facts.ts";
 import type {
@@ -97,7 +98,7 @@ function bridgeExempt(input: OwnerExemptInput): OwnerExempt {
   const next: string[] = [
     `cat ${CONF_DIR}/*   # on ${src.node}: the bridge plugin's "ipMasq"`,
     `${GREP}   # on ${src.node}`,
-    `tcpdump -ni any host ${dstText}   # on ${src.node}: the pod address on the wire, no reply`,
+    sh`tcpdump -ni any host ${dstText}   # on ${src.node}: the pod address on the wire, no reply`,
   ];
   if (chain && owned?.attribution.owner === "bridge-cni" && owned.rule.target?.kind === "verdict") {
     // the pod's own chain accepted it: the destination is inside the pod's subnet
@@ -131,7 +132,7 @@ function bridgeExempt(input: OwnerExemptInput): OwnerExempt {
     fix = `Fix: set "ipMasq": true for the bridge plugin in ${CONF_DIR}/${baseName(b.file)} on the node and set the node's pods up again (the plugin writes each pod's chain when the pod starts), a behaviour change: every destination outside the pod subnet then sees the node's address. Or keep pod addresses and route the pod subnet back at the far side.`;
     next.push(
       `${jqEdit(b, true)}   # on ${src.node}`,
-      `kubectl -n ${src.namespace} delete pod ${src.name}   # recreated by its controller; the plugin's ADD writes its CNI-… chain`,
+      sh`kubectl -n ${src.namespace} delete pod ${src.name}   # recreated by its controller; the plugin's ADD writes its CNI-… chain`,
       `${GREP}   # on ${src.node}: a CNI-… chain whose POSTROUTING jump names -s ${formatIp(src.ip)} (or the new pod's address)`,
       `rollback: ${jqEdit(b, false)}, recreate the pods, delete their CNI-… chains by hand (DEL skips the teardown once ipMasq is false)`,
     );
@@ -145,7 +146,7 @@ function bridgeExempt(input: OwnerExemptInput): OwnerExempt {
     fix =
       "Fix: set the pod up again (delete it; its controller recreates it and the plugin's ADD writes its chain).";
     next.push(
-      `kubectl -n ${src.namespace} delete pod ${src.name}   # recreated by its controller; ADD writes its CNI-… chain`,
+      sh`kubectl -n ${src.namespace} delete pod ${src.name}   # recreated by its controller; ADD writes its CNI-… chain`,
       `${GREP}   # on ${src.node}: a POSTROUTING jump with -s ${formatIp(src.ip)} (or the new pod's address)`,
     );
   } else {
@@ -271,7 +272,7 @@ function bridgePlan(input: OwnerPlanInput): OwnerPlan | undefined {
   ];
   const deletes = pods.map(
     ({ node, p }) =>
-      `kubectl -n ${p.namespace} delete pod ${p.name}   # on ${node}: recreated by its controller; ADD writes its CNI-… chain`,
+      sh`kubectl -n ${p.namespace} delete pod ${p.name}   # on ${node}: recreated by its controller; ADD writes its CNI-… chain`,
   );
   const names = targets.map((t) => formatIp(t.ip)).join(", ");
   return {
@@ -294,7 +295,7 @@ function bridgePlan(input: OwnerPlanInput): OwnerPlan | undefined {
       `${GREP}   # on each node: one CNI-… chain per pod, its POSTROUTING jump naming the pod's address`,
       ...targets.map(
         (t) =>
-          `tcpdump -ni any host ${formatIp(t.ip)}   # on a node: the node's address on the wire, replies back`,
+          sh`tcpdump -ni any host ${formatIp(t.ip)}   # on a node: the node's address on the wire, replies back`,
       ),
       "podpath verify <before-snapshot> <after-snapshot>",
     ],
@@ -302,7 +303,7 @@ function bridgePlan(input: OwnerPlanInput): OwnerPlan | undefined {
       ...nodes.map((n) => `${jqEdit(n.bridge!, false)}   # on ${n.node}`),
       ...pods.map(
         ({ node, p }) =>
-          `kubectl -n ${p.namespace} delete pod ${p.name}   # on ${node}: its DEL skips the chain's teardown now that ipMasq is false`,
+          sh`kubectl -n ${p.namespace} delete pod ${p.name}   # on ${node}: its DEL skips the chain's teardown now that ipMasq is false`,
       ),
       `iptables-save -t nat | grep -- '-j CNI-'   # on each node: for each jump left, iptables -t nat -D POSTROUTING <that rule>; iptables -t nat -F <chain>; iptables -t nat -X <chain>`,
     ],
@@ -354,7 +355,7 @@ function podsSetUpAgain(snap: Snapshot, targets: OwnerPlanInput["targets"]): Own
       announcement: "Nothing changes on the nodes.",
       checks: targets.map(
         (t) =>
-          `tcpdump -ni any host ${formatIp(t.ip)}   # on a node: the node's address on the wire`,
+          sh`tcpdump -ni any host ${formatIp(t.ip)}   # on a node: the node's address on the wire`,
       ),
     };
   }
@@ -365,7 +366,7 @@ function podsSetUpAgain(snap: Snapshot, targets: OwnerPlanInput["targets"]): Own
     why: `ipMasq is on, but no POSTROUTING jump names ${missing.map(({ p }) => `${p.namespace}/${p.name}`).join(", ")}: set up before ipMasq was turned on (or the chain was removed), so ${missing.length === 1 ? "it keeps its" : "they keep their"} address toward ${names}.`,
     apply: missing.map(
       ({ node, p }) =>
-        `kubectl -n ${p.namespace} delete pod ${p.name}   # on ${node}: recreated by its controller; ADD writes its CNI-… chain`,
+        sh`kubectl -n ${p.namespace} delete pod ${p.name}   # on ${node}: recreated by its controller; ADD writes its CNI-… chain`,
     ),
     announcement: `${names} will see the node's address instead of these pods' addresses, as for the node's other pods.`,
     checks: [`${GREP}   # on each node: a POSTROUTING jump for each pod's address`],

@@ -27,6 +27,7 @@ import {
   type SourceRef,
 } from "../../../model/types.ts";
 import { contains, type Family, formatIp, type Ip, tryParseIp } from "../../../net/cidr.ts";
+import { quoted, sh } from "../../../report/shell-quote.ts";
 import type { Snapshot } from "../../../snapshot/load.ts";
 import type {
   ExemptWording,
@@ -104,10 +105,10 @@ function setRef(sets: IpsetDump | undefined, test: (n: string) => boolean): Sour
 }
 
 function patchCommands(pool: CalicoIpPool, value: boolean): string[] {
-  const body = `'{"spec":{"natOutgoing":${value}}}'`;
+  const body = quoted(`{"spec":{"natOutgoing":${value}}}`);
   return [
-    `calicoctl patch ippool ${pool.name} -p ${body}`,
-    `kubectl patch ippools.projectcalico.org ${pool.name} --type merge -p ${body}   # with the Calico API server, instead of calicoctl`,
+    sh`calicoctl patch ippool ${pool.name} -p ${body}`,
+    sh`kubectl patch ippools.projectcalico.org ${pool.name} --type merge -p ${body}   # with the Calico API server, instead of calicoctl`,
   ];
 }
 
@@ -203,13 +204,13 @@ function sourcePoolFinding(
     evidence,
     next: [
       `${POOLS_CMD}   # the pools' natOutgoing`,
-      `ipset list ${masqSet0}   # on ${src.node}: the pools Felix masquerades`,
+      sh`ipset list ${masqSet0}   # on ${src.node}: the pools Felix masquerades`,
       `${saveOf(family)} -t nat | grep -E 'cali-nat-outgoing|cali-POSTROUTING'   # on ${src.node}`,
-      `tcpdump -ni any host ${dstText}   # on ${src.node}: the pod address on the wire, no reply`,
+      sh`tcpdump -ni any host ${dstText}   # on ${src.node}: the pod address on the wire, no reply`,
       ...(pool
         ? [
             ...patchCommands(pool, true),
-            `ipset test ${masqSet0} ${formatIp(src.ip)}   # on ${src.node}: now in the set`,
+            sh`ipset test ${masqSet0} ${formatIp(src.ip)}   # on ${src.node}: now in the set`,
             `${patchCommands(pool, previousNat(pool))[0]}   # rollback`,
           ]
         : []),
@@ -244,7 +245,7 @@ function destinationPoolFinding(
     evidence,
     next: [
       `${POOLS_CMD}   # which pool covers ${dstText}`,
-      `ipset list   # on ${src.node}: the all-pools set`,
+      sh`ipset list   # on ${src.node}: the all-pools set`,
     ],
   };
 }
@@ -356,7 +357,7 @@ function calicoPlan(input: OwnerPlanInput): OwnerPlan | undefined {
       nowMasqueraded: [],
       expected: [],
       checks: targets.map(
-        (t) => `tcpdump -ni any host ${formatIp(t.ip)}   # on a node: replies to the pod address`,
+        (t) => sh`tcpdump -ni any host ${formatIp(t.ip)}   # on a node: replies to the pod address`,
       ),
       rollback: [],
       rollbackChecks: [],
@@ -392,17 +393,18 @@ function calicoPlan(input: OwnerPlanInput): OwnerPlan | undefined {
     checks: [
       ...toFix.map(
         (p) =>
-          `ipset list ${setOfPool(p)} | grep -x '${p.cidrText}'   # on each node: the pool is in`,
+          sh`ipset list ${setOfPool(p)} | grep -x ${quoted(p.cidrText)}   # on each node: the pool is in`,
       ),
       ...targets.map(
         (t) =>
-          `tcpdump -ni any host ${formatIp(t.ip)}   # on a node: the node's address on the wire, replies back`,
+          sh`tcpdump -ni any host ${formatIp(t.ip)}   # on a node: the node's address on the wire, replies back`,
       ),
       "podpath verify <before-snapshot> <after-snapshot>",
     ],
     rollback: toFix.map((p) => patchCommands(p, previousNat(p))[0] ?? ""),
     rollbackChecks: toFix.map(
-      (p) => `ipset list ${setOfPool(p)} | grep -cx '${p.cidrText}'   # on each node: 0 again`,
+      (p) =>
+        sh`ipset list ${setOfPool(p)} | grep -cx ${quoted(p.cidrText)}   # on each node: 0 again`,
     ),
   };
 }
@@ -432,7 +434,7 @@ function calicoMissing(snap: Snapshot): Missing[] {
     out.push({
       file: `nodes/${n}/ipset.txt`,
       would_decide: `which pools Felix masquerades on ${n} (its cali-nat-outgoing rule tests sets cali40masq-ipam-pools, cali60… for IPv6, and the all-pools set)`,
-      command: `ipset save   # on ${n}`,
+      command: sh`ipset save   # on ${n}`,
     });
   }
   if (readIpPools(snap.objects).pools.length === 0) {

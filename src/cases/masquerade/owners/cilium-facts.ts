@@ -36,6 +36,7 @@ import type { Rule } from "../../../iptables/dump.ts";
 import { factsOfRule } from "../../../iptables/owners.ts";
 import type { Diagnostic, SourceRef } from "../../../model/types.ts";
 import type { Cidr, Ip } from "../../../net/cidr.ts";
+import { rawWord, sh } from "../../../report/shell-quote.ts";
 import { ownerTexts, type Snapshot } from "../../../snapshot/load.ts";
 import type { ClusterFacts } from "../facts.ts";
 
@@ -93,7 +94,10 @@ export function execCommand(
       (o.raw["spec"] as Record<string, unknown> | undefined)?.["nodeName"] === node,
   );
   const target = pod ? `pod/${pod.name}` : `ds/${agentName(objs)}`;
-  return `kubectl -n kube-system exec ${target} -- ${cmd}${pod ? "" : `   # the agent pod on ${node}`}`;
+  // the pod and the node come from the snapshot; `cmd` is podpath's own words
+  return pod
+    ? sh`kubectl -n kube-system exec ${target} -- ${rawWord(cmd)}`
+    : sh`kubectl -n kube-system exec ${target} -- ${rawWord(cmd)}   # the agent pod on ${node}`;
 }
 
 export function nodeStatus(

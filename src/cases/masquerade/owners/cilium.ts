@@ -43,6 +43,7 @@ import {
   type Ip,
   tryParseCidr,
 } from "../../../net/cidr.ts";
+import { quoted, rawWord, sh } from "../../../report/shell-quote.ts";
 import type { Snapshot } from "../../../snapshot/load.ts";
 import { type ClusterFacts, clusterFacts } from "../facts.ts";
 import {
@@ -76,8 +77,8 @@ import { ruleOwner } from "./rule-owner.ts";
 const CM_CMD = "kubectl -n kube-system get configmap cilium-config ip-masq-agent -o yaml";
 const IPMASQ_LIST = "cilium-dbg bpf ipmasq list";
 const STATUS = "cilium-dbg status --verbose";
-const restart = (ds: string) => `kubectl -n kube-system rollout restart ds/${ds}`;
-const rolloutStatus = (ds: string) => `kubectl -n kube-system rollout status ds/${ds}`;
+const restart = (ds: string) => sh`kubectl -n kube-system rollout restart ds/${ds}`;
+const rolloutStatus = (ds: string) => sh`kubectl -n kube-system rollout status ds/${ds}`;
 
 const refText = (ref: SourceRef) =>
   `${ref.file}:${ref.line}${ref.text ? ` (${ref.text.trim()})` : ""}`;
@@ -324,12 +325,12 @@ function nativeRoutingFix(
   return {
     text: `narrow ${key} in the cilium-config ConfigMap from ${cidr ?? e?.value ?? "its value"} to the pods' own range (${to}), so that only pod-to-pod traffic keeps pod addresses, and restart the agent (it reads cilium-config at start): a behaviour change, every destination outside ${to} then sees node addresses`,
     commands: [
-      `kubectl -n kube-system patch configmap cilium-config --type merge -p '{"data":{"${key}":"${to}"}}'`,
+      sh`kubectl -n kube-system patch configmap cilium-config --type merge -p ${quoted(JSON.stringify({ data: { [key]: to } }))}`,
       restart(ds),
       rolloutStatus(ds),
     ],
     rollback: [
-      `kubectl -n kube-system patch configmap cilium-config --type merge -p '{"data":{"${key}":"${e?.value ?? cidr ?? ""}"}}'   # rollback: the previous value`,
+      sh`kubectl -n kube-system patch configmap cilium-config --type merge -p ${quoted(JSON.stringify({ data: { [key]: e?.value ?? cidr ?? "" } }))}   # rollback: the previous value`,
       restart(ds),
     ],
     evidence: e ? [e.source] : [],
@@ -354,7 +355,7 @@ function ipMasqFix(objs: CiliumObjects, kept: Kept, dst: Ip, podRanges: string[]
     if (d?.managed) {
       return {
         text: `${cidr} is listed by the GKE-managed EgressNATPolicy ${name}, which cannot be edited: route the pod range back at the far side`,
-        commands: [`kubectl get egressnatpolicy ${name} -o yaml`],
+        commands: [sh`kubectl get egressnatpolicy ${name} -o yaml`],
         rollback: [],
         evidence: d ? [d.source] : [],
       };
@@ -362,10 +363,10 @@ function ipMasqFix(objs: CiliumObjects, kept: Kept, dst: Ip, podRanges: string[]
     return {
       text: `take ${cidr} out of spec.destinations of the EgressNATPolicy ${name} (GKE Dataplane V2 then masquerades it to the node's address)`,
       commands: [
-        `kubectl get egressnatpolicy ${name} -o yaml > egressnatpolicy-${name}.before.yaml`,
-        `kubectl edit egressnatpolicy ${name}   # remove the destination ${cidr}`,
+        sh`kubectl get egressnatpolicy ${name} -o yaml > egressnatpolicy-${name}.before.yaml`,
+        sh`kubectl edit egressnatpolicy ${name}   # remove the destination ${cidr}`,
       ],
-      rollback: [`kubectl replace -f egressnatpolicy-${name}.before.yaml   # rollback`],
+      rollback: [sh`kubectl replace -f egressnatpolicy-${name}.before.yaml   # rollback`],
       evidence: d ? [d.source] : [],
     };
   }
@@ -396,8 +397,8 @@ function ipMasqFix(objs: CiliumObjects, kept: Kept, dst: Ip, podRanges: string[]
       `; the agent reloads the file when the kubelet refreshes the mount (about a minute), no restart: a behaviour change, ${cidr} then sees node addresses`,
     commands: [
       "kubectl -n kube-system get configmap ip-masq-agent -o yaml > ip-masq-agent.before.yaml",
-      `kubectl -n kube-system edit configmap ip-masq-agent   # nonMasqueradeCIDRs: ${keep.join(", ")}`,
-      `kubectl -n kube-system exec ds/${ds} -- ${IPMASQ_LIST}   # after about a minute, on each node's agent: ${cidr} gone`,
+      sh`kubectl -n kube-system edit configmap ip-masq-agent   # nonMasqueradeCIDRs: ${rawWord(keep.join(", "))}`,
+      sh`kubectl -n kube-system exec ${`ds/${ds}`} -- ${rawWord(IPMASQ_LIST)}   # after about a minute, on each node's agent: ${rawWord(String(cidr))} gone`,
     ],
     rollback: [
       objs.ipMasqConfigMap
@@ -427,12 +428,12 @@ function fixFor(objs: CiliumObjects, kept: Kept, dst: Ip, podRanges: string[]): 
       return {
         text: `set ${key}: "true" in cilium-config and restart the agent: every ${kept.family === 4 ? "IPv4" : "IPv6"} destination outside the native-routing CIDR then sees node addresses`,
         commands: [
-          `kubectl -n kube-system patch configmap cilium-config --type merge -p '{"data":{"${key}":"true"}}'`,
+          sh`kubectl -n kube-system patch configmap cilium-config --type merge -p ${quoted(JSON.stringify({ data: { [key]: "true" } }))}`,
           restart(ds),
           rolloutStatus(ds),
         ],
         rollback: [
-          `kubectl -n kube-system patch configmap cilium-config --type merge -p '{"data":{"${key}":"false"}}'   # rollback`,
+          sh`kubectl -n kube-system patch configmap cilium-config --type merge -p ${quoted(JSON.stringify({ data: { [key]: "false" } }))}   # rollback`,
           restart(ds),
         ],
         evidence: kept.ref ? [kept.ref] : [],
@@ -553,7 +554,7 @@ function ciliumExempt(input: OwnerExemptInput): OwnerExempt {
         : [
             `${kept.family === 4 ? "iptables-save" : "ip6tables-save"} -t nat | grep CILIUM_POST_nat   # on ${src.node}`,
           ]),
-      `tcpdump -ni any host ${dst}   # on ${src.node}: the pod address on the wire, no reply`,
+      sh`tcpdump -ni any host ${dst}   # on ${src.node}: the pod address on the wire, no reply`,
       ...fix.commands,
       ...fix.rollback,
     ],
@@ -579,7 +580,7 @@ function ciliumWireWording(snap: Snapshot): OwnerWireWording | undefined {
         : `(Cilium: ${native})`,
     next: [
       CM_CMD,
-      `kubectl -n kube-system exec ds/${agentName(objs)} -- ${STATUS} | grep -i masquerading`,
+      sh`kubectl -n kube-system exec ds/${agentName(objs)} -- ${rawWord(STATUS)} | grep -i masquerading`,
     ],
   };
 }
@@ -737,7 +738,7 @@ function ciliumPlan(input: OwnerPlanInput): OwnerPlan | undefined {
     apply: ipMasq
       ? [
           "kubectl -n kube-system get configmap ip-masq-agent -o yaml > ip-masq-agent.before.yaml",
-          `kubectl apply -f ${dir}ip-masq-agent.cilium.yaml`,
+          sh`kubectl apply -f ${`${dir}ip-masq-agent.cilium.yaml`}`,
         ]
       : first.fix.commands.filter((c) => !c.includes(IPMASQ_LIST)),
     announcement: `Destinations in ${removed.join(", ") || "the changed range"}${narrowTo ? ` outside ${narrowTo}` : ""} will see the nodes' addresses instead of pod addresses: announce it to their owners; allowlists and logs there that name pod addresses stop matching.`,
@@ -753,18 +754,18 @@ function ciliumPlan(input: OwnerPlanInput): OwnerPlan | undefined {
         : [],
     checks: [
       first.kept.mode.mode === "BPF"
-        ? `kubectl -n kube-system exec ds/${ds} -- ${IPMASQ_LIST}   # on each node: ${removed.join(", ")} gone`
+        ? sh`kubectl -n kube-system exec ${`ds/${ds}`} -- ${rawWord(IPMASQ_LIST)}   # on each node: ${rawWord(removed.join(", "))} gone`
         : `${save} -t nat | grep 'cilium masquerade non-cluster'   # on each node: ! -d ${narrowTo ?? "<the pods' CIDR>"}`,
       ...targets.map(
         (t) =>
-          `tcpdump -ni any host ${formatIp(t.ip)}   # on a node: the node's address on the wire, replies back`,
+          sh`tcpdump -ni any host ${formatIp(t.ip)}   # on a node: the node's address on the wire, replies back`,
       ),
       "podpath verify <before-snapshot> <after-snapshot>",
     ],
     rollback: first.fix.rollback,
     rollbackChecks: [
       first.kept.mode.mode === "BPF"
-        ? `kubectl -n kube-system exec ds/${ds} -- ${IPMASQ_LIST}   # ${removed.join(", ")} back`
+        ? sh`kubectl -n kube-system exec ${`ds/${ds}`} -- ${rawWord(IPMASQ_LIST)}   # ${rawWord(removed.join(", "))} back`
         : `${save} -t nat | grep 'cilium masquerade non-cluster'   # the previous ! -d CIDR is back`,
     ],
     missing: objs.config

@@ -23,6 +23,7 @@ import {
   formatIp,
   type Ip,
 } from "../../../net/cidr.ts";
+import { quoted, sh } from "../../../report/shell-quote.ts";
 import type { Snapshot } from "../../../snapshot/load.ts";
 import type {
   ExemptWording,
@@ -52,15 +53,15 @@ function flannelPresent(snap: Snapshot): boolean {
 
 function addFlagPatch(f: FlannelFlags): string {
   const op = `[{"op":"add","path":"/spec/template/spec/containers/${f.containerIndex}/args/-","value":"${FLAG_IP_MASQ}"}]`;
-  return `kubectl -n ${f.daemonSet.namespace ?? "kube-flannel"} patch daemonset ${f.daemonSet.name} --type json -p '${op}'`;
+  return sh`kubectl -n ${f.daemonSet.namespace ?? "kube-flannel"} patch daemonset ${f.daemonSet.name} --type json -p ${quoted(op)}`;
 }
 
 function rolloutStatus(f: FlannelFlags): string {
-  return `kubectl -n ${f.daemonSet.namespace ?? "kube-flannel"} rollout status daemonset ${f.daemonSet.name}`;
+  return sh`kubectl -n ${f.daemonSet.namespace ?? "kube-flannel"} rollout status daemonset ${f.daemonSet.name}`;
 }
 
 function rollbackLine(f: FlannelFlags): string {
-  return `kubectl -n ${f.daemonSet.namespace ?? "kube-flannel"} rollout undo daemonset ${f.daemonSet.name}`;
+  return sh`kubectl -n ${f.daemonSet.namespace ?? "kube-flannel"} rollout undo daemonset ${f.daemonSet.name}`;
 }
 
 /** The owner's answer for a pod packet that keeps its address, or "not-mine". */
@@ -131,8 +132,8 @@ function networkFinding(input: OwnerExemptInput, rule: Rule): ExemptWording {
     evidence,
     next: [
       "kubectl -n kube-flannel get configmap kube-flannel-cfg -o yaml   # net-conf.json Network",
-      `iptables-save -t nat | grep ${CHAIN_POSTRTG}   # on ${src.node}`,
-      `tcpdump -ni any host ${dstText}   # on ${src.node}: the pod address on the wire, no reply`,
+      sh`iptables-save -t nat | grep ${CHAIN_POSTRTG}   # on ${src.node}`,
+      sh`tcpdump -ni any host ${dstText}   # on ${src.node}: the pod address on the wire, no reply`,
     ],
   };
 }
@@ -165,10 +166,10 @@ function noIpMasqFinding(
       `Fix: add ${FLAG_IP_MASQ} to flanneld's args on the ${flags.daemonSet.name} DaemonSet (a behaviour change: every destination outside the Flannel Network then sees node addresses), or route the pod network back at the far side.`,
     evidence,
     next: [
-      `kubectl -n ${flags.daemonSet.namespace ?? "kube-flannel"} get daemonset ${flags.daemonSet.name} -o yaml   # flanneld's args`,
+      sh`kubectl -n ${flags.daemonSet.namespace ?? "kube-flannel"} get daemonset ${flags.daemonSet.name} -o yaml   # flanneld's args`,
       addFlagPatch(flags),
       rolloutStatus(flags),
-      `iptables-save -t nat | grep ${CHAIN_POSTRTG}   # on ${src.node}: flanneld's masquerade rules are there`,
+      sh`iptables-save -t nat | grep ${CHAIN_POSTRTG}   # on ${src.node}: flanneld's masquerade rules are there`,
       `${rollbackLine(flags)}   # rollback`,
     ],
   };
@@ -180,7 +181,7 @@ function flannelWireWording(snap: Snapshot): OwnerWireWording | undefined {
     fix: `(Flannel: ${FLAG_IP_MASQ} on the kube-flannel DaemonSet, or route the pod network back at the far side)`,
     next: [
       "kubectl -n kube-flannel get daemonset kube-flannel-ds -o yaml   # flanneld's args",
-      `iptables-save -t nat | grep ${CHAIN_POSTRTG}   # on the node`,
+      sh`iptables-save -t nat | grep ${CHAIN_POSTRTG}   # on the node`,
     ],
   };
 }
@@ -264,19 +265,19 @@ function flannelPlan(input: OwnerPlanInput): OwnerPlan | undefined {
     // the rules depend on each node's lease (its podCIDR), which each node's dump shows afterwards
     expected: [],
     checks: [
-      `iptables-save -t nat | grep ${CHAIN_POSTRTG}   # on each node: flanneld's rules`,
+      sh`iptables-save -t nat | grep ${CHAIN_POSTRTG}   # on each node: flanneld's rules`,
       ...outside.map(
         (t) =>
-          `tcpdump -ni any host ${formatIp(t.ip)}   # on a node: the node's address on the wire, replies back`,
+          sh`tcpdump -ni any host ${formatIp(t.ip)}   # on a node: the node's address on the wire, replies back`,
       ),
       "podpath verify <before-snapshot> <after-snapshot>",
     ],
     rollback: [
-      `kubectl -n ${ns} rollout undo daemonset ${flags.daemonSet.name}`,
+      sh`kubectl -n ${ns} rollout undo daemonset ${flags.daemonSet.name}`,
       rolloutStatus(flags),
     ],
     rollbackChecks: [
-      `iptables-save -t nat | grep -c ${CHAIN_POSTRTG}   # on each node: 0 after flanneld's restart (it leaves its chain until cleanup)`,
+      sh`iptables-save -t nat | grep -c ${CHAIN_POSTRTG}   # on each node: 0 after flanneld's restart (it leaves its chain until cleanup)`,
     ],
     missing: net
       ? []

@@ -33,6 +33,7 @@ import {
   type Ip,
   mergeCidrs,
 } from "../../../net/cidr.ts";
+import { sh } from "../../../report/shell-quote.ts";
 import type { Snapshot } from "../../../snapshot/load.ts";
 import { clusterFacts, clusterPodRange } from "../facts.ts";
 import type {
@@ -158,7 +159,7 @@ function kubenetExempt(input: OwnerExemptInput): OwnerExempt {
   const next = [
     `${FLAGS_CMD}   # on ${src.node}: the kubelet's ${FLAG}`,
     `${grepOf(family)}   # on ${src.node}`,
-    `tcpdump -ni any host ${dstText}   # on ${src.node}: the pod address on the wire, no reply`,
+    sh`tcpdump -ni any host ${dstText}   # on ${src.node}: the pod address on the wire, no reply`,
   ];
   if (newCidr) {
     const oldRule = kubenetMasqRule(cidrText, rule?.dst?.cidr ?? target0!);
@@ -171,7 +172,7 @@ function kubenetExempt(input: OwnerExemptInput): OwnerExempt {
             `${ipt(family)} -t nat -D POSTROUTING ${oldRule.spec.map(shellWord).join(" ")}   # on ${src.node}: kubenet's previous rule`,
           ]
         : []),
-      `podpath plan masquerade ${snap.name} --dest ${dstText}   # the whole plan, with its rollback`,
+      sh`podpath plan masquerade ${snap.name} --dest ${dstText}   # the whole plan, with its rollback`,
       ...(newRule
         ? [
             `rollback: ${FLAG}=${flag?.text ?? DEFAULT_NON_MASQUERADE_CIDR}, systemctl restart kubelet, ${ipt(family)} -t nat -D POSTROUTING ${newRule.spec.map(shellWord).join(" ")}`,
@@ -230,7 +231,7 @@ function otherFamilyExempt(input: OwnerExemptInput, n: KubenetNode, flag: Cidr):
       next: [
         `${FLAGS_CMD}   # on ${src.node}: the kubelet's ${FLAG}`,
         `${grepOf(family)}   # on ${src.node}: no kubenet rule`,
-        `tcpdump -ni any host ${dstText}   # on ${src.node}: the pod address on the wire, no reply`,
+        sh`tcpdump -ni any host ${dstText}   # on ${src.node}: the pod address on the wire, no reply`,
       ],
     },
   };
@@ -449,7 +450,7 @@ function kubenetPlan(input: OwnerPlanInput): OwnerPlan | undefined {
       `${tool}-save -t nat | grep '${KUBENET_COMMENT}'   # on each node: one rule, ! -d ${nextText}`,
       ...kept.map(
         (t) =>
-          `tcpdump -ni any host ${formatIp(t.ip)}   # on a node: the node's address on the wire, replies back`,
+          sh`tcpdump -ni any host ${formatIp(t.ip)}   # on a node: the node's address on the wire, replies back`,
       ),
       "podpath verify <before-snapshot> <after-snapshot>",
     ],
@@ -498,7 +499,7 @@ function otherFamilyPlan(
     expected: [],
     checks: targets.map(
       (t) =>
-        `tcpdump -ni any host ${formatIp(t.ip)}   # on a node: the pod address on the wire until the far side routes it back`,
+        sh`tcpdump -ni any host ${formatIp(t.ip)}   # on a node: the pod address on the wire until the far side routes it back`,
     ),
     rollback: [],
     rollbackChecks: [],
@@ -533,7 +534,8 @@ function nothingToChange(
     nowMasqueraded: [],
     expected: [],
     checks: targets.map(
-      (t) => `tcpdump -ni any host ${formatIp(t.ip)}   # on a node: the node's address on the wire`,
+      (t) =>
+        sh`tcpdump -ni any host ${formatIp(t.ip)}   # on a node: the node's address on the wire`,
     ),
     rollback: [],
     rollbackChecks: [],

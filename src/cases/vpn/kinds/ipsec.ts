@@ -26,6 +26,7 @@ import {
   tryParseCidr,
   tryParseIp,
 } from "../../../net/cidr.ts";
+import { rawWord, sh, whole } from "../../../report/shell-quote.ts";
 import {
   IPSEC_FILES,
   type IpsecEvidence,
@@ -36,7 +37,7 @@ import type { KindContext, KindView, TunnelKind, Tunnelled, TunnelState } from "
 
 /** `kubectl exec` in the VPN pod (not imported from ../input.ts: that module imports the registry). */
 const execIn = (ctx: { namespace: string; name: string }, argv: string) =>
-  `kubectl exec -n ${ctx.namespace} ${ctx.name} -- ${argv}`;
+  whole(sh`kubectl exec -n ${ctx.namespace} ${ctx.name} -- ${rawWord(argv)}`);
 
 const isIpsecDevice = (name: string) => /^(ipsec\d|xfrm|vti|ip_vti)/.test(name);
 const IMAGE_RE = /(strongswan|libreswan|ipsec-vpn-server|ipsec)/i;
@@ -228,7 +229,9 @@ function ipsecView(ctx: KindContext, w: IpsecEvidence | undefined): KindView {
       file: `${dir}/${IPSEC_FILES.ipsecConf}`,
       would_decide:
         "the client pool (rightsourceip) or the far side's subnets, and the traffic selectors",
-      command: `${execIn(ctx, "cat /etc/ipsec.conf")} > ${dir}/${IPSEC_FILES.ipsecConf}`,
+      command: whole(
+        `${execIn(ctx, "cat /etc/ipsec.conf")} > ${sh`${`${dir}/${IPSEC_FILES.ipsecConf}`}`}`,
+      ),
     },
     readConfig: "cat /etc/ipsec.conf",
     poolUnknownWhy:
@@ -260,7 +263,9 @@ function ipsecView(ctx: KindContext, w: IpsecEvidence | undefined): KindView {
               file: `${dir}/${IPSEC_FILES.statusall}`,
               would_decide:
                 "whether an IKE SA and a CHILD SA are up, and which traffic selectors charon negotiated",
-              command: `${execIn(ctx, "ipsec statusall")} > ${dir}/${IPSEC_FILES.statusall}   # or: swanctl --list-sas > ${dir}/${IPSEC_FILES.listSas}`,
+              command: whole(
+                `${execIn(ctx, "ipsec statusall")} > ${sh`${`${dir}/${IPSEC_FILES.statusall}`}`}   # or: swanctl --list-sas > ${sh`${`${dir}/${IPSEC_FILES.listSas}`}`}`,
+              ),
             },
           ],
   };

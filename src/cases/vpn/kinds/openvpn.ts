@@ -21,6 +21,7 @@ import {
 import type { KubeObject } from "../../../evidence/kube-objects.ts";
 import { type Finding, type Located, refToEvidence } from "../../../model/types.ts";
 import { type Cidr, contains, formatCidr, formatIp, type Ip } from "../../../net/cidr.ts";
+import { rawWord, sh, whole } from "../../../report/shell-quote.ts";
 import { podSpecPath } from "../durable.ts";
 import { execIn, type VpnPodEvidence } from "../input.ts";
 import { scriptNatFor } from "../plan-nat.ts";
@@ -262,9 +263,14 @@ function chartSwitchOf(ctx: KindContext): KindView["chartSwitch"] {
     description: `The chart's own switch (stable/openvpn ${chart.version ?? ""}): ipForwardInitContainer: true renders a privileged init container "sysctl" running sysctl -w net.ipv4.ip_forward=1. The override stays small and survives chart upgrades; admission sees the same privileged container as the init-container strategy.`,
     helmValues: { ipForwardInitContainer: true },
     initContainer: CHART_INIT_CONTAINER,
+    // nsArg and valuesFile come quoted (plan.ts); the release is the chart label's
     commands: (nsArg, valuesFile) => [
-      `helm upgrade ${release} stable/openvpn ${nsArg} --reuse-values -f ${valuesFile}`,
-      `# or: helm upgrade ${release} stable/openvpn ${nsArg} --reuse-values --set ipForwardInitContainer=true`,
+      whole(
+        sh`helm upgrade ${release} stable/openvpn ${rawWord(nsArg)} --reuse-values -f ${rawWord(valuesFile)}`,
+      ),
+      whole(
+        sh`# or: helm upgrade ${release} stable/openvpn ${rawWord(nsArg)} --reuse-values --set ipForwardInitContainer=true`,
+      ),
     ],
   } satisfies ChartSwitch;
 }
@@ -297,7 +303,9 @@ function view(ctx: KindContext): KindView {
     configMissing: {
       file: `pods/${ctx.namespace}/${ctx.name}/openvpn.conf`,
       would_decide: "the client pool, and so whether replies can find their way back",
-      command: `${execIn(ctx, "cat /etc/openvpn/openvpn.conf")} > pods/${ctx.namespace}/${ctx.name}/openvpn.conf`,
+      command: whole(
+        `${execIn(ctx, "cat /etc/openvpn/openvpn.conf")} > ${sh`${`pods/${ctx.namespace}/${ctx.name}/openvpn.conf`}`}`,
+      ),
     },
     readConfig: "cat /etc/openvpn/openvpn.conf",
     poolUnknownWhy: "no openvpn.conf, chart values or tun0 address",
@@ -331,7 +339,9 @@ function view(ctx: KindContext): KindView {
             {
               file: `pods/${ctx.namespace}/${ctx.name}/ccd/<client-cn>`,
               would_decide: `the networks behind clients (iroute) and each client's own pushed routes (${cfg.file}:${cfg.clientConfigDir.source.line})`,
-              command: `${execIn(ctx, `ls ${cfg.clientConfigDir.value}`)}; then for each file F: ${execIn(ctx, `cat ${cfg.clientConfigDir.value}/F`)} > pods/${ctx.namespace}/${ctx.name}/ccd/F`,
+              command: whole(
+                `${execIn(ctx, sh`ls ${cfg.clientConfigDir.value}`)}; then for each file F: ${execIn(ctx, sh`cat ${`${cfg.clientConfigDir.value}/F`}`)} > ${sh`${`pods/${ctx.namespace}/${ctx.name}/ccd/F`}`}`,
+              ),
             },
           ]
         : [],

@@ -11,6 +11,7 @@
 import { hookMasquerade, hookRules } from "../../../agents/wireguard/hooks.ts";
 import type { Located, Missing } from "../../../model/types.ts";
 import { type Cidr, formatIp, type Ip } from "../../../net/cidr.ts";
+import { sh, whole } from "../../../report/shell-quote.ts";
 import { execIn } from "../input.ts";
 import type { KindContext, KindView, TunnelKind, Tunnelled, TunnelState } from "./kind.ts";
 import { deviceAddress, devicePool } from "./openvpn.ts";
@@ -110,14 +111,14 @@ function wgView(ctx: KindContext, w: WgEvidence | undefined): KindView {
     tunnelDevice: device,
     tunnelled,
     tunnelledBy: "the clients' AllowedIPs",
-    tunnelledFix: `Add the destination's range to the AllowedIPs the clients get, then re-import the client config (${execIn(ctx, `wg show ${device}`)} shows the server side)`,
+    tunnelledFix: `Add the destination's range to the AllowedIPs the clients get, then re-import the client config (${execIn(ctx, sh`wg show ${device}`)} shows the server side)`,
     tunnelState: tunnelStateOf(w),
     pushedRoutes: [],
     pushedDns: w?.config?.dns ?? [],
     configMissing: {
       file: confFile,
       would_decide: "the client pool (Address), and whether a PostUp hook masquerades it",
-      command: `${execIn(ctx, "cat /etc/wireguard/wg0.conf")} > ${confFile}`,
+      command: whole(`${execIn(ctx, "cat /etc/wireguard/wg0.conf")} > ${sh`${confFile}`}`),
     },
     readConfig: "cat /etc/wireguard/wg0.conf",
     poolUnknownWhy: "no wg0.conf Address, wg-access-server vpn.cidr, image env or wg0 address",
@@ -160,7 +161,7 @@ function wgView(ctx: KindContext, w: WgEvidence | undefined): KindView {
               file: showFile,
               would_decide:
                 "whether any peer completed a handshake and moved bytes: is the tunnel up at all?",
-              command: `${execIn(ctx, `wg show ${device}`)} > ${showFile}`,
+              command: whole(`${execIn(ctx, sh`wg show ${device}`)} > ${sh`${showFile}`}`),
             },
           ],
   };
