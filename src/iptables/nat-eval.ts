@@ -10,6 +10,12 @@ import type { SourceRef } from "../model/types.ts";
 import { type Family, formatIp, type Ip } from "../net/cidr.ts";
 import type { Chain, IptablesDump, Rule, Target } from "./dump.ts";
 import {
+  cloneState as cloneStateShared,
+  evalPreds as evalPredsShared,
+  settledFacts,
+  takeBothWays,
+} from "./forks.ts";
+import {
   type AddressKnowledge,
   addressKnowledge,
   assumed,
@@ -20,8 +26,6 @@ import {
   normalizeProto,
   type PacketState,
   type Pred,
-  type Taken,
-  type UnknownAsk,
 } from "./nat-match.ts";
 import type {
   DstOut,
@@ -135,9 +139,11 @@ const NON_TERMINATING = new Set([
 ]);
 
 const MAX_DEPTH = 128;
+// bound once: an imported function is read through a getter on every call under tsx
+const evalPreds = evalPredsShared;
+const cloneState = cloneStateShared;
 // the verdicts of nat-match, as local constants (imported bindings cost a getter under tsx)
 const NO = 0;
-const YES = 1;
 const UNDECIDED = 2;
 const BRANCH = 3;
 
@@ -307,72 +313,6 @@ function nextCandidate(c: CChain, pos: number, dst: bigint): number {
     pos = run.end;
   }
   return n;
-}
-
-/**
- * Three-valued AND of a rule's predicates: one NO decides; else UNDECIDED; else BRANCH or YES.
- * Kept in this module (not imported) because it runs for every rule visited.
- */
-function evalPreds(preds: readonly Pred[], s: PacketState): number {
-  let undecided = false;
-  let branch = false;
-  let reason = "";
-  let ask: UnknownAsk | undefined;
-  let p = 1;
-  let note = "";
-  for (let i = 0; i < preds.length; i++) {
-    const v = preds[i]!(s);
-    if (v === NO) return NO;
-    if (v === UNDECIDED && !undecided) {
-      undecided = true;
-      reason = s.reason;
-      ask = s.unknown;
-    } else if (v === BRANCH) {
-      branch = true;
-      p *= s.branchP;
-      note = note ? `${note}; ${s.branchNote}` : s.branchNote;
-    }
-  }
-  if (undecided) {
-    s.reason = reason;
-    s.unknown = ask;
-    return UNDECIDED;
-  }
-  if (branch) {
-    s.branchP = p;
-    s.branchNote = note;
-    return BRANCH;
-  }
-  return YES;
-}
-
-function cloneState(s: PacketState): PacketState {
-  return {
-    family: s.family,
-    src: s.src,
-    dst: s.dst,
-    origSrc: s.origSrc,
-    origDst: s.origDst,
-    proto: s.proto,
-    sport: s.sport,
-    dport: s.dport,
-    inIface: s.inIface,
-    outIface: s.outIface,
-    mark: s.mark,
-    markKnown: s.markKnown,
-    ctmark: s.ctmark,
-    ctmarkKnown: s.ctmarkKnown,
-    ctstate: s.ctstate,
-    dnatted: s.dnatted,
-    reason: s.reason,
-    branchP: s.branchP,
-    branchNote: s.branchNote,
-    // both are replaced, never changed in place: sharing them is safe
-    premise: s.premise,
-    taken: s.taken,
-    factsUsed: s.factsUsed,
-    unknown: undefined,
-  };
 }
 
 function cloneFrames(frames: Frame[]): Frame[] {
@@ -604,7 +544,6 @@ class Engine {
    */
   private forkWalk(w: Walk, u: UnknownFact & { readonly key: unknown }): Walk {
     this.walks++;
-    const base: UnknownFact = { fact: u.fact, rule: u.rule, reason: u.reason, decide: u.decide };
     const other: Walk = {
       st: cloneState(w.st),
       frames: cloneFrames(w.frames),
@@ -613,12 +552,7 @@ class Engine {
       steps: w.steps,
       prob: w.prob,
     };
-    const take = (x: Walk, holds: boolean) => {
-      const t: Taken = { key: u.key, assumption: { ...base, holds } };
-      x.st.taken = x.st.taken === undefined ? [t] : [...x.st.taken, t];
-    };
-    take(w, true);
-    take(other, false);
+    takeBothWays(w.st, other.st, u);
     const chain = w.frames[w.frames.length - 1]?.chain ?? w.hook;
     const index = u.rule.line === chain.ref.line ? 0 : this.ruleIndexAt(chain, u.rule);
     this.step(w, "branch", chain, index, u.rule, `if ${u.fact} (not known: ${u.reason})`);
@@ -1306,20 +1240,12 @@ class Engine {
       const key0 = outcomeKey(traces[0]!);
       if (key0 !== undefined && traces.every((t) => outcomeKey(t) === key0)) {
         // every outcome of the unknown facts leads to the same answer: it holds without them
-        const settled = new Map<string, UnknownFact>();
-        for (const t of traces) {
-          for (const a of t.assumptions ?? []) {
-            const k = `${a.fact}|${a.rule.file}:${a.rule.line}`;
-            if (!settled.has(k))
-              settled.set(k, { fact: a.fact, rule: a.rule, reason: a.reason, decide: a.decide });
-          }
-        }
         const first = traces[0]!;
         const factsUsed = [...new Set(traces.flatMap((t) => t.factsUsed ?? []))];
         const { assumptions: _a, ...rest } = first;
         return {
           ...rest,
-          unknownButSettled: [...settled.values()],
+          unknownButSettled: settledFacts(traces),
           ...(factsUsed.length > 0 ? { factsUsed } : {}),
           branches,
         };

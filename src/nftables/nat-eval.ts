@@ -7,6 +7,7 @@
  * tables are read alike.
  */
 
+import { settledFacts } from "../iptables/forks.ts";
 import { addressKnowledge } from "../iptables/nat-match.ts";
 import type {
   DstOut,
@@ -17,7 +18,6 @@ import type {
   NatEvaluator,
   NatTrace,
   SourceOut,
-  UnknownFact,
 } from "../iptables/nat-trace.ts";
 import { formatIp, type Ip } from "../net/cidr.ts";
 import { localOf, type NftPacket, protoNumber } from "./match.ts";
@@ -318,19 +318,8 @@ function combine(flow: Flow, traces: NatTrace[], probs: number[], notes: string[
   );
   const key0 = outcomeKey(traces[0]!);
   if (!random && key0 !== undefined && traces.every((t) => outcomeKey(t) === key0)) {
-    const settled = new Map<string, UnknownFact>();
-    for (const t of traces) {
-      for (const a of t.assumptions ?? []) {
-        settled.set(`${a.fact}|${a.rule.line}`, {
-          fact: a.fact,
-          rule: a.rule,
-          reason: a.reason,
-          decide: a.decide,
-        });
-      }
-    }
     const { assumptions: _a, ...rest } = traces[0]!;
-    return { ...rest, unknownButSettled: [...settled.values()], branches };
+    return { ...rest, unknownButSettled: settledFacts(traces), branches };
   }
   let prefix = traces[0]!.steps.length;
   for (const t of traces) {
