@@ -2,8 +2,8 @@
  * @module evidence/capture-meta — `captures/<name>.yaml`: where and when a capture was taken
  * (`point: node/<n> | pod/<ns>/<p> | remote/<site> | client`, `phase: before|after`).
  */
-import { z } from "zod";
 import type { Diagnostic, Parsed, SourceRef } from "../model/types.ts";
+import { lazySchema } from "./lazy-zod.ts";
 import { parseLenient } from "./lenient-parse.ts";
 import { readYamlSource } from "./yaml-source.ts";
 
@@ -28,19 +28,21 @@ export interface CaptureMeta {
 const NAME = "[a-z0-9](?:[-a-z0-9.]*[a-z0-9])?";
 const POINT = new RegExp(`^(?:node/(${NAME})|pod/(${NAME})/(${NAME})|remote/([^/\\s]+)|client)$`);
 
-const MetaSchema = z.strictObject({
-  point: z
-    .string()
-    .regex(POINT, "expected node/<name>, pod/<namespace>/<name>, remote/<site> or client"),
-  phase: z.enum(["before", "after"]).optional(),
-  time: z
-    .string()
-    .refine(
-      (t) => !Number.isNaN(Date.parse(t)),
-      "expected an ISO 8601 time such as 2026-11-29T14:05:00Z",
-    )
-    .optional(),
-  command: z.string().optional(),
+const MetaSchema = lazySchema((z) => {
+  return z.strictObject({
+    point: z
+      .string()
+      .regex(POINT, "expected node/<name>, pod/<namespace>/<name>, remote/<site> or client"),
+    phase: z.enum(["before", "after"]).optional(),
+    time: z
+      .string()
+      .refine(
+        (t) => !Number.isNaN(Date.parse(t)),
+        "expected an ISO 8601 time such as 2026-11-29T14:05:00Z",
+      )
+      .optional(),
+    command: z.string().optional(),
+  });
 });
 
 /** Reads a capture's metadata file. Unknown keys are warnings; a bad `point` leaves no value. */
@@ -69,7 +71,7 @@ export function readCaptureMeta(text: string, file: string): Parsed<CaptureMeta 
   const docRef = source.locate(root, []) ?? source.refAt(0);
   const own: Diagnostic[] = [];
   const m = parseLenient(
-    MetaSchema,
+    MetaSchema(),
     { raw: d.value, locate: (p) => source.locate(root, p), source: docRef, label: file },
     own,
     "CAPTURE_META",

@@ -3,9 +3,9 @@
  * the far side (the site's prefixes, what it routes back, VPN traffic selectors, allowlists),
  * validated with every CIDR parsed strictly and every entry citing its line.
  */
-import { z } from "zod";
 import type { Diagnostic, Parsed, SourceRef } from "../model/types.ts";
 import { type Cidr, formatCidr, tryParseCidr } from "../net/cidr.ts";
+import { lazySchema } from "./lazy-zod.ts";
 import { type LocatedValue, parseLenient } from "./lenient-parse.ts";
 import { readYamlSource, type YamlPath, type YamlSource } from "./yaml-source.ts";
 
@@ -55,29 +55,31 @@ export interface RemoteSite {
   readonly source: SourceRef;
 }
 
-const cidrList = z.array(z.string());
-const SiteSchema = z.strictObject({
-  kind: z.literal("RemoteSite"),
-  name: z.string().min(1),
-  prefixes: cidrList.optional(),
-  routesBack: cidrList.optional(),
-  vpn: z
-    .strictObject({
-      kind: z.enum(VPN_KINDS),
-      localTrafficSelectors: cidrList.optional(),
-      remoteTrafficSelectors: cidrList.optional(),
-    })
-    .optional(),
-  allowlists: z
-    .array(
-      z.strictObject({
-        name: z.string().min(1),
-        sources: cidrList.optional(),
-        destinations: cidrList.optional(),
-        ports: z.array(z.string()).optional(),
-      }),
-    )
-    .optional(),
+const SiteSchema = lazySchema((z) => {
+  const cidrList = z.array(z.string());
+  return z.strictObject({
+    kind: z.literal("RemoteSite"),
+    name: z.string().min(1),
+    prefixes: cidrList.optional(),
+    routesBack: cidrList.optional(),
+    vpn: z
+      .strictObject({
+        kind: z.enum(VPN_KINDS),
+        localTrafficSelectors: cidrList.optional(),
+        remoteTrafficSelectors: cidrList.optional(),
+      })
+      .optional(),
+    allowlists: z
+      .array(
+        z.strictObject({
+          name: z.string().min(1),
+          sources: cidrList.optional(),
+          destinations: cidrList.optional(),
+          ports: z.array(z.string()).optional(),
+        }),
+      )
+      .optional(),
+  });
 });
 
 /**
@@ -120,7 +122,7 @@ function readSite(
   root: unknown,
   diagnostics: Diagnostic[],
 ): RemoteSite | undefined {
-  const checked = parseLenient(SiteSchema, doc, diagnostics, "REMOTE_SCHEMA");
+  const checked = parseLenient(SiteSchema(), doc, diagnostics, "REMOTE_SCHEMA");
   if (!checked) return undefined;
   const at = (p: YamlPath) => source.locate(root, p) ?? doc.source;
   const cidrs = (list: readonly string[] | undefined, base: YamlPath): CidrEntry[] | undefined =>

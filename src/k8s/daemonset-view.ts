@@ -2,25 +2,23 @@
  * @module k8s/daemonset-view — a DaemonSet as podpath reads it: selector, template labels, node
  * selection (nodeSelector, required node affinity, tolerations), containers and status.
  */
-import { z } from "zod";
+import type { z } from "zod";
 import type { KubeObject } from "../evidence/kube-objects.ts";
+import { lazySchema } from "../evidence/lazy-zod.ts";
 import { locatedObject, parseLenient } from "../evidence/lenient-parse.ts";
 import type { Diagnostic, Parsed, SourceRef } from "../model/types.ts";
 import {
   at,
   type ContainerView,
   containerViews,
-  LabelSelectorSchema,
   type LabelSelectorSpec,
   type NodeSelectorRequirement,
   type NodeSelectorTerm,
   opt,
   type Path,
-  PodSpecSchema,
-  type RequirementSchema,
-  strMap,
   type Toleration,
   toSelector,
+  viewSchemas,
   wrongKind,
 } from "./view-support.ts";
 
@@ -49,34 +47,37 @@ export interface DaemonSetView {
   readonly source: SourceRef;
 }
 
-const DaemonSetSchema = z.object({
-  spec: z
-    .object({
-      selector: LabelSelectorSchema.optional(),
-      template: z
-        .object({
-          metadata: z.object({ labels: strMap.optional() }).optional(),
-          spec: PodSpecSchema.optional(),
-        })
-        .optional(),
-    })
-    .optional(),
-  status: z
-    .object({
-      desiredNumberScheduled: z.number().optional(),
-      currentNumberScheduled: z.number().optional(),
-      numberReady: z.number().optional(),
-      numberAvailable: z.number().optional(),
-      numberMisscheduled: z.number().optional(),
-      updatedNumberScheduled: z.number().optional(),
-    })
-    .optional(),
+const DaemonSetSchema = lazySchema((z) => {
+  const { LabelSelectorSchema, PodSpecSchema, strMap } = viewSchemas();
+  return z.object({
+    spec: z
+      .object({
+        selector: LabelSelectorSchema.optional(),
+        template: z
+          .object({
+            metadata: z.object({ labels: strMap.optional() }).optional(),
+            spec: PodSpecSchema.optional(),
+          })
+          .optional(),
+      })
+      .optional(),
+    status: z
+      .object({
+        desiredNumberScheduled: z.number().optional(),
+        currentNumberScheduled: z.number().optional(),
+        numberReady: z.number().optional(),
+        numberAvailable: z.number().optional(),
+        numberMisscheduled: z.number().optional(),
+        updatedNumberScheduled: z.number().optional(),
+      })
+      .optional(),
+  });
 });
 
 export function readDaemonSet(obj: KubeObject): Parsed<DaemonSetView | undefined> {
   if (obj.kind !== "DaemonSet") return wrongKind(obj, "DaemonSet");
   const diagnostics: Diagnostic[] = [];
-  const d = parseLenient(DaemonSetSchema, locatedObject(obj), diagnostics);
+  const d = parseLenient(DaemonSetSchema(), locatedObject(obj), diagnostics);
   if (!d) return { value: undefined, diagnostics };
   const spec = d.spec?.template?.spec;
   const tpl: Path = ["spec", "template", "spec"];
@@ -90,7 +91,10 @@ export function readDaemonSet(obj: KubeObject): Parsed<DaemonSetView | undefined
   ];
   const requirement =
     (termPath: Path, kind: "matchExpressions" | "matchFields") =>
-    (r: z.output<typeof RequirementSchema>, i: number): NodeSelectorRequirement => ({
+    (
+      r: z.output<ReturnType<typeof viewSchemas>["RequirementSchema"]>,
+      i: number,
+    ): NodeSelectorRequirement => ({
       key: r.key,
       operator: r.operator,
       values: r.values ?? [],

@@ -1,8 +1,8 @@
 /**
  * @module k8s/node-view — a Node as podpath reads it: pool, pod CIDRs, addresses and taints.
  */
-import { z } from "zod";
 import type { KubeObject } from "../evidence/kube-objects.ts";
+import { lazySchema } from "../evidence/lazy-zod.ts";
 import { locatedObject, parseLenient } from "../evidence/lenient-parse.ts";
 import type { Diagnostic, Parsed, SourceRef } from "../model/types.ts";
 import type { Cidr, Ip } from "../net/cidr.ts";
@@ -13,9 +13,8 @@ import {
   type Path,
   parseCidrOpt,
   parseIpOpt,
-  str,
   type Taint,
-  TaintSchema,
+  viewSchemas,
   wrongKind,
 } from "./view-support.ts";
 
@@ -36,23 +35,26 @@ export interface NodeView {
   readonly source: SourceRef;
 }
 
-const NodeSchema = z.object({
-  spec: z
-    .object({
-      podCIDR: str.optional(),
-      podCIDRs: z.array(str).optional(),
-      taints: z.array(TaintSchema).optional(),
-    })
-    .optional(),
-  status: z
-    .object({ addresses: z.array(z.object({ type: str, address: str })).optional() })
-    .optional(),
+const NodeSchema = lazySchema((z) => {
+  const { str, TaintSchema } = viewSchemas();
+  return z.object({
+    spec: z
+      .object({
+        podCIDR: str.optional(),
+        podCIDRs: z.array(str).optional(),
+        taints: z.array(TaintSchema).optional(),
+      })
+      .optional(),
+    status: z
+      .object({ addresses: z.array(z.object({ type: str, address: str })).optional() })
+      .optional(),
+  });
 });
 
 export function readNode(obj: KubeObject): Parsed<NodeView | undefined> {
   if (obj.kind !== "Node") return wrongKind(obj, "Node");
   const diagnostics: Diagnostic[] = [];
-  const n = parseLenient(NodeSchema, locatedObject(obj), diagnostics);
+  const n = parseLenient(NodeSchema(), locatedObject(obj), diagnostics);
   if (!n) return { value: undefined, diagnostics };
   const cidrTexts = n.spec?.podCIDRs?.length
     ? n.spec.podCIDRs.map((text, i) => ({ text, path: ["spec", "podCIDRs", i] as Path }))

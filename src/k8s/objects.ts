@@ -4,21 +4,19 @@
  * and DaemonSet live in their own modules and are re-exported here; ConfigMap, Namespace, Service
  * and NetworkPolicy are small enough to live here.
  */
-import { z } from "zod";
 import type { KubeObject } from "../evidence/kube-objects.ts";
+import { lazySchema } from "../evidence/lazy-zod.ts";
 import { locatedObject, parseLenient } from "../evidence/lenient-parse.ts";
 import type { Diagnostic, Parsed, SourceRef } from "../model/types.ts";
 import type { Ip } from "../net/cidr.ts";
 import {
   addresses,
-  LabelSelectorSchema,
   type LabelSelectorSpec,
   opt,
   type Path,
   parseIpOpt,
-  str,
-  strMap,
   toSelector,
+  viewSchemas,
   wrongKind,
 } from "./view-support.ts";
 
@@ -81,12 +79,12 @@ export interface NetworkPolicyView {
   readonly source: SourceRef;
 }
 
-const ConfigMapSchema = z.object({ data: strMap.optional() });
+const ConfigMapSchema = lazySchema((z) => z.object({ data: viewSchemas().strMap.optional() }));
 
 export function readConfigMap(obj: KubeObject): Parsed<ConfigMapView | undefined> {
   if (obj.kind !== "ConfigMap") return wrongKind(obj, "ConfigMap");
   const diagnostics: Diagnostic[] = [];
-  const c = parseLenient(ConfigMapSchema, locatedObject(obj), diagnostics);
+  const c = parseLenient(ConfigMapSchema(), locatedObject(obj), diagnostics);
   if (!c) return { value: undefined, diagnostics };
   return {
     value: {
@@ -108,32 +106,35 @@ export function readNamespace(obj: KubeObject): Parsed<NamespaceView | undefined
   };
 }
 
-const ServiceSchema = z.object({
-  spec: z
-    .object({
-      type: str.optional(),
-      clusterIP: str.optional(),
-      clusterIPs: z.array(str).optional(),
-      selector: strMap.optional(),
-      ports: z
-        .array(
-          z.object({
-            name: str.optional(),
-            protocol: str.optional(),
-            port: z.number().int(),
-            targetPort: z.union([z.number().int(), str]).optional(),
-            nodePort: z.number().int().optional(),
-          }),
-        )
-        .optional(),
-    })
-    .optional(),
+const ServiceSchema = lazySchema((z) => {
+  const { str, strMap } = viewSchemas();
+  return z.object({
+    spec: z
+      .object({
+        type: str.optional(),
+        clusterIP: str.optional(),
+        clusterIPs: z.array(str).optional(),
+        selector: strMap.optional(),
+        ports: z
+          .array(
+            z.object({
+              name: str.optional(),
+              protocol: str.optional(),
+              port: z.number().int(),
+              targetPort: z.union([z.number().int(), str]).optional(),
+              nodePort: z.number().int().optional(),
+            }),
+          )
+          .optional(),
+      })
+      .optional(),
+  });
 });
 
 export function readService(obj: KubeObject): Parsed<ServiceView | undefined> {
   if (obj.kind !== "Service") return wrongKind(obj, "Service");
   const diagnostics: Diagnostic[] = [];
-  const s = parseLenient(ServiceSchema, locatedObject(obj), diagnostics);
+  const s = parseLenient(ServiceSchema(), locatedObject(obj), diagnostics);
   if (!s) return { value: undefined, diagnostics };
   const texts = s.spec?.clusterIPs?.length
     ? s.spec.clusterIPs.map((text, i) => ({ text, path: ["spec", "clusterIPs", i] as Path }))
@@ -165,16 +166,19 @@ export function readService(obj: KubeObject): Parsed<ServiceView | undefined> {
   return { value, diagnostics };
 }
 
-const NetworkPolicySchema = z.object({
-  spec: z
-    .object({ podSelector: LabelSelectorSchema.optional(), policyTypes: z.array(str).optional() })
-    .optional(),
+const NetworkPolicySchema = lazySchema((z) => {
+  const { str, LabelSelectorSchema } = viewSchemas();
+  return z.object({
+    spec: z
+      .object({ podSelector: LabelSelectorSchema.optional(), policyTypes: z.array(str).optional() })
+      .optional(),
+  });
 });
 
 export function readNetworkPolicy(obj: KubeObject): Parsed<NetworkPolicyView | undefined> {
   if (obj.kind !== "NetworkPolicy") return wrongKind(obj, "NetworkPolicy");
   const diagnostics: Diagnostic[] = [];
-  const n = parseLenient(NetworkPolicySchema, locatedObject(obj), diagnostics);
+  const n = parseLenient(NetworkPolicySchema(), locatedObject(obj), diagnostics);
   if (!n) return { value: undefined, diagnostics };
   return {
     value: {

@@ -2,8 +2,8 @@
  * @module k8s/pod-view — a Pod as podpath reads it: node, IPs, owners, containers with their
  * security context, pod sysctls, phase and container statuses.
  */
-import { z } from "zod";
 import type { KubeObject } from "../evidence/kube-objects.ts";
+import { lazySchema } from "../evidence/lazy-zod.ts";
 import { locatedObject, parseLenient } from "../evidence/lenient-parse.ts";
 import type { Diagnostic, Parsed, SourceRef } from "../model/types.ts";
 import type { Ip } from "../net/cidr.ts";
@@ -14,25 +14,34 @@ import {
   containerViews,
   opt,
   type Path,
-  PodSpecSchema,
   parseIpOpt,
-  str,
+  viewSchemas,
   wrongKind,
 } from "./view-support.ts";
 
-const StateSchema = z.object({
-  running: z.object({ startedAt: str.optional() }).optional(),
-  waiting: z.object({ reason: str.optional(), message: str.optional() }).optional(),
-  terminated: z
-    .object({ reason: str.optional(), exitCode: z.number().optional(), startedAt: str.optional() })
-    .optional(),
+const StateSchema = lazySchema((z) => {
+  const { str } = viewSchemas();
+  return z.object({
+    running: z.object({ startedAt: str.optional() }).optional(),
+    waiting: z.object({ reason: str.optional(), message: str.optional() }).optional(),
+    terminated: z
+      .object({
+        reason: str.optional(),
+        exitCode: z.number().optional(),
+        startedAt: str.optional(),
+      })
+      .optional(),
+  });
 });
-const ContainerStatusSchema = z.object({
-  name: str,
-  restartCount: z.number().int().optional(),
-  ready: z.boolean().optional(),
-  state: StateSchema.optional(),
-  lastState: StateSchema.optional(),
+const ContainerStatusSchema = lazySchema((z) => {
+  const { str } = viewSchemas();
+  return z.object({
+    name: str,
+    restartCount: z.number().int().optional(),
+    ready: z.boolean().optional(),
+    state: StateSchema().optional(),
+    lastState: StateSchema().optional(),
+  });
 });
 
 export interface ContainerStatusView {
@@ -75,29 +84,32 @@ export interface PodView {
   readonly source: SourceRef;
 }
 
-const PodSchema = z.object({
-  metadata: z
-    .object({
-      ownerReferences: z
-        .array(z.object({ kind: str, name: str, controller: z.boolean().optional() }))
-        .optional(),
-    })
-    .optional(),
-  spec: PodSpecSchema.optional(),
-  status: z
-    .object({
-      phase: str.optional(),
-      podIP: str.optional(),
-      podIPs: z.array(z.object({ ip: str })).optional(),
-      containerStatuses: z.array(ContainerStatusSchema).optional(),
-    })
-    .optional(),
+const PodSchema = lazySchema((z) => {
+  const { str, PodSpecSchema } = viewSchemas();
+  return z.object({
+    metadata: z
+      .object({
+        ownerReferences: z
+          .array(z.object({ kind: str, name: str, controller: z.boolean().optional() }))
+          .optional(),
+      })
+      .optional(),
+    spec: PodSpecSchema.optional(),
+    status: z
+      .object({
+        phase: str.optional(),
+        podIP: str.optional(),
+        podIPs: z.array(z.object({ ip: str })).optional(),
+        containerStatuses: z.array(ContainerStatusSchema()).optional(),
+      })
+      .optional(),
+  });
 });
 
 export function readPod(obj: KubeObject): Parsed<PodView | undefined> {
   if (obj.kind !== "Pod") return wrongKind(obj, "Pod");
   const diagnostics: Diagnostic[] = [];
-  const p = parseLenient(PodSchema, locatedObject(obj), diagnostics);
+  const p = parseLenient(PodSchema(), locatedObject(obj), diagnostics);
   if (!p) return { value: undefined, diagnostics };
   const ipTexts = p.status?.podIPs?.length
     ? p.status.podIPs.map((x, i) => ({ text: x.ip, path: ["status", "podIPs", i, "ip"] as Path }))

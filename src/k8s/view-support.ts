@@ -2,78 +2,105 @@
  * @module k8s/view-support — what the typed views share: the zod schemas of pod templates,
  * selectors, taints and tolerations, their view types, and the helpers that cite field lines.
  */
-import { z } from "zod";
+import type { z } from "zod";
 import type { KubeObject } from "../evidence/kube-objects.ts";
+import { lazySchema } from "../evidence/lazy-zod.ts";
 import type { Diagnostic, Parsed, SourceRef } from "../model/types.ts";
 import { type Cidr, type Ip, tryParseCidr, tryParseIp } from "../net/cidr.ts";
 
-export const str = z.string();
-export const strMap = z.record(z.string(), z.string());
+/** The schemas the views share, built (and zod loaded) on first use. */
+export const viewSchemas = lazySchema((z) => {
+  const str = z.string();
+  const strMap = z.record(z.string(), z.string());
 
-export const TaintSchema = z.object({
-  key: str,
-  value: str.optional(),
-  effect: z.enum(["NoSchedule", "PreferNoSchedule", "NoExecute"]),
+  const TaintSchema = z.object({
+    key: str,
+    value: str.optional(),
+    effect: z.enum(["NoSchedule", "PreferNoSchedule", "NoExecute"]),
+  });
+  const TolerationSchema = z.object({
+    key: str.optional(),
+    operator: z.enum(["Exists", "Equal"]).optional(),
+    value: str.optional(),
+    effect: z.enum(["NoSchedule", "PreferNoSchedule", "NoExecute", ""]).optional(),
+    tolerationSeconds: z.number().int().optional(),
+  });
+  const RequirementSchema = z.object({
+    key: str,
+    operator: z.enum(["In", "NotIn", "Exists", "DoesNotExist", "Gt", "Lt"]),
+    values: z.array(str).optional(),
+  });
+  const NodeSelectorTermSchema = z.object({
+    matchExpressions: z.array(RequirementSchema).optional(),
+    matchFields: z.array(RequirementSchema).optional(),
+  });
+  const AffinitySchema = z.object({
+    nodeAffinity: z
+      .object({
+        requiredDuringSchedulingIgnoredDuringExecution: z
+          .object({ nodeSelectorTerms: z.array(NodeSelectorTermSchema) })
+          .optional(),
+      })
+      .optional(),
+  });
+  const CapabilitiesSchema = z.object({
+    add: z.array(str).optional(),
+    drop: z.array(str).optional(),
+  });
+  const ContainerSecuritySchema = z.object({
+    privileged: z.boolean().optional(),
+    capabilities: CapabilitiesSchema.optional(),
+    runAsNonRoot: z.boolean().optional(),
+    runAsUser: z.number().int().optional(),
+    allowPrivilegeEscalation: z.boolean().optional(),
+    readOnlyRootFilesystem: z.boolean().optional(),
+  });
+  const ContainerSchema = z.object({
+    name: str,
+    image: str.optional(),
+    command: z.array(str).optional(),
+    args: z.array(str).optional(),
+    securityContext: ContainerSecuritySchema.optional(),
+  });
+  const PodSecuritySchema = z.object({
+    runAsNonRoot: z.boolean().optional(),
+    runAsUser: z.number().int().optional(),
+    sysctls: z.array(z.object({ name: str, value: str })).optional(),
+  });
+  const PodSpecSchema = z.object({
+    nodeName: str.optional(),
+    hostNetwork: z.boolean().optional(),
+    nodeSelector: strMap.optional(),
+    affinity: AffinitySchema.optional(),
+    tolerations: z.array(TolerationSchema).optional(),
+    containers: z.array(ContainerSchema).optional(),
+    initContainers: z.array(ContainerSchema).optional(),
+    securityContext: PodSecuritySchema.optional(),
+  });
+  const LabelSelectorSchema = z.object({
+    matchLabels: strMap.optional(),
+    matchExpressions: z
+      .array(z.object({ key: str, operator: str, values: z.array(str).optional() }))
+      .optional(),
+  });
+  return {
+    str,
+    strMap,
+    TaintSchema,
+    TolerationSchema,
+    RequirementSchema,
+    NodeSelectorTermSchema,
+    AffinitySchema,
+    CapabilitiesSchema,
+    ContainerSecuritySchema,
+    ContainerSchema,
+    PodSecuritySchema,
+    PodSpecSchema,
+    LabelSelectorSchema,
+  };
 });
-export const TolerationSchema = z.object({
-  key: str.optional(),
-  operator: z.enum(["Exists", "Equal"]).optional(),
-  value: str.optional(),
-  effect: z.enum(["NoSchedule", "PreferNoSchedule", "NoExecute", ""]).optional(),
-  tolerationSeconds: z.number().int().optional(),
-});
-export const RequirementSchema = z.object({
-  key: str,
-  operator: z.enum(["In", "NotIn", "Exists", "DoesNotExist", "Gt", "Lt"]),
-  values: z.array(str).optional(),
-});
-export const NodeSelectorTermSchema = z.object({
-  matchExpressions: z.array(RequirementSchema).optional(),
-  matchFields: z.array(RequirementSchema).optional(),
-});
-export const AffinitySchema = z.object({
-  nodeAffinity: z
-    .object({
-      requiredDuringSchedulingIgnoredDuringExecution: z
-        .object({ nodeSelectorTerms: z.array(NodeSelectorTermSchema) })
-        .optional(),
-    })
-    .optional(),
-});
-const CapabilitiesSchema = z.object({
-  add: z.array(str).optional(),
-  drop: z.array(str).optional(),
-});
-const ContainerSecuritySchema = z.object({
-  privileged: z.boolean().optional(),
-  capabilities: CapabilitiesSchema.optional(),
-  runAsNonRoot: z.boolean().optional(),
-  runAsUser: z.number().int().optional(),
-  allowPrivilegeEscalation: z.boolean().optional(),
-  readOnlyRootFilesystem: z.boolean().optional(),
-});
-export const ContainerSchema = z.object({
-  name: str,
-  image: str.optional(),
-  command: z.array(str).optional(),
-  args: z.array(str).optional(),
-  securityContext: ContainerSecuritySchema.optional(),
-});
-const PodSecuritySchema = z.object({
-  runAsNonRoot: z.boolean().optional(),
-  runAsUser: z.number().int().optional(),
-  sysctls: z.array(z.object({ name: str, value: str })).optional(),
-});
-export const PodSpecSchema = z.object({
-  nodeName: str.optional(),
-  hostNetwork: z.boolean().optional(),
-  nodeSelector: strMap.optional(),
-  affinity: AffinitySchema.optional(),
-  tolerations: z.array(TolerationSchema).optional(),
-  containers: z.array(ContainerSchema).optional(),
-  initContainers: z.array(ContainerSchema).optional(),
-  securityContext: PodSecuritySchema.optional(),
-});
+type ViewSchemas = ReturnType<typeof viewSchemas>;
+
 export type TaintEffect = "NoSchedule" | "PreferNoSchedule" | "NoExecute";
 
 export interface Taint {
@@ -181,7 +208,7 @@ export const parseCidrOpt = (t: string) => {
 export function containerViews(
   obj: KubeObject,
   base: Path,
-  list: readonly z.output<typeof ContainerSchema>[] | undefined,
+  list: readonly z.output<ViewSchemas["ContainerSchema"]>[] | undefined,
 ): ContainerView[] {
   return (list ?? []).map((c, i) => {
     const sc = c.securityContext;
@@ -201,14 +228,8 @@ export function containerViews(
   });
 }
 
-export const LabelSelectorSchema = z.object({
-  matchLabels: strMap.optional(),
-  matchExpressions: z
-    .array(z.object({ key: str, operator: str, values: z.array(str).optional() }))
-    .optional(),
-});
 export const toSelector = (
-  s: z.output<typeof LabelSelectorSchema> | undefined,
+  s: z.output<ViewSchemas["LabelSelectorSchema"]> | undefined,
 ): LabelSelectorSpec => ({
   matchLabels: s?.matchLabels ?? {},
   matchExpressions: (s?.matchExpressions ?? []).map((e) => ({
