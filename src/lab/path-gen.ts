@@ -150,6 +150,24 @@ function mangleTable(g: Rand): string[] {
       out.push(line(chain, `${m.spec} -j ${target}`.trim()));
     }
   }
+  for (const chain of ["FORWARD", "POSTROUTING"]) {
+    if (!g.chance(0.3)) continue;
+    const m = match(g, { in: chain === "FORWARD", out: true, ct: true, mark: true });
+    const target = g.chance(0.2) ? "DROP" : "MARK --set-xmark 0x4000/0x4000";
+    out.push(line(chain, `${m.spec} -j ${target}`.trim()));
+  }
+  if (g.chance(0.2)) {
+    // Calico's pattern: the connection's mark restored on entry, saved after
+    out.push(
+      line("PREROUTING", "-j CONNMARK --restore-mark --nfmask 0xffffffff --ctmask 0xffffffff"),
+    );
+    out.push(
+      line(
+        "OUTPUT",
+        "-m mark --mark 0x10/0x10 -j CONNMARK --save-mark --nfmask 0xffffffff --ctmask 0xffffffff",
+      ),
+    );
+  }
   return [...out, "COMMIT"];
 }
 

@@ -503,6 +503,7 @@ function routeAndFilter(
   }
   // forwarded (or sent by the node): mangle and filter FORWARD/OUTPUT, mangle POSTROUTING
   const hook: Hook = host ? "OUTPUT" : "FORWARD";
+  const markAtRoute = st.mark;
   let live: Partial[] = [{ ...x, st, steps }];
   for (const w of [walkers.mangle, walkers.filter]) {
     live = live.flatMap((y) => {
@@ -545,7 +546,27 @@ function routeAndFilter(
   for (const y of live) {
     let ysteps = y.steps;
     let src: Ip | undefined;
-    if (same) {
+    // a mark set since the routing decision (mangle/filter FORWARD or OUTPUT, mangle
+    // POSTROUTING) is the one nat POSTROUTING's mark matches see: asked again with it
+    const marked =
+      y.st.mark !== markAtRoute && y.st.markKnown === FULL && st.ctstate !== "UNTRACKED"
+        ? sameOutcome(
+            {
+              leaves: natLeaves(
+                nat.evaluate({
+                  ...flow,
+                  mark: y.st.mark,
+                  ...(dev ? { outIface: dev } : {}),
+                  ...(st.dst === p.dst.value ? { dstLocal: false } : {}),
+                }),
+              ),
+            },
+            y.st,
+            dnatRule(leaf.trace),
+          )
+        : same;
+    if (marked) {
+      const same = marked;
       const post = natSteps(dump, same.trace, y.st, "post");
       ysteps = pushAll(ysteps, post.steps);
       const so = same.trace.sourceOut;

@@ -196,4 +196,29 @@ describe("compilePath: untracked packets and the node's packets to itself", () =
       ["rejected"],
     );
   });
+
+  it("gives nat POSTROUTING the mark mangle FORWARD set after the routing decision", () => {
+    const rules = [
+      "*mangle",
+      ":PREROUTING ACCEPT [0:0]",
+      ":INPUT ACCEPT [0:0]",
+      ":FORWARD ACCEPT [0:0]",
+      ":OUTPUT ACCEPT [0:0]",
+      ":POSTROUTING ACCEPT [0:0]",
+      "-A FORWARD -o eth0 -j MARK --set-xmark 0x4000/0x4000",
+      "COMMIT",
+      "*nat",
+      ":PREROUTING ACCEPT [0:0]",
+      ":INPUT ACCEPT [0:0]",
+      ":OUTPUT ACCEPT [0:0]",
+      ":POSTROUTING ACCEPT [0:0]",
+      "-A POSTROUTING -m mark --mark 0x4000/0x4000 -j SNAT --to-source 192.0.2.7",
+      "COMMIT",
+      "",
+    ].join("\n");
+    const r = evaluate(rules, { src: "10.244.0.5", dst: "8.8.8.8", origin: "pod" });
+    const v = r.outcomes[0]?.verdict;
+    assert.equal(r.outcomes.length, 1);
+    assert.equal(v?.kind === "forwarded" && v.src ? formatIp(v.src) : "", "192.0.2.7");
+  });
 });
