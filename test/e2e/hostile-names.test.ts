@@ -63,8 +63,9 @@ function filesUnder(dir: string): string[] {
  * `node/from`) written as `to` (a JSON string, which YAML reads), and folders named `from` renamed.
  */
 function renamed(example: string, renames: readonly (readonly [string, string])[]): string {
-  const dir = mkdtempSync(join(tmp, `${example}-`));
-  cpSync(join(ROOT, "examples", example), dir, { recursive: true });
+  const from = example.includes("/") ? join(ROOT, example) : join(ROOT, "examples", example);
+  const dir = mkdtempSync(join(tmp, "snap-"));
+  cpSync(from, dir, { recursive: true });
   for (const f of filesUnder(dir).filter((x) => /\.(ya?ml|json)$/.test(x))) {
     let text = readFileSync(join(dir, f), "utf8");
     for (const [from, to] of renames) {
@@ -78,12 +79,9 @@ function renamed(example: string, renames: readonly (readonly [string, string])[
     }
     writeFileSync(join(dir, f), text);
   }
+  const pods = existsSync(join(dir, "pods")) ? readdirSync(join(dir, "pods")) : [];
   for (const [from, to] of renames) {
-    for (const parent of [
-      "nodes",
-      "pods",
-      ...readdirSync(join(dir, "pods")).map((p) => `pods/${p}`),
-    ]) {
+    for (const parent of ["nodes", "pods", ...pods.map((p) => `pods/${p}`)]) {
       if (existsSync(join(dir, parent, from)))
         renameSync(join(dir, parent, from), join(dir, parent, to));
     }
@@ -181,6 +179,40 @@ describe("hostile names in suggested commands, end to end", () => {
     ];
     assertSafe(commands, "masquerade");
   });
+
+  // each owner's fixture: its node, its pod and (Flannel, Calico) its DaemonSet renamed
+  const FIXTURES = "src/cases/masquerade/fixtures";
+  const owners: readonly (readonly [string, readonly string[]])[] = [
+    ["flannel/before", ["flannel-worker-1", "billing-5d8f9c7b6-h2xkq", "kube-flannel-ds"]],
+    ["calico/before", ["worker-1", "billing-6c9f7d8b5-q8zkt", "calico-node"]],
+    ["cilium/iptables-native-routing/before", ["worker-1", "billing-5f7c9d8b6-q2w4e"]],
+    ["kubenet/before", ["kubenet-pool-1-node-0", "billing-6f9c7d5b8-q4m2x"]],
+    ["bridge-cni/before", ["bridge-node-0", "billing-5c8d7f9b4-h7r2t"]],
+  ];
+  for (const [fixture, names] of owners) {
+    it(`owner fixture ${fixture}: node, pod and agent renamed`, () => {
+      const snap = renamed(
+        `${FIXTURES}/${fixture}`,
+        names.map((n) => [n, `${EVIL}-${n}`] as const),
+      );
+      const commands = [
+        ...commandsIn(JSON.parse(podpath("diagnose", snap, "-o", "json").stdout) as unknown),
+        ...commandsIn(
+          JSON.parse(podpath("plan", "masquerade", snap, "-o", "json").stdout) as unknown,
+        ),
+        ...commandsIn(
+          podpath("plan", "masquerade", snap)
+            .stdout.split("\n")
+            .map((l) => l.trim()),
+        ),
+      ];
+      assert.ok(
+        commands.some((c) => c.includes("touch pwned")),
+        `the names reach the commands:\n${commands.join("\n")}`,
+      );
+      assertSafe(commands, fixture);
+    });
+  }
 
   it("a node named with a newline starts no line of its own in text; JSON keeps the name", () => {
     const snap = renamed("snat-exception-list", [["gke-lab-default-0", NL_NODE]]);
