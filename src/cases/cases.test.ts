@@ -7,7 +7,7 @@ import { readdirSync, readFileSync } from "node:fs";
 import { join, relative, sep } from "node:path";
 import { describe, it } from "node:test";
 import { FINDING_IDS } from "../model/types.ts";
-import { CASES, caseOf } from "./index.ts";
+import { CASE_ENTRIES, caseOf, loadCases } from "./index.ts";
 
 const SRC = join(import.meta.dirname, "..");
 
@@ -60,6 +60,15 @@ describe("the case registry", () => {
     const folders = readdirSync(join(SRC, "cases"), { withFileTypes: true })
       .filter((d) => d.isDirectory())
       .map((d) => d.name);
-    for (const c of CASES) assert.ok(folders.includes(c.name), c.name);
+    for (const c of CASE_ENTRIES) assert.ok(folders.includes(c.name), c.name);
+  });
+
+  it("lists each case under its own name and ids, and loads it", async () => {
+    const cases = await loadCases();
+    assert.equal(cases.length, CASE_ENTRIES.length);
+    CASE_ENTRIES.forEach((e, i) => {
+      assert.equal(cases[i]!.name, e.name);
+      assert.deepEqual(cases[i]!.findingIds, e.findingIds);
+    });
   });
 });

@@ -1,12 +1,13 @@
 /**
  * @module questions/diagnose — `diagnose`: asks every question the snapshot has evidence for (the
- * masquerade path, the wire, the VPN pod) and gathers one answer: a verdict, findings most
+ * masquerade path, the wire, the VPN pod; a case is loaded only when the registry says the
+ * snapshot holds something for it) and gathers one answer: a verdict, findings most
  * important first (with the evidence read but not placed), the paths traced, and the evidence
  * that would decide more.
  */
 import type { DiagnoseOptions, QuestionResult } from "../cases/case.ts";
 import { checkFromEndpoint } from "../cases/endpoints.ts";
-import { CASES } from "../cases/index.ts";
+import { CASE_ENTRIES } from "../cases/index.ts";
 import type { Answer, PathView } from "../model/answer.ts";
 import { sortFindings } from "../model/answer.ts";
 import type { Diagnostic, Finding, Missing } from "../model/types.ts";
@@ -66,7 +67,10 @@ export async function diagnose(snap: Snapshot, opts: DiagnoseOptions = {}): Prom
   const paths: PathView[] = [];
   const missing: Missing[] = [];
   const diagnostics: Diagnostic[] = [...snap.diagnostics];
-  for (const c of CASES) {
+  for (const entry of CASE_ENTRIES) {
+    // a case with nothing to read in this snapshot would answer nothing: it is not even loaded
+    if (!entry.claims(snap)) continue;
+    const c = await entry.load();
     const r: QuestionResult = await c.diagnose(snap, opts, { findings, paths });
     findings.push(...r.findings);
     paths.push(...r.paths);

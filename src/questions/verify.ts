@@ -3,8 +3,8 @@
  * change record and keeps those that apply (a case with nothing to compare in the two snapshots
  * answers nothing). Names no case.
  */
-import type { Case, CaseProof, ProofOptions } from "../cases/case.ts";
-import { CASES } from "../cases/index.ts";
+import type { CaseProof, ProofOptions } from "../cases/case.ts";
+import { loadCases } from "../cases/index.ts";
 import type { Snapshot } from "../snapshot/load.ts";
 
 export type { CaseProof, ProofOptions, ProofVerdict } from "../cases/case.ts";
@@ -15,7 +15,7 @@ export async function verifySnapshots(
   after: Snapshot,
   opts: ProofOptions = {},
 ): Promise<CaseProof[]> {
-  const cases: readonly Case[] = CASES;
+  const cases = await loadCases();
   const records: CaseProof[] = [];
   for (const c of cases) {
     const r = c.proof ? await c.proof(before, after, opts) : undefined;

@@ -8,29 +8,13 @@
 import type { Snapshot } from "../../snapshot/load.ts";
 import type { DiagnoseOptions, QuestionResult } from "../case.ts";
 import { analyzeVpn } from "./analyze.ts";
+import { vpnClaims } from "./claims.ts";
 import { vpnPaths } from "./paths.ts";
 import { vpnInputFromSnapshot } from "./snapshot-input.ts";
 
-/** Is there anything about a VPN pod in this snapshot? */
-function isRelevant(snap: Snapshot): boolean {
-  if (snap.probes.length > 0) return true;
-  if ([...snap.pods.values()].some((p) => p.vpnConfigs.length > 0)) return true;
-  if (
-    [...snap.pods.values()].some((p) => p.interfaces?.some((i) => /^(tun|tap|wg)/.test(i.name)))
-  ) {
-    return true;
-  }
-  if (snap.chartValuesFiles.some((f) => f.startsWith("pods/"))) return true;
-  return snap.objects.some(
-    (o) =>
-      /openvpn|wireguard|vpn/i.test(o.name) &&
-      ["Deployment", "StatefulSet", "Pod", "DaemonSet"].includes(o.kind),
-  );
-}
-
 export async function explainVpn(snap: Snapshot, _opts: DiagnoseOptions): Promise<QuestionResult> {
   const result: QuestionResult = { findings: [], paths: [], missing: [], diagnostics: [] };
-  if (!isRelevant(snap)) return result;
+  if (!vpnClaims(snap)) return result;
   // what only the VPN checks read; the snapshot's and the far sides' reading problems are
   // reported with the snapshot and by the masquerade question
   const { input, diagnostics } = vpnInputFromSnapshot(snap);
