@@ -5,7 +5,6 @@
  * (`ip rule` and every table), mangle and filter INPUT or FORWARD (or OUTPUT), mangle and nat
  * POSTROUTING. Each outcome cites every step; facts the evidence does not state fork the answer.
  */
-import { lookupRoute } from "../evidence/ip-route.ts";
 import type { IptablesDump } from "../iptables/dump.ts";
 import { cloneState } from "../iptables/forks.ts";
 import { compileNat } from "../iptables/nat-eval.ts";
@@ -42,6 +41,7 @@ import {
   type RouteAnswer,
   type RoutedPacket,
   type RoutingEvidence,
+  routeByDefaultRules,
 } from "./route-decision.ts";
 import { push, pushAll, type StepList, toArray } from "./step-list.ts";
 import { TableWalker } from "./table-walk.ts";
@@ -168,7 +168,7 @@ function evaluateOne(
   const host = p.origin === "host";
   const inIface = host
     ? undefined
-    : (p.inIface ?? (routes ? lookupRoute(routes, p.src)?.dev : undefined));
+    : (p.inIface ?? (routes ? routeByDefaultRules(routes, p.src)?.dev : undefined));
   const outcomes: PathOutcome[] = [];
   const start: Partial = {
     st: initialState(dump, p, inIface),

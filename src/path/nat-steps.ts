@@ -15,10 +15,13 @@ export interface NatLeaf {
 }
 
 /** Every outcome of a nat trace: the trace itself, or each of its branches in turn. */
-export function natLeaves(t: NatTrace, p = 1): NatLeaf[] {
-  if (t.decision !== "branches" || !t.branches || t.branches.length === 0)
-    return [{ trace: t, probability: p }];
-  return t.branches.flatMap((b) => natLeaves(b.trace, p * b.probability));
+export function natLeaves(t: NatTrace, p = 1, out: NatLeaf[] = []): NatLeaf[] {
+  if (t.decision !== "branches" || !t.branches || t.branches.length === 0) {
+    out.push({ trace: t, probability: p });
+    return out;
+  }
+  for (const b of t.branches) natLeaves(b.trace, p * b.probability, out);
+  return out;
 }
 
 /** Where the second hook (nat INPUT or POSTROUTING) starts in a trace's steps. */

@@ -5,7 +5,7 @@
  * policy routing sends the packet elsewhere; and whether the destination is the node's own.
  */
 
-import { lookupRoute, type Route } from "../evidence/ip-route.ts";
+import { type Route, routeDestination } from "../evidence/ip-route.ts";
 import type { IpRule } from "../evidence/ip-rule.ts";
 import { type PolicyDecision, routeByPolicy } from "../evidence/ip-rule-lookup.ts";
 import type { SourceRef } from "../model/types.ts";
@@ -92,7 +92,7 @@ export function decideRoute(ev: RoutingEvidence, p: RoutedPacket): RouteAnswer {
         return { kind: "refused", how: route.type, by: route.source };
       const main =
         route.table !== "main" && route.type !== "local"
-          ? lookupRoute(routes, p.dst, "main")
+          ? routeIn(routes, p.dst, "main")
           : undefined;
       const differs =
         route.table !== "main" &&
@@ -122,10 +122,76 @@ function byDefaultRules(routes: readonly Route[], dst: Ip): PolicyDecision {
   const steps: IpRule[] = [];
   for (const rule of DEFAULT_RULES) {
     steps.push(rule);
-    const route = lookupRoute(routes, dst, rule.table!);
+    const route = routeIn(routes, dst, rule.table!);
     if (route) return { kind: "route", route, rule, steps };
   }
   return { kind: "no-route", steps };
+}
+
+/** A route with the block it covers read once. */
+interface Entry {
+  readonly route: Route;
+  readonly family: number;
+  readonly start: bigint;
+  readonly end: bigint;
+  readonly prefix: number;
+  readonly metric: number;
+}
+
+const tablesOf = new WeakMap<readonly Route[], Map<string, Entry[]>>();
+
+/**
+ * The route `lookupRoute(routes, ip, table)` (evidence/ip-route) chooses, with each route's
+ * block read once per route list instead of once per lookup: the longest prefix, then the lowest
+ * metric, the first of equals; a `throw` route: none.
+ */
+function routeIn(routes: readonly Route[], ip: Ip, table: string): Route | undefined {
+  let tables = tablesOf.get(routes);
+  if (tables === undefined) {
+    tables = new Map();
+    for (const route of routes) {
+      const d = routeDestination(route);
+      let list = tables.get(route.table);
+      if (list === undefined) {
+        list = [];
+        tables.set(route.table, list);
+      }
+      list.push({
+        route,
+        family: d.family,
+        start: d.start,
+        end: d.end,
+        prefix: d.prefix,
+        metric: route.metric ?? 0,
+      });
+    }
+    tablesOf.set(routes, tables);
+  }
+  const list = tables.get(table);
+  if (list === undefined) return undefined;
+  let best: Entry | undefined;
+  const v = ip.value;
+  for (let i = 0; i < list.length; i++) {
+    const e = list[i]!;
+    if (e.route.family !== ip.family || e.family !== ip.family || v < e.start || v > e.end)
+      continue;
+    if (
+      best === undefined ||
+      e.prefix > best.prefix ||
+      (e.prefix === best.prefix && e.metric < best.metric)
+    )
+      best = e;
+  }
+  return best && best.route.type !== "throw" ? best.route : undefined;
+}
+
+/** `lookupRoute(routes, ip)`: through the kernel's default rules (local, main, default). */
+export function routeByDefaultRules(routes: readonly Route[], ip: Ip): Route | undefined {
+  for (const t of ["local", "main", "default"]) {
+    const r = routeIn(routes, ip, t);
+    if (r) return r;
+  }
+  return undefined;
 }
 
 const localTables = new WeakMap<readonly Route[], boolean>();
