@@ -367,7 +367,7 @@ function verdictOf(
     if (p.proto === 1 && p.icmpType === 3 && p.inner && p.inner.proto === proto) {
       const same =
         proto === 1
-          ? p.inner.src === f.src && p.inner.dst === f.dst
+          ? p.inner.src === f.src && p.inner.dst === f.dst && p.inner.icmpType === 8
           : p.inner.src === f.src && p.inner.sport === f.sport;
       if (same)
         return {
@@ -408,6 +408,8 @@ export interface Packet {
     readonly src: string;
     readonly dst: string;
     readonly sport?: number;
+    /** The quoted packet's ICMP type (8: the echo request a flow sends). */
+    readonly icmpType?: number;
   };
 }
 
@@ -445,6 +447,7 @@ export function parsePacket(b: readonly number[]): Packet | undefined {
         src: ip4(b, q + 12),
         dst: ip4(b, q + 16),
         ...(qproto === 6 || qproto === 17 ? { sport: u16(b, q + qihl) } : {}),
+        ...(qproto === 1 ? { icmpType: b[q + qihl] ?? -1 } : {}),
       },
     };
   }

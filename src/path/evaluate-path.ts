@@ -461,7 +461,6 @@ function routeAndFilter(
     // POSTROUTING, and raw and mangle PREROUTING as it comes back in on lo
     const walks: [Hook, TableWalker][] = host
       ? [
-          ["OUTPUT", walkers.mangle],
           ["OUTPUT", walkers.filter],
           ["POSTROUTING", walkers.mangle],
           ["PREROUTING", walkers.raw],
@@ -475,6 +474,33 @@ function routeAndFilter(
         ];
     let live: Partial[] = [{ ...x, st, steps }];
     for (const [h, w] of walks) {
+      if (host && h === "PREROUTING" && w === walkers.raw && st.ctstate !== "UNTRACKED") {
+        // nat POSTROUTING on lo comes before INPUT: a source it rewrites (MASQUERADE there takes
+        // another interface's address) is what INPUT's rules see, and is not followed here
+        live = live.filter((y) => {
+          const t = nat.evaluate({
+            ...flow,
+            outIface: "lo",
+            dstLocal: false,
+            ...(y.st.markKnown === FULL ? { mark: y.st.mark } : {}),
+          });
+          const rewrites = natLeaves(t).some(
+            (l) => l.trace.decision === "masquerade" || l.trace.decision === "snat",
+          );
+          if (!rewrites) return true;
+          const verdict: PathVerdict = {
+            kind: "undecided",
+            reason: "nat POSTROUTING rewrites the source of the node's own packet on lo",
+            ...(t.decidingRule ? { at: t.decidingRule } : {}),
+            unknowns: [],
+          };
+          out.push({
+            ...finish(p, y.st, y.steps, y.assumptions, y.prob, verdict, "INPUT"),
+            kind: "output",
+          });
+          return false;
+        });
+      }
       live = live.flatMap((y) => {
         y.st.inIface = h === "INPUT" || h === "PREROUTING" ? (host ? "lo" : y.st.inIface) : "";
         y.st.outIface = h === "OUTPUT" ? (first.dev ?? "lo") : h === "POSTROUTING" ? "lo" : "";
@@ -505,7 +531,8 @@ function routeAndFilter(
   const hook: Hook = host ? "OUTPUT" : "FORWARD";
   const markAtRoute = st.mark;
   let live: Partial[] = [{ ...x, st, steps }];
-  for (const w of [walkers.mangle, walkers.filter]) {
+  // the node's own packet met mangle OUTPUT before nat OUTPUT (evaluateOne): filter OUTPUT now
+  for (const w of host ? [walkers.filter] : [walkers.mangle, walkers.filter]) {
     live = live.flatMap((y) => {
       // OUTPUT's chains all see the socket's route, FORWARD's the route just taken
       y.st.outIface = host ? (first.dev ?? "") : dev;

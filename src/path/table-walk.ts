@@ -513,7 +513,9 @@ export class TableWalker {
         return undefined;
       }
       case "CONNMARK": {
-        if (t.mode === "restore") {
+        if (s.ctstate === "UNTRACKED") {
+          // no connection to take a mark from or give one to
+        } else if (t.mode === "restore") {
           // the packet's mark takes the connection's under nfmask; a new connection's is 0
           const bits = t.nfmask & t.ctmask;
           s.mark = ((s.mark & ~bits) | (s.ctmark & bits)) >>> 0;

@@ -221,4 +221,92 @@ describe("compilePath: untracked packets and the node's packets to itself", () =
     assert.equal(r.outcomes.length, 1);
     assert.equal(v?.kind === "forwarded" && v.src ? formatIp(v.src) : "", "192.0.2.7");
   });
+
+  it("leaves an untracked packet's mark alone on CONNMARK --restore-mark", () => {
+    const rules = [
+      "*raw",
+      ":PREROUTING ACCEPT [0:0]",
+      ":OUTPUT ACCEPT [0:0]",
+      "-A PREROUTING -p udp -j CT --notrack",
+      "COMMIT",
+      "*mangle",
+      ":PREROUTING ACCEPT [0:0]",
+      ":INPUT ACCEPT [0:0]",
+      ":FORWARD ACCEPT [0:0]",
+      ":OUTPUT ACCEPT [0:0]",
+      ":POSTROUTING ACCEPT [0:0]",
+      "-A PREROUTING -j MARK --set-xmark 0x10/0xffffffff",
+      "-A PREROUTING -j CONNMARK --restore-mark --nfmask 0xffffffff --ctmask 0xffffffff",
+      "COMMIT",
+      "*filter",
+      ":INPUT ACCEPT [0:0]",
+      ":FORWARD ACCEPT [0:0]",
+      ":OUTPUT ACCEPT [0:0]",
+      "-A FORWARD -m mark --mark 0x10 -j DROP",
+      "COMMIT",
+      "",
+    ].join("\n");
+    const r = evaluate(rules, { src: "10.244.0.5", dst: "8.8.8.8", origin: "pod" });
+    assert.deepEqual(
+      r.outcomes.map((o) => o.verdict.kind),
+      ["dropped"],
+    );
+  });
+
+  it("walks mangle OUTPUT once for the node's packet, before nat OUTPUT's DNAT", () => {
+    const rules = [
+      "*mangle",
+      ":PREROUTING ACCEPT [0:0]",
+      ":INPUT ACCEPT [0:0]",
+      ":FORWARD ACCEPT [0:0]",
+      ":OUTPUT ACCEPT [0:0]",
+      ":POSTROUTING ACCEPT [0:0]",
+      "-A OUTPUT -d 172.16.0.0/12 -j MARK --set-xmark 0x10/0xffffffff",
+      "COMMIT",
+      "*nat",
+      ":PREROUTING ACCEPT [0:0]",
+      ":INPUT ACCEPT [0:0]",
+      ":OUTPUT ACCEPT [0:0]",
+      ":POSTROUTING ACCEPT [0:0]",
+      "-A OUTPUT -d 10.96.0.10/32 -p udp -j DNAT --to-destination 172.16.5.5:53",
+      "COMMIT",
+      "*filter",
+      ":INPUT ACCEPT [0:0]",
+      ":FORWARD ACCEPT [0:0]",
+      ":OUTPUT ACCEPT [0:0]",
+      "-A OUTPUT -m mark --mark 0x10/0x10 -j DROP",
+      "COMMIT",
+      "",
+    ].join("\n");
+    const r = evaluate(rules, { src: "192.168.10.2", dst: "10.96.0.10", origin: "host" });
+    assert.deepEqual(
+      r.outcomes.map((o) => o.verdict.kind),
+      ["forwarded"],
+    );
+    assert.equal(formatIp(r.outcomes[0]!.dstOut), "172.16.5.5");
+  });
+
+  it("leaves the node's packet to itself undecided when nat POSTROUTING rewrites its source", () => {
+    const rules = [
+      "*nat",
+      ":PREROUTING ACCEPT [0:0]",
+      ":INPUT ACCEPT [0:0]",
+      ":OUTPUT ACCEPT [0:0]",
+      ":POSTROUTING ACCEPT [0:0]",
+      "-A POSTROUTING -j MASQUERADE",
+      "COMMIT",
+      "*filter",
+      ":INPUT ACCEPT [0:0]",
+      ":FORWARD ACCEPT [0:0]",
+      ":OUTPUT ACCEPT [0:0]",
+      "-A INPUT -s 10.0.0.0/8 -j DROP",
+      "COMMIT",
+      "",
+    ].join("\n");
+    const r = evaluate(rules, { src: "192.168.10.2", dst: "192.168.10.2", origin: "host" });
+    assert.deepEqual(
+      r.outcomes.map((o) => o.verdict.kind),
+      ["undecided"],
+    );
+  });
 });
