@@ -229,6 +229,10 @@ export class TableWalker {
       // a whole dump without this chain: nothing there, the packet passes
       return [{ end: { kind: "accept" }, st, steps, prob: 1 }];
     }
+    if (h.chain.rules.length === 0 && h.chain.chain.policy === "ACCEPT") {
+      // an empty chain that accepts (mangle's, often): its policy, without a walk
+      return [{ end: { kind: "accept" }, st, steps: push(steps, h.step), prob: 1 }];
+    }
     const first: Walk = {
       st,
       frames: [{ chain: h.chain, pos: 0 }],
