@@ -5,7 +5,7 @@
  * that turned out not to matter when every way led to the same answer.
  */
 import type { PacketState, Pred, Taken } from "./nat-match.ts";
-import type { UnknownFact } from "./nat-trace.ts";
+import type { Flow, NatBranch, NatTrace, UnknownFact } from "./nat-trace.ts";
 
 // nat-match's verdicts, as local constants (imported bindings cost a getter under tsx)
 const NO = 0;
@@ -95,6 +95,39 @@ export function takeBothWays(
   };
   take(yes, true);
   take(no, false);
+}
+
+/**
+ * Outcomes that differ, as one trace: the steps they all share (the same step objects, from the
+ * start), each outcome as a branch, and the source they leave with when every one agrees.
+ */
+export function branchesTrace(
+  flow: Flow,
+  traces: readonly NatTrace[],
+  branches: NatBranch[],
+  notes: string[],
+): NatTrace {
+  const first = traces[0]!;
+  let prefix = first.steps.length;
+  for (const t of traces) {
+    let k = 0;
+    while (k < prefix && k < t.steps.length && t.steps[k] === first.steps[k]) k++;
+    prefix = k;
+  }
+  const same = traces.every(
+    (t) =>
+      t.decision === first.decision &&
+      t.sourceOut?.how === first.sourceOut?.how &&
+      t.sourceOut?.ip?.value === first.sourceOut?.ip?.value,
+  );
+  return {
+    flow,
+    steps: first.steps.slice(0, prefix),
+    decision: "branches",
+    ...(same && first.sourceOut ? { sourceOut: first.sourceOut } : {}),
+    branches,
+    notes,
+  };
 }
 
 /**

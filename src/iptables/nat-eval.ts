@@ -10,6 +10,7 @@ import type { SourceRef } from "../model/types.ts";
 import { type Family, formatIp, type Ip } from "../net/cidr.ts";
 import type { Chain, IptablesDump, Rule, Target } from "./dump.ts";
 import {
+  branchesTrace,
   cloneState as cloneStateShared,
   evalPreds as evalPredsShared,
   settledFacts,
@@ -1251,27 +1252,7 @@ class Engine {
         };
       }
     }
-    let prefix = traces[0]!.steps.length;
-    for (const t of traces) {
-      let k = 0;
-      while (k < prefix && k < t.steps.length && t.steps[k] === traces[0]!.steps[k]) k++;
-      prefix = k;
-    }
-    const first = traces[0]!;
-    const same = traces.every(
-      (t) =>
-        t.decision === first.decision &&
-        t.sourceOut?.how === first.sourceOut?.how &&
-        t.sourceOut?.ip?.value === first.sourceOut?.ip?.value,
-    );
-    return {
-      flow,
-      steps: first.steps.slice(0, prefix),
-      decision: "branches",
-      ...(same && first.sourceOut ? { sourceOut: first.sourceOut } : {}),
-      branches,
-      notes,
-    };
+    return branchesTrace(flow, traces, branches, notes);
   }
 }
 

@@ -7,7 +7,7 @@
  * tables are read alike.
  */
 
-import { settledFacts } from "../iptables/forks.ts";
+import { branchesTrace, settledFacts } from "../iptables/forks.ts";
 import { addressKnowledge } from "../iptables/nat-match.ts";
 import type {
   DstOut,
@@ -321,25 +321,5 @@ function combine(flow: Flow, traces: NatTrace[], probs: number[], notes: string[
     const { assumptions: _a, ...rest } = traces[0]!;
     return { ...rest, unknownButSettled: settledFacts(traces), branches };
   }
-  let prefix = traces[0]!.steps.length;
-  for (const t of traces) {
-    let i = 0;
-    while (i < prefix && i < t.steps.length && t.steps[i] === traces[0]!.steps[i]) i++;
-    prefix = i;
-  }
-  const first = traces[0]!;
-  const same = traces.every(
-    (t) =>
-      t.decision === first.decision &&
-      t.sourceOut?.how === first.sourceOut?.how &&
-      t.sourceOut?.ip?.value === first.sourceOut?.ip?.value,
-  );
-  return {
-    flow,
-    steps: first.steps.slice(0, prefix),
-    decision: "branches",
-    ...(same && first.sourceOut ? { sourceOut: first.sourceOut } : {}),
-    branches,
-    notes,
-  };
+  return branchesTrace(flow, traces, branches, notes);
 }
