@@ -50,6 +50,8 @@ export interface NftWalk {
   base?: NftChain;
   /** Where the last base chain accepted the packet (its accept rule or its policy). */
   acceptedAt?: SourceRef;
+  /** A `notrack` statement ran: conntrack (and so nat) will not see the packet. */
+  notrack?: SourceRef;
 }
 
 export type NftEndKind = "accept" | "nat" | "drop" | "reject" | "undecided";
@@ -63,6 +65,9 @@ export interface NftHookEnd {
   readonly rejectWith?: string;
   readonly reason?: string;
 }
+
+/** A base chain of a hook, with its table (for {@link NftWalker.runBases}). */
+export type NftHookBase = Base;
 
 const MAX_DEPTH = 64;
 const MAX_WALKS = 512;
@@ -114,7 +119,14 @@ export class NftWalker {
 
   /** Every end of the hook for this walk (several when it forks). */
   runHook(w0: NftWalk, hook: NftHook, type: string): NftHookEnd[] {
-    const bases = this.bases(hook, type, w0.pkt.family);
+    return this.runBases(w0, hook, type, this.bases(hook, type, w0.pkt.family));
+  }
+
+  /**
+   * Every end of a walk through these base chains of `hook` in turn (`type` names them in the
+   * steps): what {@link runHook} does for one type, for a caller that orders chains itself.
+   */
+  runBases(w0: NftWalk, hook: NftHook, type: string, bases: readonly NftHookBase[]): NftHookEnd[] {
     const ends: NftHookEnd[] = [];
     // pending: walks with the index of the base chain they are in
     const pending: { w: NftWalk; b: number }[] = [{ w: w0, b: 0 }];
@@ -256,10 +268,12 @@ export class NftWalker {
         case "masquerade":
         case "redirect":
           return this.nat(w, f, rule, idx, s, at, forks);
+        case "notrack":
+          w.notrack = rule.source;
+          break;
         case "counter":
         case "log":
         case "comment":
-        case "notrack":
           break;
         case "unknown":
           return this.undecided(
@@ -613,6 +627,7 @@ export function cloneWalk(w: NftWalk): NftWalk {
     assumptions: [...w.assumptions],
     ...(w.base ? { base: w.base } : {}),
     ...(w.acceptedAt ? { acceptedAt: w.acceptedAt } : {}),
+    ...(w.notrack ? { notrack: w.notrack } : {}),
   };
 }
 
