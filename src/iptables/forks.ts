@@ -7,6 +7,30 @@
 import type { PacketState, Pred, Taken } from "./nat-match.ts";
 import type { Flow, NatBranch, NatTrace, UnknownFact } from "./nat-trace.ts";
 
+/** Targets that only look at the packet (or its conntrack entry, or log it) and let the walk go on. */
+export const CONTINUING_TARGETS: readonly string[] = [
+  "LOG",
+  "NFLOG",
+  "ULOG",
+  "TRACE",
+  "AUDIT",
+  "CLASSIFY",
+  "DSCP",
+  "TOS",
+  "TTL",
+  "HL",
+  "TCPMSS",
+  "CHECKSUM",
+  "SET",
+  "IDLETIMER",
+  "LED",
+  "SECMARK",
+  "CONNSECMARK",
+  "RATEEST",
+  "NOTRACK",
+  "CT",
+];
+
 // nat-match's verdicts, as local constants (imported bindings cost a getter under tsx)
 const NO = 0;
 const UNDECIDED = 2;

@@ -11,6 +11,7 @@ import { type Family, formatIp, type Ip } from "../net/cidr.ts";
 import type { Chain, IptablesDump, Rule, Target } from "./dump.ts";
 import {
   branchesTrace,
+  CONTINUING_TARGETS,
   cloneState as cloneStateShared,
   evalPreds as evalPredsShared,
   settledFacts,
@@ -115,29 +116,8 @@ interface HookEnd {
   readonly undecided?: Undecided;
 }
 
-const NON_TERMINATING = new Set([
-  "LOG",
-  "NFLOG",
-  "ULOG",
-  "TRACE",
-  "AUDIT",
-  "CLASSIFY",
-  "DSCP",
-  "TOS",
-  "TTL",
-  "HL",
-  "TCPMSS",
-  "CHECKSUM",
-  "SET",
-  "IDLETIMER",
-  "LED",
-  "SECMARK",
-  "CONNSECMARK",
-  "RATEEST",
-  "TEE",
-  "NOTRACK",
-  "CT",
-]);
+// TEE sends a copy elsewhere; the packet itself goes on through nat
+const NON_TERMINATING = new Set([...CONTINUING_TARGETS, "TEE"]);
 
 const MAX_DEPTH = 128;
 // bound once: an imported function is read through a getter on every call under tsx

@@ -6,6 +6,7 @@
  */
 import type { Chain, IptablesDump, Rule, Target } from "../iptables/dump.ts";
 import {
+  CONTINUING_TARGETS,
   cloneState as cloneStateShared,
   evalPreds as evalPredsShared,
   takeBothWays,
@@ -32,28 +33,7 @@ const UNDECIDED = 2;
 const BRANCH = 3;
 
 /** Targets that only look at the packet (or its conntrack entry) and let the walk go on. */
-const CONTINUING = new Set([
-  "LOG",
-  "NFLOG",
-  "ULOG",
-  "TRACE",
-  "AUDIT",
-  "CLASSIFY",
-  "DSCP",
-  "TOS",
-  "TTL",
-  "HL",
-  "TCPMSS",
-  "CHECKSUM",
-  "SET",
-  "IDLETIMER",
-  "LED",
-  "SECMARK",
-  "CONNSECMARK",
-  "RATEEST",
-  "NOTRACK",
-  "CT",
-]);
+const CONTINUING = new Set(CONTINUING_TARGETS);
 
 const MAX_DEPTH = 128;
 
