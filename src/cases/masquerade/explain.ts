@@ -42,7 +42,10 @@ import {
 } from "./remote-allowlist.ts";
 import { chooseSources, type Source } from "./sources.ts";
 import { factsSentence, undecidedFinding } from "./undecided.ts";
-import { wireQuestion } from "./wire.ts";
+import type { wireQuestion } from "./wire.ts";
+
+/** What the wire shows when the snapshot holds no capture (what `wireQuestion` answers then). */
+const NO_WIRE: Awaited<ReturnType<typeof wireQuestion>> = { findings: [], captures: [] };
 
 const IPTABLES_CMD = (node: string) =>
   sh`kubectl debug ${`node/${node}`} -it --image=busybox -- chroot /host iptables-save -t nat   # or: podpath collect --node-state`;
@@ -105,7 +108,17 @@ export async function explainMasquerade(
       traceOne(snap, facts, intent, sites.sites, target, src, result, rejected, owners);
   }
 
-  const wire = await wireQuestion(snap, facts, targets.list, result.diagnostics, owners);
+  // the capture readers are loaded only for a snapshot that holds captures
+  const wire =
+    snap.captures.length === 0
+      ? NO_WIRE
+      : await (await import("./wire.ts")).wireQuestion(
+          snap,
+          facts,
+          targets.list,
+          result.diagnostics,
+          owners,
+        );
   for (const r of rejected) {
     const answered = answeredOnWire(wire.captures, r.target, r.wireSource);
     result.findings.push(

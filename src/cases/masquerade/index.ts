@@ -7,7 +7,6 @@
  */
 import { type Case, idsOfArea } from "../case.ts";
 import { explainMasquerade } from "./explain.ts";
-import { masqueradeProof } from "./proof-case.ts";
 
 export const masqueradeCase = {
   name: "masquerade",
@@ -15,5 +14,6 @@ export const masqueradeCase = {
     "SNAT exception lists: which rule keeps a pod's source address toward the far side, and whether the far side routes it back",
   findingIds: idsOfArea("masq"),
   diagnose: (snap, opts) => explainMasquerade(snap, opts),
-  proof: (before, after, opts) => masqueradeProof(before, after, opts),
+  proof: async (before, after, opts) =>
+    (await import("./proof-case.ts")).masqueradeProof(before, after, opts),
 } as const satisfies Case;
