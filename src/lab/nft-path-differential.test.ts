@@ -155,6 +155,7 @@ describe("nftables whole-path evaluator vs kernel (differential)", { skip: kerne
     const failures: string[] = [];
     let decided = 0;
     let total = 0;
+    const undecidedWhy = new Map<string, number>();
     const started = Date.now();
     try {
       for (let k = 0; k < SETS && failures.length < 5; k++) {
@@ -198,6 +199,11 @@ describe("nftables whole-path evaluator vs kernel (differential)", { skip: kerne
           });
           const tests = r.outcomes.map((o) => outcomeTest(o, f));
           if (tests.every((x) => x !== undefined)) decided++;
+          for (const o of r.outcomes) {
+            if (o.verdict.kind !== "undecided") continue;
+            const why = o.verdict.reason.replace(/\d+/g, "N");
+            undecidedWhy.set(why, (undecidedWhy.get(why) ?? 0) + 1);
+          }
           if (tests.some((x) => x === undefined || x(kw))) continue;
           failures.push(
             [
@@ -220,6 +226,8 @@ describe("nftables whole-path evaluator vs kernel (differential)", { skip: kerne
     t.diagnostic(
       `${total} cases, ${decided} decided by podpath, ${failures.length} disagreements, ${Date.now() - started} ms`,
     );
+    const why = [...undecidedWhy].sort((a, b) => b[1] - a[1]).slice(0, 5);
+    t.diagnostic(`undecided outcomes, most often: ${why.map(([w, n]) => `${n}x ${w}`).join("; ")}`);
     assert.equal(await rootNamespaceHash(), rootBefore, "the root namespace changed");
     assert.deepEqual(failures, [], `\n${failures.join("\n\n")}`);
     assert.ok(total >= SETS * FLOWS_PER_SET);

@@ -1,0 +1,148 @@
+/**
+ * The nftables whole-path evaluator on listings as `nft list ruleset` prints them: base chains of
+ * every type at a hook in priority order (an accept ends only its own chain), a drop or reject
+ * ends the packet with its type, DNAT in prerouting before the routing decision, nat only for a
+ * connection's first packet, masquerade's source from the outgoing interface.
+ */
+import assert from "node:assert/strict";
+import { describe, it } from "node:test";
+import { readIpRoute } from "../evidence/ip-route.ts";
+import { formatIp, parseIp } from "../net/cidr.ts";
+import { readNftRuleset } from "../nftables/read-ruleset.ts";
+import { compileNftPath, rejectWithNft } from "./nft-path.ts";
+import type { PathPacket } from "./path-types.ts";
+
+const ROUTES = [
+  "default via 192.168.10.1 dev eth0",
+  "10.244.0.0/24 dev pod0 proto kernel scope link src 10.244.0.1",
+  "192.168.10.0/24 dev eth0 proto kernel scope link src 192.168.10.2",
+  "local 10.244.0.1 dev pod0 table local proto kernel scope host src 10.244.0.1",
+  "local 192.168.10.2 dev eth0 table local proto kernel scope host src 192.168.10.2",
+  "",
+].join("\n");
+
+function evaluate(listing: string, p: Partial<PathPacket> & { dst: string }) {
+  const rs = readNftRuleset(listing, "nodes/n1/nft-ruleset.txt");
+  assert.deepEqual(
+    rs.diagnostics.filter((d) => d.severity === "error"),
+    [],
+  );
+  const routes = readIpRoute(ROUTES, "nodes/n1/ip-route.txt").value;
+  return compileNftPath(rs.value!, {
+    routing: { routes },
+    localAddresses: [parseIp("10.244.0.1"), parseIp("192.168.10.2")],
+    interfaces: [
+      { name: "eth0", primary: parseIp("192.168.10.2") },
+      { name: "pod0", primary: parseIp("10.244.0.1") },
+    ],
+  }).evaluate({
+    src: parseIp("10.244.0.5"),
+    proto: "tcp",
+    sport: 40000,
+    dport: 80,
+    origin: "pod",
+    ...p,
+    dst: parseIp(p.dst),
+  } as PathPacket);
+}
+
+const NAT = `table ip nat {
+	chain PREROUTING {
+		type nat hook prerouting priority dstnat; policy accept;
+		ip daddr 10.96.0.10 tcp dport 80 counter packets 0 bytes 0 dnat to 192.168.10.7:8080
+	}
+	chain POSTROUTING {
+		type nat hook postrouting priority srcnat; policy accept;
+		oifname "eth0" ip saddr 10.244.0.0/24 counter packets 0 bytes 0 masquerade
+	}
+}
+`;
+
+describe("compileNftPath", () => {
+  it("follows DNAT to the endpoint, routes it out of eth0 and masquerades to eth0's address", () => {
+    const r = evaluate(NAT, { dst: "10.96.0.10" });
+    assert.equal(r.outcomes.length, 1);
+    const o = r.outcomes[0]!;
+    assert.equal(o.verdict.kind, "forwarded");
+    if (o.verdict.kind !== "forwarded") return;
+    assert.equal(o.verdict.dev, "eth0");
+    assert.equal(formatIp(o.verdict.dst), "192.168.10.7");
+    assert.equal(o.verdict.port, 8080);
+    assert.equal(o.verdict.src && formatIp(o.verdict.src), "192.168.10.2");
+    const dnat = o.steps.find((s) => s.kind === "dnat");
+    assert.equal(dnat?.source.line, 4, "the DNAT is cited at its line");
+    assert.ok(o.steps.some((s) => s.kind === "route" && s.dev === "eth0"));
+  });
+
+  it("runs no nat chain for a packet of a known connection", () => {
+    const r = evaluate(NAT, { dst: "10.96.0.10", ctstate: "ESTABLISHED" });
+    const v = r.outcomes[0]!.verdict;
+    assert.equal(v.kind, "forwarded");
+    if (v.kind === "forwarded") {
+      assert.equal(formatIp(v.dst), "10.96.0.10");
+      assert.equal(v.src && formatIp(v.src), "10.244.0.5");
+    }
+  });
+
+  it("lets a later base chain drop what an earlier one accepted; the drop ends the packet", () => {
+    const listing = `table inet early {
+	chain fwd {
+		type filter hook forward priority -10; policy accept;
+		ip daddr 192.168.10.7 accept
+	}
+}
+table ip filter {
+	chain FORWARD {
+		type filter hook forward priority filter; policy accept;
+		ip daddr 192.168.10.7 counter packets 0 bytes 0 reject with icmp type host-prohibited
+	}
+}
+table inet late {
+	chain fwd {
+		type filter hook forward priority 10; policy drop;
+	}
+}
+`;
+    const r = evaluate(listing, { dst: "192.168.10.7" });
+    assert.equal(r.outcomes.length, 1);
+    const v = r.outcomes[0]!.verdict;
+    assert.equal(v.kind, "rejected");
+    if (v.kind === "rejected") {
+      assert.equal(v.with, "icmp-host-prohibited");
+      assert.equal(v.by.line, 10);
+    }
+    // without the reject, the drop policy of the chain at priority 10 decides
+    const r2 = evaluate(listing.replace(/reject with icmp type host-prohibited/, "accept"), {
+      dst: "192.168.10.7",
+    });
+    assert.equal(r2.outcomes[0]!.verdict.kind, "dropped");
+  });
+
+  it("delivers to the node through input, where a mark set in prerouting is seen", () => {
+    const listing = `table ip mangle {
+	chain PREROUTING {
+		type filter hook prerouting priority mangle; policy accept;
+		ip saddr 10.244.0.5 meta mark set 0x10
+	}
+}
+table ip filter {
+	chain INPUT {
+		type filter hook input priority filter; policy drop;
+		meta mark 0x10 accept
+	}
+}
+`;
+    const ok = evaluate(listing, { dst: "10.244.0.1" });
+    assert.equal(ok.outcomes[0]!.verdict.kind, "delivered");
+    assert.equal(ok.outcomes[0]!.kind, "local");
+    const other = evaluate(listing, { dst: "10.244.0.1", src: parseIp("10.244.0.6") });
+    assert.equal(other.outcomes[0]!.verdict.kind, "dropped");
+  });
+
+  it("names nft's reject types as iptables does", () => {
+    assert.equal(rejectWithNft(undefined, 4), "icmp-port-unreachable");
+    assert.equal(rejectWithNft("tcp reset", 4), "tcp-reset");
+    assert.equal(rejectWithNft("icmpx admin-prohibited", 4), "icmp-admin-prohibited");
+    assert.equal(rejectWithNft("icmpv6 admin-prohibited", 6), "icmp6-adm-prohibited");
+  });
+});
