@@ -21,7 +21,7 @@ const ROUTES = [
   "",
 ].join("\n");
 
-function evaluate(listing: string, p: Partial<PathPacket> & { dst: string }) {
+function evaluate(listing: string, p: Omit<Partial<PathPacket>, "dst"> & { dst: string }) {
   const rs = readNftRuleset(listing, "nodes/n1/nft-ruleset.txt");
   assert.deepEqual(
     rs.diagnostics.filter((d) => d.severity === "error"),
