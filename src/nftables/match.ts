@@ -25,6 +25,8 @@ export interface NftPacket {
   mark: number;
   /** Bits of `mark` that are known. */
   markKnown: number;
+  /** The connection's mark (`ct mark`); undefined when not known. */
+  ctmark?: number | undefined;
   /** IP_CT_* bit of the packet's conntrack state (NEW: 8). */
   ctState: number;
   dnatted: boolean;

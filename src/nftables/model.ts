@@ -99,8 +99,20 @@ export type NftStatement =
       readonly to?: NftNatTo;
       readonly flags: readonly string[];
     }
-  /** `meta mark set meta mark | X` (op "or"), `^ X` ("xor"), `& X` ("and"), or a constant. */
-  | { readonly kind: "mark-set"; readonly op: "set" | "or" | "xor" | "and"; readonly value: bigint }
+  /**
+   * `meta mark set meta mark | X` (op "or"), `^ X` ("xor"), `& X` ("and"), or a constant; `then`:
+   * a second operation (`meta mark & 0xffffffcf | 0x20`, iptables-nft's `--set-xmark`);
+   * `fromCtMark`: `meta mark set ct mark` (the connection's mark; `value` unused).
+   */
+  | {
+      readonly kind: "mark-set";
+      readonly op: "set" | "or" | "xor" | "and";
+      readonly value: bigint;
+      readonly then?: { readonly op: "or" | "xor" | "and"; readonly value: bigint };
+      readonly fromCtMark?: boolean;
+    }
+  /** `ct mark set meta mark`: the connection's mark becomes the packet's. */
+  | { readonly kind: "ct-mark-save" }
   | { readonly kind: "counter" | "log" | "comment" | "notrack" }
   /** An expression podpath does not read: the evaluator stops there, undecided, citing it. */
   | { readonly kind: "unknown"; readonly text: string };

@@ -310,6 +310,11 @@ function natAt(c: Cursor, kind: "dnat" | "snat" | "masquerade" | "redirect"): Nf
   return { kind, ...(to ? { to } : {}), flags };
 }
 
+/** Whether the word after `ct mark` ends the expression (`meta mark set ct mark`). */
+function ops0(next: string | undefined): boolean {
+  return next === undefined || !["|", "^", "&", "or", "xor", "and"].includes(next);
+}
+
 /** `meta mark set meta mark | 0x4000`, `mark set mark or 0x1`, `meta mark set 0x10`. */
 function markSetAt(c: Cursor): NftStatement {
   const t = c.peek();
@@ -327,11 +332,17 @@ function markSetAt(c: Cursor): NftStatement {
     const op = ops[opWord];
     if (!op) throw new RuleError(`expected |, ^ or & after the mark, found "${opWord}"`);
     const v = atomOrThrow(c.next(), "mark");
-    const tail = c.peek();
-    if (tail === "|" || tail === "^" || tail === "&" || tail === "or" || tail === "xor") {
-      throw new RuleError("a mark expression of more than one operation");
-    }
-    return { kind: "mark-set", op, value: (v as { lo: bigint }).lo };
+    const value = (v as { lo: bigint }).lo;
+    const op2 = ops[c.peek() ?? ""];
+    if (!op2) return { kind: "mark-set", op, value };
+    c.i++;
+    const v2 = atomOrThrow(c.next(), "mark");
+    if (ops[c.peek() ?? ""]) throw new RuleError("a mark expression of more than two operations");
+    return { kind: "mark-set", op, value, then: { op: op2, value: (v2 as { lo: bigint }).lo } };
+  }
+  if (t === "ct" && c.peek(1) === "mark" && ops0(c.peek(2))) {
+    c.i += 2;
+    return { kind: "mark-set", op: "set", value: 0n, fromCtMark: true };
   }
   const v = atomOrThrow(c.next(), "mark");
   return { kind: "mark-set", op: "set", value: (v as { lo: bigint }).lo };
@@ -390,6 +401,16 @@ function statementAt(c: Cursor, comments: string[]): NftStatement | undefined {
   ) {
     c.i += t === "meta" ? 3 : 2;
     return markSetAt(c);
+  }
+  // ct mark set meta mark / ct mark set mark (CONNMARK --save-mark)
+  if (t === "ct" && c.peek(1) === "mark" && c.peek(2) === "set") {
+    const isMeta = c.peek(3) === "meta" && c.peek(4) === "mark";
+    const isMark = c.peek(3) === "mark";
+    const n = isMeta ? 5 : isMark ? 4 : 0;
+    if (n > 0 && ops0(c.peek(n))) {
+      c.i += n;
+      return { kind: "ct-mark-save" };
+    }
   }
   if ((t === "meta" || t === "ct") && c.peek(1) === "nftrace" && c.peek(2) === "set") {
     c.i += 4;

@@ -30,6 +30,7 @@ import type {
   NftTable,
   NftVerdict,
 } from "./model.ts";
+import { CT_STATE_BITS } from "./values.ts";
 
 export type NftHook = "prerouting" | "input" | "forward" | "output" | "postrouting";
 
@@ -70,6 +71,7 @@ export interface NftHookEnd {
 export type NftHookBase = Base;
 
 const MAX_DEPTH = 64;
+const UNTRACKED_BIT = CT_STATE_BITS["untracked"];
 const MAX_WALKS = 512;
 
 /** A base chain of a hook, with its table. */
@@ -238,10 +240,22 @@ export class NftWalker {
         case "reject":
           step(w, "drop", f.chain, idx, rule.source, `reject${s.with ? ` with ${s.with}` : ""}`);
           return { w, kind: "reject", ref: rule.source, ...(s.with ? { rejectWith: s.with } : {}) };
+        case "ct-mark-save": {
+          const p = w.pkt;
+          p.ctmark = p.markKnown === 0xffffffff ? p.mark : undefined;
+          step(w, "mark", f.chain, idx, rule.source, "ct mark set meta mark");
+          break;
+        }
         case "mark-set": {
           const p = w.pkt;
           const v = Number(s.value) >>> 0;
-          if (s.op === "set") {
+          // an untracked packet has no connection: `ct mark` breaks the rule there (nft_ct_get)
+          if (s.fromCtMark && p.ctState === UNTRACKED_BIT) return "next";
+          if (s.fromCtMark) {
+            // the connection's mark: known for a connection this packet opens (0 unless saved)
+            p.mark = p.ctmark ?? 0;
+            p.markKnown = p.ctmark === undefined ? 0 : 0xffffffff;
+          } else if (s.op === "set") {
             p.mark = v;
             p.markKnown = 0xffffffff;
           } else if (s.op === "or") {
@@ -253,13 +267,16 @@ export class NftWalker {
             p.mark = (p.mark & v) >>> 0;
             p.markKnown = (p.markKnown | ~v) >>> 0;
           }
+          if (s.then) applyMarkOp(p, s.then.op, Number(s.then.value) >>> 0);
           step(
             w,
             "mark",
             f.chain,
             idx,
             rule.source,
-            `mark ${s.op} 0x${v.toString(16)}: now 0x${p.mark.toString(16)}`,
+            s.fromCtMark
+              ? `mark set ct mark: now ${p.markKnown === 0 ? "unknown" : `0x${p.mark.toString(16)}`}`
+              : `mark ${s.op} 0x${v.toString(16)}${s.then ? ` ${s.then.op} 0x${s.then.value.toString(16)}` : ""}: now 0x${p.mark.toString(16)}`,
           );
           break;
         }
@@ -593,6 +610,18 @@ export class NftWalker {
   ): NftHookEnd {
     step(w, "cannot-decide", chain, idx, rule.source, reason);
     return { w, kind: "undecided", ref: rule.source, reason };
+  }
+}
+
+function applyMarkOp(p: NftPacket, op: "or" | "xor" | "and", v: number): void {
+  if (op === "or") {
+    p.mark = (p.mark | v) >>> 0;
+    p.markKnown = (p.markKnown | v) >>> 0;
+  } else if (op === "xor") {
+    p.mark = (p.mark ^ v) >>> 0;
+  } else {
+    p.mark = (p.mark & v) >>> 0;
+    p.markKnown = (p.markKnown | ~v) >>> 0;
   }
 }
 

@@ -139,6 +139,8 @@ class NftPathRun {
         oif: "",
         mark: (p.mark ?? 0) >>> 0,
         markKnown: 0xffffffff,
+        // a connection this packet opens has mark 0 until a rule saves one
+        ctmark: ctstate === "NEW" ? 0 : undefined,
         ctState: CT[ctstate],
         dnatted: false,
         premise: undefined,
