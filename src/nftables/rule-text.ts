@@ -310,6 +310,12 @@ function natAt(c: Cursor, kind: "dnat" | "snat" | "masquerade" | "redirect"): Nf
   return { kind, ...(to ? { to } : {}), flags };
 }
 
+/** A key of one bitmask selector (`ct state`, `ct status`), where `!` denies every listed bit. */
+function isFlagKey(k: { readonly selectors: readonly { readonly key: string }[] }): boolean {
+  const s = k.selectors;
+  return s.length === 1 && (s[0]!.key === "ct state" || s[0]!.key === "ct status");
+}
+
 /** Whether the word after `ct mark` ends the expression (`meta mark set ct mark`). */
 function ops0(next: string | undefined): boolean {
   return next === undefined || !["|", "^", "&", "or", "xor", "and"].includes(next);
@@ -424,6 +430,11 @@ function statementAt(c: Cursor, comments: string[]): NftStatement | undefined {
   }
   let op: "==" | "!=" | "<" | ">" | "<=" | ">=" = "==";
   if (c.peek() !== undefined && OPS.has(c.peek()!)) op = c.next() as typeof op;
+  else if (c.peek() === "!" && isFlagKey(k.key)) {
+    // `ct state ! established,related` (nft 1.0's listing): none of the bits is set
+    c.i++;
+    op = "!=";
+  }
   if (c.done())
     throw new RuleError(`expected a value after ${k.key.selectors.map((s) => s.text).join(" . ")}`);
   const right = setRefAt(c, k.types);

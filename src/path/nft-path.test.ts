@@ -139,6 +139,40 @@ table ip filter {
     assert.equal(other.outcomes[0]!.verdict.kind, "dropped");
   });
 
+  it("follows iptables-nft's mark forms: --set-xmark, CONNMARK restore and save, ct state !", () => {
+    const listing = `table ip mangle {
+	chain PREROUTING {
+		type filter hook prerouting priority mangle; policy accept;
+		meta mark set 0xff
+		counter packets 0 bytes 0 ct mark set mark
+		meta mark set 0x1
+		counter packets 0 bytes 0 meta mark set ct mark
+		counter packets 0 bytes 0 meta mark set meta mark & 0xffffffcf | 0x20
+	}
+}
+table ip filter {
+	chain INPUT {
+		type filter hook input priority filter; policy drop;
+		ct state ! established,related meta mark 0xef counter packets 0 bytes 0 accept
+	}
+}
+`;
+    // 0xff saved to the connection, restored over 0x1, then & ~0x30 | 0x20: 0xef
+    const r = evaluate(listing, { dst: "10.244.0.1" });
+    assert.equal(r.outcomes.length, 1);
+    assert.equal(r.outcomes[0]!.verdict.kind, "delivered");
+    // a packet of a known connection
+    const est = evaluate(listing, { dst: "10.244.0.1", ctstate: "ESTABLISHED" });
+    assert.deepEqual(
+      est.outcomes.map((o) => o.verdict.kind),
+      ["dropped"],
+      "`ct state ! established,related` refuses it whatever its mark",
+    );
+    const noSave = evaluate(listing.replace(/.*ct mark set mark\n/, ""), { dst: "10.244.0.1" });
+    // nothing saved: the new connection's mark 0 restored, & ~0x30 | 0x20 = 0x20
+    assert.equal(noSave.outcomes[0]!.verdict.kind, "dropped");
+  });
+
   it("names nft's reject types as iptables does", () => {
     assert.equal(rejectWithNft(undefined, 4), "icmp-port-unreachable");
     assert.equal(rejectWithNft("tcp reset", 4), "tcp-reset");
