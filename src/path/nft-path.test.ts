@@ -5,12 +5,15 @@
  * connection's first packet, masquerade's source from the outgoing interface.
  */
 import assert from "node:assert/strict";
+import { readFileSync } from "node:fs";
 import { describe, it } from "node:test";
 import { readIpRoute } from "../evidence/ip-route.ts";
+import { parseIptablesSave } from "../iptables/save-parser.ts";
 import { formatIp, parseIp } from "../net/cidr.ts";
 import { readNftRuleset } from "../nftables/read-ruleset.ts";
+import { compilePath } from "./evaluate-path.ts";
 import { compileNftPath, rejectWithNft } from "./nft-path.ts";
-import type { PathPacket } from "./path-types.ts";
+import type { PathPacket, PathResult } from "./path-types.ts";
 
 const ROUTES = [
   "default via 192.168.10.1 dev eth0",
@@ -178,5 +181,107 @@ table ip filter {
     assert.equal(rejectWithNft("tcp reset", 4), "tcp-reset");
     assert.equal(rejectWithNft("icmpx admin-prohibited", 4), "icmp-admin-prohibited");
     assert.equal(rejectWithNft("icmpv6 admin-prohibited", 6), "icmp6-adm-prohibited");
+  });
+});
+
+const fixture = (name: string) =>
+  readFileSync(new URL(`../nftables/fixtures/${name}`, import.meta.url), "utf8");
+const NODE_ROUTES = [
+  "default via 10.128.0.1 dev eth0",
+  "10.4.0.0/24 dev cbr0 proto kernel scope link src 10.4.0.1",
+  "10.4.1.0/24 via 10.128.0.3 dev eth0",
+  "10.4.2.0/24 via 10.128.0.4 dev eth0",
+  "10.128.0.0/24 dev eth0 proto kernel scope link src 10.128.0.2",
+  "local 10.4.0.1 dev cbr0 table local proto kernel scope host src 10.4.0.1",
+  "local 10.128.0.2 dev eth0 table local proto kernel scope host src 10.128.0.2",
+  "",
+].join("\n");
+const nodeCtx = () => ({
+  routing: { routes: readIpRoute(NODE_ROUTES, "nodes/n1/ip-route.txt").value },
+  localAddresses: [parseIp("10.4.0.1"), parseIp("10.128.0.2")],
+  nodeInternalIp: parseIp("10.128.0.2"),
+  interfaces: [
+    { name: "eth0", primary: parseIp("10.128.0.2") },
+    { name: "cbr0", primary: parseIp("10.4.0.1") },
+  ],
+});
+const words = (r: PathResult) =>
+  r.outcomes
+    .map((o) => {
+      const v = o.verdict;
+      const p = o.probability;
+      switch (v.kind) {
+        case "forwarded":
+          return `${p} forwarded ${v.dev} ${v.src ? formatIp(v.src) : "?"} > ${formatIp(v.dst)}:${v.port}`;
+        case "rejected":
+          return `${p} rejected ${v.with}`;
+        default:
+          return `${p} ${v.kind}`;
+      }
+    })
+    .sort();
+
+describe("compileNftPath on real listings", () => {
+  it("follows the real kube-proxy's Service to each endpoint and rejects a Service without endpoints", () => {
+    const text = fixture("kube-proxy-ruleset-a.nft");
+    const rs = readNftRuleset(text, "nodes/n1/nft-ruleset.txt").value!;
+    const ev = compileNftPath(rs, nodeCtx());
+    const lines = text.split("\n");
+    const clusterIP = /(\d+\.\d+\.\d+\.\d+) \. tcp \. 80 : goto service-/.exec(text)![1]!;
+    const pod = (dst: string, dport: number) =>
+      ev.evaluate({
+        src: parseIp("10.4.0.9"),
+        dst: parseIp(dst),
+        proto: "tcp",
+        sport: 41000,
+        dport,
+        origin: "pod",
+        inIface: "cbr0",
+      });
+    const svc = pod(clusterIP, 80);
+    assert.deepEqual(words(svc), [
+      "0.5 forwarded eth0 10.4.0.9 > 10.4.1.5:8080",
+      "0.5 forwarded eth0 10.4.0.9 > 10.4.2.7:8080",
+    ]);
+    const dnat = svc.outcomes[0]!.steps.find((s) => s.kind === "dnat")!;
+    assert.match(lines[dnat.source.line - 1]!, /dnat ip to numgen random mod 2 map/);
+    const none = pod("10.96.0.1", 443);
+    assert.deepEqual(words(none), ["1 rejected icmp-port-unreachable"]);
+    const v = none.outcomes[0]!.verdict;
+    assert.ok(v.kind === "rejected");
+    assert.match(lines[v.by.line - 1]!, /^\s*reject/);
+  });
+
+  it("answers on iptables-nft's listing as the iptables evaluator does on the same rules' dump", () => {
+    const nft = compileNftPath(
+      readNftRuleset(fixture("iptables-nft.nft"), "nodes/n1/nft-ruleset.txt").value!,
+      nodeCtx(),
+    );
+    const ipt = compilePath(
+      parseIptablesSave(fixture("iptables-nft.save.txt"), "nodes/n1/iptables-save.txt").value,
+      nodeCtx(),
+    );
+    const flows: PathPacket[] = [
+      ["10.4.0.9", "10.96.0.10", "udp", 53, "cbr0"],
+      ["10.4.0.9", "10.20.30.40", "tcp", 5432, "cbr0"],
+      ["10.4.0.9", "8.8.8.8", "tcp", 443, "cbr0"],
+      ["192.168.7.7", "10.4.0.9", "tcp", 80, "eth0"],
+      ["192.168.7.7", "10.128.0.2", "tcp", 22, "eth0"],
+      ["192.168.7.7", "10.128.0.2", "tcp", 443, "eth0"],
+    ].map(([src, dst, proto, dport, inIface]) => ({
+      src: parseIp(src as string),
+      dst: parseIp(dst as string),
+      proto: proto as string,
+      sport: 41000,
+      dport: dport as number,
+      origin: "pod",
+      inIface: inIface as string,
+    }));
+    for (const f of flows) {
+      const a = words(nft.evaluate(f));
+      assert.ok(!a.some((w) => w.includes("undecided")), a.join(", "));
+      assert.deepEqual(a, words(ipt.evaluate(f)), `${formatIp(f.src)} > ${formatIp(f.dst)}`);
+    }
+    assert.deepEqual(words(nft.evaluate(flows[3]!)), ["1 rejected icmp-host-prohibited"]);
   });
 });
