@@ -6,8 +6,11 @@
 import { primaryAddress } from "../evidence/ip-addr.ts";
 import type { AddressFact, NodeInterface } from "../iptables/nat-trace.ts";
 import type { NodeView } from "../k8s/objects.ts";
+import { isIptablesNftTable } from "../nftables/active-rules.ts";
+import type { NftRuleset } from "../nftables/model.ts";
 import type { NodeEvidence } from "../snapshot/load.ts";
 import { compilePath, type PathContext } from "./evaluate-path.ts";
+import { compileNftPath } from "./nft-path.ts";
 import type { PathEvaluator } from "./path-types.ts";
 
 const built = new WeakMap<NodeEvidence, PathEvaluator>();
@@ -41,12 +44,46 @@ export function pathContextOf(
   };
 }
 
-/** The node's evaluator (undefined without its iptables dump), built on first use. */
+/**
+ * The nftables listing a node's whole path is read from: when the kernel's nat rules come from it
+ * (kube-proxy's nftables mode) and it holds every rule of the iptables dump too (none, or
+ * iptables-nft's own tables, which the listing shows); undefined otherwise (a legacy dump's rules
+ * run beside the listing's, and the iptables reading stays).
+ */
+export function nftPathRuleset(node: NodeEvidence): NftRuleset | undefined {
+  const rs = node.natFrom === "nftables" ? node.nftables : undefined;
+  if (!rs) return undefined;
+  for (const [name, table] of node.iptables?.tables ?? []) {
+    const rules = [...table.chains.values()].some((c) => c.rules.length > 0);
+    const listed = rs.tables.some(
+      (t) =>
+        t.family === (node.iptables?.family === 6 ? "ip6" : "ip") &&
+        t.name === name &&
+        isIptablesNftTable(t),
+    );
+    if (rules && !listed) return undefined;
+  }
+  return rs;
+}
+
+/**
+ * The node's evaluator, built on first use: over its nftables listing when that is what the
+ * kernel runs ({@link nftPathRuleset}), else over its iptables dump (undefined without either).
+ */
 export function nodePathEvaluator(
   node: NodeEvidence,
   view?: NodeView,
   addressFacts: readonly AddressFact[] = [],
 ): PathEvaluator | undefined {
+  const rs = nftPathRuleset(node);
+  if (rs) {
+    let e = built.get(node);
+    if (!e) {
+      e = compileNftPath(rs, pathContextOf(node, view, addressFacts));
+      built.set(node, e);
+    }
+    return e;
+  }
   if (!node.iptables) return undefined;
   let e = built.get(node);
   if (!e) {

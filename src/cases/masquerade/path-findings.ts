@@ -13,7 +13,7 @@ import type { NodeView } from "../../k8s/objects.ts";
 import type { PathHop } from "../../model/answer.ts";
 import { type Finding, refToEvidence, type SourceRef } from "../../model/types.ts";
 import { formatCidr, formatIp, type Ip } from "../../net/cidr.ts";
-import { nodePathEvaluator } from "../../path/node-path.ts";
+import { nftPathRuleset, nodePathEvaluator } from "../../path/node-path.ts";
 import type { PathOutcome, PathResult, PathStep } from "../../path/path-types.ts";
 import { REJECT_SEEN_AS } from "../../path/reject-with.ts";
 import { sh } from "../../report/shell-quote.ts";
@@ -319,8 +319,9 @@ export function wholePath(
   addressFacts: readonly AddressFact[],
 ): PathReading | undefined {
   const dump = node.iptables;
-  if (!dump || dump.family !== target.ip.family || src.ip.family !== target.ip.family)
-    return undefined;
+  if (src.ip.family !== target.ip.family) return undefined;
+  // a node read from its nftables listing answers for either family; a dump only for its own
+  if (!nftPathRuleset(node) && (!dump || dump.family !== target.ip.family)) return undefined;
   const ev = nodePathEvaluator(node, view, addressFacts);
   if (!ev) return undefined;
   const result = ev.evaluate({
