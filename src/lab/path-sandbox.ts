@@ -295,8 +295,8 @@ function sandbox(
       await senders.node.send([
         { proto: "udp", src: "127.0.0.1", dst: "127.0.0.1", sport: 9, dport: 9 },
       ]);
-      const seen = (c: Capture, test: (p: Packet) => boolean) => c.packets.some(test);
-      const isSentinel = (p: Packet) => p.proto === 17 && p.sport === 9;
+      const seen = (c: Capture, test: (p: SandboxPacket) => boolean) => c.packets.some(test);
+      const isSentinel = (p: SandboxPacket) => p.proto === 17 && p.sport === 9;
       const done = () =>
         seen(caps.far0, isSentinel) &&
         seen(caps.far1, isSentinel) &&
@@ -394,7 +394,7 @@ const ICMP_CODES: Readonly<Record<number, string>> = {
 };
 
 /** One captured IPv4 packet's headers (and, for an ICMP error, the packet it quotes). */
-export interface Packet {
+export interface SandboxPacket {
   readonly proto: number;
   readonly src: string;
   readonly dst: string;
@@ -417,7 +417,7 @@ const ip4 = (b: readonly number[], at: number) => b.slice(at, at + 4).join(".");
 const u16 = (b: readonly number[], at: number) => ((b[at] ?? 0) << 8) | (b[at + 1] ?? 0);
 
 /** Reads an IPv4 packet's headers from its bytes (tcpdump -x prints them from the IP header). */
-export function parsePacket(b: readonly number[]): Packet | undefined {
+export function parsePacket(b: readonly number[]): SandboxPacket | undefined {
   if (b.length < 20 || b[0]! >> 4 !== 4) return undefined;
   const ihl = (b[0]! & 15) * 4;
   const proto = b[9]!;
@@ -457,14 +457,14 @@ export function parsePacket(b: readonly number[]): Packet | undefined {
 const SNAPLEN = 200;
 
 interface Capture {
-  readonly packets: Packet[];
+  readonly packets: SandboxPacket[];
   readonly proc: ChildProcess;
 }
 
 /** tcpdump -x in a namespace, its packets parsed as they come; resolves once it listens. */
 async function startCapture(ns: Namespace, args: readonly string[]): Promise<Capture> {
   const proc = ns.spawn(["tcpdump", "-l", "-nn", "-x", "-s", String(SNAPLEN), ...args]);
-  const packets: Packet[] = [];
+  const packets: SandboxPacket[] = [];
   let buf = "";
   let bytes: number[] = [];
   const flush = () => {
