@@ -194,7 +194,9 @@ class NftPathRun {
     const dst: Ip = { family: p.dst.family, value: pkt.dst };
     const r = decideRoute(this.ctx.routing ?? {}, {
       dst,
-      ...(host ? { iif: "lo" } : { src: p.src }),
+      // the node's own packet is rerouted with the source it already has (ip_route_me_harder)
+      src: p.src,
+      ...(host ? { iif: "lo" } : {}),
       ...(!host && pkt.iif ? { iif: pkt.iif } : {}),
       ...(pkt.markKnown === 0xffffffff ? { mark: pkt.mark } : {}),
       proto: p.proto,
