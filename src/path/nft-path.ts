@@ -351,6 +351,7 @@ class NftPathRun {
         pkt.oif = oif;
         const n = x.w.steps.length;
         const ct = pkt.ctState;
+        const key0 = `${pkt.mark}|${pkt.src}|${pkt.dst}`;
         for (const e of this.walker.runBases(x.w, hook, base.chain.base!.type, [base])) {
           const w = e.w;
           w.frames = [];
@@ -364,6 +365,7 @@ class NftPathRun {
           const y: Live = { w, steps, untracked };
           switch (e.kind) {
             case "accept":
+              if (base.chain.base!.type === "route" && this.rerouteFails(p, key0, y, hook)) break;
               next.push({ x: y, natDone });
               break;
             case "nat": {
@@ -400,6 +402,8 @@ class NftPathRun {
                 });
                 break;
               }
+              // the node's packet given a new destination is routed again at once (nf_nat)
+              if (this.rerouteFails(p, key0, y, hook)) break;
               next.push({ x: y, natDone: true });
               break;
             }
@@ -449,6 +453,49 @@ class NftPathRun {
       live = next;
     }
     return live.map((l) => l.x);
+  }
+
+  /**
+   * A route chain (`type route hook output`) that changed the packet's mark or addresses, or a
+   * DNAT at output, has the kernel route it again at once (ip_route_me_harder): a refusal there
+   * ends the packet before the chains after it. True when it ended (the outcome is in `out`).
+   */
+  private rerouteFails(p: PathPacket, was: string, y: Live, hook: NftHook): boolean {
+    const a = y.w.pkt;
+    if (hook !== "output" || `${a.mark}|${a.src}|${a.dst}` === was) return false;
+    const r = decideRoute(this.ctx.routing ?? {}, {
+      dst: { family: p.dst.family, value: a.dst },
+      src: { family: p.dst.family, value: a.src },
+      iif: "lo",
+      ...(a.markKnown === 0xffffffff ? { mark: a.mark } : {}),
+      proto: p.proto,
+      ...(a.sport !== undefined ? { sport: a.sport } : {}),
+      ...(a.dport !== undefined ? { dport: a.dport } : {}),
+    });
+    if (r.kind === "refused") {
+      this.finish(
+        p,
+        y,
+        { kind: "unroutable", how: r.how, ...(r.by ? { by: r.by } : {}) },
+        "OUTPUT",
+      );
+      return true;
+    }
+    if (r.kind === "undecided") {
+      this.finish(
+        p,
+        y,
+        {
+          kind: "undecided",
+          reason: `policy routing: rule ${r.rule.priority} tests ${r.fact}, which is not known`,
+          at: r.rule.source,
+          unknowns: [],
+        },
+        "OUTPUT",
+      );
+      return true;
+    }
+    return false;
   }
 
   /** The source a snat/masquerade statement gives: its fixed address, or the device's primary. */
