@@ -180,7 +180,7 @@ class NftPathRun {
     } else {
       live = this.hook(p, live, "prerouting", inIface, "");
     }
-    for (const x of live) this.routeOn(p, x, host, socketDev);
+    for (const x of live) this.routeOn(p, x, host);
     return this.result(p);
   }
 
@@ -189,7 +189,7 @@ class NftPathRun {
   }
 
   /** After the first hook: the routing decision, then input or forward/postrouting. */
-  private routeOn(p: PathPacket, x: Live, host: boolean, socketDev: string): void {
+  private routeOn(p: PathPacket, x: Live, host: boolean): void {
     const pkt = x.w.pkt;
     const dst: Ip = { family: p.dst.family, value: pkt.dst };
     const r = decideRoute(this.ctx.routing ?? {}, {
@@ -242,7 +242,7 @@ class NftPathRun {
         );
         return;
       }
-      this.after(p, x, host, socketDev, dst, local, undefined, undefined);
+      this.after(p, x, host, dst, local, undefined, undefined);
       return;
     }
     const route = r.route;
@@ -263,7 +263,7 @@ class NftPathRun {
       route.type === "local" ||
       (!hasLocalTable(routes) &&
         isLocalAddress(pkt.dst, p.dst.family, this.walker.k, undefined) === true);
-    this.after(p, y, host, socketDev, dst, local, route.dev, route.via);
+    this.after(p, y, host, dst, local, route.dev, route.via);
   }
 
   /** Input (delivered) or forward and postrouting (sent on), after the routing decision. */
@@ -271,7 +271,6 @@ class NftPathRun {
     p: PathPacket,
     y: Live,
     host: boolean,
-    socketDev: string,
     dst: Ip,
     local: boolean,
     dev: string | undefined,
@@ -298,7 +297,9 @@ class NftPathRun {
     }
     let live = [y];
     if (!host) live = this.hook(p, live, "forward", pkt.iif ?? "", dev);
-    live = this.hook(p, live, "postrouting", "", host ? socketDev : dev);
+    // postrouting sees the device the packet leaves by (for the node's own packet, after any
+    // rerouting: output's chains saw the socket's)
+    live = this.hook(p, live, "postrouting", "", dev);
     for (const z of live) {
       const src = z.w.pkt.src === p.src.value ? p.src : undefined;
       const snat = this.snatOf(z);
