@@ -8,6 +8,7 @@ import assert from "node:assert/strict";
 import { readFileSync } from "node:fs";
 import { describe, it } from "node:test";
 import { readIpRoute } from "../evidence/ip-route.ts";
+import { readIpRule } from "../evidence/ip-rule.ts";
 import { parseIptablesSave } from "../iptables/save-parser.ts";
 import { formatIp, parseIp } from "../net/cidr.ts";
 import { readNftRuleset } from "../nftables/read-ruleset.ts";
@@ -174,6 +175,72 @@ table ip filter {
     const noSave = evaluate(listing.replace(/.*ct mark set mark\n/, ""), { dst: "10.244.0.1" });
     // nothing saved: the new connection's mark 0 restored, & ~0x30 | 0x20 = 0x20
     assert.equal(noSave.outcomes[0]!.verdict.kind, "dropped");
+  });
+
+  it("routes the node's packet again after a route chain marks it, before filter output", () => {
+    const listing = `table ip mangle {
+	chain OUTPUT {
+		type route hook output priority mangle; policy accept;
+		ip protocol tcp meta mark set 0x10
+	}
+}
+table ip filter {
+	chain OUTPUT {
+		type filter hook output priority filter; policy accept;
+		reject with icmp net-unreachable
+	}
+}
+`;
+    const rs = readNftRuleset(listing, "nodes/n1/nft-ruleset.txt").value!;
+    const ctx = {
+      routing: {
+        routes: readIpRoute(ROUTES, "nodes/n1/ip-route.txt").value,
+        rules: readIpRule(
+          "0:\tfrom all lookup local\n127:\tfrom all fwmark 0x10 blackhole\n32766:\tfrom all lookup main\n",
+          "nodes/n1/ip-rule.txt",
+        ).value,
+      },
+      localAddresses: [parseIp("10.244.0.1"), parseIp("192.168.10.2")],
+    };
+    const r = compileNftPath(rs, ctx).evaluate({
+      src: parseIp("192.168.10.2"),
+      dst: parseIp("8.8.8.8"),
+      proto: "tcp",
+      sport: 40000,
+      dport: 443,
+      origin: "host",
+    });
+    assert.deepEqual(
+      r.outcomes.map((o) => o.verdict.kind === "unroutable" && o.verdict.how),
+      ["blackhole"],
+    );
+  });
+
+  it("masquerades the node's packet to the address of the device its DNAT reroutes it to", () => {
+    const listing = `table ip nat {
+	chain OUTPUT {
+		type nat hook output priority -100; policy accept;
+		ip daddr 10.96.0.10 dnat to 10.244.0.7:53
+	}
+	chain POSTROUTING {
+		type nat hook postrouting priority srcnat; policy accept;
+		masquerade
+	}
+}
+`;
+    const r = evaluate(listing, {
+      dst: "10.96.0.10",
+      src: parseIp("192.168.10.2"),
+      origin: "host",
+      proto: "udp",
+      dport: 53,
+    });
+    const v = r.outcomes[0]!.verdict;
+    assert.equal(v.kind, "forwarded");
+    if (v.kind === "forwarded") {
+      assert.equal(v.dev, "pod0");
+      assert.equal(v.src && formatIp(v.src), "10.244.0.1");
+    }
   });
 
   it("names nft's reject types as iptables does", () => {
