@@ -100,15 +100,15 @@ export type NftStatement =
       readonly flags: readonly string[];
     }
   /**
-   * `meta mark set meta mark | X` (op "or"), `^ X` ("xor"), `& X` ("and"), or a constant; `then`:
-   * a second operation (`meta mark & 0xffffffcf | 0x20`, iptables-nft's `--set-xmark`);
+   * `meta mark set meta mark | X` (op "or"), `^ X` ("xor"), `& X` ("and"), or a constant;
+   * `second`: a second operation (`meta mark & 0xffffffcf | 0x20`, iptables-nft's `--set-xmark`);
    * `fromCtMark`: `meta mark set ct mark` (the connection's mark; `value` unused).
    */
   | {
       readonly kind: "mark-set";
       readonly op: "set" | "or" | "xor" | "and";
       readonly value: bigint;
-      readonly then?: { readonly op: "or" | "xor" | "and"; readonly value: bigint };
+      readonly second?: { readonly op: "or" | "xor" | "and"; readonly value: bigint };
       readonly fromCtMark?: boolean;
     }
   /** `ct mark set meta mark`: the connection's mark becomes the packet's. */

@@ -74,7 +74,7 @@ export function marksSetOutsideNat(rs: NftRuleset): number {
         for (const s of r.statements) {
           if (s.kind === "mark-set") {
             bits |= s.op === "set" || s.op === "and" ? 0xffffffff : Number(s.value);
-            if (s.then) bits |= s.then.op === "and" ? 0xffffffff : Number(s.then.value);
+            if (s.second) bits |= s.second.op === "and" ? 0xffffffff : Number(s.second.value);
           }
           for (const name of targetsOf(s, t)) {
             const next = t.chains.get(name);

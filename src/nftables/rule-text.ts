@@ -344,7 +344,7 @@ function markSetAt(c: Cursor): NftStatement {
     c.i++;
     const v2 = atomOrThrow(c.next(), "mark");
     if (ops[c.peek() ?? ""]) throw new RuleError("a mark expression of more than two operations");
-    return { kind: "mark-set", op, value, then: { op: op2, value: (v2 as { lo: bigint }).lo } };
+    return { kind: "mark-set", op, value, second: { op: op2, value: (v2 as { lo: bigint }).lo } };
   }
   if (t === "ct" && c.peek(1) === "mark" && ops0(c.peek(2))) {
     c.i += 2;

@@ -267,7 +267,7 @@ export class NftWalker {
             p.mark = (p.mark & v) >>> 0;
             p.markKnown = (p.markKnown | ~v) >>> 0;
           }
-          if (s.then) applyMarkOp(p, s.then.op, Number(s.then.value) >>> 0);
+          if (s.second) applyMarkOp(p, s.second.op, Number(s.second.value) >>> 0);
           step(
             w,
             "mark",
@@ -276,7 +276,7 @@ export class NftWalker {
             rule.source,
             s.fromCtMark
               ? `mark set ct mark: now ${p.markKnown === 0 ? "unknown" : `0x${p.mark.toString(16)}`}`
-              : `mark ${s.op} 0x${v.toString(16)}${s.then ? ` ${s.then.op} 0x${s.then.value.toString(16)}` : ""}: now 0x${p.mark.toString(16)}`,
+              : `mark ${s.op} 0x${v.toString(16)}${s.second ? ` ${s.second.op} 0x${s.second.value.toString(16)}` : ""}: now 0x${p.mark.toString(16)}`,
           );
           break;
         }
