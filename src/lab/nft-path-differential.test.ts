@@ -13,16 +13,16 @@ import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { after, describe, it } from "node:test";
-import { formatIp, parseIp } from "../net/cidr.ts";
+import { parseIp } from "../net/cidr.ts";
 import { compileNftPath } from "../path/nft-path.ts";
 import { pathContextOf } from "../path/node-path.ts";
-import type { PathOutcome } from "../path/path-types.ts";
 import { loadSnapshot } from "../snapshot/load.ts";
 import { openSnapshot } from "../snapshot/source.ts";
 import { kernelSkip } from "./kernel-guard.ts";
 import { mustExec as must, type Namespace } from "./netns.ts";
-import { generatePathCase, generatePathFlows, type PathFlow } from "./path-gen.ts";
-import { createPathSandbox, type KernelPathVerdict, withObservers } from "./path-sandbox.ts";
+import { kernelWords, outcomeTest, podpathWords } from "./path-agreement.ts";
+import { generatePathCase, generatePathFlows } from "./path-gen.ts";
+import { createPathSandbox, withObservers } from "./path-sandbox.ts";
 import { rootNamespaceHash } from "./root-state.ts";
 
 const BASE_SEED = Number(process.env["PODPATH_NFT_PATH_DIFF_SEED"] ?? 20261202);
@@ -34,65 +34,6 @@ const dirs: string[] = [];
 after(() => {
   for (const d of dirs) rmSync(d, { recursive: true, force: true });
 });
-
-function kernelWords(v: KernelPathVerdict): string {
-  switch (v.kind) {
-    case "delivered":
-    case "silent":
-      return v.kind;
-    case "rejected":
-      return `rejected ${v.with}`;
-    case "forwarded":
-      return `forwarded ${v.dev} ${v.src} > ${v.dst}${v.dport !== undefined ? `:${v.dport}` : ""}`;
-  }
-}
-
-/** podpath's outcome as a test of the kernel's words (as path-differential); undefined admits all. */
-function outcomeTest(o: PathOutcome, f: PathFlow): ((k: string) => boolean) | undefined {
-  const v = o.verdict;
-  const is = (w: string) => (k: string) => k === w;
-  switch (v.kind) {
-    case "delivered":
-      return is("delivered");
-    case "dropped":
-      return is("silent");
-    case "rejected":
-      return is(`rejected ${v.with}`);
-    case "undecided":
-      return undefined;
-    case "unroutable": {
-      if (f.origin === "host" || v.how === "blackhole") return is("silent");
-      const byRule = v.by?.file.includes("ip-rule") ?? false;
-      const code =
-        v.how === "prohibit"
-          ? "icmp-admin-prohibited"
-          : v.how === "unreachable" && !byRule
-            ? "icmp-host-unreachable"
-            : "icmp-net-unreachable";
-      return (k) => k === `rejected ${code}` || k === "silent";
-    }
-    case "forwarded": {
-      const head = `forwarded ${v.dev ?? "?"} `;
-      const tail = ` > ${formatIp(v.dst)}${f.proto !== "icmp" && v.port !== undefined ? `:${v.port}` : ""}`;
-      if (v.src) return is(`${head}${formatIp(v.src)}${tail}`);
-      return (k) => k.startsWith(head) && k.endsWith(tail);
-    }
-  }
-}
-
-function podpathWords(outcomes: readonly PathOutcome[]): string {
-  return outcomes
-    .map((o) => {
-      const v = o.verdict;
-      if (v.kind === "forwarded")
-        return `forwarded ${v.dev} ${v.src ? formatIp(v.src) : "?"} > ${formatIp(v.dst)}:${v.port ?? ""}`;
-      if (v.kind === "rejected") return `rejected ${v.with}`;
-      if (v.kind === "unroutable") return `unroutable ${v.how}`;
-      if (v.kind === "undecided") return `undecided (${v.reason})`;
-      return v.kind;
-    })
-    .join(" | ");
-}
 
 /** The restore text without its security table (the sandbox's counters stay in iptables). */
 function withoutSecurity(restore: string): string {
