@@ -4,6 +4,7 @@
  * (a path on the shared filesystem) carries each connection, from a forwarder on the namespace's
  * own loopback to the API server's port. Used by the kube-proxy and real-node component tests.
  */
+import { writeFileSync } from "node:fs";
 import { connect, createServer, type Server } from "node:net";
 import type { Namespace } from "../../src/lab/netns.ts";
 
@@ -46,4 +47,34 @@ export async function reachApiFrom(
     fwd.once("exit", (code) => reject(new Error(`API forwarder exited ${code}`)));
   });
   return { close: () => outer.close() };
+}
+
+/**
+ * Writes a kubeconfig (JSON) for a client inside the namespace: the API server at the forwarder's
+ * `https://127.0.0.1:<innerPort>` (see reachApiFrom), trusted by the cluster's CA, as its admin.
+ */
+export function writeInnerKubeconfig(
+  file: string,
+  cluster: { readonly caFile: string; readonly adminToken: string },
+  innerPort: number,
+): void {
+  writeFileSync(
+    file,
+    JSON.stringify({
+      apiVersion: "v1",
+      kind: "Config",
+      clusters: [
+        {
+          name: "c",
+          cluster: {
+            server: `https://127.0.0.1:${innerPort}`,
+            "certificate-authority": cluster.caFile,
+          },
+        },
+      ],
+      users: [{ name: "u", user: { token: cluster.adminToken } }],
+      contexts: [{ name: "x", context: { cluster: "c", user: "u" } }],
+      "current-context": "x",
+    }),
+  );
 }

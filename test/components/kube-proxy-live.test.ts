@@ -25,9 +25,10 @@ import { compareTranslation } from "../../src/lab/translation.ts";
 import { formatIp } from "../../src/net/cidr.ts";
 import { compileNftNat } from "../../src/nftables/nat-eval.ts";
 import { readNftRuleset } from "../../src/nftables/read-ruleset.ts";
-import { reachApiFrom } from "./api-bridge.ts";
+import { reachApiFrom, writeInnerKubeconfig } from "./api-bridge.ts";
 import { type Cluster, startCluster } from "./cluster.ts";
-import { componentPath, componentSkip, componentsDir } from "./component-guard.ts";
+import { componentSkip, componentsDir } from "./component-guard.ts";
+import { addNodeUplink, spawnKubeProxy } from "./kube-proxy-node.ts";
 
 const skip =
   componentSkip("kube-proxy") ||
@@ -66,35 +67,9 @@ describe("kube-proxy (iptables and nftables mode) against the real API server", 
     const apiPort = Number(new URL(cluster.url).port);
     lab = await createLab();
     ns = await lab.addNamespace("node");
-    // the node's interface: a veth to a second namespace (nothing is sent over it)
-    await lab.link(ns, "eth0", await lab.addNamespace("net"), "eth0");
-    for (const argv of [
-      ["ip", "addr", "add", `${NODE_IP}/24`, "dev", "eth0"],
-      ["ip", "link", "set", "eth0", "up"],
-    ]) {
-      const r = await ns.exec(argv);
-      assert.equal(r.code, 0, r.stderr);
-    }
+    await addNodeUplink(lab, ns, NODE_IP);
     outer = await reachApiFrom(ns, apiPort, join(dir, "api.sock"), INNER_PORT);
-    writeFileSync(
-      join(dir, "kubeconfig"),
-      JSON.stringify({
-        apiVersion: "v1",
-        kind: "Config",
-        clusters: [
-          {
-            name: "c",
-            cluster: {
-              server: `https://127.0.0.1:${INNER_PORT}`,
-              "certificate-authority": cluster.caFile,
-            },
-          },
-        ],
-        users: [{ name: "u", user: { token: cluster.adminToken } }],
-        contexts: [{ name: "x", context: { cluster: "c", user: "u" } }],
-        "current-context": "x",
-      }),
-    );
+    writeInnerKubeconfig(join(dir, "kubeconfig"), cluster, INNER_PORT);
   });
   after(async () => {
     await lab?.destroy();
@@ -106,23 +81,17 @@ describe("kube-proxy (iptables and nftables mode) against the real API server", 
   /** kube-proxy in the lab's node namespace, in the given mode; its log kept in `log`. */
   function startProxy(mode: "iptables" | "nftables"): ChildProcess {
     log = "";
-    const proxy = ns!.spawn([
-      componentPath("kube-proxy"),
-      `--kubeconfig=${join(dir, "kubeconfig")}`,
-      `--proxy-mode=${mode}`,
-      "--hostname-override=node1",
-      `--bind-address=${NODE_IP}`,
-      "--cluster-cidr=10.4.0.0/16",
-      // conntrack limits are the whole machine's: leave them alone
-      "--conntrack-max-per-core=0",
-      "--conntrack-min=0",
-      "--conntrack-tcp-timeout-established=0",
-      "--conntrack-tcp-timeout-close-wait=0",
-      "--v=2",
-    ]);
-    proxy.stderr?.on("data", (d: Buffer) => {
-      log = (log + d.toString()).slice(-30_000);
-    });
+    const proxy = spawnKubeProxy(
+      ns!,
+      {
+        kubeconfig: join(dir, "kubeconfig"),
+        mode: mode,
+        hostname: "node1",
+        nodeIp: NODE_IP,
+        clusterCidr: "10.4.0.0/16",
+      },
+      (tail) => (log = tail),
+    );
     running = proxy;
     return proxy;
   }

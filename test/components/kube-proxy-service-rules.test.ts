@@ -12,7 +12,7 @@
  */
 import assert from "node:assert/strict";
 import type { ChildProcess } from "node:child_process";
-import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { after, before, describe, it } from "node:test";
@@ -25,9 +25,10 @@ import {
   SVC_NODE_IP,
 } from "../../src/lab/scenarios/service-lab.ts";
 import { API_PORT, SERVICES, serviceRestoreText } from "../../src/lab/scenarios/service-rules.ts";
-import { reachApiFrom } from "./api-bridge.ts";
+import { reachApiFrom, writeInnerKubeconfig } from "./api-bridge.ts";
 import { type Cluster, startCluster } from "./cluster.ts";
-import { componentPath, componentSkip } from "./component-guard.ts";
+import { componentSkip } from "./component-guard.ts";
+import { addNodeUplink, spawnKubeProxy } from "./kube-proxy-node.ts";
 
 const skip =
   componentSkip("kube-proxy") ||
@@ -121,39 +122,14 @@ describe("the lab's Service scenario held to the real kube-proxy", { skip }, () 
     lab = await createLab();
     ns = await lab.addNamespace("node");
     replica = await lab.addNamespace("replica");
-    await lab.link(ns, "eth0", await lab.addNamespace("net"), "eth0");
-    for (const argv of [
-      ["ip", "addr", "add", `${SVC_NODE_IP}/24`, "dev", "eth0"],
-      ["ip", "link", "set", "eth0", "up"],
-    ]) {
-      const r = await ns.exec(argv);
-      assert.equal(r.code, 0, r.stderr);
-    }
+    await addNodeUplink(lab, ns, SVC_NODE_IP);
     outer = await reachApiFrom(
       ns,
       Number(new URL(cluster.url).port),
       join(dir, "api.sock"),
       INNER_PORT,
     );
-    writeFileSync(
-      join(dir, "kubeconfig"),
-      JSON.stringify({
-        apiVersion: "v1",
-        kind: "Config",
-        clusters: [
-          {
-            name: "c",
-            cluster: {
-              server: `https://127.0.0.1:${INNER_PORT}`,
-              "certificate-authority": cluster.caFile,
-            },
-          },
-        ],
-        users: [{ name: "u", user: { token: cluster.adminToken } }],
-        contexts: [{ name: "x", context: { cluster: "c", user: "u" } }],
-        "current-context": "x",
-      }),
-    );
+    writeInnerKubeconfig(join(dir, "kubeconfig"), cluster, INNER_PORT);
   });
   after(async () => {
     if (proxy && proxy.exitCode === null && proxy.signalCode === null) {
@@ -240,23 +216,17 @@ describe("the lab's Service scenario held to the real kube-proxy", { skip }, () 
       await send("POST", "/apis/discovery.k8s.io/v1/namespaces/default/endpointslices", apiSlice);
     }
 
-    proxy = ns!.spawn([
-      componentPath("kube-proxy"),
-      `--kubeconfig=${join(dir, "kubeconfig")}`,
-      "--proxy-mode=iptables",
-      `--hostname-override=${SVC_NODE}`,
-      `--bind-address=${SVC_NODE_IP}`,
-      `--cluster-cidr=${SVC_CLUSTER_CIDR}`,
-      // conntrack limits are the whole machine's: leave them alone
-      "--conntrack-max-per-core=0",
-      "--conntrack-min=0",
-      "--conntrack-tcp-timeout-established=0",
-      "--conntrack-tcp-timeout-close-wait=0",
-      "--v=2",
-    ]);
-    proxy.stderr?.on("data", (d: Buffer) => {
-      log = (log + d.toString()).slice(-30_000);
-    });
+    proxy = spawnKubeProxy(
+      ns!,
+      {
+        kubeconfig: join(dir, "kubeconfig"),
+        mode: "iptables",
+        hostname: SVC_NODE,
+        nodeIp: SVC_NODE_IP,
+        clusterCidr: SVC_CLUSTER_CIDR,
+      },
+      (tail) => (log = tail),
+    );
     let real = "";
     const deadline = Date.now() + 120_000;
     for (;;) {
