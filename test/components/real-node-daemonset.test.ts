@@ -28,13 +28,19 @@ import { type Cluster, DAEMONSET_CONTROLLERS, startCluster } from "./cluster.ts"
 import { componentSkip } from "./component-guard.ts";
 import type { FleetCollectArgs } from "./fleet-collect.ts";
 import { writeKubeconfig } from "./live-objects.ts";
-import { type RealNode, realNodeSkip, startRealNode } from "./real-node.ts";
+import { runPodpath } from "./podpath-cli.ts";
+import {
+  collectorImage,
+  PAUSE_IMAGE,
+  type RealNode,
+  realNodeSkip,
+  startRealNode,
+} from "./real-node.ts";
 
 const NODE = "real-node-ds";
 const NODE_IP = "192.168.51.10";
 const UPLINK_IP = "192.168.51.1";
 const ROOT = join(import.meta.dirname, "../..");
-const CLI = join(ROOT, "dist/cli/main.js");
 const FLEET = join(import.meta.dirname, "fleet-collect.ts");
 const COLLECTOR = "podpath.local/collector:1";
 const NS = "kube-system";
@@ -72,15 +78,7 @@ interface PodView {
 }
 
 function podpath(args: readonly string[], kubeconfig: string) {
-  return new Promise<{ code: number | null; stdout: string; stderr: string }>((resolve) => {
-    const env: NodeJS.ProcessEnv = { ...process.env, NO_COLOR: "1", KUBECONFIG: kubeconfig };
-    const child = spawn(process.execPath, [CLI, ...args], { env, timeout: 300_000 });
-    let stdout = "";
-    let stderr = "";
-    child.stdout.on("data", (d: Buffer) => (stdout += d.toString()));
-    child.stderr.on("data", (d: Buffer) => (stderr += d.toString()));
-    child.on("close", (code) => resolve({ code, stdout, stderr }));
-  });
+  return runPodpath(args, kubeconfig, 300_000);
 }
 
 /** Starts the fleet collector (fleet-collect.ts) as its own process. */
@@ -165,30 +163,7 @@ describe("DaemonSets on a real node, placed by the real controller manager and s
         nodeIp: NODE_IP,
         egressSocket: join(work, "egress.sock"),
         cni: { [CONF_FILE]: conflist(planBridgeReplica(BridgeCniOptions.parse({}))) },
-        images: [
-          {
-            ref: "podpath.local/pause:1",
-            binaries: ["/bin/busybox"],
-            applets: ["sleep"],
-            cmd: ["/bin/sleep", "2147483647"],
-          },
-          {
-            // what collect --node-state runs in its collector pods (--collector-image)
-            ref: COLLECTOR,
-            binaries: [
-              "/bin/busybox",
-              "/usr/sbin/iptables-save",
-              "/usr/sbin/ip6tables-save",
-              "/sbin/ip",
-              "/usr/sbin/conntrack",
-              "/usr/bin/tcpdump",
-              "/usr/bin/timeout",
-            ],
-            applets: ["sh", "sleep", "cat", "sysctl", "date"],
-            folders: ["/usr/lib/x86_64-linux-gnu/xtables"],
-            cmd: ["/bin/sleep", "2147483647"],
-          },
-        ],
+        images: [PAUSE_IMAGE, collectorImage(COLLECTOR)],
       },
     );
     for (const [ns, argv] of [

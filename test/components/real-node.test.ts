@@ -10,7 +10,6 @@
  * against podpath's replica of it (agents/bridge-cni/rules.ts).
  */
 import assert from "node:assert/strict";
-import { spawn } from "node:child_process";
 import { cpSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -43,14 +42,20 @@ import { openSnapshot } from "../../src/snapshot/source.ts";
 import { type Cluster, startCluster } from "./cluster.ts";
 import { componentSkip } from "./component-guard.ts";
 import { bindClusterRole, type Obj, waitForAccess, writeKubeconfig } from "./live-objects.ts";
-import { type RealNode, realNodeSkip, startRealNode } from "./real-node.ts";
+import { runPodpath } from "./podpath-cli.ts";
+import {
+  collectorImage,
+  PAUSE_IMAGE,
+  type RealNode,
+  realNodeSkip,
+  startRealNode,
+} from "./real-node.ts";
 
 const NODE = "real-node-0";
 const NODE_IP = "192.168.50.10";
 const ROUTER_IP = "192.168.50.1";
 const NODE_RANGE = "192.168.0.0/16";
 const ROOT = join(import.meta.dirname, "../..");
-const CLI = join(ROOT, "dist/cli/main.js");
 const ROLE = parse(readFileSync(join(ROOT, "deploy/rbac/podpath-reader.yaml"), "utf8")) as Obj;
 const IMAGE = "podpath.local/tools:1";
 const COLLECTOR = "podpath.local/collector:1";
@@ -63,15 +68,7 @@ const skip =
   realNodeSkip();
 
 function podpath(args: readonly string[], kubeconfig: string) {
-  return new Promise<{ code: number | null; stdout: string; stderr: string }>((resolve) => {
-    const env: NodeJS.ProcessEnv = { ...process.env, NO_COLOR: "1", KUBECONFIG: kubeconfig };
-    const child = spawn(process.execPath, [CLI, ...args], { env, timeout: 180_000 });
-    let stdout = "";
-    let stderr = "";
-    child.stdout.on("data", (d: Buffer) => (stdout += d.toString()));
-    child.stderr.on("data", (d: Buffer) => (stderr += d.toString()));
-    child.on("close", (code) => resolve({ code, stdout, stderr }));
-  });
+  return runPodpath(args, kubeconfig, 180_000);
 }
 
 describe("a real node: kubelet, containerd and the bridge plugin, the SNAT case end to end", {
@@ -103,35 +100,14 @@ describe("a real node: kubelet, containerd and the bridge plugin, the SNAT case 
         egressSocket: join(work, "egress.sock"),
         cni: { [CONF_FILE]: conflist(planBridgeReplica(BridgeCniOptions.parse({}))) },
         images: [
-          {
-            ref: "podpath.local/pause:1",
-            binaries: ["/bin/busybox"],
-            applets: ["sleep"],
-            cmd: ["/bin/sleep", "2147483647"],
-          },
+          PAUSE_IMAGE,
           {
             ref: IMAGE,
             binaries: ["/bin/busybox", "/usr/bin/ping", "/sbin/ip"],
             applets: ["sh", "sleep", "cat", "sysctl"],
             cmd: ["/bin/sleep", "2147483647"],
           },
-          {
-            // what collect --node-state runs in its collector pods (--collector-image)
-            ref: COLLECTOR,
-            binaries: [
-              "/bin/busybox",
-              "/usr/sbin/iptables-save",
-              "/usr/sbin/ip6tables-save",
-              "/sbin/ip",
-              "/usr/sbin/conntrack",
-              "/usr/bin/tcpdump",
-              "/usr/bin/timeout",
-            ],
-            applets: ["sh", "sleep", "cat", "sysctl", "date"],
-            // the match and target extensions iptables-save loads by name
-            folders: ["/usr/lib/x86_64-linux-gnu/xtables"],
-            cmd: ["/bin/sleep", "2147483647"],
-          },
+          collectorImage(COLLECTOR),
         ],
       },
     );

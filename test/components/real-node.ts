@@ -31,7 +31,7 @@ import {
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import type { Lab, Namespace } from "../../src/lab/netns.ts";
-import { reachApiFrom } from "./api-bridge.ts";
+import { reachApiFrom, writeInnerKubeconfig } from "./api-bridge.ts";
 import type { Cluster } from "./cluster.ts";
 import { componentPath } from "./component-guard.ts";
 import { buildImage, type ImageSpec } from "./oci-image.ts";
@@ -40,6 +40,34 @@ import { buildImage, type ImageSpec } from "./oci-image.ts";
 const DIR_PREFIX = "podpath-real-node-";
 const INNER_API_PORT = 6443;
 export const CNI_BIN_DIR = "/usr/lib/cni";
+
+/** The pod sandbox image the node's containerd is configured with (sandbox_image): it only sleeps. */
+export const PAUSE_IMAGE: ImageSpec = {
+  ref: "podpath.local/pause:1",
+  binaries: ["/bin/busybox"],
+  applets: ["sleep"],
+  cmd: ["/bin/sleep", "2147483647"],
+};
+
+/** What collect --node-state runs in its collector pods (--collector-image), named `ref`. */
+export function collectorImage(ref: string): ImageSpec {
+  return {
+    ref,
+    binaries: [
+      "/bin/busybox",
+      "/usr/sbin/iptables-save",
+      "/usr/sbin/ip6tables-save",
+      "/sbin/ip",
+      "/usr/sbin/conntrack",
+      "/usr/bin/tcpdump",
+      "/usr/bin/timeout",
+    ],
+    applets: ["sh", "sleep", "cat", "sysctl", "date"],
+    // the match and target extensions iptables-save loads by name
+    folders: ["/usr/lib/x86_64-linux-gnu/xtables"],
+    cmd: ["/bin/sleep", "2147483647"],
+  };
+}
 
 /** Why a real node cannot run here (false when it can); in CI a missing tool is an error. */
 export function realNodeSkip(): false | string {
@@ -124,7 +152,7 @@ state = "${dir}/containerd/state"
 [grpc]
   address = "${dir}/containerd.sock"
 [plugins."io.containerd.grpc.v1.cri"]
-  sandbox_image = "podpath.local/pause:1"
+  sandbox_image = "${PAUSE_IMAGE.ref}"
   restrict_oom_score_adj = true
   disable_apparmor = true
   netns_mounts_under_state_dir = true
@@ -293,25 +321,7 @@ export async function startRealNode(
       proxy.once("exit", (code) => reject(new Error(`CONNECT proxy exited ${code}`)));
     });
   }
-  writeFileSync(
-    join(dir, "kubeconfig"),
-    JSON.stringify({
-      apiVersion: "v1",
-      kind: "Config",
-      clusters: [
-        {
-          name: "c",
-          cluster: {
-            server: `https://127.0.0.1:${INNER_API_PORT}`,
-            "certificate-authority": cluster.caFile,
-          },
-        },
-      ],
-      users: [{ name: "u", user: { token: cluster.adminToken } }],
-      contexts: [{ name: "x", context: { cluster: "c", user: "u" } }],
-      "current-context": "x",
-    }),
-  );
+  writeInnerKubeconfig(join(dir, "kubeconfig"), cluster, INNER_API_PORT);
 
   const logs: Record<string, string> = { containerd: "", kubelet: "" };
   const children: ChildProcess[] = [];
