@@ -188,7 +188,10 @@ program
   .command("diagnose")
   .description("explain where the path breaks, with evidence (file and line) for every finding")
   .argument("[snapshot]", "snapshot folder (or .tar.gz of one)")
-  .option("--dest <ip[:port]>", "destination to explain (default: the remote sites' addresses)")
+  .option(
+    "--dest <ip[:port]>",
+    "destination to explain (default: the remote sites' addresses, then probed Service addresses)",
+  )
   .option(
     "--from <endpoint>",
     "sender to trace: pod/NS/NAME, pod/NAME with -n, node/NAME, or a pod's IP address",

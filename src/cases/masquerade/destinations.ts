@@ -1,11 +1,14 @@
 /**
  * @module cases/masquerade/destinations — which destinations to explain: `--dest` when given;
  * otherwise the far side's own addresses as the snapshot names them (allowlist destinations, then
- * targets the probe transcripts tried inside a site's prefixes).
+ * targets the probe transcripts tried inside a site's prefixes), then targets the transcripts tried
+ * at a Service address (inside the cluster's Service range, or a destination kube-proxy's
+ * KUBE-SERVICES chains name in a node's nat or filter table): the node's rules say where it goes.
  */
 import type { ProbeTranscript } from "../../evidence/probes.ts";
 import type { PortEntry, RemoteSite } from "../../evidence/remote-site.ts";
-import { contains, type Ip } from "../../net/cidr.ts";
+import { type Cidr, contains, type Ip } from "../../net/cidr.ts";
+import type { NodeEvidence } from "../../snapshot/load.ts";
 import type { DiagnoseOptions } from "../case.ts";
 import type { ClusterFacts } from "./facts.ts";
 
@@ -28,7 +31,8 @@ export function chooseDestinations(
   opts: DiagnoseOptions,
   sites: readonly RemoteSite[],
   probes: readonly ProbeTranscript[],
-  _facts: ClusterFacts,
+  facts: ClusterFacts,
+  nodes: Iterable<NodeEvidence> = [],
 ): { list: TracedDestination[] } {
   if (opts.dest) {
     return {
@@ -74,5 +78,36 @@ export function chooseDestinations(
       });
     }
   }
+  const services = [
+    ...(facts.serviceRange?.cidrs ?? []).map((c) => c.value),
+    ...kubeProxyDestinations(nodes),
+  ];
+  const inServices = (ip: Ip) => services.some((c) => contains(c, ip));
+  for (const t of probes) {
+    for (const c of t.commands) {
+      if (!c.targetIp || !inServices(c.targetIp)) continue;
+      add({
+        ip: c.targetIp,
+        ...(c.port ? { port: c.port, protocol: "tcp" as const } : { protocol: "icmp" as const }),
+        why: `probed in ${t.file} (a Service address)`,
+      });
+    }
+  }
   return { list: out };
+}
+
+/**
+ * The destinations kube-proxy's KUBE-SERVICES chains match (`-d`, not negated) in the nodes' nat
+ * table (a Service's cluster IP) and filter table (a Service with no endpoints, rejected there).
+ */
+function kubeProxyDestinations(nodes: Iterable<NodeEvidence>): Cidr[] {
+  const out: Cidr[] = [];
+  for (const node of nodes) {
+    for (const table of ["nat", "filter"] as const) {
+      for (const r of node.iptables?.tables.get(table)?.chains.get("KUBE-SERVICES")?.rules ?? []) {
+        if (r.dst && !r.dst.negated) out.push(r.dst.cidr);
+      }
+    }
+  }
+  return out;
 }

@@ -98,7 +98,7 @@ export async function explainMasquerade(
   result.missing.push(...own.missing);
   result.diagnostics.push(...own.diagnostics);
 
-  const targets = chooseDestinations(opts, sites.sites, snap.probes, facts);
+  const targets = chooseDestinations(opts, sites.sites, snap.probes, facts, snap.nodes.values());
   const sources = chooseSources(opts, facts, snap, targets.list[0]?.ip);
   result.diagnostics.push(...sources.diagnostics);
 
