@@ -4,17 +4,9 @@
  * document (or a line inside a string field) back to a file line. Lines are counted here rather
  * than with the package's LineCounter so that text refused before parsing can still be cited.
  */
-import {
-  type Document,
-  isMap,
-  isPair,
-  isScalar,
-  isSeq,
-  type Node,
-  parseAllDocuments,
-  type Scalar,
-} from "yaml";
+import type { Document, Node, Scalar } from "yaml";
 import type { Diagnostic, SourceRef } from "../model/types.ts";
+import { yamlLib } from "./lazy-yaml.ts";
 import { lineAt } from "./text-lines.ts";
 
 export type YamlPath = readonly (string | number)[];
@@ -68,7 +60,7 @@ export function readYamlSource(
     const found = nodeAt(root, path);
     if (!found) return undefined;
     // Collections and empty values are cited at their key; scalars where the value is written.
-    const atKey = !isScalar(found.node) || found.node.value === null;
+    const atKey = !yamlLib().isScalar(found.node) || found.node.value === null;
     const at = atKey && found.key?.range ? found.key : found.node;
     return at.range ? refAt(at.range[0]) : undefined;
   };
@@ -126,7 +118,7 @@ function readDocuments(text: string, lines: TextLines, diagnostics: Diagnostic[]
     });
     return documents;
   }
-  const parsed = parseAllDocuments(text, {
+  const parsed = yamlLib().parseAllDocuments(text, {
     uniqueKeys: true,
     prettyErrors: false,
     keepSourceTokens: false,
@@ -194,14 +186,15 @@ function nodeAt(root: unknown, path: YamlPath): { node: Node; key?: Node } | und
   let node = root as Node | undefined;
   let key: Node | undefined;
   for (const seg of path) {
-    if (isMap(node)) {
+    if (yamlLib().isMap(node)) {
       const pair = node.items.find(
-        (p) => isPair(p) && isScalar(p.key) && String(p.key.value) === String(seg),
+        (p) =>
+          yamlLib().isPair(p) && yamlLib().isScalar(p.key) && String(p.key.value) === String(seg),
       );
       if (!pair) return undefined;
       key = pair.key as Node;
       node = (pair.value ?? undefined) as Node | undefined;
-    } else if (isSeq(node) && typeof seg === "number") {
+    } else if (yamlLib().isSeq(node) && typeof seg === "number") {
       key = undefined;
       node = node.items[seg] as Node | undefined;
     } else {
@@ -220,7 +213,8 @@ function lineInString(
   found: { node: Node } | undefined,
   lineWithinString: number,
 ): SourceRef | undefined {
-  if (!found || !isScalar(found.node) || typeof found.node.value !== "string") return undefined;
+  if (!found || !yamlLib().isScalar(found.node) || typeof found.node.value !== "string")
+    return undefined;
   const scalar = found.node as Scalar<string>;
   const lines = scalar.value.split("\n");
   if (!Number.isInteger(lineWithinString) || lineWithinString < 1) return undefined;

@@ -11,8 +11,9 @@
  * unless masqLinkLocal (IPv4) / masqLinkLocalIPv6 is true. A file it cannot decode leaves the map
  * as it was ("Failed to de-serialize json").
  */
-import { parse } from "yaml";
+
 import type { KubeObject } from "../../evidence/kube-objects.ts";
+import { yamlLib } from "../../evidence/lazy-yaml.ts";
 import type { Diagnostic, Parsed, SourceRef } from "../../model/types.ts";
 import { type Cidr, contains, formatCidr, type Ip, tryParseCidr } from "../../net/cidr.ts";
 
@@ -143,7 +144,7 @@ export function readCiliumIpMasqIntent(objects: readonly KubeObject[]): Parsed<C
   };
   let doc: unknown;
   try {
-    doc = parse(text);
+    doc = yamlLib().parse(text);
   } catch (e) {
     return refuse(
       `the ip-masq-agent ConfigMap's config is not YAML or JSON (${(e as Error).message.split("\n")[0]})`,

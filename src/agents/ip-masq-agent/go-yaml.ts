@@ -8,7 +8,8 @@
  * and resolved here by yaml.v2's own rules, because the package's YAML 1.1 schema differs from
  * yaml.v2 in details that change the result (sexagesimal numbers, `y`/`n`, `<<` order).
  */
-import { Alias, type Document, isMap, isScalar, isSeq, type Node, parseAllDocuments } from "yaml";
+import type { Document, Node } from "yaml";
+import { yamlLib } from "../../evidence/lazy-yaml.ts";
 import type { GoEntry, GoValue } from "./go-json.ts";
 
 /** A YAML error in yaml.v2's form (`yaml: line N: ...`); `exact` is false when the wording is approximated. */
@@ -139,7 +140,7 @@ interface Built {
  */
 export function goYamlToJson(text: string): { value: GoValue } | { error: GoYamlError } {
   const charToByte = byteOffsets(text);
-  const docs = parseAllDocuments(text, {
+  const docs = yamlLib().parseAllDocuments(text, {
     schema: "failsafe",
     version: "1.1",
     uniqueKeys: false,
@@ -232,7 +233,7 @@ function build(
   if (node === null || node === undefined) return { value: { kind: "null", offset: 0 } };
   const offset = toByte((node as Node).range?.[0] ?? 0);
   countNode(ctx, offset);
-  if (node instanceof Alias) {
+  if (node instanceof yamlLib().Alias) {
     const target = node.resolve(doc);
     if (!target) {
       throw new YamlFail({
@@ -257,19 +258,19 @@ function build(
       ctx.expanding.delete(target);
     }
   }
-  if (isScalar(node)) {
+  if (yamlLib().isScalar(node)) {
     const r = resolveScalar(node, offset);
     return { value: resolvedToJson(r, offset) };
   }
-  if (isSeq(node)) {
+  if (yamlLib().isSeq(node)) {
     const items = node.items.map((it) => build(doc, it, toByte, depth + 1, ctx).value);
     return { value: { kind: "array", items, offset } };
   }
-  if (isMap(node)) {
+  if (yamlLib().isMap(node)) {
     const entries = new Map<string, GoEntry>();
     const setEntries = (m: unknown, mergeDepth: number) => {
-      const target = m instanceof Alias ? m.resolve(doc) : m;
-      if (!isMap(target)) {
+      const target = m instanceof yamlLib().Alias ? m.resolve(doc) : m;
+      if (!yamlLib().isMap(target)) {
         throw new YamlFail({
           message: "yaml: map merge requires map or sequence of maps as the value",
           offset,
@@ -289,13 +290,13 @@ function build(
       for (const pair of pairs) {
         const keyNode = pair.key;
         if (
-          isScalar(keyNode) &&
+          yamlLib().isScalar(keyNode) &&
           keyNode.type === "PLAIN" &&
           !keyNode.tag &&
           keyNode.value === "<<"
         ) {
-          const v = pair.value instanceof Alias ? pair.value.resolve(doc) : pair.value;
-          if (isSeq(v)) {
+          const v = pair.value instanceof yamlLib().Alias ? pair.value.resolve(doc) : pair.value;
+          if (yamlLib().isSeq(v)) {
             // yaml.v2 steps backwards: earlier maps in the list take precedence
             for (let i = v.items.length - 1; i >= 0; i--) setEntries(v.items[i], mergeDepth + 1);
           } else {
@@ -385,9 +386,9 @@ function resolvedToJson(r: Resolved, offset: number): GoValue {
 
 /** sigs.k8s.io/yaml's conversion of a map key to the JSON object key. */
 function keyString(doc: Document, keyNode: unknown, offset: number): string {
-  const k = keyNode instanceof Alias ? keyNode.resolve(doc) : keyNode;
+  const k = keyNode instanceof yamlLib().Alias ? keyNode.resolve(doc) : keyNode;
   if (k === null || k === undefined) return unsupportedKey(offset);
-  if (!isScalar(k)) {
+  if (!yamlLib().isScalar(k)) {
     throw new YamlFail({ message: "yaml: invalid map key", offset, exact: false });
   }
   const r = resolveScalar(k, offset);
