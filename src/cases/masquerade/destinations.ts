@@ -78,11 +78,14 @@ export function chooseDestinations(
       });
     }
   }
-  const services = [
-    ...(facts.serviceRange?.cidrs ?? []).map((c) => c.value),
-    ...kubeProxyDestinations(nodes),
-  ];
-  const inServices = (ip: Ip) => services.some((c) => contains(c, ip));
+  let services: Cidr[] | undefined; // read only when a probe has a target
+  const inServices = (ip: Ip) => {
+    services ??= [
+      ...(facts.serviceRange?.cidrs ?? []).map((c) => c.value),
+      ...kubeProxyDestinations(nodes),
+    ];
+    return services.some((c) => contains(c, ip));
+  };
   for (const t of probes) {
     for (const c of t.commands) {
       if (!c.targetIp || !inServices(c.targetIp)) continue;
