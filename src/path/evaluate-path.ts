@@ -43,6 +43,7 @@ import {
   type RoutingEvidence,
   routeByDefaultRules,
 } from "./route-decision.ts";
+import { unroutedVerdict } from "./route-verdict.ts";
 import { push, pushAll, type StepList, toArray } from "./step-list.ts";
 import { TableWalker } from "./table-walk.ts";
 
@@ -410,48 +411,13 @@ function routeAndFilter(
   } else if (r.kind === "refused") {
     if (!local) {
       out.push(
-        finish(
-          p,
-          st,
-          steps,
-          x.assumptions,
-          x.prob,
-          {
-            kind: "unroutable",
-            how: r.how,
-            ...(r.by ? { by: r.by } : {}),
-          },
-          "FORWARD",
-        ),
+        finish(p, st, steps, x.assumptions, x.prob, unroutedVerdict(r, routing)!, "FORWARD"),
       );
       return;
     }
   } else if (r.kind === "undecided") {
     out.push(
-      finish(
-        p,
-        st,
-        steps,
-        x.assumptions,
-        x.prob,
-        {
-          kind: "undecided",
-          reason: `policy routing: rule ${r.rule.priority} tests ${r.fact}, which is not known`,
-          at: r.rule.source,
-          unknowns: [
-            {
-              fact: `the packet matches ip rule ${r.rule.priority}`,
-              rule: r.rule.source,
-              reason: `it tests ${r.fact}`,
-              decide: {
-                ...(routing.rulesFile ? { file: routing.rulesFile } : {}),
-                command: "ip rule; ip route show table all   # on the node",
-              },
-            },
-          ],
-        },
-        "PREROUTING",
-      ),
+      finish(p, st, steps, x.assumptions, x.prob, unroutedVerdict(r, routing)!, "PREROUTING"),
     );
     return;
   }

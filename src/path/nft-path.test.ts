@@ -351,4 +351,45 @@ describe("compileNftPath on real listings", () => {
     }
     assert.deepEqual(words(nft.evaluate(flows[3]!)), ["1 rejected icmp-host-prohibited"]);
   });
+
+  it("an ip rule on a fact the packet does not state (its TOS) leaves it undecided, naming the command that decides, as the iptables path does", () => {
+    const routing = {
+      routes: readIpRoute(ROUTES, "nodes/n1/ip-route.txt").value,
+      rules: readIpRule(
+        "0:\tfrom all lookup local\n100:\tfrom all tos 0x10 lookup 100\n32766:\tfrom all lookup main\n",
+        "nodes/n1/ip-rule.txt",
+      ).value,
+      rulesFile: "nodes/n1/ip-rule.txt",
+    };
+    const ctx = { routing, localAddresses: [parseIp("10.244.0.1"), parseIp("192.168.10.2")] };
+    const packet: PathPacket = {
+      src: parseIp("10.244.0.5"),
+      dst: parseIp("8.8.8.8"),
+      proto: "tcp",
+      sport: 40000,
+      dport: 443,
+      origin: "pod",
+    };
+    const listing = `table ip filter {
+\tchain FORWARD {
+\t\ttype filter hook forward priority filter; policy accept;
+\t}
+}
+`;
+    const nft = compileNftPath(readNftRuleset(listing, "nodes/n1/nft-ruleset.txt").value!, ctx);
+    const dump =
+      "*filter\n:INPUT ACCEPT [0:0]\n:FORWARD ACCEPT [0:0]\n:OUTPUT ACCEPT [0:0]\nCOMMIT\n";
+    const ipt = compilePath(parseIptablesSave(dump, "nodes/n1/iptables-save.txt").value, ctx);
+    const verdict = nft.evaluate(packet).outcomes.map((o) => o.verdict);
+    assert.equal(verdict.length, 1);
+    const v = verdict[0]!;
+    assert.equal(v.kind, "undecided");
+    assert.ok(v.kind === "undecided");
+    assert.equal(v.unknowns[0]?.decide?.file, "nodes/n1/ip-rule.txt");
+    assert.match(v.unknowns[0]?.decide?.command ?? "", /^ip rule; ip route show table all/);
+    assert.deepEqual(
+      verdict,
+      ipt.evaluate(packet).outcomes.map((o) => o.verdict),
+    );
+  });
 });

@@ -11,7 +11,13 @@ import type { Ip } from "../net/cidr.ts";
 import { protoNumber } from "../nftables/match.ts";
 import type { NftRuleset } from "../nftables/model.ts";
 import { CT_STATE_BITS } from "../nftables/values.ts";
-import { type NftHook, type NftHookBase, type NftWalk, NftWalker } from "../nftables/walk.ts";
+import {
+  type NftHook,
+  type NftHookBase,
+  type NftHookEnd,
+  type NftWalk,
+  NftWalker,
+} from "../nftables/walk.ts";
 import type { PathContext } from "./evaluate-path.ts";
 import type {
   Hook,
@@ -24,6 +30,7 @@ import type {
   RejectWith,
 } from "./path-types.ts";
 import { decideRoute, hasLocalTable, routeByDefaultRules } from "./route-decision.ts";
+import { unroutedVerdict } from "./route-verdict.ts";
 import { push, pushAll, type StepList, toArray } from "./step-list.ts";
 
 /** A packet part-way through the node: the walk (its packet, forks, assumptions) and its steps. */
@@ -167,12 +174,7 @@ class NftPathRun {
         ...(p.dport !== undefined ? { dport: p.dport } : {}),
       });
       if (r0.kind === "refused") {
-        this.finish(
-          p,
-          live[0]!,
-          { kind: "unroutable", how: r0.how, ...(r0.by ? { by: r0.by } : {}) },
-          "OUTPUT",
-        );
+        this.finish(p, live[0]!, unroutedVerdict(r0, routing)!, "OUTPUT");
         return this.result(p);
       }
       if (r0.kind === "route") socketDev = r0.route.type === "local" ? "lo" : (r0.route.dev ?? "");
@@ -203,27 +205,9 @@ class NftPathRun {
       ...(pkt.sport !== undefined ? { sport: pkt.sport } : {}),
       ...(pkt.dport !== undefined ? { dport: pkt.dport } : {}),
     });
-    if (r.kind === "refused") {
-      this.finish(
-        p,
-        x,
-        { kind: "unroutable", how: r.how, ...(r.by ? { by: r.by } : {}) },
-        "FORWARD",
-      );
-      return;
-    }
-    if (r.kind === "undecided") {
-      this.finish(
-        p,
-        x,
-        {
-          kind: "undecided",
-          reason: `policy routing: rule ${r.rule.priority} tests ${r.fact}, which is not known`,
-          at: r.rule.source,
-          unknowns: [],
-        },
-        "PREROUTING",
-      );
+    if (r.kind === "refused" || r.kind === "undecided") {
+      const hook = r.kind === "refused" ? "FORWARD" : "PREROUTING";
+      this.finish(p, x, unroutedVerdict(r, this.ctx.routing ?? {})!, hook);
       return;
     }
     if (r.kind === "unknown") {
@@ -473,37 +457,13 @@ class NftPathRun {
       ...(a.sport !== undefined ? { sport: a.sport } : {}),
       ...(a.dport !== undefined ? { dport: a.dport } : {}),
     });
-    if (r.kind === "refused") {
-      this.finish(
-        p,
-        y,
-        { kind: "unroutable", how: r.how, ...(r.by ? { by: r.by } : {}) },
-        "OUTPUT",
-      );
-      return true;
-    }
-    if (r.kind === "undecided") {
-      this.finish(
-        p,
-        y,
-        {
-          kind: "undecided",
-          reason: `policy routing: rule ${r.rule.priority} tests ${r.fact}, which is not known`,
-          at: r.rule.source,
-          unknowns: [],
-        },
-        "OUTPUT",
-      );
-      return true;
-    }
-    return false;
+    const ended = unroutedVerdict(r, this.ctx.routing ?? {});
+    if (ended) this.finish(p, y, ended, "OUTPUT");
+    return ended !== undefined;
   }
 
   /** The source a snat/masquerade statement gives: its fixed address, or the device's primary. */
-  private snatTo(
-    s: NonNullable<import("../nftables/walk.ts").NftHookEnd["nat"]>,
-    oif: string | undefined,
-  ): Ip | undefined {
+  private snatTo(s: NonNullable<NftHookEnd["nat"]>, oif: string | undefined): Ip | undefined {
     if (s.kind === "snat") {
       const a = s.to?.kind === "fixed" ? s.to.addr : undefined;
       return a?.kind === "range" && a.lo === a.hi
