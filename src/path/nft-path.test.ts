@@ -15,15 +15,7 @@ import { readNftRuleset } from "../nftables/read-ruleset.ts";
 import { compilePath } from "./evaluate-path.ts";
 import { compileNftPath, rejectWithNft } from "./nft-path.ts";
 import type { PathPacket, PathResult } from "./path-types.ts";
-
-const ROUTES = [
-  "default via 192.168.10.1 dev eth0",
-  "10.244.0.0/24 dev pod0 proto kernel scope link src 10.244.0.1",
-  "192.168.10.0/24 dev eth0 proto kernel scope link src 192.168.10.2",
-  "local 10.244.0.1 dev pod0 table local proto kernel scope host src 10.244.0.1",
-  "local 192.168.10.2 dev eth0 table local proto kernel scope host src 192.168.10.2",
-  "",
-].join("\n");
+import { NODE_TEST_ROUTES as ROUTES } from "./test-helpers/node-routes.ts";
 
 function evaluate(listing: string, p: Omit<Partial<PathPacket>, "dst"> & { dst: string }) {
   const rs = readNftRuleset(listing, "nodes/n1/nft-ruleset.txt");

@@ -12,15 +12,7 @@ import { readIpRule } from "../evidence/ip-rule.ts";
 import { parseIptablesSave } from "../iptables/save-parser.ts";
 import { formatIp, parseIp } from "../net/cidr.ts";
 import { compilePath } from "./evaluate-path.ts";
-
-const ROUTES = [
-  "default via 192.168.10.1 dev eth0",
-  "10.244.0.0/24 dev pod0 proto kernel scope link src 10.244.0.1",
-  "192.168.10.0/24 dev eth0 proto kernel scope link src 192.168.10.2",
-  "local 10.244.0.1 dev pod0 table local proto kernel scope host src 10.244.0.1",
-  "local 192.168.10.2 dev eth0 table local proto kernel scope host src 192.168.10.2",
-  "",
-].join("\n");
+import { NODE_TEST_ROUTES as ROUTES } from "./test-helpers/node-routes.ts";
 
 function evaluate(
   rules: string,
