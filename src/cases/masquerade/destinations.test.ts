@@ -63,4 +63,23 @@ describe("destinations without --dest: probes to Service addresses", () => {
       traced.join(" | "),
     );
   });
+
+  it("with only a grep of the nat table's Service chains, traces the probed Services and says the excerpt decides", async () => {
+    const root = mkdtempSync(join(tmp, "s-"));
+    cpSync(FIX, root, { recursive: true });
+    const file = join(root, "nodes/worker-1/iptables-save.txt");
+    const lines = readFileSync(file, "utf8").split("\n");
+    const nat = lines.slice(lines.indexOf("*nat"), lines.indexOf("COMMIT", lines.indexOf("*nat")));
+    // as `iptables-save -t nat | grep -E 'KUBE-(SERVICES|SVC|SEP)'` prints it
+    writeFileSync(file, `${nat.filter((l) => /KUBE-(SERVICES|SVC|SEP)/.test(l)).join("\n")}\n`);
+    const r = await explainMasquerade(load(root), {});
+    const traced = toOf(r);
+    assert.ok(
+      traced.some((x) => x.includes("10.96.0.50:80")),
+      traced.join(" | "),
+    );
+    const undecided = r.findings.find((f) => f.id === "masq/source-undecided");
+    assert.ok(undecided, r.findings.map((f) => f.id).join(","));
+    assert.match(undecided.title, /it is an excerpt/);
+  });
 });

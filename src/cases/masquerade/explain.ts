@@ -50,16 +50,19 @@ const NO_WIRE: Awaited<ReturnType<typeof wireQuestion>> = { findings: [], captur
 const IPTABLES_CMD = (node: string) =>
   sh`kubectl debug ${`node/${node}`} -it --image=busybox -- chroot /host iptables-save -t nat   # or: podpath collect --node-state`;
 
-/** Is there anything about masquerading in this snapshot at all? */
+/**
+ * Is there anything about masquerading or the node's path in this snapshot at all? `traced`: a
+ * destination is named (`--dest`, or a probe at a Service address).
+ */
 function isRelevant(
   snap: Snapshot,
   intent: AgentIntent,
-  opts: DiagnoseOptions,
+  traced: boolean,
   sites: number,
   owners: readonly SourceOwnerCase[],
 ): boolean {
   return (
-    opts.dest !== undefined ||
+    traced ||
     owners.some((o) => o.present(snap)) ||
     intent.configMap !== undefined ||
     intent.daemonSet !== undefined ||
@@ -85,7 +88,8 @@ export async function explainMasquerade(
   const model = masqueradeModel(snap);
   const { intent, facts, farSites: sites } = model;
   result.diagnostics.push(...model.diagnostics);
-  if (!isRelevant(snap, intent, opts, sites.sites.length, owners)) return result;
+  const targets = chooseDestinations(opts, sites.sites, snap.probes, facts, snap.nodes.values());
+  if (!isRelevant(snap, intent, targets.list.length > 0, sites.sites.length, owners)) return result;
 
   result.findings.push(...configInvalidFindings(intent));
   const coverage = model.coverage;
@@ -98,7 +102,6 @@ export async function explainMasquerade(
   result.missing.push(...own.missing);
   result.diagnostics.push(...own.diagnostics);
 
-  const targets = chooseDestinations(opts, sites.sites, snap.probes, facts, snap.nodes.values());
   const sources = chooseSources(opts, facts, snap, targets.list[0]?.ip);
   result.diagnostics.push(...sources.diagnostics);
 
