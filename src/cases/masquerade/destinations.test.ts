@@ -82,4 +82,14 @@ describe("destinations without --dest: probes to Service addresses", () => {
     assert.ok(undecided, r.findings.map((f) => f.id).join(","));
     assert.match(undecided.title, /it is an excerpt/);
   });
+
+  it("leaves a VPN client's probes to the VPN case", async () => {
+    const root = mkdtempSync(join(tmp, "s-"));
+    cpSync(FIX, root, { recursive: true });
+    const file = join(root, PROBES);
+    const text = readFileSync(file, "utf8").split("\n").slice(1).join("\n");
+    writeFileSync(file, `# client: laptop vpn-address: 10.8.0.2\n${text}`);
+    const r = await explainMasquerade(load(root), {});
+    assert.deepEqual(toOf(r), []);
+  });
 });

@@ -3,7 +3,8 @@
  * otherwise the far side's own addresses as the snapshot names them (allowlist destinations, then
  * targets the probe transcripts tried inside a site's prefixes), then targets the transcripts tried
  * at a Service address (inside the cluster's Service range, or a destination kube-proxy's
- * KUBE-SERVICES chains name in a node's nat or filter table): the node's rules say where it goes.
+ * KUBE-SERVICES chains name in a node's nat or filter table), except a VPN client's: the node's
+ * rules say where it goes.
  */
 import type { ProbeTranscript } from "../../evidence/probes.ts";
 import type { PortEntry, RemoteSite } from "../../evidence/remote-site.ts";
@@ -87,6 +88,9 @@ export function chooseDestinations(
     return services.some((c) => contains(c, ip));
   };
   for (const t of probes) {
+    // a VPN client's transcript (`# client: NAME vpn-address: IP`) goes through the tunnel: the
+    // VPN case places its probes
+    if (t.client?.vpnAddress) continue;
     for (const c of t.commands) {
       if (!c.targetIp || !inServices(c.targetIp)) continue;
       add({
