@@ -562,6 +562,8 @@ const NFT_REJECT: Readonly<Record<string, RejectWith>> = {
   "net-prohibited": "icmp-net-prohibited",
   "host-prohibited": "icmp-host-prohibited",
   "admin-prohibited": "icmp-admin-prohibited",
+  // icmpx's no-route, on an IPv4 packet (nft_reject_icmpx_code)
+  "no-route": "icmp-net-unreachable",
 };
 
 const NFT_REJECT6: Readonly<Record<string, RejectWith>> = {
@@ -570,6 +572,8 @@ const NFT_REJECT6: Readonly<Record<string, RejectWith>> = {
   "addr-unreachable": "icmp6-addr-unreachable",
   "port-unreachable": "icmp6-port-unreachable",
   "host-unreachable": "icmp6-addr-unreachable",
+  "policy-fail": "icmp6-policy-fail",
+  "reject-route": "icmp6-reject-route",
 };
 
 /**

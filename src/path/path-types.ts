@@ -50,7 +50,9 @@ export type RejectWith =
   | "icmp6-no-route"
   | "icmp6-adm-prohibited"
   | "icmp6-addr-unreachable"
-  | "icmp6-port-unreachable";
+  | "icmp6-port-unreachable"
+  | "icmp6-policy-fail"
+  | "icmp6-reject-route";
 
 /** One cited step of the path. */
 export type PathStep =
