@@ -5,7 +5,8 @@
  * a table (no route there, or a `throw` route, or a route `suppress_prefixlength` refuses, goes on
  * to the next rule), `goto` a priority, `nop`, or ends the lookup with `blackhole`, `unreachable`
  * or `prohibit`. A selector that tests something the packet does not say (its mark, its incoming
- * interface…) leaves the answer undecided at that rule, naming the fact.
+ * interface…) leaves the answer undecided at that rule, naming the fact. An `oif` selector never
+ * matches a packet that came in (its lookup has no output interface).
  */
 import { contains, type Ip } from "../net/cidr.ts";
 import { lookupRoute, type Route, routeDestination } from "./ip-route.ts";
@@ -17,6 +18,12 @@ export interface PolicyPacket {
   readonly src?: Ip;
   /** The incoming interface; `lo` for a packet the host itself sends. */
   readonly iif?: string;
+  /**
+   * The output interface the lookup is asked for (a socket bound to a device); `""` for none.
+   * Absent: none for a packet that came in (an `iif` other than `lo`), unknown for the host's own.
+   * Only rules' `oif` selectors read it: the kernel's keeping of routes through that device in
+   * each table is not modelled.
+   */
   readonly oif?: string;
   readonly mark?: number;
   readonly tos?: number;
@@ -52,6 +59,19 @@ export type PolicyDecision =
 
 const inRange = (r: NumberRange, n: number) => n >= r.from && n <= r.to;
 
+/**
+ * Whether a rule's `oif` matches: the kernel compares it with the lookup's output interface
+ * (`fib_rule_match`: `rule->oifindex != fl->flowi_oif`). A packet that came in on an interface
+ * (forwarded or delivered: `ip_route_input`) is routed with no output interface, so an `oif` rule
+ * never matches it; the host's own packet has one only when its socket is bound to a device
+ * (SO_BINDTODEVICE, `ip route get … oif DEV`), which the evidence does not say unless `oif` is given.
+ */
+function oifMatches(oif: string, p: PolicyPacket): boolean | undefined {
+  if (p.oif !== undefined) return p.oif === oif;
+  if (p.iif !== undefined && p.iif !== "lo") return false;
+  return undefined;
+}
+
 /** true / false, or the unknown fact the answer needs. */
 function selectorMatches(rule: IpRule, p: PolicyPacket): boolean | string {
   const tests: [boolean, () => boolean | undefined, string][] = [
@@ -66,11 +86,7 @@ function selectorMatches(rule: IpRule, p: PolicyPacket): boolean | string {
       () => (p.iif === undefined ? undefined : p.iif === rule.iif),
       "its incoming interface",
     ],
-    [
-      rule.oif !== undefined,
-      () => (p.oif === undefined ? undefined : p.oif === rule.oif),
-      "its outgoing interface",
-    ],
+    [rule.oif !== undefined, () => oifMatches(rule.oif!, p), "its outgoing interface"],
     [
       rule.fwmark !== undefined,
       () =>
