@@ -1,28 +1,43 @@
 /**
  * @module path/node-path — a node's whole-path evaluator built from its snapshot evidence: the
  * dump, its addresses and interfaces (`ip addr`), every routing table and `ip rule`, its IP sets,
- * the Node's InternalIP and facts from other evidence. Built once per node.
+ * the Node's InternalIP and facts from other evidence. Built once per node. A packet is answered
+ * from the evidence of its own family: an IPv6 packet from the node's ip6tables dump (or the
+ * listing's ip6/inet tables), its IPv6 routes and `ip -6 rule`; without them, an undecided
+ * outcome naming the file and the command that decide it, never the IPv4 reading.
  */
 import { primaryAddress } from "../evidence/ip-addr.ts";
-import type { AddressFact, NodeInterface } from "../iptables/nat-trace.ts";
+import type { Route } from "../evidence/ip-route.ts";
+import type { IptablesDump } from "../iptables/dump.ts";
+import type { AddressFact, Assumption, NodeInterface } from "../iptables/nat-trace.ts";
 import type { NodeView } from "../k8s/objects.ts";
+import type { Family } from "../net/cidr.ts";
 import { isIptablesNftTable } from "../nftables/active-rules.ts";
 import type { NftRuleset } from "../nftables/model.ts";
 import type { NodeEvidence } from "../snapshot/load.ts";
 import { compilePath, type PathContext } from "./evaluate-path.ts";
 import { compileNftPath } from "./nft-path.ts";
-import type { PathEvaluator } from "./path-types.ts";
+import type { PathEvaluator, PathOutcome, PathPacket, PathResult } from "./path-types.ts";
 
 const built = new WeakMap<NodeEvidence, PathEvaluator>();
 
-/** The evaluator's context from the node's evidence. */
+/** The node's routes of one family: `ip route show table all` (either family), `ip -6 route`. */
+function routesOf(node: NodeEvidence, family: Family): Route[] | undefined {
+  if (family === 4) return node.routes;
+  const v6 = [...(node.routes ?? []).filter((r) => r.family === 6), ...(node.routes6 ?? [])];
+  return v6.length > 0 ? v6 : undefined;
+}
+
+/** The evaluator's context from the node's evidence, for packets of `family`. */
 export function pathContextOf(
   node: NodeEvidence,
   view: NodeView | undefined,
   addressFacts: readonly AddressFact[] = [],
+  family: Family = 4,
 ): PathContext {
+  const other: Family = family === 4 ? 6 : 4;
   const interfaces: NodeInterface[] = (node.interfaces ?? []).map((i) => {
-    const primary = primaryAddress(i, 4) ?? primaryAddress(i, 6);
+    const primary = primaryAddress(i, family) ?? primaryAddress(i, other);
     return {
       name: i.name,
       ...(primary ? { primary: primary.local } : {}),
@@ -30,65 +45,181 @@ export function pathContextOf(
     };
   });
   const localAddresses = (node.interfaces ?? []).flatMap((i) => i.addresses.map((a) => a.local));
-  const internal = view?.internalIPs[0]?.ip;
+  const internal = (view?.internalIPs.find((a) => a.ip.family === family) ?? view?.internalIPs[0])
+    ?.ip;
+  const routes = routesOf(node, family);
+  const rules = family === 4 ? node.ipRules : node.ipRules6;
+  const rulesArtifact = family === 4 ? "ip-rule" : "ip6-rule";
   return {
     ...(node.ipsets ? { ipsets: node.ipsets } : { ipsetFile: `nodes/${node.name}/ipset.txt` }),
     ...(node.interfaces ? { localAddresses, interfaces } : {}),
     ...(internal ? { nodeInternalIp: internal } : {}),
     ...(addressFacts.length > 0 ? { addressFacts } : {}),
     routing: {
-      ...(node.routes ? { routes: node.routes } : {}),
-      ...(node.ipRules ? { rules: node.ipRules } : {}),
-      rulesFile: node.files["ip-rule"] ?? `nodes/${node.name}/ip-rule.txt`,
+      ...(routes ? { routes } : {}),
+      ...(rules ? { rules } : {}),
+      rulesFile: node.files[rulesArtifact] ?? `nodes/${node.name}/${rulesArtifact}.txt`,
     },
   };
 }
 
+/** The node's iptables dump of one family (iptables-save, ip6tables-save). */
+function dumpOf(node: NodeEvidence, family: Family): IptablesDump | undefined {
+  return [node.iptables, node.ip6tables].find((d) => d?.family === family);
+}
+
 /**
  * The nftables listing a node's whole path is read from: when the kernel's nat rules come from it
- * (kube-proxy's nftables mode) and it holds every rule of the iptables dump too (none, or
- * iptables-nft's own tables, which the listing shows); undefined otherwise (a legacy dump's rules
- * run beside the listing's, and the iptables reading stays).
+ * (kube-proxy's nftables mode) and it holds every rule of the family's iptables dump too (none,
+ * or iptables-nft's own tables, which the listing shows); undefined otherwise (a legacy dump's
+ * rules run beside the listing's, and the iptables reading stays).
  */
-export function nftPathRuleset(node: NodeEvidence): NftRuleset | undefined {
+export function nftPathRuleset(node: NodeEvidence, family: Family = 4): NftRuleset | undefined {
   const rs = node.natFrom === "nftables" ? node.nftables : undefined;
   if (!rs) return undefined;
-  for (const [name, table] of node.iptables?.tables ?? []) {
+  const dump = dumpOf(node, family);
+  const nftFamily = family === 6 ? "ip6" : "ip";
+  for (const [name, table] of dump?.tables ?? []) {
     const rules = [...table.chains.values()].some((c) => c.rules.length > 0);
     const listed = rs.tables.some(
-      (t) =>
-        t.family === (node.iptables?.family === 6 ? "ip6" : "ip") &&
-        t.name === name &&
-        isIptablesNftTable(t),
+      (t) => t.family === nftFamily && t.name === name && isIptablesNftTable(t),
     );
     if (rules && !listed) return undefined;
   }
   return rs;
 }
 
+/** What decides a family's packets when the snapshot lacks it. */
+interface Missing {
+  readonly what: string;
+  readonly file: string;
+  readonly command: string;
+}
+
+/** The evidence a family's packets need that the node's snapshot does not hold. */
+function missingFor(node: NodeEvidence, family: Family, nft: boolean): Missing | undefined {
+  const dir = `nodes/${node.name}`;
+  if (family === 4) return undefined; // IPv4 keeps its reading as before
+  if (!nft && !dumpOf(node, 6))
+    return {
+      what: "the node's ip6tables rules",
+      file: node.files["ip6tables-save"] ?? `${dir}/ip6tables-save.txt`,
+      command: "ip6tables-save   # on the node",
+    };
+  if (!routesOf(node, 6))
+    return {
+      what: "the node's IPv6 routes",
+      file: node.files["ip6-route"] ?? `${dir}/ip6-route.txt`,
+      command: "ip -6 route show table all   # on the node",
+    };
+  return undefined;
+}
+
+/** An evaluator that answers every packet as undecided, naming the evidence that decides it. */
+function undecidedFor(m: Missing): PathEvaluator {
+  return {
+    evaluate: (packet: PathPacket): PathResult => {
+      const at = { file: m.file, line: 0, text: `(${m.what})` };
+      const outcome: PathOutcome = {
+        steps: [],
+        verdict: {
+          kind: "undecided",
+          reason: `${m.what} are not in the snapshot: an IPv${packet.dst.family} packet is judged by them alone`,
+          at,
+          unknowns: [
+            {
+              fact: `what ${m.what} do with the packet`,
+              rule: at,
+              reason: `${m.file} is not in the snapshot`,
+              decide: { file: m.file, command: m.command },
+            },
+          ],
+        },
+        assumptions: [],
+        probability: 1,
+        dstOut: packet.dst,
+        ...(packet.dport !== undefined ? { dportOut: packet.dport } : {}),
+        kind: packet.origin === "host" ? "output" : "forward",
+      };
+      return { packet, outcomes: [outcome], notes: [] };
+    },
+  };
+}
+
 /**
- * The node's evaluator, built on first use: over its nftables listing when that is what the
- * kernel runs ({@link nftPathRuleset}), else over its iptables dump (undefined without either).
+ * An IPv6 evaluator over a node without `ip -6 rule`: the kernel's default rules (local, main)
+ * taken for true, and said so on every outcome with the command that decides it.
+ */
+function withDefaultRules6(e: PathEvaluator, node: NodeEvidence): PathEvaluator {
+  const file = node.files["ip6-rule"] ?? `nodes/${node.name}/ip6-rule.txt`;
+  const a: Assumption = {
+    fact: "the node's IPv6 policy rules are the kernel's defaults (0 lookup local, 32766 lookup main)",
+    rule: { file, line: 0, text: "(ip -6 rule)" },
+    reason: `${file} is not in the snapshot`,
+    decide: { file, command: "ip -6 rule   # on the node" },
+    holds: true,
+  };
+  return {
+    evaluate: (packet) => {
+      const r = e.evaluate(packet);
+      return {
+        ...r,
+        outcomes: r.outcomes.map((o) => ({ ...o, assumptions: [a, ...o.assumptions] })),
+      };
+    },
+  };
+}
+
+/** The evaluator of one family's packets on the node (undefined: no rules of either kind). */
+function familyEvaluator(
+  node: NodeEvidence,
+  family: Family,
+  view: NodeView | undefined,
+  addressFacts: readonly AddressFact[],
+): PathEvaluator | undefined {
+  const rs = nftPathRuleset(node, family);
+  const missing = missingFor(node, family, rs !== undefined);
+  if (missing) return undecidedFor(missing);
+  const ctx = pathContextOf(node, view, addressFacts, family);
+  const dump = dumpOf(node, family);
+  const e = rs ? compileNftPath(rs, ctx) : dump ? compilePath(dump, ctx) : undefined;
+  if (e && family === 6 && !node.ipRules6) return withDefaultRules6(e, node);
+  return e;
+}
+
+/**
+ * The node's evaluator, built on first use; each packet is answered by its family's: over the
+ * nftables listing when that is what the kernel runs ({@link nftPathRuleset}), else over the
+ * family's iptables dump (undefined when the node has neither a dump nor a listing).
  */
 export function nodePathEvaluator(
   node: NodeEvidence,
   view?: NodeView,
   addressFacts: readonly AddressFact[] = [],
 ): PathEvaluator | undefined {
-  const rs = nftPathRuleset(node);
-  if (rs) {
-    let e = built.get(node);
-    if (!e) {
-      e = compileNftPath(rs, pathContextOf(node, view, addressFacts));
-      built.set(node, e);
-    }
-    return e;
-  }
-  if (!node.iptables) return undefined;
   let e = built.get(node);
-  if (!e) {
-    e = compilePath(node.iptables, pathContextOf(node, view, addressFacts));
-    built.set(node, e);
-  }
+  if (e) return e;
+  if (!node.iptables && !node.ip6tables && !nftPathRuleset(node)) return undefined;
+  const byFamily: Partial<Record<Family, PathEvaluator | null>> = {};
+  const of = (f: Family) => {
+    let x = byFamily[f];
+    if (x === undefined) {
+      x = familyEvaluator(node, f, view, addressFacts) ?? null;
+      byFamily[f] = x;
+    }
+    return x;
+  };
+  e = {
+    evaluate: (packet) => {
+      const x = of(packet.dst.family);
+      if (x) return x.evaluate(packet);
+      return undecidedFor({
+        what: "the node's iptables rules",
+        file: node.files["iptables-save"] ?? `nodes/${node.name}/iptables-save.txt`,
+        command: "iptables-save   # on the node",
+      }).evaluate(packet);
+    },
+  };
+  built.set(node, e);
   return e;
 }

@@ -12,6 +12,9 @@ export type Artifact =
   | "conntrack"
   /** `ip rule` (the routing policy database; with `ip route show table all` in ip-route). */
   | "ip-rule"
+  /** `ip -6 route show table all` and `ip -6 rule`: the IPv6 routes and policy rules. */
+  | "ip6-route"
+  | "ip6-rule"
   /** Owner evidence, kept as text for the owner's reader (cases/masquerade/owners). */
   | OwnerArtifact;
 
@@ -67,6 +70,8 @@ const ARTIFACTS: readonly Artifact[] = [
   "ip-addr",
   "conntrack",
   "ip-rule",
+  "ip6-route",
+  "ip6-rule",
   ...OWNER_ARTIFACTS.filter((a) => a !== "cni-config"),
 ];
 
@@ -152,6 +157,7 @@ function placeOf(rel: string): FileRole {
 export const LAYOUT_HELP = `A snapshot is a folder (or .tar.gz of one) with any of:
   cluster/*.yaml|*.json              Kubernetes objects as kubectl prints them
   nodes/<node>/iptables-save.txt     also ip6tables-save, sysctl, ip-route, ip-addr, conntrack,
+                                     ip-rule, ip6-route (ip -6 route show table all), ip6-rule,
                                      ipset, nft-ruleset, cilium-bpf-ipmasq, cilium-status,
                                      kubelet-flags; nodes/<node>/cni/*.conflist
   pods/<ns>/<pod>/sysctl.txt         also iptables-save, ip-route, ip-addr, openvpn.conf, wg0.conf,

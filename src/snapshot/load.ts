@@ -35,6 +35,10 @@ export interface HostEvidence {
   conntrack?: ConntrackEntry[];
   /** `ip rule` (nodes/<node>/ip-rule.txt): the routing policy database. */
   ipRules?: IpRule[];
+  /** `ip -6 route show table all` (nodes/<node>/ip6-route.txt): the IPv6 routes. */
+  routes6?: Route[];
+  /** `ip -6 rule` (nodes/<node>/ip6-rule.txt): the IPv6 routing policy database. */
+  ipRules6?: IpRule[];
   /** `ipset save` / `ipset list` (nodes/<node>/ipset.txt), read once here for every owner. */
   ipsets?: IpsetDump;
   /** `nft list ruleset` / `nft -j list ruleset` (nodes/<node>/nft-ruleset.txt), read once here. */
@@ -167,6 +171,18 @@ function readHostArtifact(
     case "ip-route": {
       const r = readIpRoute(text, rel);
       host.routes = r.value;
+      appendDiagnostics(diagnostics, r.diagnostics, rel);
+      return;
+    }
+    case "ip6-route": {
+      const r = readIpRoute(text, rel, { family: 6 });
+      host.routes6 = r.value;
+      appendDiagnostics(diagnostics, r.diagnostics, rel);
+      return;
+    }
+    case "ip6-rule": {
+      const r = readIpRule(text, rel);
+      host.ipRules6 = r.value;
       appendDiagnostics(diagnostics, r.diagnostics, rel);
       return;
     }
