@@ -113,7 +113,11 @@ export type NftStatement =
     }
   /** `ct mark set meta mark`: the connection's mark becomes the packet's. */
   | { readonly kind: "ct-mark-save" }
-  | { readonly kind: "counter" | "log" | "comment" | "notrack" }
+  /**
+   * `set-update`: `update @set { ip saddr }` / `add @set { ... }` (kube-proxy's session affinity):
+   * the set changes for later packets; this packet's way does not depend on it.
+   */
+  | { readonly kind: "counter" | "log" | "comment" | "notrack" | "set-update" }
   /** An expression podpath does not read: the evaluator stops there, undecided, citing it. */
   | { readonly kind: "unknown"; readonly text: string };
 

@@ -108,6 +108,90 @@ describe("readNftRuleset on what the real nft prints", () => {
   });
 });
 
+describe("readNftRuleset on kube-proxy's session affinity", () => {
+  // as nft 1.0.6 lists a dynamic set's update and lookup, in text and JSON
+  const text = [
+    "table ip t {",
+    "\tset aff {",
+    "\t\ttype ipv4_addr",
+    "\t\tsize 65535",
+    "\t\tflags dynamic,timeout",
+    "\t\ttimeout 3h",
+    "\t}",
+    "",
+    "\tchain c {",
+    "\t\tupdate @aff { ip saddr }",
+    "\t\tip saddr @aff accept",
+    "\t}",
+    "}",
+  ].join("\n");
+  const json = JSON.stringify({
+    nftables: [
+      { table: { family: "ip", name: "t", handle: 1 } },
+      {
+        set: {
+          ...{ family: "ip", name: "aff", table: "t", type: "ipv4_addr", handle: 2 },
+          ...{ size: 65535, flags: ["timeout"], timeout: 10800 },
+        },
+      },
+      { chain: { family: "ip", table: "t", name: "c", handle: 1 } },
+      {
+        rule: {
+          ...{ family: "ip", table: "t", chain: "c", handle: 3 },
+          expr: [
+            {
+              set: {
+                op: "update",
+                elem: { payload: { protocol: "ip", field: "saddr" } },
+                set: "@aff",
+              },
+            },
+          ],
+        },
+      },
+      {
+        rule: {
+          ...{ family: "ip", table: "t", chain: "c", handle: 4 },
+          expr: [
+            {
+              match: {
+                op: "==",
+                left: { payload: { protocol: "ip", field: "saddr" } },
+                right: "@aff",
+              },
+            },
+            { accept: null },
+          ],
+        },
+      },
+    ],
+  });
+  it("reads `update @set { ip saddr }` as a set update, and the lookup after it, in both forms", () => {
+    for (const [src, file] of [
+      [text, "t.nft"],
+      [json, "t.json"],
+    ] as const) {
+      const r = readNftRuleset(src, file);
+      assert.deepEqual(
+        r.diagnostics.filter((d) => d.severity !== "info"),
+        [],
+        file,
+      );
+      const rules = r.value.tables[0]?.chains.get("c")?.rules ?? [];
+      assert.deepEqual(
+        rules.map((x) => x.statements.map((st) => st.kind)),
+        [["set-update"], ["match", "verdict"]],
+        file,
+      );
+    }
+  });
+  it("keeps an update it cannot read as unknown", () => {
+    const r = readNftRuleset(text.replace("{ ip saddr }", "ip saddr"), "t.nft");
+    const rules = r.value.tables[0]?.chains.get("c")?.rules ?? [];
+    assert.equal(rules[0]?.statements[0]?.kind, "unknown");
+  });
+});
+
 describe("readNftRuleset on bad input", () => {
   it("names the line and what was expected, and keeps the rest", () => {
     const text = [

@@ -1,8 +1,9 @@
 /**
  * @module nftables/rule-text — one rule of nft's text listing read into statements: matches on
  * selectors and concatenations against values, anonymous sets and named `@sets`, verdict maps,
- * verdicts, reject, NAT (fixed or through a map, numgen), mark set, counter, comment. A word it
- * does not know turns the rest of the rule into one `unknown` statement, kept and named.
+ * verdicts, reject, NAT (fixed or through a map, numgen), mark set, a dynamic set's update
+ * (kube-proxy's session affinity), counter, comment. A word it does not know turns the rest of the
+ * rule into one `unknown` statement, kept and named.
  */
 
 import type {
@@ -421,6 +422,12 @@ function statementAt(c: Cursor, comments: string[]): NftStatement | undefined {
   if ((t === "meta" || t === "ct") && c.peek(1) === "nftrace" && c.peek(2) === "set") {
     c.i += 4;
     return { kind: "log" };
+  }
+  // `update @set { ip saddr }`, `add @set { ip saddr timeout 3h }`: a dynamic set's update
+  if ((t === "update" || t === "add") && c.peek(1)?.startsWith("@") && c.peek(2) === "{") {
+    c.i += 3;
+    while (c.next() !== "}");
+    return { kind: "set-update" };
   }
   const k = keyAt(c);
   if (!k) throw new RuleError(`"${t}" is not an expression podpath reads`);

@@ -162,6 +162,13 @@ function statementText(s: J): string {
     }
     case "xt":
       return `xt ${String(o["type"])} ${JSON.stringify(String(o["name"]))}`;
+    case "set": {
+      // { "set": { "op": "update", "elem": { "payload": ... }, "set": "@name" } }
+      const elem = exprText(o["elem"]);
+      return elem && typeof o["set"] === "string"
+        ? `${String(o["op"])} ${o["set"]} { ${elem} }`
+        : `set ${JSON.stringify(b)}`;
+    }
     default: {
       const t = exprText(s);
       return t ?? `${k} ${JSON.stringify(b)}`;

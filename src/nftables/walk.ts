@@ -291,6 +291,7 @@ export class NftWalker {
         case "counter":
         case "log":
         case "comment":
+        case "set-update":
           break;
         case "unknown":
           return this.undecided(
