@@ -145,6 +145,20 @@ describe("nodePathEvaluator on an IPv6 packet", () => {
     assert.equal(b.src && `${b.src.value}`, `${parseIp("fd00:244::5").value}`);
   });
 
+  it("reads icmp toward an IPv6 address as ICMPv6", () => {
+    const { "ip6tables-save.txt": _, ...rest } = ALL;
+    const icmp6 = `*filter
+:INPUT ACCEPT [0:0]
+:FORWARD ACCEPT [0:0]
+:OUTPUT ACCEPT [0:0]
+-A FORWARD -p ipv6-icmp -j DROP
+COMMIT
+`;
+    const ev = nodePathEvaluator(node({ ...rest, "ip6tables-save.txt": icmp6 }))!;
+    const r = ev.evaluate({ ...pod("fd00:244::5", "2001:db8::1", "tcp", 80), proto: "icmp" });
+    assert.equal(r.outcomes[0]?.verdict.kind, "dropped");
+  });
+
   it("is undecided without ip6tables-save, naming it", () => {
     const { "ip6tables-save.txt": _, ...rest } = ALL;
     const r = nodePathEvaluator(node(rest))!.evaluate(pod("fd00:244::5", "fd00:20::9", "udp", 53));

@@ -183,8 +183,12 @@ function familyEvaluator(
   const ctx = pathContextOf(node, view, addressFacts, family);
   const dump = dumpOf(node, family);
   const e = rs ? compileNftPath(rs, ctx) : dump ? compilePath(dump, ctx) : undefined;
-  if (e && family === 6 && !node.ipRules6) return withDefaultRules6(e, node);
-  return e;
+  if (!e || family === 4) return e;
+  const ev6 = node.ipRules6 ? e : withDefaultRules6(e, node);
+  // `icmp` toward an IPv6 address is ICMPv6 (ping to it), as `-p ipv6-icmp` rules name it
+  return {
+    evaluate: (p) => ev6.evaluate(p.proto === "icmp" ? { ...p, proto: "ipv6-icmp" } : p),
+  };
 }
 
 /**
