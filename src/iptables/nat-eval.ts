@@ -30,6 +30,7 @@ import {
   type Pred,
 } from "./nat-match.ts";
 import type {
+  CtState,
   DstOut,
   Flow,
   NatBranch,
@@ -107,6 +108,17 @@ interface Walk {
 }
 
 type EndKind = "accept" | "nat" | "drop" | "undecided";
+
+/**
+ * A forwarded flow's first hook, kept ({@link NatContext.reuseFirstHook}): the walks that ended
+ * there, and those that go on to the routing decision as they stood when it was made.
+ */
+interface FirstHook {
+  readonly flow: Flow;
+  readonly ended: readonly HookEnd[];
+  readonly between: readonly Walk[];
+  readonly walks: number;
+}
 
 interface HookEnd {
   readonly w: Walk;
@@ -296,6 +308,32 @@ function nextCandidate(c: CChain, pos: number, dst: bigint): number {
   return n;
 }
 
+/** A walk between the hooks, copied: the second hook changes its state and frames. */
+function copyWalk(w: Walk): Walk {
+  const st = cloneState(w.st);
+  st.unknown = w.st.unknown;
+  return { st, frames: [], hook: w.hook, hookName: w.hookName, steps: w.steps, prob: w.prob };
+}
+
+/** Whether two flows are the same forwarded flow but for the interface they leave by. */
+function sameButOutIface(a: Flow, b: Flow): boolean {
+  return (
+    a.src.value === b.src.value &&
+    a.dst.value === b.dst.value &&
+    a.src.family === b.src.family &&
+    a.dst.family === b.dst.family &&
+    a.proto === b.proto &&
+    a.sport === b.sport &&
+    a.dport === b.dport &&
+    a.origin === b.origin &&
+    a.origin !== "host" &&
+    a.inIface === b.inIface &&
+    a.mark === b.mark &&
+    a.ctstate === b.ctstate &&
+    a.dstLocal === b.dstLocal
+  );
+}
+
 function cloneFrames(frames: Frame[]): Frame[] {
   const out: Frame[] = new Array(frames.length);
   for (let i = 0; i < frames.length; i++) out[i] = { chain: frames[i]!.chain, pos: frames[i]!.pos };
@@ -358,6 +396,8 @@ class Engine {
   private readonly maxBranches: number;
   private walks = 0;
   private readonly hookChains: Readonly<Record<Hook, CChain>>;
+  private readonly reuse: boolean;
+  private last: FirstHook | undefined;
 
   constructor(
     dump: IptablesDump,
@@ -374,6 +414,7 @@ class Engine {
     this.marksMayBePreset = marksMayBePreset;
     this.noNatTable = noNatTable;
     this.maxBranches = ctx.maxBranches ?? 512;
+    this.reuse = ctx.reuseFirstHook === true;
     this.hookChains = {
       PREROUTING: chainNamed("PREROUTING")!,
       INPUT: chainNamed("INPUT")!,
@@ -408,6 +449,31 @@ class Engine {
       );
     }
     const host = flow.origin === "host";
+    const finals: HookEnd[] = [];
+    const between: HookEnd[] = [];
+    const last = this.last;
+    if (last !== undefined && sameButOutIface(last.flow, flow)) {
+      // the same forwarded flow, told another outgoing interface: its PREROUTING (which does not
+      // see the outgoing interface) is the last one's
+      for (const e of last.ended) finals.push(e);
+      for (const w of last.between) {
+        between.push({ w: copyWalk(w), kind: "accept", ref: w.hook.ref });
+      }
+      this.walks = last.walks;
+    } else this.first(flow, host, markKnown, ctstate, finals, between);
+    return this.second(flow, host, finals, between, notes);
+  }
+
+  /** The first hook (PREROUTING or OUTPUT): the walks that end there, and those that go on. */
+  private first(
+    flow: Flow,
+    host: boolean,
+    markKnown: number,
+    ctstate: CtState,
+    finals: HookEnd[],
+    between: HookEnd[],
+  ): void {
+    const family = this.dump.family;
     const st: PacketState = {
       family,
       src: flow.src.value,
@@ -445,12 +511,30 @@ class Engine {
       prob: 1,
     };
     const ends1 = this.runHook(w0, first);
-    const finals: HookEnd[] = [];
-    const between: HookEnd[] = [];
     for (const e of ends1) {
       if (e.kind === "drop" || e.kind === "undecided") finals.push(e);
       else between.push(e);
     }
+    this.last =
+      this.reuse && !host
+        ? {
+            flow,
+            ended: [...finals],
+            between: between.map((e) => copyWalk(e.w)),
+            walks: this.walks,
+          }
+        : undefined;
+  }
+
+  /** The routing decision and the second hook (POSTROUTING or INPUT), then the trace. */
+  private second(
+    flow: Flow,
+    host: boolean,
+    finals: HookEnd[],
+    between: HookEnd[],
+    notes: string[],
+  ): NatTrace {
+    const family = this.dump.family;
     while (between.length > 0) {
       const w = between.shift()!.w;
       let second: Hook = "POSTROUTING";

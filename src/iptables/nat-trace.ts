@@ -106,6 +106,12 @@ export interface NatContext {
   readonly indexThreshold?: number;
   /** Give up (cannot-decide) beyond this many branches (statistic or unknown facts). Default 512. */
   readonly maxBranches?: number;
+  /**
+   * Keep the last evaluation's first hook (PREROUTING) outcomes: the same forwarded flow asked
+   * again with only another outgoing interface (the route after DNAT) walks only the second hook
+   * again. The answers are the same; a caller that asks each flow twice asks for it.
+   */
+  readonly reuseFirstHook?: boolean;
 }
 
 export type NatStepKind =
