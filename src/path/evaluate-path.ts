@@ -44,8 +44,18 @@ import {
   routeByDefaultRules,
 } from "./route-decision.ts";
 import { unroutedVerdict } from "./route-verdict.ts";
-import { push, pushAll, type StepList, toArray } from "./step-list.ts";
+import {
+  pushAll as pushAllShared,
+  push as pushShared,
+  type StepList,
+  toArray as toArrayShared,
+} from "./step-list.ts";
 import { TableWalker } from "./table-walk.ts";
+
+// bound once: an imported function is read through a getter on every call under tsx
+const push = pushShared;
+const pushAll = pushAllShared;
+const toArray = toArrayShared;
 
 /** What the path evaluator knows about the node beyond its rules. */
 export interface PathContext extends NatContext {
@@ -70,7 +80,8 @@ const FULL = 0xffffffff;
  * path.evaluate({ src, dst: parseIp("10.96.0.10"), proto: "udp", dport: 53, origin: "pod" });
  */
 export function compilePath(dump: IptablesDump, ctx: PathContext = {}): PathEvaluator {
-  const nat = compileNat(dump, ctx);
+  // a Service's packet is asked again with the endpoint's route: only its POSTROUTING is walked
+  const nat = compileNat(dump, { ...ctx, reuseFirstHook: true });
   const ifaceAddrs = (ctx.interfaces ?? []).flatMap((i) => i.addresses ?? []);
   const k = addressKnowledge(
     ctx.localAddresses,
@@ -120,12 +131,18 @@ type Walkers = {
 interface NatOutcomes {
   readonly leaves: readonly NatLeaf[];
   /** Per leaf, its DNAT rule ({@link dnatRule}); made when first asked for. */
-  rules?: readonly string[];
+  rules?: readonly (SourceRef | undefined)[];
 }
 
 /** The first nat evaluation of a packet: the interface it was told, and its outcomes. */
 interface FirstNat extends NatOutcomes {
   readonly dev: string | undefined;
+}
+
+/** A nat evaluation for POSTROUTING: the interface it was told, and whether the destination is the packet's own. */
+interface PostNat extends NatOutcomes {
+  readonly dev: string | undefined;
+  readonly unchanged: boolean;
 }
 
 function initialState(dump: IptablesDump, p: PathPacket, inIface: string | undefined): PacketState {
@@ -205,23 +222,31 @@ function evaluateOne(
   const first: Hook = host ? "OUTPUT" : "PREROUTING";
   // raw, then mangle, at the first hook
   let live = [start];
-  for (const t of ["raw", "mangle"] as const) {
-    live = live.flatMap((x) => walkTable(walkers[t], first, x, outcomes, p));
+  for (const w of [walkers.raw, walkers.mangle]) {
+    const next: Partial[] = [];
+    for (const x of live) walkTable(w, first, x, outcomes, p, next);
+    live = next;
   }
   for (const x of live) natThenRoute(dump, ctx, nat, walkers, p, x, inIface, outcomes, notes);
   return { packet: p, outcomes, notes };
 }
 
-/** One table's walk of a partial packet: the walks that go on; those that end go into `out`. */
+/**
+ * One table's walk of a partial packet: the walks that go on are added to `go`, those that end
+ * to `out`.
+ */
 function walkTable(
   w: TableWalker,
   hook: Hook,
   x: Partial,
   out: PathOutcome[],
   p: PathPacket,
-): Partial[] {
-  if (!w.present) return [x];
-  const go: Partial[] = [];
+  go: Partial[],
+): void {
+  if (!w.present) {
+    go.push(x);
+    return;
+  }
   // the walk takes the state over: what it took before it, counted now
   const had = x.st.taken?.length ?? 0;
   for (const e of w.walk(hook, x.st, x.steps)) {
@@ -241,7 +266,6 @@ function walkTable(
           : { kind: "undecided", reason: end.reason, at: end.at, unknowns: [] };
     out.push(finish(p, e.st, steps, assumptions, prob, verdict, hook));
   }
-  return go;
 }
 
 /** The assumptions so far and those a walk took beyond the `had` the packet came in with. */
@@ -317,7 +341,7 @@ function natThenRoute(
       ? untrackedTrace(baseFlow, dump.file)
       : nat.evaluate(dev1 ? { ...baseFlow, outIface: dev1 } : baseFlow);
   for (const n of t1.notes) if (!notes.includes(n)) notes.push(n);
-  const post = new Map<string, NatOutcomes>();
+  const post: PostNat[] = [];
   const first: FirstNat = { dev: dev1, leaves: natLeaves(t1) };
   for (const leaf of first.leaves) {
     const st = cloneState(x.st);
@@ -381,7 +405,7 @@ function routeAndFilter(
   leaf: NatLeaf,
   x: Partial,
   out: PathOutcome[],
-  post: Map<string, NatOutcomes>,
+  post: PostNat[],
   first: FirstNat,
 ): void {
   const st = x.st;
@@ -438,7 +462,7 @@ function routeAndFilter(
           ["INPUT", walkers.mangle],
           ["INPUT", walkers.filter],
         ];
-    let live: Partial[] = [{ ...x, st, steps }];
+    let live: Partial[] = [{ st, steps, assumptions: x.assumptions, prob: x.prob }];
     for (const [h, w] of walks) {
       if (host && h === "PREROUTING" && w === walkers.raw && st.ctstate !== "UNTRACKED") {
         // nat POSTROUTING on lo comes before INPUT: a source it rewrites (MASQUERADE there takes
@@ -467,15 +491,17 @@ function routeAndFilter(
           return false;
         });
       }
-      live = live.flatMap((y) => {
+      const next: Partial[] = [];
+      for (const y of live) {
         y.st.inIface = h === "INPUT" || h === "PREROUTING" ? (host ? "lo" : y.st.inIface) : "";
         y.st.outIface = h === "OUTPUT" ? (first.dev ?? "lo") : h === "POSTROUTING" ? "lo" : "";
         const ct = y.st.ctstate;
-        const next = walkTable(w, h, y, out, p);
+        const from = next.length;
+        walkTable(w, h, y, out, p, next);
         // conntrack already tracks the packet back on lo: raw's NOTRACK there changes nothing
-        for (const z of next) z.st.ctstate = ct;
-        return next;
-      });
+        for (let i = from; i < next.length; i++) next[i]!.st.ctstate = ct;
+      }
+      live = next;
     }
     for (const y of live) {
       out.push({
@@ -496,44 +522,47 @@ function routeAndFilter(
   // forwarded (or sent by the node): mangle and filter FORWARD/OUTPUT, mangle POSTROUTING
   const hook: Hook = host ? "OUTPUT" : "FORWARD";
   const markAtRoute = st.mark;
-  let live: Partial[] = [{ ...x, st, steps }];
+  let live: Partial[] = [{ st, steps, assumptions: x.assumptions, prob: x.prob }];
+  // OUTPUT's chains all see the socket's route, FORWARD's the route just taken
+  const outDev = host ? (first.dev ?? "") : dev;
   // the node's own packet met mangle OUTPUT before nat OUTPUT (evaluateOne): filter OUTPUT now
-  for (const w of host ? [walkers.filter] : [walkers.mangle, walkers.filter]) {
-    live = live.flatMap((y) => {
-      // OUTPUT's chains all see the socket's route, FORWARD's the route just taken
-      y.st.outIface = host ? (first.dev ?? "") : dev;
-      if (host) y.st.inIface = "";
-      return walkTable(w, hook, y, out, p);
-    });
+  if (!host) live = walkAll(walkers.mangle, hook, live, out, p, outDev, false);
+  live = walkAll(walkers.filter, hook, live, out, p, outDev, host);
+  {
+    const next: Partial[] = [];
+    for (const y of live) {
+      y.st.inIface = "";
+      walkTable(walkers.mangle, "POSTROUTING", y, out, p, next);
+    }
+    live = next;
   }
-  live = live.flatMap((y) => {
-    y.st.inIface = "";
-    return walkTable(walkers.mangle, "POSTROUTING", y, out, p);
-  });
   if (live.length === 0) return;
   // nat POSTROUTING: the nat evaluator again, now with the interface the route chose (once per
   // interface and packet: a Service's endpoints share it)
-  const key = `${dev ?? ""}|${st.dst === p.dst.value}`;
-  let leaves = st.ctstate === "UNTRACKED" ? first : post.get(key);
+  const unchanged = st.dst === p.dst.value;
+  let leaves: NatOutcomes | undefined =
+    st.ctstate === "UNTRACKED" ? first : postFor(post, dev, unchanged);
   if (leaves === undefined && dev === first.dev) {
     // the same question as the first evaluation: told the same interface, and either the
     // destination was rewritten (no word on it) or the node's addresses already say it is not
     // the node's own (the word "not local" then changes no answer)
-    const unchanged = st.dst === p.dst.value;
     if (!unchanged || isLocalAddress(st.dst, dump.family, walkers.knowledge, undefined) === false)
       leaves = first;
   }
   if (leaves === undefined) {
-    leaves = {
+    const asked: PostNat = {
       leaves: natLeaves(
         nat.evaluate({
           ...flow,
           ...(dev ? { outIface: dev } : {}),
-          ...(st.dst === p.dst.value ? { dstLocal: false } : {}),
+          ...(unchanged ? { dstLocal: false } : {}),
         }),
       ),
+      dev,
+      unchanged,
     };
-    post.set(key, leaves);
+    post.push(asked);
+    leaves = asked;
   }
   const same = sameOutcome(leaves, st, dnatRule(leaf.trace));
   for (const y of live) {
@@ -566,35 +595,51 @@ function routeAndFilter(
       src = so?.ip;
       const decision = same.trace.decision;
       if (decision === "masquerade" || decision === "snat" || decision === "keep") {
-        ysteps = push(ysteps, {
-          kind: "snat",
-          decision,
-          from: p.src,
-          ...(src ? { to: src } : {}),
-          note: so?.note ?? decision,
-          source: same.trace.decidingRule ?? { file: dump.file, line: 0 },
-        });
+        // built field by field, in the order of the type: this runs for every outcome
+        const step: Mutable<SnatStep> = { kind: "snat", decision, from: p.src } as SnatStep;
+        if (src) step.to = src;
+        step.note = so?.note ?? decision;
+        step.source = same.trace.decidingRule ?? { file: dump.file, line: 0 };
+        ysteps = push(ysteps, step);
       }
     }
-    out.push(
-      finish(
-        p,
-        y.st,
-        ysteps,
-        y.assumptions,
-        y.prob,
-        {
-          kind: "forwarded",
-          ...(dev ? { dev } : {}),
-          ...(via ? { via } : {}),
-          ...(src ? { src } : {}),
-          dst,
-          ...(dport !== undefined ? { port: dport } : {}),
-        },
-        hook,
-      ),
-    );
+    const verdict: Mutable<ForwardedVerdict> = { kind: "forwarded" } as ForwardedVerdict;
+    if (dev) verdict.dev = dev;
+    if (via) verdict.via = via;
+    if (src) verdict.src = src;
+    verdict.dst = dst;
+    if (dport !== undefined) verdict.port = dport;
+    out.push(finish(p, y.st, ysteps, y.assumptions, y.prob, verdict, hook));
   }
+}
+
+/** Every partial packet through one table at `hook`, leaving by `outDev`. */
+function walkAll(
+  w: TableWalker,
+  hook: Hook,
+  live: Partial[],
+  out: PathOutcome[],
+  p: PathPacket,
+  outDev: string | undefined,
+  clearIn: boolean,
+): Partial[] {
+  const next: Partial[] = [];
+  for (const y of live) {
+    y.st.outIface = outDev;
+    if (clearIn) y.st.inIface = "";
+    walkTable(w, hook, y, out, p, next);
+  }
+  return next;
+}
+
+/** The nat outcomes already asked for this interface and destination, if any. */
+function postFor(
+  post: readonly PostNat[],
+  dev: string | undefined,
+  unchanged: boolean,
+): PostNat | undefined {
+  for (const o of post) if ((o.dev ?? "") === (dev ?? "") && o.unchanged === unchanged) return o;
+  return undefined;
 }
 
 /** An untracked packet (raw's NOTRACK) never meets the nat table: it keeps both addresses. */
@@ -619,7 +664,11 @@ function untrackedTrace(flow: Flow, file: string): NatTrace {
  * The first outcome of a nat evaluation that forwards the packet to the same destination and
  * port through the same DNAT rule: the one whose POSTROUTING part is this packet's.
  */
-function sameOutcome(o: NatOutcomes, st: PacketState, rule: string): NatLeaf | undefined {
+function sameOutcome(
+  o: NatOutcomes,
+  st: PacketState,
+  rule: SourceRef | undefined,
+): NatLeaf | undefined {
   let rules = o.rules;
   if (rules === undefined) {
     rules = o.leaves.map((l) => dnatRule(l.trace));
@@ -632,15 +681,23 @@ function sameOutcome(o: NatOutcomes, st: PacketState, rule: string): NatLeaf | u
       d?.ip.value === st.dst &&
       d.port === st.dport &&
       t.delivery !== "local" &&
-      rules[i] === rule
+      sameLine(rules[i], rule)
     )
       return o.leaves[i];
   }
   return undefined;
 }
 
+/** Whether two rules (or no rule, twice) are the same line of the same file. */
+function sameLine(a: SourceRef | undefined, b: SourceRef | undefined): boolean {
+  if (a === b) return true;
+  return a !== undefined && b !== undefined && a.file === b.file && a.line === b.line;
+}
+
 type Mutable<T> = { -readonly [K in keyof T]: T[K] };
 type RouteStep = Extract<PathStep, { kind: "route" }>;
+type SnatStep = Extract<PathStep, { kind: "snat" }>;
+type ForwardedVerdict = Extract<PathVerdict, { kind: "forwarded" }>;
 
 /** The routing decision as a step (built field by field: this runs for every outcome). */
 function routeStep(r: Extract<RouteAnswer, { kind: "route" }>, dst: Ip): RouteStep {
@@ -668,8 +725,12 @@ function routeStep(r: Extract<RouteAnswer, { kind: "route" }>, dst: Ip): RouteSt
   return step;
 }
 
-/** The rule that rewrote the destination on a nat trace (its line), or "" when none did. */
-function dnatRule(t: NatTrace): string {
-  const s = t.steps.find((x) => x.kind === "dnat" || x.kind === "redirect");
-  return s ? `${s.source.file}:${s.source.line}` : "";
+/** The rule that rewrote the destination on a nat trace, or undefined when none did. */
+function dnatRule(t: NatTrace): SourceRef | undefined {
+  const steps = t.steps;
+  for (let i = 0; i < steps.length; i++) {
+    const x = steps[i]!;
+    if (x.kind === "dnat" || x.kind === "redirect") return x.source;
+  }
+  return undefined;
 }
