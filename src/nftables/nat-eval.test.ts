@@ -152,3 +152,25 @@ describe("compileNftNat on what it cannot read", () => {
     assert.equal(r.diagnostics[0]?.source?.line, 5);
   });
 });
+
+describe("compileNftNat after a goto from the nat base chain", () => {
+  it("translates in the chain the base chain went to (it is still the nat hook's walk)", () => {
+    const text = [
+      "table ip t {",
+      "\tchain pre {",
+      "\t\ttype nat hook prerouting priority dstnat; policy accept;",
+      "\t\tip daddr 10.96.0.1 tcp dport 443 goto endpoint",
+      "\t}",
+      "",
+      "\tchain endpoint {",
+      "\t\tmeta l4proto tcp dnat to 10.128.0.2:6443",
+      "\t}",
+      "}",
+    ].join("\n");
+    const nat = compileNftNat(readNftRuleset(text, "n.txt").value, ctx);
+    const t = nat.evaluate(flow("10.4.0.9", "10.96.0.1", "tcp", 443));
+    assert.notEqual(t.decision, "cannot-decide", JSON.stringify(t.undecided));
+    assert.equal(formatIp(t.dstOut!.ip), "10.128.0.2");
+    assert.equal(t.dstOut!.port, 6443);
+  });
+});

@@ -599,7 +599,8 @@ export class NftWalker {
   }
 
   private natChainReached(w: NftWalk): boolean {
-    return w.frames[0]?.chain.base?.type === "nat";
+    // the base chain entered, not the bottom frame: a goto from the base chain replaces that
+    return (w.base ?? w.frames[0]?.chain)?.base?.type === "nat";
   }
 
   private undecided(
