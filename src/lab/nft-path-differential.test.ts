@@ -21,13 +21,23 @@ import { openSnapshot } from "../snapshot/source.ts";
 import { kernelSkip } from "./kernel-guard.ts";
 import { mustExec as must, type Namespace } from "./netns.ts";
 import { kernelWords, outcomeTest, podpathWords } from "./path-agreement.ts";
-import { generatePathCase, generatePathFlows } from "./path-gen.ts";
-import { createPathSandbox, withObservers } from "./path-sandbox.ts";
+import {
+  generateEstablishedFlows,
+  generatePathCase,
+  generatePathFlows,
+  laterPacketsOf,
+  type PathFlow,
+} from "./path-gen.ts";
+import { createPathSandbox, type KernelPathVerdict, withObservers } from "./path-sandbox.ts";
 import { rootNamespaceHash } from "./root-state.ts";
 
 const BASE_SEED = Number(process.env["PODPATH_NFT_PATH_DIFF_SEED"] ?? 20261202);
 const SETS = Number(process.env["PODPATH_NFT_PATH_DIFF_SETS"] ?? 60);
 const FLOWS_PER_SET = 10;
+/** Per set, UDP flows sent as a later packet of an established connection (path-gen). */
+const ESTABLISHED_PER_SET = 3;
+/** How far a passed flow's source port moves when it is sent again as a later packet. */
+const SHIFT = FLOWS_PER_SET + ESTABLISHED_PER_SET;
 const OBSERVER = "podpath-observer";
 
 const dirs: string[] = [];
@@ -96,18 +106,25 @@ describe("nftables whole-path evaluator vs kernel (differential)", { skip: kerne
     const failures: string[] = [];
     let decided = 0;
     let total = 0;
+    let established = 0;
+    const notEstablished = new Map<string, number>();
     const undecidedWhy = new Map<string, number>();
     const started = Date.now();
     try {
       for (let k = 0; k < SETS && failures.length < 5; k++) {
         const seed = BASE_SEED + k;
         const c = generatePathCase(seed);
-        const flows = generatePathFlows(seed, FLOWS_PER_SET);
+        const flows = [
+          ...generatePathFlows(seed, FLOWS_PER_SET),
+          ...generateEstablishedFlows(seed, ESTABLISHED_PER_SET, FLOWS_PER_SET),
+        ];
+        // every later packet a passed UDP flow may be asked again as, counted from the start
+        const again = laterPacketsOf(flows, SHIFT);
         // the tables nft made last time go first: iptables-restore then starts from nothing
         await must(node, ["nft", "flush", "ruleset"]);
-        const err = await sb.load(c, flows);
+        const err = await sb.load(c, [...flows, ...again]);
         if (err !== undefined) throw new Error(`seed ${seed}: the kernel refused the case: ${err}`);
-        await loadAsNft(node, withObservers(c.restore, flows));
+        await loadAsNft(node, withObservers(c.restore, [...flows, ...again]));
         const [listing, rule, route, addr] = await Promise.all([
           must(node, ["nft", "list", "ruleset"]),
           must(node, ["ip", "rule"]),
@@ -127,50 +144,72 @@ describe("nftables whole-path evaluator vs kernel (differential)", { skip: kerne
         const snap = loadSnapshot(openSnapshot(dir)).nodes.get("n1");
         assert.ok(snap?.nftables && snap.routes && snap.ipRules, "the snapshot holds the node");
         const ev = compileNftPath(snap.nftables, pathContextOf(snap, undefined));
-        for (const [i, f] of flows.entries()) {
-          total++;
-          const kw = kernelWords(observed[i]!);
-          const r = ev.evaluate({
-            src: parseIp(f.src),
-            dst: parseIp(f.dst),
-            proto: f.proto,
-            ...(f.sport !== undefined ? { sport: f.sport } : {}),
-            ...(f.dport !== undefined ? { dport: f.dport } : {}),
-            origin: f.origin,
-          });
-          const tests = r.outcomes.map((o) => outcomeTest(o, f));
-          if (tests.every((x) => x !== undefined)) decided++;
-          for (const o of r.outcomes) {
-            if (o.verdict.kind !== "undecided") continue;
-            const why = o.verdict.reason.replace(/\d+/g, "N");
-            undecidedWhy.set(why, (undecidedWhy.get(why) ?? 0) + 1);
+        const compare = (flows: readonly PathFlow[], observed: readonly KernelPathVerdict[]) => {
+          for (const [i, f] of flows.entries()) {
+            const v = observed[i]!;
+            if (v.kind === "not-established") {
+              // the kernel never held the connection established: no established packet to compare
+              notEstablished.set(v.why, (notEstablished.get(v.why) ?? 0) + 1);
+              continue;
+            }
+            total++;
+            if (f.established) established++;
+            const kw = kernelWords(v);
+            const r = ev.evaluate({
+              src: parseIp(f.src),
+              dst: parseIp(f.dst),
+              proto: f.proto,
+              ...(f.sport !== undefined ? { sport: f.sport } : {}),
+              ...(f.dport !== undefined ? { dport: f.dport } : {}),
+              origin: f.origin,
+              ...(f.established ? { ctstate: "ESTABLISHED" as const } : {}),
+            });
+            const tests = r.outcomes.map((o) => outcomeTest(o, f));
+            if (tests.every((x) => x !== undefined)) decided++;
+            for (const o of r.outcomes) {
+              if (o.verdict.kind !== "undecided") continue;
+              const why = o.verdict.reason.replace(/\d+/g, "N");
+              undecidedWhy.set(why, (undecidedWhy.get(why) ?? 0) + 1);
+            }
+            if (tests.some((x) => x === undefined || x(kw))) continue;
+            failures.push(
+              [
+                `seed ${seed} (PODPATH_NFT_PATH_DIFF_SEED=${seed} PODPATH_NFT_PATH_DIFF_SETS=1), flow ${JSON.stringify(f)}`,
+                `  kernel:  ${kw}`,
+                `  podpath: ${podpathWords(r.outcomes)}`,
+                "  ip rule:",
+                ...ipRule.split("\n").map((l) => `    ${l}`),
+                "  routes:",
+                ...c.routes.map((l) => `    ${l}`),
+                "  nft list ruleset:",
+                ...ruleset.split("\n").map((l) => `    ${l}`),
+              ].join("\n"),
+            );
           }
-          if (tests.some((x) => x === undefined || x(kw))) continue;
-          failures.push(
-            [
-              `seed ${seed} (PODPATH_NFT_PATH_DIFF_SEED=${seed} PODPATH_NFT_PATH_DIFF_SETS=1), flow ${JSON.stringify(f)}`,
-              `  kernel:  ${kw}`,
-              `  podpath: ${podpathWords(r.outcomes)}`,
-              "  ip rule:",
-              ...ipRule.split("\n").map((l) => `    ${l}`),
-              "  routes:",
-              ...c.routes.map((l) => `    ${l}`),
-              "  nft list ruleset:",
-              ...ruleset.split("\n").map((l) => `    ${l}`),
-            ].join("\n"),
-          );
-        }
+        };
+        compare(flows, observed);
+        // the UDP flows the kernel let through, again as later packets of their connections
+        const passed = flows.filter((f, i) => {
+          const v = observed[i]!.kind;
+          return !f.established && (v === "forwarded" || v === "delivered");
+        });
+        const later = again.filter((a) => passed.some((f) => f.sport === a.sport! - SHIFT));
+        if (later.length > 0) compare(later, await sb.observe(later));
       }
     } finally {
       await sb.destroy();
     }
     t.diagnostic(
-      `${total} cases, ${decided} decided by podpath, ${failures.length} disagreements, ${Date.now() - started} ms`,
+      `${total} cases (${established} later packets of established connections), ${decided} decided by podpath, ${failures.length} disagreements, ${Date.now() - started} ms`,
+    );
+    t.diagnostic(
+      `left out, the kernel not holding the connection established: ${[...notEstablished].map(([w, n]) => `${n}x ${w}`).join("; ") || "none"}`,
     );
     const why = [...undecidedWhy].sort((a, b) => b[1] - a[1]).slice(0, 5);
     t.diagnostic(`undecided outcomes, most often: ${why.map(([w, n]) => `${n}x ${w}`).join("; ")}`);
     assert.equal(await rootNamespaceHash(), rootBefore, "the root namespace changed");
     assert.deepEqual(failures, [], `\n${failures.join("\n\n")}`);
     assert.ok(total >= SETS * FLOWS_PER_SET);
+    assert.ok(established >= SETS / 5, `only ${established} established cases`);
   });
 });

@@ -20,6 +20,8 @@ export function kernelWords(v: KernelPathVerdict): string {
       return `rejected ${v.with}`;
     case "forwarded":
       return `forwarded ${v.dev} ${v.src} > ${v.dst}${v.dport !== undefined ? `:${v.dport}` : ""}`;
+    case "not-established":
+      return `not established (${v.why})`;
   }
 }
 

@@ -79,6 +79,12 @@ export interface PathFlow {
   readonly sport?: number;
   readonly dport?: number;
   readonly origin: "pod" | "host";
+  /**
+   * Sent as a later packet of its connection: the sandbox first sends the same packet, answers
+   * it from where it went (so conntrack holds the connection ESTABLISHED), then sends it again
+   * and observes that one. UDP only (a TCP connection needs its handshake's sequence numbers).
+   */
+  readonly established?: boolean;
 }
 
 type Rand = {
@@ -396,4 +402,40 @@ export function generatePathFlows(seed: number, count: number): PathFlow[] {
     }
   }
   return flows;
+}
+
+/**
+ * Flows sent as later packets of a connection ({@link PathFlow.established}): UDP from a pod or
+ * the node to Services, far hosts and the node itself. Their source ports follow the `after` new
+ * flows' (unique in the batch); their own generator, so the new flows stay as they were.
+ */
+export function generateEstablishedFlows(seed: number, count: number, after: number): PathFlow[] {
+  const g = rand(seed ^ 0x5bd1e995);
+  const flows: PathFlow[] = [];
+  for (let i = 0; i < count; i++) {
+    const origin = g.chance(0.7) ? "pod" : "host";
+    const src = origin === "pod" ? g.pick(PATH_NET.pods) : g.pick(HOST_SOURCES);
+    const sport = 20000 + (seed % 1000) * 40 + after + i;
+    const roll = g.int(10);
+    const udpSvc = SERVICES.filter((s) => s.proto === "udp");
+    if (roll < 3) {
+      const s = g.pick(udpSvc);
+      flows.push({ proto: "udp", src, dst: s.ip, sport, dport: s.port, origin, established: true });
+      continue;
+    }
+    const dst = roll < 8 ? g.pick(DESTS) : g.pick(NODE_OWN);
+    flows.push({ proto: "udp", src, dst, sport, dport: g.pick(PORTS), origin, established: true });
+  }
+  return flows;
+}
+
+/**
+ * The same packets again as later packets of their connections ({@link PathFlow.established}),
+ * UDP ones only (not already later packets), each on its own connection: its source port moved
+ * by `shift` (past the batch's ports, so each stays unique).
+ */
+export function laterPacketsOf(flows: readonly PathFlow[], shift: number): PathFlow[] {
+  return flows
+    .filter((f) => f.proto === "udp" && f.sport !== undefined && f.established !== true)
+    .map((f) => ({ ...f, sport: f.sport! + shift, established: true }));
 }
