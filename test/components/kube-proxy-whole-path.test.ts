@@ -32,13 +32,19 @@ import {
 } from "../../src/lab/path-sandbox.ts";
 import { parseIp } from "../../src/net/cidr.ts";
 import { nodePathEvaluator } from "../../src/path/node-path.ts";
+import type { PathEvaluator } from "../../src/path/path-types.ts";
 import { loadSnapshot } from "../../src/snapshot/load.ts";
 import { openSnapshot } from "../../src/snapshot/source.ts";
 import { reachApiFrom, writeInnerKubeconfig } from "./api-bridge.ts";
 import { type Cluster, startCluster } from "./cluster.ts";
 import { componentSkip } from "./component-guard.ts";
 import { spawnKubeProxy } from "./kube-proxy-node.ts";
-import { addDeliveryCounters, startFarCaptures, unmasked } from "./masqueraded-flows.ts";
+import {
+  addDeliveryCounters,
+  type FarCaptures,
+  startFarCaptures,
+  unmasked,
+} from "./masqueraded-flows.ts";
 
 const skip =
   componentSkip("kube-proxy") ||
@@ -110,10 +116,7 @@ function flowsFor(
       "pod -> NodePort on the node's pod-side address",
       { proto: "tcp", src: POD2, dst: PATH_NET.podGateway, dport: NODE_PORT, origin: "pod" },
     ],
-    [
-      "pod -> sticky ClusterIP (ClientIP affinity)",
-      { proto: "tcp", src: POD2, dst: ip.sticky, dport: 80, origin: "pod" },
-    ],
+    [STICKY_NAME, { proto: "tcp", src: POD2, dst: ip.sticky, dport: 80, origin: "pod" }],
     [
       "pod -> web ClusterIP on a port it does not serve",
       { proto: "tcp", src: POD2, dst: ip.web, dport: 81, origin: "pod" },
@@ -138,6 +141,10 @@ function flowsFor(
   return list.map(([name, f], i): NamedFlow => ({ name, flow: { ...f, sport: base + i } }));
 }
 
+const STICKY_NAME = "pod -> sticky ClusterIP (ClientIP affinity)";
+/** The sticky Service again from the same pod, answered from evidence collected after the first. */
+const AFFINITY = "pod -> sticky ClusterIP again (the affinity kept)";
+
 /**
  * Flows kube-proxy's two modes answer differently on purpose, by its documentation: the kernel
  * must show the difference, and podpath must follow each mode.
@@ -147,6 +154,15 @@ const MODES_DIFFER: Readonly<Record<string, string>> = {
     "nftables mode rejects a ClusterIP's unused ports (KEP-3866); iptables mode routes them on",
   "pod -> NodePort on the node's pod-side address":
     "nftables mode takes NodePorts only on the node's primary address (--nodeport-addresses primary, its default); iptables mode on every local address",
+};
+
+/**
+ * Flows whose evidence differs between the modes: podpath's nftables-mode answer may be narrower
+ * (one of the iptables-mode answer's outcomes), the kernel's verdict is of the same kind.
+ */
+const EVIDENCE_DIFFERS: Readonly<Record<string, string>> = {
+  [AFFINITY]:
+    "nftables mode's affinity sets are in `nft list ruleset` (with their elements); iptables mode's `-m recent` lists are not in iptables-save (/proc/net/xt_recent)",
 };
 
 /**
@@ -169,6 +185,29 @@ function podpathSet(outcomes: Parameters<typeof podpathWords>[0]): string[] {
 /** The kernel's verdict as the modes are compared: a forwarded packet without its endpoint. */
 function kernelKind(words: string): string {
   return words.startsWith("forwarded ") ? "forwarded" : words;
+}
+
+/** podpath's answer to one flow, and how it stands to the kernel's verdict. */
+function answer(ev: PathEvaluator, name: string, f: PathFlow, seen: KernelPathVerdict): FlowAnswer {
+  const kernel = kernelWords(seen);
+  const r = ev.evaluate({
+    src: parseIp(f.src),
+    dst: parseIp(f.dst),
+    proto: f.proto,
+    ...(f.sport !== undefined ? { sport: f.sport } : {}),
+    ...(f.dport !== undefined ? { dport: f.dport } : {}),
+    origin: f.origin,
+  });
+  const tests = r.outcomes.map((o) => outcomeTest(o, f));
+  return {
+    name,
+    kernel,
+    podpath: podpathSet(r.outcomes),
+    words: podpathWords(r.outcomes),
+    agree: tests.some((x) => x === undefined || x(kernel)),
+    decided: tests.every((x) => x !== undefined),
+    admits: (k) => tests.some((x) => x === undefined || x(k)),
+  };
 }
 
 interface FlowAnswer {
@@ -370,6 +409,50 @@ describe("the whole path on a real kube-proxy node (iptables and nftables mode) 
     return out.join("\n");
   }
 
+  /**
+   * The node's evidence as a snapshot holds it (the sandbox's own parts left out), written to
+   * `snapshot-<name>/nodes/node1/`, read by loadSnapshot; the node's whole-path evaluator.
+   */
+  async function collect(mode: Mode, name: string): Promise<PathEvaluator> {
+    const files = await sb!.nodeFiles();
+    const nodeDir = join(dir, `snapshot-${name}`, "nodes", NODE);
+    mkdirSync(nodeDir, { recursive: true });
+    writeFileSync(join(nodeDir, "iptables-save.txt"), files.iptablesSave);
+    if (mode === "nftables") {
+      const listing = await must(node!, ["nft", "list", "ruleset"]);
+      writeFileSync(join(nodeDir, "nft-ruleset.txt"), withoutSandbox(listing));
+    }
+    writeFileSync(join(nodeDir, "ip-rule.txt"), files.ipRule);
+    writeFileSync(join(nodeDir, "ip-route.txt"), files.ipRoute);
+    writeFileSync(join(nodeDir, "ip-addr.txt"), files.ipAddr);
+    const snap = loadSnapshot(openSnapshot(join(dir, `snapshot-${name}`)));
+    const ev = snap.nodes.get(NODE);
+    assert.ok(ev, "the snapshot holds the node");
+    assert.equal(ev.natFrom ?? "iptables", mode, "podpath reads the rules the kernel runs");
+    const errors = snap.diagnostics.filter((d) => d.severity === "error");
+    assert.deepEqual(errors, [], JSON.stringify(errors));
+    const evaluator = nodePathEvaluator(ev);
+    assert.ok(evaluator, "podpath builds the node's evaluator");
+    return evaluator;
+  }
+
+  /**
+   * Sends one TCP flow from the pod (a connection attempt) and reads where it left the node: the
+   * far hosts' captures, waited on until the flow's packet is there.
+   */
+  async function sendFromPod(f: PathFlow, caps: FarCaptures): Promise<KernelPathVerdict> {
+    const pod = sb!.lab.namespaces.find((n) => n.role === "pod")!;
+    const script = `const s = require("net").connect({ host: "${f.dst}", port: ${f.dport}, localAddress: "${f.src}", localPort: ${f.sport} }); s.on("error", () => {}); setTimeout(() => process.exit(0), 200);`;
+    await must(pod, [process.execPath, "-e", script]);
+    const deadline = Date.now() + 10_000;
+    for (;;) {
+      const p = caps.packets.find((x) => x.src === f.src && x.sport === f.sport);
+      if (p) return { kind: "forwarded", dev: p.dev, src: p.src, dst: p.dst, dport: p.dport };
+      if (Date.now() > deadline) return { kind: "silent" };
+      await new Promise((r) => setTimeout(r, 10));
+    }
+  }
+
   async function runMode(mode: Mode, t: { diagnostic(m: string): void }): Promise<FlowAnswer[]> {
     const started = Date.now();
     const flows = flowsFor(ips, mode === "iptables" ? 40_000 : 41_000);
@@ -395,38 +478,15 @@ describe("the whole path on a real kube-proxy node (iptables and nftables mode) 
       },
       (tail) => (log = tail),
     );
-    const listing =
-      mode === "iptables"
-        ? await waitFor(
-            "iptables rules",
-            () => must(node!, ["iptables-save"]),
-            (s) => programmed(mode, s),
-          )
-        : await waitFor(
-            "nftables rules",
-            () => must(node!, ["nft", "list", "ruleset"]),
-            (s) => programmed(mode, s),
-          );
+    const listCommand = mode === "iptables" ? ["iptables-save"] : ["nft", "list", "ruleset"];
+    await waitFor(
+      `${mode} rules`,
+      () => must(node!, listCommand),
+      (s) => programmed(mode, s),
+    );
     const written = Date.now();
 
-    // the node's evidence as a snapshot holds it
-    const files = await sb!.nodeFiles();
-    const nodeDir = join(dir, `snapshot-${mode}`, "nodes", NODE);
-    mkdirSync(nodeDir, { recursive: true });
-    writeFileSync(join(nodeDir, "iptables-save.txt"), files.iptablesSave);
-    if (mode === "nftables")
-      writeFileSync(join(nodeDir, "nft-ruleset.txt"), withoutSandbox(listing));
-    writeFileSync(join(nodeDir, "ip-rule.txt"), files.ipRule);
-    writeFileSync(join(nodeDir, "ip-route.txt"), files.ipRoute);
-    writeFileSync(join(nodeDir, "ip-addr.txt"), files.ipAddr);
-    const snap = loadSnapshot(openSnapshot(join(dir, `snapshot-${mode}`)));
-    const ev = snap.nodes.get(NODE);
-    assert.ok(ev, "the snapshot holds the node");
-    assert.equal(ev.natFrom ?? "iptables", mode, "podpath reads the rules the kernel runs");
-    const errors = snap.diagnostics.filter((d) => d.severity === "error");
-    assert.deepEqual(errors, [], JSON.stringify(errors));
-    const evaluator = nodePathEvaluator(ev);
-    assert.ok(evaluator, "podpath builds the node's evaluator");
+    const evaluator = await collect(mode, mode);
 
     // kube-proxy's masquerade picks a new source port: captures on the far hosts and the node's
     // conntrack say where such a flow went
@@ -436,39 +496,25 @@ describe("the whole path on a real kube-proxy node (iptables and nftables mode) 
         dev: `eth${k}`,
       })),
     );
-    let seen: KernelPathVerdict[];
+    const out: FlowAnswer[] = [];
     try {
       const sent = flows.map((f) => f.flow);
-      seen = await unmasked(node!, sent, await sb!.observe(sent), caps);
+      const seen = await unmasked(node!, sent, await sb!.observe(sent), caps);
+      out.push(...flows.map(({ name, flow: f }, i) => answer(evaluator, name, f, seen[i]!)));
+      // the sticky Service again, from the same pod: the kernel keeps it on the endpoint it chose,
+      // and the node's evidence, collected again, is what podpath answers from
+      const sticky = flows.find((f) => f.name === STICKY_NAME)!.flow;
+      const again: PathFlow = { ...sticky, sport: sticky.sport! + 50 };
+      const later = await collect(mode, `${mode}-after`);
+      const sentAgain = await sendFromPod(again, caps);
+      out.push(answer(later, AFFINITY, again, sentAgain));
     } finally {
       caps.stop();
     }
-    const out = flows.map(({ name, flow: f }, i): FlowAnswer => {
-      const kernel = kernelWords(seen[i]!);
-      const r = evaluator.evaluate({
-        src: parseIp(f.src),
-        dst: parseIp(f.dst),
-        proto: f.proto,
-        ...(f.sport !== undefined ? { sport: f.sport } : {}),
-        ...(f.dport !== undefined ? { dport: f.dport } : {}),
-        origin: f.origin,
-      });
-      const tests = r.outcomes.map((o) => outcomeTest(o, f));
-      return {
-        name,
-        kernel,
-        podpath: podpathSet(r.outcomes),
-        words: podpathWords(r.outcomes),
-        agree: tests.some((x) => x === undefined || x(kernel)),
-        decided: tests.every((x) => x !== undefined),
-        admits: (k) => tests.some((x) => x === undefined || x(k)),
-      };
-    });
     t.diagnostic(
       `${mode} mode: ${out.length} flows, ${out.filter((a) => a.agree).length} agree with the kernel, ${out.filter((a) => a.decided).length} decided; rules written in ${Math.round((written - started) / 1000)} s, ${Date.now() - started} ms in all`,
     );
-    for (const a of out)
-      t.diagnostic(`  ${a.name}: kernel ${a.kernel}; podpath ${a.podpath.join(" | ")}`);
+    for (const a of out) t.diagnostic(`  ${a.name}: kernel ${a.kernel}; podpath ${a.words}`);
     await stopProxy();
     return out;
   }
@@ -479,6 +525,12 @@ describe("the whole path on a real kube-proxy node (iptables and nftables mode) 
       answers.set(mode, out);
       const wrong = out.filter((a) => !a.agree || (!a.decided && KNOWN_GAPS[a.name] === undefined));
       assert.deepEqual(wrong, [], JSON.stringify(out, null, 2));
+      // the kernel kept the affinity, and podpath reads nftables mode's affinity set
+      const first = out.find((a) => a.name === STICKY_NAME)!;
+      const again = out.find((a) => a.name === AFFINITY)!;
+      const dst = (k: string) => k.split(" > ")[1];
+      assert.equal(dst(again.kernel), dst(first.kernel), `${again.kernel} after ${first.kernel}`);
+      if (mode === "nftables") assert.equal(again.podpath.length, 1, again.words);
       for (const a of out.filter((x) => KNOWN_GAPS[x.name] !== undefined)) {
         assert.ok(!a.decided, `${a.name} is decided now (${a.words}): take it off KNOWN_GAPS`);
         t.diagnostic(
@@ -498,6 +550,18 @@ describe("the whole path on a real kube-proxy node (iptables and nftables mode) 
       if (why !== undefined) {
         // the documented difference: the kernel shows it, and podpath follows each mode
         assert.notEqual(kernelKind(a.kernel), kernelKind(b.kernel), `${a.name}: ${why}`);
+        continue;
+      }
+      if (EVIDENCE_DIFFERS[a.name] !== undefined) {
+        assert.ok(
+          b.podpath.every((w) => a.podpath.includes(w)),
+          `${a.name}: ${b.words} within ${a.words} (${EVIDENCE_DIFFERS[a.name]})`,
+        );
+        assert.equal(
+          kernelKind(b.kernel),
+          kernelKind(a.kernel),
+          `${a.name}: the kernel's verdicts`,
+        );
         continue;
       }
       assert.deepEqual(b.podpath, a.podpath, `${a.name}: podpath's answers`);
