@@ -126,6 +126,14 @@ function flowsFor(
       { proto: "tcp", src: NODE_IP, dst: ip.web, dport: 80, origin: "host" },
     ],
     [
+      "pod -> web ClusterIP (DNS, UDP)",
+      { proto: "udp", src: POD, dst: ip.web, dport: 53, origin: "pod" },
+    ],
+    [
+      "node -> web ClusterIP (DNS, UDP)",
+      { proto: "udp", src: NODE_IP, dst: ip.web, dport: 53, origin: "host" },
+    ],
+    [
       "node -> kubernetes ClusterIP (the node itself)",
       { proto: "tcp", src: NODE_IP, dst: ip.kubernetes, dport: 443, origin: "host" },
     ],
@@ -293,7 +301,13 @@ describe("the whole path on a real kube-proxy node (iptables and nftables mode) 
       });
       return (s["spec"] as { clusterIP: string }).clusterIP;
     };
-    const slice = (svc: string, portName: string, port: number, addrs: readonly string[]) => ({
+    const slice = (
+      svc: string,
+      portName: string,
+      port: number,
+      addrs: readonly string[],
+      more: readonly { name: string; port: number; protocol: string }[] = [],
+    ) => ({
       apiVersion: "discovery.k8s.io/v1",
       kind: "EndpointSlice",
       metadata: {
@@ -305,7 +319,7 @@ describe("the whole path on a real kube-proxy node (iptables and nftables mode) 
         },
       },
       addressType: "IPv4",
-      ports: [{ name: portName, port, protocol: "TCP" }],
+      ports: [{ name: portName, port, protocol: "TCP" }, ...more],
       endpoints: addrs.map((a) => ({
         addresses: [a],
         conditions: { ready: true },
@@ -314,8 +328,14 @@ describe("the whole path on a real kube-proxy node (iptables and nftables mode) 
     });
     const slices = "/apis/discovery.k8s.io/v1/namespaces/default/endpointslices";
     const http = [{ name: "http", port: 80, targetPort: 8080, protocol: "TCP" }];
-    ips.web = await service("web", { ports: http });
-    await send("POST", slices, slice("web", "http", 8080, ENDPOINTS.web));
+    // web serves DNS too (UDP): kube-proxy's UDP rules, and the node's own datagram masqueraded
+    const dns = { name: "dns", port: 53, targetPort: 5353, protocol: "UDP" };
+    ips.web = await service("web", { ports: [...http, dns] });
+    await send(
+      "POST",
+      slices,
+      slice("web", "http", 8080, ENDPOINTS.web, [{ name: "dns", port: 5353, protocol: "UDP" }]),
+    );
     ips.orders = await service("orders", { ports: http });
     ips.shop = await service("shop", {
       type: "NodePort",
@@ -375,6 +395,7 @@ describe("the whole path on a real kube-proxy node (iptables and nftables mode) 
           dnat.some((l) => l.includes(`--to-destination ${a}:`)),
         ) &&
         [ips.web, ips.kubernetes, ips.shop, ips.sticky].every((a) => text.includes(`-d ${a}/32`)) &&
+        text.includes(`-d ${ips.web}/32 -p udp`) &&
         new RegExp(`-d ${ips.orders}/32 .*-j REJECT`).test(text) &&
         new RegExp(`^-A KUBE-NODEPORTS .*--dport ${NODE_PORT} `, "m").test(text)
       );
@@ -388,6 +409,7 @@ describe("the whole path on a real kube-proxy node (iptables and nftables mode) 
         text.includes(`${a} . tcp . 80 : goto service-`),
       ) &&
       text.includes(`${ips.kubernetes} . tcp . 443 : goto service-`) &&
+      text.includes(`${ips.web} . udp . 53 : goto service-`) &&
       text.includes(`${ips.orders} . tcp . 80 `) &&
       text.includes(`tcp . ${NODE_PORT} : goto external-`) &&
       text.includes("table ip6 kube-proxy")
@@ -446,7 +468,9 @@ describe("the whole path on a real kube-proxy node (iptables and nftables mode) 
     await must(pod, [process.execPath, "-e", script]);
     const deadline = Date.now() + 10_000;
     for (;;) {
-      const p = caps.packets.find((x) => x.src === f.src && x.sport === f.sport);
+      const p = caps.packets.find(
+        (x) => x.proto === f.proto && x.src === f.src && x.sport === f.sport,
+      );
       if (p) return { kind: "forwarded", dev: p.dev, src: p.src, dst: p.dst, dport: p.dport };
       if (Date.now() > deadline) return { kind: "silent" };
       await new Promise((r) => setTimeout(r, 10));

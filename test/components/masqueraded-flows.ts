@@ -13,9 +13,10 @@ import { mustExec as must, type Namespace } from "../../src/lab/netns.ts";
 import type { PathFlow } from "../../src/lab/path-gen.ts";
 import type { KernelPathVerdict } from "../../src/lab/path-sandbox.ts";
 
-/** One TCP packet a far host received: `src:sport > dst:dport`. */
+/** One TCP or UDP packet a far host received: `src:sport > dst:dport`. */
 interface Seen {
   readonly dev: string;
+  readonly proto: "tcp" | "udp";
   readonly src: string;
   readonly sport: number;
   readonly dst: string;
@@ -31,14 +32,17 @@ export interface FarCaptures {
 
 /** A connection as `conntrack -L` lists it: the original tuple and the reply tuple. */
 interface Entry {
+  readonly proto: "tcp" | "udp";
   readonly orig: { src: string; dst: string; sport: number; dport: number };
   readonly reply: { src: string; dst: string; sport: number; dport: number };
 }
 
-/** `conntrack -L -p tcp` lines read into tuples. */
+/** `conntrack -L` lines (TCP and UDP) read into tuples. */
 export function parseConntrack(text: string): Entry[] {
   const out: Entry[] = [];
   for (const l of text.split("\n")) {
+    const proto = /^(tcp|udp) /.exec(l)?.[1] as "tcp" | "udp" | undefined;
+    if (!proto) continue;
     const v = (k: string) => [...l.matchAll(new RegExp(`\\b${k}=(\\S+)`, "g"))].map((m) => m[1]!);
     const [src, dst, sport, dport] = [v("src"), v("dst"), v("sport"), v("dport")];
     if (src.length < 2 || dst.length < 2 || sport.length < 2 || dport.length < 2) continue;
@@ -48,7 +52,7 @@ export function parseConntrack(text: string): Entry[] {
       sport: Number(sport[i]),
       dport: Number(dport[i]),
     });
-    out.push({ orig: tuple(0), reply: tuple(1) });
+    out.push({ proto, orig: tuple(0), reply: tuple(1) });
   }
   return out;
 }
@@ -56,8 +60,8 @@ export function parseConntrack(text: string): Entry[] {
 const LINE = /IP (\d+\.\d+\.\d+\.\d+)\.(\d+) > (\d+\.\d+\.\d+\.\d+)\.(\d+): /;
 
 /**
- * Captures what each far host (`far0` behind eth0, `far1` behind eth1) receives: TCP, and the
- * sandbox's UDP sentinels (port 9); resolves once both captures listen.
+ * Captures what each far host (`far0` behind eth0, `far1` behind eth1) receives: TCP and UDP (the
+ * sandbox's sentinels come from UDP port 9); resolves once both captures listen.
  */
 export async function startFarCaptures(
   far: readonly { ns: Namespace; dev: string }[],
@@ -70,8 +74,9 @@ export async function startFarCaptures(
       ({ ns, dev }) =>
         new Promise<void>((resolve, reject) => {
           const c = ns.spawn([
-            ...["tcpdump", "-i", "eth0", "-n", "-l", "-Q", "in"],
-            "tcp or (udp and src port 9)",
+            // -q: no decoding of what the ports suggest (DNS, mDNS): "UDP, length N" / "tcp N"
+            ...["tcpdump", "-i", "eth0", "-n", "-q", "-l", "-Q", "in"],
+            "tcp or udp",
           ]);
           children.push(c);
           let out = "";
@@ -82,10 +87,12 @@ export async function startFarCaptures(
               out = out.slice(nl + 1);
               const m = LINE.exec(line);
               if (!m) continue;
-              if (line.includes(" UDP")) sentinel.add(dev);
+              const udp = line.includes(": UDP");
+              if (udp && m[2] === "9") sentinel.add(dev);
               else {
                 packets.push({
                   dev,
+                  proto: udp ? "udp" : "tcp",
                   src: m[1]!,
                   sport: Number(m[2]),
                   dst: m[3]!,
@@ -119,7 +126,7 @@ export async function startFarCaptures(
 const COUNTER = "podpath-unmask";
 
 /**
- * A delivery counter for each TCP flow, known by its original tuple (conntrack's, which NAT does
+ * A delivery counter for each TCP and UDP flow, known by its original tuple (conntrack's, which NAT does
  * not change): appended to the security table's INPUT chain, after the sandbox's own counters (its
  * counters are read by position) and left out of the snapshot with that table. Call after the
  * sandbox's `load`, which restores the security table.
@@ -129,9 +136,9 @@ export async function addDeliveryCounters(
   flows: readonly PathFlow[],
 ): Promise<void> {
   for (const [i, f] of flows.entries()) {
-    if (f.proto !== "tcp") continue;
+    if (f.proto === "icmp") continue;
     await must(node, [
-      ...["iptables", "-w", "-t", "security", "-A", "INPUT", "-p", "tcp", "-m", "conntrack"],
+      ...["iptables", "-w", "-t", "security", "-A", "INPUT", "-p", f.proto, "-m", "conntrack"],
       ...["--ctorigsrc", f.src, "--ctorigsrcport", String(f.sport)],
       ...["--ctorigdst", f.dst, "--ctorigdstport", String(f.dport)],
       ...["-m", "comment", "--comment", `${COUNTER}-${i}`],
@@ -152,7 +159,7 @@ export async function unmasked(
   caps: FarCaptures,
 ): Promise<KernelPathVerdict[]> {
   await caps.settle();
-  const entries = parseConntrack(await must(node, ["conntrack", "-L", "-p", "tcp"]));
+  const entries = parseConntrack(await must(node, ["conntrack", "-L"]));
   const counters = await must(node, [
     "iptables",
     "-w",
@@ -172,10 +179,11 @@ export async function unmasked(
   return flows.map((f, i) => {
     const v = seen[i]!;
     const hidden = v.kind === "silent" || (v.kind === "rejected" && v.with === "tcp-reset");
-    if (!hidden || f.proto !== "tcp") return v;
+    if (!hidden || f.proto === "icmp") return v;
     if (delivered.has(i)) return { kind: "delivered" };
     const e = entries.find(
       (x) =>
+        x.proto === f.proto &&
         x.orig.src === f.src &&
         x.orig.sport === f.sport &&
         x.orig.dst === f.dst &&
@@ -184,6 +192,7 @@ export async function unmasked(
     if (!e || (e.reply.dst === f.src && e.reply.dport === f.sport)) return v;
     const p = caps.packets.find(
       (x) =>
+        x.proto === f.proto &&
         x.src === e.reply.dst &&
         x.sport === e.reply.dport &&
         x.dst === e.reply.src &&
