@@ -70,14 +70,22 @@ describe("compileNftPath", () => {
     assert.ok(o.steps.some((s) => s.kind === "route" && s.dev === "eth0"));
   });
 
-  it("runs no nat chain for a packet of a known connection", () => {
+  it("keeps the connection's translation for a later packet, as its first packet got it", () => {
+    // the kernel applies the DNAT and masquerade chosen for the first packet to every later one
+    // (found by the kernel differential's established connections)
     const r = evaluate(NAT, { dst: "10.96.0.10", ctstate: "ESTABLISHED" });
+    assert.equal(r.outcomes.length, 1);
     const v = r.outcomes[0]!.verdict;
     assert.equal(v.kind, "forwarded");
     if (v.kind === "forwarded") {
-      assert.equal(formatIp(v.dst), "10.96.0.10");
-      assert.equal(v.src && formatIp(v.src), "10.244.0.5");
+      assert.equal(formatIp(v.dst), "192.168.10.7");
+      assert.equal(v.port, 8080);
+      assert.equal(v.src && formatIp(v.src), "192.168.10.2");
     }
+    // the nat chains saw the first packet, whose state was new
+    const onlyNew = NAT.replace("ip daddr 10.96.0.10", "ct state new ip daddr 10.96.0.10");
+    const v2 = evaluate(onlyNew, { dst: "10.96.0.10", ctstate: "ESTABLISHED" }).outcomes[0]!;
+    assert.equal(v2.verdict.kind === "forwarded" && formatIp(v2.verdict.dst), "192.168.10.7");
   });
 
   it("lets a later base chain drop what an earlier one accepted; the drop ends the packet", () => {

@@ -309,8 +309,9 @@ class NftPathRun {
 
   /**
    * Every base chain of `hook` in priority order: accept ends one chain, drop/reject/undecided the
-   * packet (into `out`); nat chains only for a tracked connection's first packet, and after one
-   * translated, no other nat chain of the hook. `loop`: the node's packet to itself on lo (its
+   * packet (into `out`); nat chains for a tracked connection (a later packet keeps the translation
+   * its first packet got: the chains are read as for that one), and after one translated, no other
+   * nat chain of the hook. `loop`: the node's packet to itself on lo (its
    * nat was decided at output; a source rewrite on lo is not followed).
    */
   private hook(
@@ -328,7 +329,7 @@ class NftPathRun {
       const next: { x: Live; natDone: boolean }[] = [];
       for (const { x, natDone } of live) {
         const pkt = x.w.pkt;
-        if (isNat && (natDone || x.untracked || pkt.ctState !== CT.NEW || loop === "lo-in")) {
+        if (isNat && (natDone || x.untracked || pkt.ctState === CT.INVALID || loop === "lo-in")) {
           next.push({ x, natDone });
           continue;
         }
@@ -336,6 +337,10 @@ class NftPathRun {
         pkt.oif = oif;
         const n = x.w.steps.length;
         const ct = pkt.ctState;
+        // a later packet keeps its connection's translation, chosen when the nat chains saw the
+        // first packet (state new): what they give a new connection now
+        const later = isNat && ct !== CT.NEW;
+        if (later) pkt.ctState = CT.NEW;
         const key0 = `${pkt.mark}|${pkt.src}|${pkt.dst}`;
         for (const e of this.walker.runBases(x.w, hook, base.chain.base!.type, [base])) {
           const w = e.w;
@@ -346,7 +351,7 @@ class NftPathRun {
             untracked = loop !== "lo-in";
             if (untracked) w.pkt.ctState = CT.UNTRACKED;
           }
-          if (loop === "lo-in") w.pkt.ctState = ct;
+          if (loop === "lo-in" || later) w.pkt.ctState = ct;
           const y: Live = { w, steps, untracked };
           switch (e.kind) {
             case "accept":
