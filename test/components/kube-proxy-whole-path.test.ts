@@ -2,19 +2,26 @@
  * Component test: podpath's whole-path evaluator held to the real kube-proxy and the kernel, in
  * iptables mode and in nftables mode, for the same Services. kube-proxy runs against the real API
  * server (test/components/cluster.ts) inside the node namespace of the whole-path sandbox
- * (src/lab/path-sandbox.ts: a pod behind pod0, far hosts behind eth0 and eth1, the kernel's verdict
- * read by capture and by a delivery counter). The Services: one with two endpoints (pods on other
- * nodes, one behind each uplink), default/kubernetes to the node itself (6443), one without
- * endpoints, a NodePort and one with ClientIP session affinity.
+ * (src/lab/path-sandbox.ts: pods behind pod0, far hosts behind eth0 and eth1, the kernel's verdict
+ * read by capture and by a delivery counter; test/components/masqueraded-flows.ts reads the flows
+ * kube-proxy's `--random-fully` masquerade hides from it). The Services: web with two endpoints
+ * (pods on other nodes, one behind each uplink; TCP and UDP), default/kubernetes to the node
+ * itself (6443), orders without endpoints, shop with a NodePort, sticky with ClientIP affinity.
  *
- * For each mode the node's evidence is collected as a snapshot holds it (iptables-save, or
- * iptables-save and `nft list ruleset` for nftables mode; ip rule, ip route show table all, ip
- * addr; the sandbox's own observers left out), read with loadSnapshot, and nodePathEvaluator
- * answers flows from a pod and from the node itself; the same flows are sent for real and the
- * kernel's verdict must be podpath's answer or one of its branches. Then the two modes' answers
- * are compared flow by flow: podpath's outcomes, and the kernel's verdict (kind, reject type, and a
- * forwarded packet's endpoint among podpath's), except where kube-proxy's two modes are documented
- * to differ ({@link MODES_DIFFER}), which the kernel must show and podpath must follow.
+ * For each mode the node's evidence is collected as a snapshot holds it (iptables-save, and `nft
+ * list ruleset` in nftables mode; ip rule, ip route show table all, ip addr; the sandbox's own
+ * observers left out), read with loadSnapshot, and nodePathEvaluator answers flows from a pod and
+ * from the node itself (to ClusterIPs, to the NodePort on the node's addresses); the same flows
+ * are sent for real and the kernel's verdict must be podpath's answer or one of its branches, and
+ * decided. Then the sticky Service again from the same pod, with the evidence collected anew: the
+ * kernel keeps the endpoint, and in nftables mode podpath reads it from the affinity set. Last,
+ * the two modes' answers are compared flow by flow: podpath's outcomes and the kernel's verdict
+ * (kind, reject type, each mode's endpoint admitted by the other's answer), except where
+ * kube-proxy's modes differ on purpose ({@link MODES_DIFFER}: the kernel must show it) or the
+ * evidence does ({@link EVIDENCE_DIFFERS}). Flows podpath leaves undecided are listed, with why,
+ * in {@link KNOWN_GAPS}, and printed.
+ *
+ * PODPATH_KEEP_SNAPSHOTS=1 keeps the collected snapshots (their folder is printed).
  */
 import assert from "node:assert/strict";
 import type { ChildProcess } from "node:child_process";
@@ -30,6 +37,7 @@ import {
   type KernelPathVerdict,
   type PathSandbox,
 } from "../../src/lab/path-sandbox.ts";
+import { rootNamespaceHash } from "../../src/lab/root-state.ts";
 import { parseIp } from "../../src/net/cidr.ts";
 import { nodePathEvaluator } from "../../src/path/node-path.ts";
 import type { PathEvaluator } from "../../src/path/path-types.ts";
@@ -68,7 +76,7 @@ const ENDPOINTS = {
   sticky: ["10.244.1.11", "10.244.2.12"],
 } as const;
 
-/** The sandbox's observer rules (src/lab/path-sandbox.ts withObservers) as iptables-nft lists them. */
+/** The sandbox's observer rules (lab/path-sandbox.ts withObservers), as iptables-nft lists them. */
 const OBSERVER_RULE =
   /^\t\t(udp sport 9|meta l4proto icmp icmp type destination-unreachable|tcp flags & rst == rst) +counter packets \d+ bytes \d+ accept$/;
 
@@ -249,7 +257,10 @@ describe("the whole path on a real kube-proxy node (iptables and nftables mode) 
   };
   const answers = new Map<Mode, FlowAnswer[]>();
 
+  let rootBefore = "";
+
   before(async () => {
+    rootBefore = await rootNamespaceHash();
     dir = mkdtempSync(join(tmpdir(), "podpath-kube-proxy-path-"));
     // default/kubernetes goes to the node itself: its EndpointSlice is ours
     cluster = await startCluster({ apiServerArgs: ["--endpoint-reconciler-type=none"] });
@@ -459,21 +470,30 @@ describe("the whole path on a real kube-proxy node (iptables and nftables mode) 
   }
 
   /**
-   * Sends one TCP flow from the pod (a connection attempt) and reads where it left the node: the
-   * far hosts' captures, waited on until the flow's packet is there.
+   * Sends one TCP flow from the pod (a connection attempt, kept open until seen) and reads where
+   * it left the node: the far hosts' captures, waited on until the flow's packet is there (a
+   * packet the node keeps never reaches them: silent after 10 s).
    */
   async function sendFromPod(f: PathFlow, caps: FarCaptures): Promise<KernelPathVerdict> {
     const pod = sb!.lab.namespaces.find((n) => n.role === "pod")!;
-    const script = `const s = require("net").connect({ host: "${f.dst}", port: ${f.dport}, localAddress: "${f.src}", localPort: ${f.sport} }); s.on("error", () => {}); setTimeout(() => process.exit(0), 200);`;
-    await must(pod, [process.execPath, "-e", script]);
-    const deadline = Date.now() + 10_000;
-    for (;;) {
-      const p = caps.packets.find(
-        (x) => x.proto === f.proto && x.src === f.src && x.sport === f.sport,
-      );
-      if (p) return { kind: "forwarded", dev: p.dev, src: p.src, dst: p.dst, dport: p.dport };
-      if (Date.now() > deadline) return { kind: "silent" };
-      await new Promise((r) => setTimeout(r, 10));
+    const to = { host: f.dst, port: f.dport, localAddress: f.src, localPort: f.sport };
+    const sender = pod.spawn([
+      process.execPath,
+      "-e",
+      `require("net").connect(${JSON.stringify(to)}).on("error", () => {});`,
+    ]);
+    try {
+      const deadline = Date.now() + 10_000;
+      for (;;) {
+        const p = caps.packets.find(
+          (x) => x.proto === f.proto && x.src === f.src && x.sport === f.sport,
+        );
+        if (p) return { kind: "forwarded", dev: p.dev, src: p.src, dst: p.dst, dport: p.dport };
+        if (Date.now() > deadline) return { kind: "silent" };
+        await new Promise((r) => setTimeout(r, 10));
+      }
+    } finally {
+      sender.kill();
     }
   }
 
@@ -593,5 +613,9 @@ describe("the whole path on a real kube-proxy node (iptables and nftables mode) 
       // the endpoint one mode's kernel chose is one the other mode's answer allows
       assert.ok(a.admits(b.kernel) && b.admits(a.kernel), `${a.name}: ${a.kernel} / ${b.kernel}`);
     }
+  });
+
+  it("leaves the root namespace as it was (kube-proxy ran in the sandbox's node only)", async () => {
+    assert.equal(await rootNamespaceHash(), rootBefore);
   });
 });
