@@ -477,12 +477,15 @@ async function startCapture(ns: Namespace, args: readonly string[]): Promise<Cap
     const lines = buf.split("\n");
     buf = lines.pop() ?? "";
     for (const l of lines) {
-      const m = /^\s+0x[0-9a-f]+:\s+(.*)$/.exec(l);
+      const m = /^\s+0x([0-9a-f]+):\s+(.*)$/.exec(l);
       if (!m) {
         flush();
         continue;
       }
-      for (const w of m[1]!.trim().split(/\s+/)) {
+      // a dump from offset 0 starts a packet: tcpdump first dumps the payload of an ICMPv6 code
+      // it cannot name (policy-fail, reject-route) from the ICMPv6 header, then -x's own dump
+      if (Number.parseInt(m[1]!, 16) === 0) flush();
+      for (const w of m[2]!.trim().split(/\s+/)) {
         for (let i = 0; i + 1 < w.length; i += 2)
           bytes.push(Number.parseInt(w.slice(i, i + 2), 16));
       }
