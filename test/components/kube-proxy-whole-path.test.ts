@@ -78,7 +78,7 @@ const ENDPOINTS = {
 
 /** The sandbox's observer rules (lab/path-sandbox.ts withObservers), as iptables-nft lists them. */
 const OBSERVER_RULE =
-  /^\t\t(udp sport 9|meta l4proto icmp icmp type destination-unreachable|tcp flags & rst == rst) +counter packets \d+ bytes \d+ accept$/;
+  /^\t\t(udp sport 9|meta l4proto icmp icmp type destination-unreachable|tcp flags .*\brst\b.*) +counter packets \d+ bytes \d+ accept$/;
 
 /** The tables the sandbox's observers go into, with nothing else (kube-proxy adds its own). */
 const EMPTY_TABLES = [
@@ -462,8 +462,9 @@ describe("the whole path on a real kube-proxy node (iptables and nftables mode) 
     const ev = snap.nodes.get(NODE);
     assert.ok(ev, "the snapshot holds the node");
     assert.equal(ev.natFrom ?? "iptables", mode, "podpath reads the rules the kernel runs");
-    const errors = snap.diagnostics.filter((d) => d.severity === "error");
-    assert.deepEqual(errors, [], JSON.stringify(errors));
+    // every rule read (no expression podpath does not know, no line it cannot parse)
+    const problems = snap.diagnostics.filter((d) => d.severity !== "info");
+    assert.deepEqual(problems, [], JSON.stringify(problems));
     const evaluator = nodePathEvaluator(ev);
     assert.ok(evaluator, "podpath builds the node's evaluator");
     return evaluator;
