@@ -662,6 +662,17 @@ class Engine {
     w.steps = { step: { kind, chain: chain.name, ruleIndex, source, note }, prev: w.steps };
   }
 
+  /**
+   * Pushes the step already made for this holder and key; false when there is none yet (then
+   * {@link stepM} makes it: its note is a closure, made only then).
+   */
+  private hit(w: Walk, holder: { memo?: Map<unknown, NatStep> }, key: unknown): boolean {
+    const step = holder.memo?.get(key);
+    if (step === undefined) return false;
+    w.steps = { step, prev: w.steps };
+    return true;
+  }
+
   /** Pushes a step made once per holder and key (`note` is only called the first time). */
   private stepM(
     w: Walk,
@@ -691,7 +702,8 @@ class Engine {
     w.hook = chain;
     w.hookName = hook;
     w.frames = [{ chain, pos: 0 }];
-    this.stepM(w, chain, "enter", "enter", chain, 0, chain.ref, () => `nat ${hook}`);
+    if (!this.hit(w, chain, "enter"))
+      this.stepM(w, chain, "enter", "enter", chain, 0, chain.ref, () => `nat ${hook}`);
     const out: HookEnd[] = [];
     const pending: Walk[] = [];
     if (!chain.partial || chain.partialTail || this.openPartial(w, out, chain)) pending.push(w);
@@ -725,16 +737,17 @@ class Engine {
           return;
         }
         const back = w.frames[w.frames.length - 1]!.chain;
-        this.stepM(
-          w,
-          c,
-          back,
-          "return",
-          c,
-          0,
-          c.ref,
-          () => `end of ${c.name}: back to ${back.name}`,
-        );
+        if (!this.hit(w, c, back))
+          this.stepM(
+            w,
+            c,
+            back,
+            "return",
+            c,
+            0,
+            c.ref,
+            () => `end of ${c.name}: back to ${back.name}`,
+          );
         continue;
       }
       f.pos = idx + 1;
@@ -777,28 +790,30 @@ class Engine {
             prob: w.prob * (1 - p),
           };
           const note = s.branchNote;
-          this.stepM(
-            other,
-            cr,
-            "not-taken",
-            "branch",
-            c,
-            cr.index,
-            cr.source,
-            () => `${note}: not taken (${round(1 - p)})`,
-          );
+          if (!this.hit(other, cr, "not-taken"))
+            this.stepM(
+              other,
+              cr,
+              "not-taken",
+              "branch",
+              c,
+              cr.index,
+              cr.source,
+              () => `${note}: not taken (${round(1 - p)})`,
+            );
           pending.push(other);
           w.prob *= p;
-          this.stepM(
-            w,
-            cr,
-            "taken",
-            "branch",
-            c,
-            cr.index,
-            cr.source,
-            () => `${note}: taken (${round(p)})`,
-          );
+          if (!this.hit(w, cr, "taken"))
+            this.stepM(
+              w,
+              cr,
+              "taken",
+              "branch",
+              c,
+              cr.index,
+              cr.source,
+              () => `${note}: taken (${round(p)})`,
+            );
         }
       }
       if (!this.act(w, out, c, cr)) return;
@@ -808,11 +823,12 @@ class Engine {
   private policy(w: Walk, out: HookEnd[]): void {
     const h = w.hook;
     const policy = h.policy ?? "ACCEPT";
-    this.stepM(w, h, "policy", "policy", h, 0, h.ref, () =>
-      h.policy === undefined
-        ? `end of ${h.name}: policy not in the dump; nat chains accept`
-        : `end of ${h.name}: policy ${policy}`,
-    );
+    if (!this.hit(w, h, "policy"))
+      this.stepM(w, h, "policy", "policy", h, 0, h.ref, () =>
+        h.policy === undefined
+          ? `end of ${h.name}: policy not in the dump; nat chains accept`
+          : `end of ${h.name}: policy ${policy}`,
+      );
     out.push({ w, kind: policy === "DROP" ? "drop" : "accept", ref: h.ref });
   }
 
@@ -885,16 +901,17 @@ class Engine {
         s.mark = m.value;
         s.markKnown = m.known;
         const op = t.op;
-        this.stepM(
-          w,
-          cr,
-          "mark",
-          "mark",
-          c,
-          cr.index,
-          cr.source,
-          () => `MARK --set-xmark ${hex(op.value)}/${hex(op.mask)}`,
-        );
+        if (!this.hit(w, cr, "mark"))
+          this.stepM(
+            w,
+            cr,
+            "mark",
+            "mark",
+            c,
+            cr.index,
+            cr.source,
+            () => `MARK --set-xmark ${hex(op.value)}/${hex(op.mask)}`,
+          );
         return true;
       }
       case "CONNMARK":
@@ -958,16 +975,17 @@ class Engine {
     w.frames.push({ chain: to, pos: 0 });
     // an excerpt: rules it does not show may come before, between or after those it shows
     if (to.partial && !to.partialTail && !this.openPartial(w, out, to)) return false;
-    this.stepM(
-      w,
-      cr,
-      "jump",
-      t.goto ? "goto" : "jump",
-      c,
-      cr.index,
-      cr.source,
-      () => `${t.goto ? "goto" : "jump to"} ${t.name}`,
-    );
+    if (!this.hit(w, cr, "jump"))
+      this.stepM(
+        w,
+        cr,
+        "jump",
+        t.goto ? "goto" : "jump",
+        c,
+        cr.index,
+        cr.source,
+        () => `${t.goto ? "goto" : "jump to"} ${t.name}`,
+      );
     return true;
   }
 
@@ -983,22 +1001,24 @@ class Engine {
     if (name === "RETURN") {
       w.frames.pop();
       const back = w.frames[w.frames.length - 1];
-      this.stepM(w, cr, back?.chain ?? c, "return", c, cr.index, cr.source, () =>
-        back ? `RETURN to ${back.chain.name}` : `RETURN from ${c.name}`,
-      );
+      if (!this.hit(w, cr, back?.chain ?? c))
+        this.stepM(w, cr, back?.chain ?? c, "return", c, cr.index, cr.source, () =>
+          back ? `RETURN to ${back.chain.name}` : `RETURN from ${c.name}`,
+        );
       return true; // an empty stack ends in the hook's policy
     }
     if (name === "ACCEPT") {
-      this.stepM(
-        w,
-        cr,
-        hook,
-        "accept",
-        c,
-        cr.index,
-        cr.source,
-        () => `ACCEPT: no further nat rules in ${hook}`,
-      );
+      if (!this.hit(w, cr, hook))
+        this.stepM(
+          w,
+          cr,
+          hook,
+          "accept",
+          c,
+          cr.index,
+          cr.source,
+          () => `ACCEPT: no further nat rules in ${hook}`,
+        );
       out.push({ w, kind: "accept", ref: cr.source });
       return false;
     }
@@ -1015,16 +1035,17 @@ class Engine {
   private extension(w: Walk, out: HookEnd[], c: CChain, cr: CRule, name: string): boolean {
     const s = w.st;
     if (NON_TERMINATING.has(name)) {
-      this.stepM(
-        w,
-        cr,
-        "log",
-        "log",
-        c,
-        cr.index,
-        cr.source,
-        () => `${name}: recorded, traversal continues`,
-      );
+      if (!this.hit(w, cr, "log"))
+        this.stepM(
+          w,
+          cr,
+          "log",
+          "log",
+          c,
+          cr.index,
+          cr.source,
+          () => `${name}: recorded, traversal continues`,
+        );
       return true;
     }
     if (name === "HMARK") {
@@ -1136,9 +1157,10 @@ class Engine {
       const dport = s.dport;
       // DNAT's result is the same for every flow; REDIRECT's depends on the interface
       if (t.kind === "DNAT" && t.to?.from) {
-        this.stepM(w, cr, "dnat", kind, c, cr.index, cr.source, () =>
-          dnatNote(t.kind, family, dst, dport),
-        );
+        if (!this.hit(w, cr, "dnat"))
+          this.stepM(w, cr, "dnat", kind, c, cr.index, cr.source, () =>
+            dnatNote(t.kind, family, dst, dport),
+          );
       } else this.step(w, kind, c, cr.index, cr.source, dnatNote(t.kind, family, dst, dport));
       out.push({ w, kind: "nat", ref: cr.source, target: t });
       return false;
@@ -1158,19 +1180,20 @@ class Engine {
       );
       return false;
     }
-    this.stepM(
-      w,
-      cr,
-      "snat",
-      t.kind === "SNAT" ? "snat" : "masquerade",
-      c,
-      cr.index,
-      cr.source,
-      () =>
-        t.kind === "SNAT"
-          ? "SNAT: source rewritten"
-          : "MASQUERADE: source becomes the outgoing interface's address",
-    );
+    if (!this.hit(w, cr, "snat"))
+      this.stepM(
+        w,
+        cr,
+        "snat",
+        t.kind === "SNAT" ? "snat" : "masquerade",
+        c,
+        cr.index,
+        cr.source,
+        () =>
+          t.kind === "SNAT"
+            ? "SNAT: source rewritten"
+            : "MASQUERADE: source becomes the outgoing interface's address",
+      );
     out.push({ w, kind: "nat", ref: cr.source, target: t });
     return false;
   }
@@ -1178,13 +1201,13 @@ class Engine {
   private sourceOut(flow: Flow, e: HookEnd): { decision: NatDecision; out: SourceOut } {
     const t = e.target;
     const family = this.dump.family;
-    const unchanged: SourceOut = {
+    const unchanged = (): SourceOut => ({
       ip: flow.src,
       how: "unchanged",
       note: "no source NAT: the packet leaves with its own source address",
-    };
+    });
     if (e.kind === "accept" || !t || e.w.hookName === "PREROUTING" || e.w.hookName === "OUTPUT") {
-      return { decision: "keep", out: unchanged };
+      return { decision: "keep", out: unchanged() };
     }
     if (t.kind === "SNAT") {
       if (!t.to?.from)
@@ -1244,19 +1267,25 @@ class Engine {
         out: { ...ports, how: "unknown", note: `${why}, and the Node's InternalIP was not given` },
       };
     }
-    return { decision: "keep", out: unchanged };
+    return { decision: "keep", out: unchanged() };
   }
 
   private toTrace(flow: Flow, e: HookEnd, notes: string[]): NatTrace {
-    const steps: NatStep[] = [];
-    for (let n = e.w.steps; n; n = n.prev) steps.push(n.step);
-    steps.reverse();
+    let count = 0;
+    for (let n = e.w.steps; n; n = n.prev) count++;
+    const steps = new Array<NatStep>(count);
+    for (let n = e.w.steps; n; n = n.prev) steps[--count] = n.step;
     const s = e.w.st;
     const family = this.dump.family;
     const dstChanged = s.dst !== flow.dst.value || s.dport !== flow.dport;
-    const dnatStep = steps.find(
-      (x) => x.kind === "dnat" || x.kind === "redirect" || (x.kind === "netmap" && s.dnatted),
-    );
+    let dnatStep: NatStep | undefined;
+    for (let i = 0; i < steps.length; i++) {
+      const x = steps[i]!;
+      if (x.kind === "dnat" || x.kind === "redirect" || (x.kind === "netmap" && s.dnatted)) {
+        dnatStep = x;
+        break;
+      }
+    }
     const dstOut: DstOut = {
       ip: { family, value: s.dst },
       ...(s.dport !== undefined ? { port: s.dport } : {}),

@@ -311,17 +311,14 @@ function natThenRoute(
 ): void {
   const host = p.origin === "host";
   const markKnown = x.st.markKnown === FULL;
-  const baseFlow: Flow = {
-    src: p.src,
-    dst: p.dst,
-    proto: p.proto,
-    ...(p.sport !== undefined ? { sport: p.sport } : {}),
-    ...(p.dport !== undefined ? { dport: p.dport } : {}),
-    origin: p.origin,
-    ...(inIface ? { inIface } : {}),
-    ...(markKnown ? { mark: x.st.mark } : {}),
-    ...(x.st.ctstate !== "NEW" ? { ctstate: x.st.ctstate } : {}),
-  };
+  // built field by field (in the order of the type): this runs for every packet
+  const baseFlow: Mutable<Flow> = { src: p.src, dst: p.dst, proto: p.proto } as Flow;
+  if (p.sport !== undefined) baseFlow.sport = p.sport;
+  if (p.dport !== undefined) baseFlow.dport = p.dport;
+  baseFlow.origin = p.origin;
+  if (inIface) baseFlow.inIface = inIface;
+  if (markKnown) baseFlow.mark = x.st.mark;
+  if (x.st.ctstate !== "NEW") baseFlow.ctstate = x.st.ctstate;
   // the node's own traffic: the socket's route (evaluateOne) gives the interface its `-o` rules see
   const hostDev = host && x.st.outIface !== "" ? x.st.outIface : undefined;
   // a packet that comes in: the route to its original destination gives the interface the first
@@ -347,7 +344,9 @@ function natThenRoute(
     const st = cloneState(x.st);
     const pre = natSteps(dump, leaf.trace, st);
     const steps = pushAll(x.steps, pre.steps);
-    const assumptions = [...x.assumptions, ...(leaf.trace.assumptions ?? [])];
+    const more = leaf.trace.assumptions;
+    const assumptions =
+      more === undefined || more.length === 0 ? x.assumptions : [...x.assumptions, ...more];
     const prob = x.prob * leaf.probability;
     const d = leaf.trace.dstOut;
     if (d) {

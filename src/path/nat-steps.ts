@@ -38,6 +38,45 @@ function targetAt(dump: IptablesDump, chain: string, index: number): Target | un
 }
 
 /**
+ * The MARK a nat "mark" step applies (null: none), by step: the nat evaluator makes one step
+ * object per rule, so each is looked up in the dump once.
+ */
+const markOps = new WeakMap<NatStep, { readonly value: number; readonly mask: number } | null>();
+
+function markOpOf(
+  dump: IptablesDump,
+  s: NatStep,
+): { readonly value: number; readonly mask: number } | null {
+  let op = markOps.get(s);
+  if (op === undefined) {
+    const tg = targetAt(dump, s.chain, s.ruleIndex);
+    op = tg?.kind === "MARK" ? tg.op : null;
+    markOps.set(s, op);
+  }
+  return op;
+}
+
+/** The hook a nat "enter" step names (its note: `nat HOOK`), or undefined. */
+function hookOf(note: string): "PREROUTING" | "OUTPUT" | "POSTROUTING" | "INPUT" | undefined {
+  switch (note) {
+    case "nat PREROUTING":
+    case "PREROUTING":
+      return "PREROUTING";
+    case "nat OUTPUT":
+    case "OUTPUT":
+      return "OUTPUT";
+    case "nat POSTROUTING":
+    case "POSTROUTING":
+      return "POSTROUTING";
+    case "nat INPUT":
+    case "INPUT":
+      return "INPUT";
+    default:
+      return undefined;
+  }
+}
+
+/**
  * The steps of one part of a nat trace ("pre": PREROUTING/OUTPUT, "post": the hook after the
  * routing decision) as path steps; in the "pre" part the marks its rules set are applied to `st`.
  */
@@ -47,20 +86,17 @@ export function natSteps(
   st: PacketState,
   part: "pre" | "post" = "pre",
 ): { steps: PathStep[] } {
-  const cut = secondHook(t.steps);
-  const list = part === "pre" ? t.steps.slice(0, cut) : t.steps.slice(cut);
+  const all = t.steps;
+  const cut = secondHook(all);
+  const from = part === "pre" ? 0 : cut;
+  const to = part === "pre" ? cut : all.length;
   const steps: PathStep[] = [];
-  for (const s of list) {
+  for (let i = from; i < to; i++) {
+    const s = all[i]!;
     switch (s.kind) {
       case "enter": {
-        const hook = s.note.replace(/^nat /, "");
-        if (
-          hook === "PREROUTING" ||
-          hook === "OUTPUT" ||
-          hook === "POSTROUTING" ||
-          hook === "INPUT"
-        )
-          steps.push({ kind: "hook", table: "nat", hook, source: s.source });
+        const hook = hookOf(s.note);
+        if (hook !== undefined) steps.push({ kind: "hook", table: "nat", hook, source: s.source });
         break;
       }
       case "dnat":
@@ -81,10 +117,10 @@ export function natSteps(
       }
       case "mark": {
         if (part === "pre") {
-          const tg = targetAt(dump, s.chain, s.ruleIndex);
-          if (tg?.kind === "MARK") {
-            st.mark = ((st.mark & ~tg.op.mask) ^ tg.op.value) >>> 0;
-            st.markKnown = (st.markKnown | tg.op.mask) >>> 0;
+          const op = markOpOf(dump, s);
+          if (op !== null) {
+            st.mark = ((st.mark & ~op.mask) ^ op.value) >>> 0;
+            st.markKnown = (st.markKnown | op.mask) >>> 0;
           }
         }
         steps.push(ruleStep(s));

@@ -37,6 +37,9 @@ const CONTINUING = new Set(CONTINUING_TARGETS);
 
 const MAX_DEPTH = 128;
 
+/** The end of every walk that accepts (ends are never changed: one object serves them all). */
+const ACCEPT: TableEnd = { kind: "accept" };
+
 /** How a walk of one table ends. */
 export type TableEnd =
   | { readonly kind: "accept" }
@@ -207,11 +210,11 @@ export class TableWalker {
     const h = this.#hook(hook);
     if (h === null) {
       // a whole dump without this chain: nothing there, the packet passes
-      return [{ end: { kind: "accept" }, st, steps, prob: 1 }];
+      return [{ end: ACCEPT, st, steps, prob: 1 }];
     }
     if (h.chain.rules.length === 0 && h.chain.chain.policy === "ACCEPT") {
       // an empty chain that accepts (mangle's, often): its policy, without a walk
-      return [{ end: { kind: "accept" }, st, steps: push(steps, h.step), prob: 1 }];
+      return [{ end: ACCEPT, st, steps: push(steps, h.step), prob: 1 }];
     }
     const first: Walk = {
       st,
@@ -222,8 +225,9 @@ export class TableWalker {
     const out: WalkEnd[] = [];
     const pending: Walk[] = [first];
     let walks = 1;
-    while (pending.length > 0) {
-      const w = pending.shift()!;
+    // in the order they were found: an index, not shift()
+    for (let next = 0; next < pending.length; next++) {
+      const w = pending[next]!;
       if (walks > this.#maxBranches) {
         out.push(
           this.#end(w, {
@@ -325,7 +329,7 @@ export class TableWalker {
     const frames = w.frames;
     for (;;) {
       const f = frames[frames.length - 1];
-      if (f === undefined) return this.#end(w, { kind: "accept" });
+      if (f === undefined) return this.#end(w, ACCEPT);
       const c = f.chain;
       const n = c.rules.length;
       const idx = nextCandidate(c.index, n, f.pos, s);
@@ -418,7 +422,7 @@ export class TableWalker {
         at: ref,
       });
     }
-    return this.#end(w, { kind: "accept" });
+    return this.#end(w, ACCEPT);
   }
 
   /** Applies a matched rule's target; returns the walk's end when the target ends it. */
@@ -458,7 +462,7 @@ export class TableWalker {
             source: r.source,
           })),
         );
-        if (verdict === "ACCEPT") return this.#end(w, { kind: "accept" });
+        if (verdict === "ACCEPT") return this.#end(w, ACCEPT);
         return this.#end(w, { kind: "drop", by: r.source, chain: r.chain });
       }
       case "chain": {
