@@ -6,12 +6,14 @@
  * read by capture and by a delivery counter; test/components/masqueraded-flows.ts reads the flows
  * kube-proxy's `--random-fully` masquerade hides from it). The Services: web with two endpoints
  * (pods on other nodes, one behind each uplink; TCP and UDP), default/kubernetes to the node
- * itself (6443), orders without endpoints, shop with a NodePort, sticky with ClientIP affinity.
+ * itself (6443), orders without endpoints, shop a LoadBalancer (NodePort, external IP, balancer
+ * address), sticky with ClientIP affinity.
  *
  * For each mode the node's evidence is collected as a snapshot holds it (iptables-save, and `nft
  * list ruleset` in nftables mode; ip rule, ip route show table all, ip addr; the sandbox's own
  * observers left out), read with loadSnapshot, and nodePathEvaluator answers flows from a pod and
- * from the node itself (to ClusterIPs, to the NodePort on the node's addresses); the same flows
+ * from the node itself (to ClusterIPs, to the NodePort on the node's addresses, to the external
+ * and load balancer addresses); the same flows
  * are sent for real and the kernel's verdict must be podpath's answer or one of its branches, and
  * decided. Then the sticky Service again from the same pod, with the evidence collected anew: the
  * kernel keeps the endpoint, and in nftables mode podpath reads it from the affinity set. Last,
@@ -68,6 +70,9 @@ const POD2: string = PATH_NET.pods[1];
 const INNER_PORT = 16_443;
 const API_ENDPOINT_PORT = 6443;
 const NODE_PORT = 30_080;
+/** shop's external IP and its load balancer's address (neither the node's: routed by eth0). */
+const EXTERNAL_IP = "192.168.30.50";
+const LB_IP = "192.168.30.60";
 /** Pods on other nodes: 10.244.1.0/24 by the main table's default route (eth0), .2 by eth1. */
 const REMOTE_ROUTES = [`10.244.2.0/24 via ${PATH_NET.eth1.gateway} dev eth1 table main`];
 const ENDPOINTS = {
@@ -119,6 +124,18 @@ function flowsFor(
     [
       "pod -> NodePort on the node's address",
       { proto: "tcp", src: POD, dst: NODE_IP, dport: NODE_PORT, origin: "pod" },
+    ],
+    [
+      "pod -> shop's external IP",
+      { proto: "tcp", src: POD, dst: EXTERNAL_IP, dport: 80, origin: "pod" },
+    ],
+    [
+      "pod -> shop's load balancer address",
+      { proto: "tcp", src: POD2, dst: LB_IP, dport: 80, origin: "pod" },
+    ],
+    [
+      "node -> shop's load balancer address",
+      { proto: "tcp", src: NODE_IP, dst: LB_IP, dport: 80, origin: "host" },
     ],
     [
       "pod -> NodePort on the node's pod-side address",
@@ -348,9 +365,16 @@ describe("the whole path on a real kube-proxy node (iptables and nftables mode) 
       slice("web", "http", 8080, ENDPOINTS.web, [{ name: "dns", port: 5353, protocol: "UDP" }]),
     );
     ips.orders = await service("orders", { ports: http });
+    // shop: a LoadBalancer (its NodePort, an external IP, and the balancer's address in its status)
     ips.shop = await service("shop", {
-      type: "NodePort",
+      type: "LoadBalancer",
       ports: [{ ...http[0], nodePort: NODE_PORT }],
+      externalIPs: [EXTERNAL_IP],
+    });
+    const shop = await send("GET", "/api/v1/namespaces/default/services/shop", undefined);
+    await send("PUT", "/api/v1/namespaces/default/services/shop/status", {
+      ...shop,
+      status: { loadBalancer: { ingress: [{ ip: LB_IP }] } },
     });
     await send("POST", slices, slice("shop", "http", 8080, ENDPOINTS.shop));
     ips.sticky = await service("sticky", { ports: http, sessionAffinity: "ClientIP" });
@@ -407,6 +431,7 @@ describe("the whole path on a real kube-proxy node (iptables and nftables mode) 
         ) &&
         [ips.web, ips.kubernetes, ips.shop, ips.sticky].every((a) => text.includes(`-d ${a}/32`)) &&
         text.includes(`-d ${ips.web}/32 -p udp`) &&
+        [EXTERNAL_IP, LB_IP].every((a) => text.includes(`-d ${a}/32`)) &&
         new RegExp(`-d ${ips.orders}/32 .*-j REJECT`).test(text) &&
         new RegExp(`^-A KUBE-NODEPORTS .*--dport ${NODE_PORT} `, "m").test(text)
       );
@@ -421,6 +446,7 @@ describe("the whole path on a real kube-proxy node (iptables and nftables mode) 
       ) &&
       text.includes(`${ips.kubernetes} . tcp . 443 : goto service-`) &&
       text.includes(`${ips.web} . udp . 53 : goto service-`) &&
+      [EXTERNAL_IP, LB_IP].every((a) => text.includes(`${a} . tcp . 80 : goto external-`)) &&
       text.includes(`${ips.orders} . tcp . 80 `) &&
       text.includes(`tcp . ${NODE_PORT} : goto external-`) &&
       text.includes("table ip6 kube-proxy")
