@@ -13,9 +13,8 @@
  * list ruleset` in nftables mode; ip rule, ip route show table all, ip addr; the sandbox's own
  * observers left out), read with loadSnapshot, and nodePathEvaluator answers flows from a pod and
  * from the node itself (to ClusterIPs, to the NodePort on the node's addresses, to the external
- * and load balancer addresses); the same flows
- * are sent for real and the kernel's verdict must be podpath's answer or one of its branches, and
- * decided. Then the sticky Service again from the same pod, with the evidence collected anew: the
+ * and load balancer addresses); the same flows are sent for real and the kernel's verdict must
+ * be podpath's answer or one of its branches, and decided. Then the sticky Service again from the same pod, with the evidence collected anew: the
  * kernel keeps the endpoint, and in nftables mode podpath reads it from the affinity set. Last,
  * the two modes' answers are compared flow by flow: podpath's outcomes and the kernel's verdict
  * (kind, reject type, each mode's endpoint admitted by the other's answer), except where
