@@ -28,20 +28,61 @@ const LEN = 2;
 const AT = 3;
 const SLOT = 4;
 
+/** Names up to this length have a place in the cache of the last name found at each length. */
+const RECENT = 64;
+
+/** How many chains after the last one found {@link ChainIndex.find} tries before hashing. */
+const AHEAD = 4;
+
 export class ChainIndex {
   readonly #text: string;
-  #slots = new Int32Array(SLOT * 1024);
-  #mask = 1023;
+  #slots: Int32Array;
+  #mask: number;
   readonly #chains: SavedChain[] = [];
+  /** Per chain, in the order added: where its name stands in the text (-1: none), its length. */
+  #atOf: Int32Array;
+  #lenOf: Int32Array;
+  /** The chain after the one {@link find} found last. */
+  #next = 0;
+  /**
+   * By name length: where in the text the last name of that length was found, and its slot.
+   * kube-proxy's rules jump to a few chains (KUBE-MARK-MASQ, KUBE-POSTROUTING) over and over,
+   * between jumps to chains of another length (a service's endpoints): those are told by their
+   * characters here, which the processor has just read, rather than by a slot of a big table.
+   */
+  readonly #recentAt = new Int32Array(RECENT).fill(-1);
+  readonly #recentSlot = new Int32Array(RECENT);
 
-  constructor(text: string) {
+  /** `expected`: how many chains the table will have, when known (the table is made that big). */
+  constructor(text: string, expected = 0) {
     this.#text = text;
+    let size = 1024;
+    while (size < 2 * (expected + 8)) size *= 2;
+    this.#slots = new Int32Array(SLOT * size);
+    this.#mask = size - 1;
+    const n = Math.max(64, expected + 8);
+    this.#atOf = new Int32Array(n);
+    this.#lenOf = new Int32Array(n);
   }
 
   /** The slot holding the chain named `text[start, end)`, or -1. */
   #slotOf(start: number, end: number): number {
     const text = this.#text;
     const len = end - start;
+    if (len < RECENT) {
+      const at = this.#recentAt[len]!;
+      if (at >= 0 && sameText(text, at, start, len)) return this.#recentSlot[len]!;
+      const s = this.#lookUp(text, start, end, len);
+      if (s >= 0) {
+        this.#recentAt[len] = start;
+        this.#recentSlot[len] = s;
+      }
+      return s;
+    }
+    return this.#lookUp(text, start, end, len);
+  }
+
+  #lookUp(text: string, start: number, end: number, len: number): number {
     const h = hashOf(text, start, end);
     const slots = this.#slots;
     for (let i = h & this.#mask; ; i = (i + 1) & this.#mask) {
@@ -62,10 +103,28 @@ export class ChainIndex {
     return this.#slotOf(start, end) >= 0;
   }
 
-  /** The chain named `text[start, end)`. */
+  /**
+   * The chain named `text[start, end)`. iptables-save prints the rules of a table's chains in the
+   * order it declared them, so the chains just after the one found last are tried first: their
+   * names are read in the order they stand in the text, where the processor expects them.
+   */
   find(start: number, end: number): SavedChain | undefined {
+    const text = this.#text;
+    const len = end - start;
+    const n = this.#chains.length;
+    const stopAt = Math.min(n, this.#next + AHEAD);
+    for (let e = this.#next; e < stopAt; e++) {
+      const at = this.#atOf[e]!;
+      if (at >= 0 && this.#lenOf[e] === len && sameText(text, at, start, len)) {
+        this.#next = e + 1;
+        return this.#chains[e];
+      }
+    }
     const s = this.#slotOf(start, end);
-    return s < 0 ? undefined : this.#chains[this.#slots[s + ENTRY]! - 1];
+    if (s < 0) return undefined;
+    const e = this.#slots[s + ENTRY]! - 1;
+    this.#next = e + 1;
+    return this.#chains[e];
   }
 
   /** The chain named `name`. */
@@ -83,6 +142,13 @@ export class ChainIndex {
   /** Adds a chain not in the index; `at` is where its name stands in the text, or -1. */
   add(chain: SavedChain, at: number): void {
     if (2 * (this.#chains.length + 1) > this.#mask + 1) this.#grow();
+    const e = this.#chains.length;
+    if (e === this.#atOf.length) {
+      this.#atOf = grown(this.#atOf);
+      this.#lenOf = grown(this.#lenOf);
+    }
+    this.#atOf[e] = at;
+    this.#lenOf[e] = chain.name.length;
     this.#chains.push(chain);
     const name = chain.name;
     this.#place(hashOf(name, 0, name.length), this.#chains.length, name.length, at);
@@ -101,13 +167,22 @@ export class ChainIndex {
 
   #grow(): void {
     const old = this.#slots;
-    const size = 2 * (this.#mask + 1);
+    // by four while small: a kube-proxy table grows from nothing to 100,000 and more chains
+    const size = (this.#mask + 1) * (this.#mask < 1 << 16 ? 4 : 2);
+    this.#recentAt.fill(-1);
     this.#slots = new Int32Array(SLOT * size);
     this.#mask = size - 1;
     for (let s = 0; s < old.length; s += SLOT) {
       if (old[s + ENTRY] !== 0) this.#place(old[s]!, old[s + ENTRY]!, old[s + LEN]!, old[s + AT]!);
     }
   }
+}
+
+/** `a` copied into an array twice as long. */
+function grown(a: Int32Array): Int32Array {
+  const b = new Int32Array(a.length * 2);
+  b.set(a);
+  return b;
 }
 
 /** Are `text[a, a + len)` and `text[b, b + len)` the same characters? */

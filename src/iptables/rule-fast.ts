@@ -60,9 +60,21 @@ function segmentAlone(text: string, family: Family): RuleParts | undefined {
   const parts = parseRuleArgs(tk.tokens, tk.quoted, 0, family, scratchProblems);
   if (scratchProblems.length > 0 || parts.counters !== undefined) return undefined;
   for (const m of parts.matches) {
-    if (m.kind === "opaque" && m.options.some((o) => isProtocolOption(o.name))) return undefined;
+    if (m.kind === "opaque" && m.options.some((o) => isProtocolOptionMemo(o.name)))
+      return undefined;
   }
   return parts;
+}
+
+/** {@link isProtocolOption}, remembered by name: a dump repeats a few option names many times. */
+const protocolOptions = new Map<string, boolean>();
+function isProtocolOptionMemo(name: string): boolean {
+  let r = protocolOptions.get(name);
+  if (r === undefined) {
+    r = isProtocolOption(name);
+    if (protocolOptions.size < 1024) protocolOptions.set(name, r);
+  }
+  return r;
 }
 
 const BOUNDARY_M = 109; // m

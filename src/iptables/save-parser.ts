@@ -7,7 +7,7 @@
 
 import type { Diagnostic, Parsed, SourceRef } from "../model/types.ts";
 import type { Family } from "../net/cidr.ts";
-import { ChainIndex } from "./chain-index.ts";
+import { ChainIndex, sameText } from "./chain-index.ts";
 import {
   BUILTIN_CHAINS,
   type Chain,
@@ -115,6 +115,10 @@ interface State {
   /** The chain of the previous rule: rules of one chain come together. */
   lastChain: SavedChain | undefined;
   lastTable: Table | undefined;
+  /** Where the previous rule's line names `lastChain` in the text (-1: a line read whole). */
+  lastChainAt: number;
+  /** Where the line being read starts in the text. */
+  lineAt: number;
 }
 
 function newTable(name: TableName, source?: SourceRef): Table {
@@ -186,6 +190,8 @@ export function parseIptablesSave(
     pendingJumps: [],
     lastChain: undefined,
     lastTable: undefined,
+    lastChainAt: -1,
+    lineAt: 0,
   };
   const r: SaveReading = {
     st,
@@ -209,6 +215,7 @@ export function parseIptablesSave(
     const start = pos;
     pos = end + 1;
     const stop = end > start && text.charCodeAt(end - 1) === 13 ? end - 1 : end;
+    st.lineAt = start;
     // the common lines, "-A CHAIN args" and ":CHAIN - [0:0]" in a table: read in place
     if (st.current !== undefined) {
       const c = text.charCodeAt(start);
@@ -411,6 +418,7 @@ function appendWhole(
   const chain = getChain(st, table, line.slice(rest + 3, nameEnd), lineNo, line, 0, line.length);
   st.lastChain = chain;
   st.lastTable = table;
+  st.lastChainAt = -1;
   const from = sp < 0 ? line.length : sp + 1;
   const parts = parseRuleText(line, from, st.family, r.problems, st.cache);
   reportProblems(r, lineNo, line);
@@ -594,7 +602,7 @@ function stateOf(st: State, table: Table): TableState {
   let s = st.perTable.get(table.name);
   if (s === undefined || s.table !== table) {
     const { file, family, cache, text } = st;
-    const index = new ChainIndex(text);
+    const index = new ChainIndex(text, table.chains.size + declarationsFrom(text, st.lineAt));
     for (const c of table.chains.values()) index.add(c as SavedChain, -1);
     const origin = { file, family, table: table.name, cache, text };
     s = { table, store: new RuleStore(origin), index, declarations: new RuleStore(origin) };
@@ -602,6 +610,23 @@ function stateOf(st: State, table: Table): TableState {
   }
   st.lastState = s;
   return s;
+}
+
+/**
+ * How many `:` lines follow one another from the line at `at` on: a table in iptables-save's form
+ * declares all its chains before its rules, and a table made as big as it will be is not grown
+ * (a kube-proxy node declares tens of thousands of chains).
+ */
+function declarationsFrom(text: string, at: number): number {
+  let n = 0;
+  let p = at;
+  while (text.charCodeAt(p) === 58) {
+    n++;
+    const end = text.indexOf("\n", p);
+    if (end < 0) break;
+    p = end + 1;
+  }
+  return n;
 }
 
 function storeOf(st: State, table: Table): RuleStore {
@@ -651,11 +676,15 @@ function appendChecked(
   if (jump === NOT_CHECKED) return false;
   const ts = stateOf(st, table);
   let chain = st.lastChain;
+  const lastAt = st.lastChainAt;
   if (
     chain === undefined ||
     st.lastTable !== table ||
     nameEnd - nameStart !== chain.name.length ||
-    !text.startsWith(chain.name, nameStart)
+    // the previous line's name, which was just read, rather than the chain's own copy
+    !(lastAt >= 0
+      ? sameText(text, lastAt, nameStart, nameEnd - nameStart)
+      : text.startsWith(chain.name, nameStart))
   ) {
     chain =
       ts.index.find(nameStart, nameEnd) ??
@@ -663,6 +692,7 @@ function appendChecked(
     st.lastChain = chain;
     st.lastTable = table;
   }
+  st.lastChainAt = nameStart;
   const id = ts.store.addChecked(lineNo, lineStart, stop);
   if (jump !== NO_JUMP && !ts.index.has(jump, stop)) {
     st.pendingJumps.push(ts.store.rule(id, chain.name, chain.size + 1));
