@@ -7,7 +7,8 @@
  * kube-proxy's `--random-fully` masquerade hides from it). The Services: web with two endpoints
  * (pods on other nodes, one behind each uplink; TCP and UDP), default/kubernetes to the node
  * itself (6443), orders without endpoints, shop a LoadBalancer (NodePort, external IP, balancer
- * address), sticky with ClientIP affinity.
+ * address), sticky with ClientIP affinity, local (internalTrafficPolicy Local, its endpoint on
+ * another node: kube-proxy drops what the node sends it).
  *
  * For each mode the node's evidence is collected as a snapshot holds it (iptables-save, and `nft
  * list ruleset` in nftables mode; ip rule, ip route show table all, ip addr; the sandbox's own
@@ -61,6 +62,7 @@ const skip =
   componentSkip("etcd", { kernel: false });
 
 type Mode = "iptables" | "nftables";
+type ServiceName = "web" | "kubernetes" | "orders" | "shop" | "sticky" | "local";
 const NODE = "node1";
 const NODE_IP: string = PATH_NET.eth0.node;
 const POD: string = PATH_NET.pods[0];
@@ -78,6 +80,7 @@ const ENDPOINTS = {
   web: ["10.244.1.5", "10.244.2.7"],
   shop: ["10.244.1.9"],
   sticky: ["10.244.1.11", "10.244.2.12"],
+  local: ["10.244.1.13"],
 } as const;
 
 /** The sandbox's observer rules (lab/path-sandbox.ts withObservers), as iptables-nft lists them. */
@@ -106,10 +109,7 @@ interface NamedFlow {
 }
 
 /** The flows, each mode with its own source ports (`base` + index). */
-function flowsFor(
-  ip: Record<"web" | "kubernetes" | "orders" | "shop" | "sticky", string>,
-  base: number,
-) {
+function flowsFor(ip: Record<ServiceName, string>, base: number) {
   const list: [string, Omit<PathFlow, "sport">][] = [
     ["pod -> web ClusterIP", { proto: "tcp", src: POD, dst: ip.web, dport: 80, origin: "pod" }],
     [
@@ -160,6 +160,14 @@ function flowsFor(
     [
       "node -> kubernetes ClusterIP (the node itself)",
       { proto: "tcp", src: NODE_IP, dst: ip.kubernetes, dport: 443, origin: "host" },
+    ],
+    [
+      "pod -> local ClusterIP (internalTrafficPolicy Local, no endpoint on the node)",
+      { proto: "tcp", src: POD, dst: ip.local, dport: 80, origin: "pod" },
+    ],
+    [
+      "node -> local ClusterIP (internalTrafficPolicy Local, no endpoint on the node)",
+      { proto: "tcp", src: NODE_IP, dst: ip.local, dport: 80, origin: "host" },
     ],
     [
       "node -> orders ClusterIP (no endpoints)",
@@ -264,12 +272,13 @@ describe("the whole path on a real kube-proxy node (iptables and nftables mode) 
   let running: ChildProcess | undefined;
   let dir = "";
   let log = "";
-  const ips: Record<"web" | "kubernetes" | "orders" | "shop" | "sticky", string> = {
+  const ips: Record<ServiceName, string> = {
     web: "",
     kubernetes: "",
     orders: "",
     shop: "",
     sticky: "",
+    local: "",
   };
   const answers = new Map<Mode, FlowAnswer[]>();
 
@@ -378,6 +387,9 @@ describe("the whole path on a real kube-proxy node (iptables and nftables mode) 
     await send("POST", slices, slice("shop", "http", 8080, ENDPOINTS.shop));
     ips.sticky = await service("sticky", { ports: http, sessionAffinity: "ClientIP" });
     await send("POST", slices, slice("sticky", "http", 8080, ENDPOINTS.sticky));
+    // local: its only endpoint on another node, and node-local traffic only (dropped here)
+    ips.local = await service("local", { ports: http, internalTrafficPolicy: "Local" });
+    await send("POST", slices, slice("local", "http", 8080, ENDPOINTS.local));
     // default/kubernetes: made by the API server itself; its endpoint, the node on 6443
     const kube = await c.api("GET", "/api/v1/namespaces/default/services/kubernetes", c.adminToken);
     ips.kubernetes = (kube.body as { spec: { clusterIP: string } }).spec.clusterIP;
@@ -431,6 +443,7 @@ describe("the whole path on a real kube-proxy node (iptables and nftables mode) 
         [ips.web, ips.kubernetes, ips.shop, ips.sticky].every((a) => text.includes(`-d ${a}/32`)) &&
         text.includes(`-d ${ips.web}/32 -p udp`) &&
         [EXTERNAL_IP, LB_IP].every((a) => text.includes(`-d ${a}/32`)) &&
+        new RegExp(`-d ${ips.local}/32 .*no local endpoints.* -j DROP`).test(text) &&
         new RegExp(`-d ${ips.orders}/32 .*-j REJECT`).test(text) &&
         new RegExp(`^-A KUBE-NODEPORTS .*--dport ${NODE_PORT} `, "m").test(text)
       );
@@ -446,6 +459,7 @@ describe("the whole path on a real kube-proxy node (iptables and nftables mode) 
       text.includes(`${ips.kubernetes} . tcp . 443 : goto service-`) &&
       text.includes(`${ips.web} . udp . 53 : goto service-`) &&
       [EXTERNAL_IP, LB_IP].every((a) => text.includes(`${a} . tcp . 80 : goto external-`)) &&
+      text.includes(`${ips.local} . tcp . 80 `) &&
       text.includes(`${ips.orders} . tcp . 80 `) &&
       text.includes(`tcp . ${NODE_PORT} : goto external-`) &&
       text.includes("table ip6 kube-proxy")
