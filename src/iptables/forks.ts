@@ -138,12 +138,14 @@ export function branchesTrace(
     while (k < prefix && k < t.steps.length && t.steps[k] === first.steps[k]) k++;
     prefix = k;
   }
-  const same = traces.every(
-    (t) =>
+  let same = true;
+  for (let i = 0; i < traces.length && same; i++) {
+    const t = traces[i]!;
+    same =
       t.decision === first.decision &&
       t.sourceOut?.how === first.sourceOut?.how &&
-      t.sourceOut?.ip?.value === first.sourceOut?.ip?.value,
-  );
+      t.sourceOut?.ip?.value === first.sourceOut?.ip?.value;
+  }
   return {
     flow,
     steps: first.steps.slice(0, prefix),

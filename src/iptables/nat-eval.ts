@@ -315,6 +315,12 @@ function copyWalk(w: Walk): Walk {
   return { st, frames: [], hook: w.hook, hookName: w.hookName, steps: w.steps, prob: w.prob };
 }
 
+function copyWalks(ends: readonly HookEnd[]): Walk[] {
+  const out = new Array<Walk>(ends.length);
+  for (let i = 0; i < ends.length; i++) out[i] = copyWalk(ends[i]!.w);
+  return out;
+}
+
 /** Whether two flows are the same forwarded flow but for the interface they leave by. */
 function sameButOutIface(a: Flow, b: Flow): boolean {
   return (
@@ -332,6 +338,15 @@ function sameButOutIface(a: Flow, b: Flow): boolean {
     a.ctstate === b.ctstate &&
     a.dstLocal === b.dstLocal
   );
+}
+
+/** The source a packet leaves with when no rule translates it. */
+function unchangedSource(flow: Flow): SourceOut {
+  return {
+    ip: flow.src,
+    how: "unchanged",
+    note: "no source NAT: the packet leaves with its own source address",
+  };
 }
 
 function cloneFrames(frames: Frame[]): Frame[] {
@@ -520,7 +535,7 @@ class Engine {
         ? {
             flow,
             ended: [...finals],
-            between: between.map((e) => copyWalk(e.w)),
+            between: copyWalks(between),
             walks: this.walks,
           }
         : undefined;
@@ -575,7 +590,8 @@ class Engine {
         `more than ${this.maxBranches} statistic branches: too many to follow`,
       );
     }
-    const traces = finals.map((e) => this.toTrace(flow, e, notes));
+    const traces = new Array<NatTrace>(finals.length);
+    for (let i = 0; i < finals.length; i++) traces[i] = this.toTrace(flow, finals[i]!, notes);
     if (traces.length === 1) return traces[0]!;
     return this.combine(flow, finals, traces, notes);
   }
@@ -1201,13 +1217,8 @@ class Engine {
   private sourceOut(flow: Flow, e: HookEnd): { decision: NatDecision; out: SourceOut } {
     const t = e.target;
     const family = this.dump.family;
-    const unchanged = (): SourceOut => ({
-      ip: flow.src,
-      how: "unchanged",
-      note: "no source NAT: the packet leaves with its own source address",
-    });
     if (e.kind === "accept" || !t || e.w.hookName === "PREROUTING" || e.w.hookName === "OUTPUT") {
-      return { decision: "keep", out: unchanged() };
+      return { decision: "keep", out: unchangedSource(flow) };
     }
     if (t.kind === "SNAT") {
       if (!t.to?.from)
@@ -1267,7 +1278,7 @@ class Engine {
         out: { ...ports, how: "unknown", note: `${why}, and the Node's InternalIP was not given` },
       };
     }
-    return { decision: "keep", out: unchanged() };
+    return { decision: "keep", out: unchangedSource(flow) };
   }
 
   private toTrace(flow: Flow, e: HookEnd, notes: string[]): NatTrace {
@@ -1325,11 +1336,13 @@ class Engine {
   }
 
   private combine(flow: Flow, finals: HookEnd[], traces: NatTrace[], notes: string[]): NatTrace {
-    const branches: NatBranch[] = traces.map((trace, i) => ({
-      probability: finals[i]!.w.prob,
-      trace,
-    }));
-    const forked = traces.some((t) => t.assumptions !== undefined);
+    const branches = new Array<NatBranch>(traces.length);
+    let forked = false;
+    for (let i = 0; i < traces.length; i++) {
+      const trace = traces[i]!;
+      branches[i] = { probability: finals[i]!.w.prob, trace };
+      if (trace.assumptions !== undefined) forked = true;
+    }
     if (forked) {
       const key0 = outcomeKey(traces[0]!);
       if (key0 !== undefined && traces.every((t) => outcomeKey(t) === key0)) {

@@ -670,8 +670,10 @@ function sameOutcome(
 ): NatLeaf | undefined {
   let rules = o.rules;
   if (rules === undefined) {
-    rules = o.leaves.map((l) => dnatRule(l.trace));
-    o.rules = rules;
+    const made = new Array<SourceRef | undefined>(o.leaves.length);
+    for (let i = 0; i < made.length; i++) made[i] = dnatRule(o.leaves[i]!.trace);
+    rules = made;
+    o.rules = made;
   }
   for (let i = 0; i < o.leaves.length; i++) {
     const t = o.leaves[i]!.trace;

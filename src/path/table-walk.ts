@@ -390,7 +390,7 @@ export class TableWalker {
     };
   }
 
-  /** The step a rule makes whenever it matches, made once. */
+  /** The step a rule makes whenever it matches, made once (callers read `r.step` first: no closure then). */
   #fixedStep(r: CRule, make: () => PathStep): PathStep {
     let step = r.step;
     if (step === undefined) {
@@ -433,10 +433,7 @@ export class TableWalker {
     switch (t.kind) {
       case "verdict": {
         if (t.name === "RETURN") {
-          w.steps = push(
-            w.steps,
-            this.#fixedStep(r, () => this.#ruleStep(r, "RETURN")),
-          );
+          w.steps = push(w.steps, r.step ?? this.#fixedStep(r, () => this.#ruleStep(r, "RETURN")));
           w.frames.pop();
           // a RETURN from the hook chain itself ends in its policy
           if (w.frames.length === 0) return this.#policy(w, c.chain);
@@ -452,15 +449,16 @@ export class TableWalker {
         const verdict = t.name;
         w.steps = push(
           w.steps,
-          this.#fixedStep(r, () => ({
-            kind: "verdict",
-            table: this.table,
-            chain: r.chain,
-            ruleIndex: r.index,
-            verdict,
-            note: `${verdict}`,
-            source: r.source,
-          })),
+          r.step ??
+            this.#fixedStep(r, () => ({
+              kind: "verdict",
+              table: this.table,
+              chain: r.chain,
+              ruleIndex: r.index,
+              verdict,
+              note: `${verdict}`,
+              source: r.source,
+            })),
         );
         if (verdict === "ACCEPT") return this.#end(w, ACCEPT);
         return this.#end(w, { kind: "drop", by: r.source, chain: r.chain });
@@ -483,7 +481,8 @@ export class TableWalker {
         }
         w.steps = push(
           w.steps,
-          this.#fixedStep(r, () => this.#ruleStep(r, `${t.goto ? "goto" : "jump"} ${t.name}`)),
+          r.step ??
+            this.#fixedStep(r, () => this.#ruleStep(r, `${t.goto ? "goto" : "jump"} ${t.name}`)),
         );
         if (t.goto) w.frames.pop();
         w.frames.push({ chain: to, pos: 0 });
@@ -494,9 +493,10 @@ export class TableWalker {
         s.markKnown = (s.markKnown | t.op.mask) >>> 0;
         w.steps = push(
           w.steps,
-          this.#fixedStep(r, () =>
-            this.#ruleStep(r, `MARK --set-xmark ${hex(t.op.value)}/${hex(t.op.mask)}`),
-          ),
+          r.step ??
+            this.#fixedStep(r, () =>
+              this.#ruleStep(r, `MARK --set-xmark ${hex(t.op.value)}/${hex(t.op.mask)}`),
+            ),
         );
         return undefined;
       }
@@ -516,7 +516,7 @@ export class TableWalker {
         }
         w.steps = push(
           w.steps,
-          this.#fixedStep(r, () => this.#ruleStep(r, `CONNMARK ${t.mode}`)),
+          r.step ?? this.#fixedStep(r, () => this.#ruleStep(r, `CONNMARK ${t.mode}`)),
         );
         return undefined;
       }
@@ -544,10 +544,7 @@ export class TableWalker {
           s.ctstate = "UNTRACKED";
         }
         if (CONTINUING.has(t.name)) {
-          w.steps = push(
-            w.steps,
-            this.#fixedStep(r, () => this.#ruleStep(r, t.name)),
-          );
+          w.steps = push(w.steps, r.step ?? this.#fixedStep(r, () => this.#ruleStep(r, t.name)));
           return undefined;
         }
         return this.#end(w, {
