@@ -9,6 +9,7 @@
 import type { Diagnostic, Parsed } from "../model/types.ts";
 import type { Family } from "../net/cidr.ts";
 import type { IptablesDump, Table, TableName } from "./dump.ts";
+import { placeExcerptLines } from "./excerpt-tables.ts";
 import { iptablesNoise, type PastedCommand, readCommandLine } from "./list-command.ts";
 import { parseIptablesList } from "./list-parser.ts";
 import { parseIptablesSave } from "./save-parser.ts";
@@ -205,6 +206,10 @@ function readSegment(
     return undefined;
   }
   const view = viewOf(lines, s, c.blank, c.text);
+  if (kind !== "list" && s.command?.table === undefined) {
+    const mixed = readMixedExcerpt(s, c, diagnostics);
+    if (mixed !== undefined) return withPipe(mixed, s.command);
+  }
   const r =
     kind === "list"
       ? parseIptablesList(view, file, {
@@ -218,6 +223,66 @@ function readSegment(
         });
   diagnostics.push(...r.diagnostics);
   return kind === "list" ? r.value : withPipe(r.value, s.command);
+}
+
+/**
+ * A headless excerpt whose lines come from several tables (`iptables-save | grep KUBE`): each
+ * table's lines read as that table; the lines whose table is not certain left out and named, with
+ * the commands that tell. Undefined when the segment is not such an excerpt.
+ */
+function readMixedExcerpt(
+  s: Segment,
+  c: { lines: readonly string[]; blank: Set<number>; file: string; family: Family },
+  diagnostics: Diagnostic[],
+): IptablesDump | undefined {
+  const { lines, file, family } = c;
+  const at: number[] = [];
+  for (let i = s.from; i < s.to; i++) {
+    if (c.blank.has(i)) continue;
+    const l = lines[i]!;
+    // a table header, a policy or a -N declaration: the listing says its table(s)
+    if (l.startsWith("*") || l.startsWith("-P ") || l.startsWith("-N ")) return undefined;
+    if (/^(-[AI] |:)/.test(l)) at.push(i);
+  }
+  const placed = placeExcerptLines(lines, at);
+  if (placed === undefined) return undefined;
+  const dumps: IptablesDump[] = [];
+  for (const [table, idx] of placed.tables) {
+    const out = new Array<string>(lines.length).fill("");
+    for (const i of idx) out[i] = lines[i]!;
+    const r = parseIptablesSave(out.join("\n"), file, { family, table, asHandedOver: true });
+    diagnostics.push(...r.diagnostics);
+    dumps.push(r.value);
+  }
+  const counts = [...placed.tables].map(([t, idx]) => `${idx.length} as ${t}`).join(", ");
+  diagnostics.push({
+    code: "IPTABLES_TABLE_ASSUMED",
+    severity: "info",
+    message: `no "*table" line, and the lines come from several tables (a grep of iptables-save): read ${counts}, each by its chain or target${placed.byBlock > 0 ? ` (${placed.byBlock} by the block of the dump it sits in)` : ""}${placed.unplaced.length > 0 ? `; ${placed.unplaced.length} left out (their table is not certain)` : ""}`,
+    source: { file, line: at[0]! + 1 },
+  });
+  const tool = family === 6 ? "ip6tables-save" : "iptables-save";
+  for (const u of placed.unplaced) {
+    const text = lines[u.line]!.trim();
+    // a declaration alone changes no answer: said, not warned about
+    const decl = text.startsWith(":");
+    diagnostics.push({
+      code: "IPTABLES_TABLE_UNKNOWN",
+      severity: decl ? "info" : "warning",
+      message: `this ${decl ? "chain declaration" : "line"} could be in table ${u.tables.join(" or ")}: left out of the answer. \`${u.tables.map((t) => `${tool} -t ${t}`).join("` / `")}\` on the node shows which`,
+      source:
+        text.length > MAX_CITED ? { file, line: u.line + 1 } : { file, line: u.line + 1, text },
+    });
+  }
+  const merged = merge(dumps, diagnostics);
+  // the rules left out (declarations alone change no answer)
+  const rules = placed.unplaced.filter((u) => !lines[u.line]!.startsWith(":"));
+  if (rules.length === 0) return merged;
+  const shown = rules.slice(0, 10).map((u) => u.line + 1);
+  const more = rules.length > shown.length ? ` and ${rules.length - shown.length} more` : "";
+  const tables = [...new Set(rules.flatMap((u) => u.tables))];
+  const reason = `line${shown.length > 1 ? "s" : ""} ${shown.join(", ")}${more} could be in more than one table (${tables.join(", ")}) and ${rules.length > 1 ? "are" : "is"} left out: \`${tables.map((t) => `${tool} -t ${t}`).join("` / `")}\` on the node tells which`;
+  return { ...merged, excerpt: { reasons: [...(merged.excerpt?.reasons ?? []), reason] } };
 }
 
 function noteContent(segments: Segment[], i: number, line: string): void {
