@@ -504,7 +504,9 @@ class Engine {
       markKnown,
       ctmark: 0,
       ctmarkKnown: ctstate === "NEW" ? 0xffffffff : 0,
-      ctstate,
+      // a later packet keeps the translation chosen for its connection's first packet: the nat
+      // rules saw that one, whose state was NEW
+      ctstate: ctstate === "ESTABLISHED" || ctstate === "RELATED" ? "NEW" : ctstate,
       dnatted: false,
       reason: "",
       branchP: 1,
