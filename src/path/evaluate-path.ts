@@ -563,7 +563,12 @@ function routeAndFilter(
     post.push(asked);
     leaves = asked;
   }
-  const same = sameOutcome(leaves, st, dnatRule(leaf.trace));
+  // the first evaluation's own leaf when the question is the same: its POSTROUTING answer holds
+  // under the facts this walk took for true (another leaf with the same DNAT may assume others)
+  const same =
+    leaves === first && leaf.trace.delivery !== "local"
+      ? leaf
+      : sameOutcome(leaves, st, dnatRule(leaf.trace), x.assumptions);
   for (const y of live) {
     let ysteps = y.steps;
     let src: Ip | undefined;
@@ -667,6 +672,7 @@ function sameOutcome(
   o: NatOutcomes,
   st: PacketState,
   rule: SourceRef | undefined,
+  taken?: readonly Assumption[],
 ): NatLeaf | undefined {
   let rules = o.rules;
   if (rules === undefined) {
@@ -682,11 +688,23 @@ function sameOutcome(
       d?.ip.value === st.dst &&
       d.port === st.dport &&
       t.delivery !== "local" &&
-      sameLine(rules[i], rule)
+      sameLine(rules[i], rule) &&
+      consistent(t.assumptions, taken)
     )
       return o.leaves[i];
   }
   return undefined;
+}
+
+/** Whether a nat leaf takes no fact the other way from what the walk already took for true. */
+function consistent(
+  leaf: readonly Assumption[] | undefined,
+  taken: readonly Assumption[] | undefined,
+): boolean {
+  if (!leaf || !taken || leaf.length === 0 || taken.length === 0) return true;
+  for (const a of leaf)
+    for (const b of taken) if (a.fact === b.fact && a.holds !== b.holds) return false;
+  return true;
 }
 
 /** Whether two rules (or no rule, twice) are the same line of the same file. */
