@@ -95,23 +95,25 @@ export function natSteps(
     const s = all[i]!;
     switch (s.kind) {
       case "enter": {
-        const hook = hookOf(s.note);
-        if (hook !== undefined) steps.push({ kind: "hook", table: "nat", hook, source: s.source });
+        const step = cachedStep(s);
+        if (step !== null) steps.push(step);
         break;
       }
       case "dnat":
       case "redirect": {
         const d = t.dstOut;
         if (d) {
-          steps.push({
+          // built field by field, in the order of the type: this runs for every outcome
+          const step: Mutable<DnatStep> = {
             kind: "dnat",
             chain: s.chain,
             ruleIndex: s.ruleIndex,
             to: d.ip,
-            ...(d.port !== undefined ? { port: d.port } : {}),
-            note: s.note,
-            source: s.source,
-          });
+          } as DnatStep;
+          if (d.port !== undefined) step.port = d.port;
+          step.note = s.note;
+          step.source = s.source;
+          steps.push(step);
         }
         break;
       }
@@ -123,11 +125,11 @@ export function natSteps(
             st.markKnown = (st.markKnown | op.mask) >>> 0;
           }
         }
-        steps.push(ruleStep(s));
+        steps.push(cachedStep(s)!);
         break;
       }
       case "return":
-        if (s.ruleIndex > 0) steps.push(ruleStep(s));
+        if (s.ruleIndex > 0) steps.push(cachedStep(s)!);
         break;
       case "masquerade":
       case "snat":
@@ -136,10 +138,31 @@ export function natSteps(
         // the source decision is said once, as the path's snat step
         break;
       default:
-        steps.push(ruleStep(s));
+        steps.push(cachedStep(s)!);
     }
   }
   return { steps };
+}
+
+type Mutable<T> = { -readonly [K in keyof T]: T[K] };
+type DnatStep = Extract<PathStep, { kind: "dnat" }>;
+
+/**
+ * The path step a nat step reads as (null: an "enter" of no hook), made once per nat step: the
+ * nat evaluator shares its step objects between a table's walks, and path steps never change.
+ */
+const pathSteps = new WeakMap<NatStep, PathStep | null>();
+
+function cachedStep(s: NatStep): PathStep | null {
+  let step = pathSteps.get(s);
+  if (step === undefined) {
+    if (s.kind === "enter") {
+      const hook = hookOf(s.note);
+      step = hook === undefined ? null : { kind: "hook", table: "nat", hook, source: s.source };
+    } else step = ruleStep(s);
+    pathSteps.set(s, step);
+  }
+  return step;
 }
 
 function ruleStep(s: NatStep): PathStep {
