@@ -36,15 +36,6 @@ const SETS = Number(process.env["PODPATH_NFT_PATH_DIFF_SETS"] ?? 60);
 const FLOWS_PER_SET = 10;
 /** Per set, UDP flows sent as a later packet of an established connection (path-gen). */
 const ESTABLISHED_PER_SET = 3;
-/**
- * Out of what podpath models for a later packet: it evaluates the nat table with that packet's
- * own mark, while the kernel keeps the translation chosen with the first packet's. They differ
- * where the mark is restored from the connection (CONNMARK --restore-mark: the connection's mark
- * is not known to podpath for a later packet); such later packets are not compared, and counted.
- */
-const RESTORES_MARK = /--restore-mark/;
-const MARK_GAP =
-  "not compared: the case restores the connection's mark, and podpath evaluates nat with the later packet's mark, not the first packet's";
 /** How far a passed flow's source port moves when it is sent again as a later packet. */
 const SHIFT = FLOWS_PER_SET + ESTABLISHED_PER_SET;
 const OBSERVER = "podpath-observer";
@@ -159,10 +150,6 @@ describe("nftables whole-path evaluator vs kernel (differential)", { skip: kerne
             if (v.kind === "not-established") {
               // the kernel never held the connection established: no established packet to compare
               notEstablished.set(v.why, (notEstablished.get(v.why) ?? 0) + 1);
-              continue;
-            }
-            if (f.established && RESTORES_MARK.test(c.restore)) {
-              notEstablished.set(MARK_GAP, (notEstablished.get(MARK_GAP) ?? 0) + 1);
               continue;
             }
             total++;
