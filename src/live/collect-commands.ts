@@ -16,6 +16,13 @@ export interface ReadCommand {
    * recorded as not available, not as a failure.
    */
   readonly optional?: boolean;
+  /**
+   * An error the command prints when the node cannot have what it reads (IPv6 turned off with
+   * `ipv6.disable=1`, a kernel without IPv6 policy routing): recorded as not available, with
+   * `unavailableWhy`, not as a failure.
+   */
+  readonly unavailableWhen?: RegExp;
+  readonly unavailableWhy?: string;
 }
 
 const SYSCTL_KEYS = [
@@ -26,6 +33,16 @@ const SYSCTL_KEYS = [
 
 /** The fallback reads /proc directly; its output is re-rendered as `sysctl` prints it. */
 export const SYSCTL_PROC_FALLBACK = ["cat", "/proc/sys/net/ipv4/ip_forward"] as const;
+
+/**
+ * A node without IPv6 (`ipv6.disable=1`) or without IPv6 policy routing
+ * (CONFIG_IPV6_MULTIPLE_TABLES off) answers `ip -6 rule` with `RTNETLINK answers: Address family
+ * not supported by protocol` and `Dump terminated`: nothing to read there, not a failure.
+ */
+const NO_IPV6 = {
+  unavailableWhen: /Address family not supported by protocol/,
+  unavailableWhy: "the node's kernel has no IPv6 (or no IPv6 policy routing)",
+} as const;
 
 /** Pod state, read in the pod's own network namespace (its first or default container). */
 export const POD_COMMANDS: readonly ReadCommand[] = [
@@ -40,7 +57,11 @@ export const NODE_COMMANDS: readonly ReadCommand[] = [
   { artifact: "iptables-save", argv: ["iptables-save"] },
   { artifact: "ip6tables-save", argv: ["ip6tables-save"] },
   { artifact: "sysctl", argv: ["sysctl", ...SYSCTL_KEYS], fallback: SYSCTL_PROC_FALLBACK },
-  { artifact: "ip-route", argv: ["ip", "route"] },
+  // every table (local, main, policy routing's own) and the rules that choose among them
+  { artifact: "ip-route", argv: ["ip", "route", "show", "table", "all"] },
+  { artifact: "ip-rule", argv: ["ip", "rule"] },
+  { artifact: "ip6-route", argv: ["ip", "-6", "route", "show", "table", "all"], ...NO_IPV6 },
+  { artifact: "ip6-rule", argv: ["ip", "-6", "rule"], ...NO_IPV6 },
   { artifact: "ip-addr", argv: ["ip", "addr"] },
   { artifact: "conntrack", argv: ["conntrack", "-L"] },
   // Calico's and kube-proxy's IP sets, and nftables rules (kube-proxy nftables mode, firewalls)
@@ -70,7 +91,7 @@ const MARK = "\x1epodpath";
 
 /**
  * All node commands in one exec: on a real cluster every exec is a round trip through the API
- * server to the kubelet, so one per node instead of eight is what makes fleets fast. Each command's
+ * server to the kubelet, so one per node instead of eleven is what makes fleets fast. Each command's
  * stdout, stderr and exit code are framed by marker lines that start with an ASCII record
  * separator (0x1e), which none of these tools prints. The script is fixed text; only the
  * commands of NODE_COMMANDS run.

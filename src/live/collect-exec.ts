@@ -60,6 +60,9 @@ export function judge(
   }
   if (r.code !== undefined) {
     const err = firstLine(r.stderr);
+    if (c.unavailableWhen?.test(r.stderr)) {
+      return { why: `${c.unavailableWhy ?? "not available"}: ${err}`, notAvailable: true };
+    }
     return { why: `exited ${r.code}${err ? `: ${err}` : ""}` };
   }
   return { why: firstLine(r.message) || "did not run" };

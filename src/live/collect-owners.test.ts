@@ -115,6 +115,11 @@ describe("collect for Calico", () => {
     // nft is not on this node: not available, not a failure; the app image has no iptables-save
     assert.deepEqual(report.notAvailable, [
       // debug
+      ...["ip -6 route show table all", "ip -6 rule"].map((what) => ({
+        subject: "node/worker-1",
+        what,
+        why: "the node's kernel has no IPv6 (or no IPv6 policy routing): RTNETLINK answers: Address family not supported by protocol",
+      })),
       { subject: "node/worker-1", what: "nft list ruleset", why: "nft is not installed" },
     ]);
     assert.deepEqual(
@@ -124,7 +129,7 @@ describe("collect for Calico", () => {
     );
     assert.match(
       read(dir, "README.md"),
-      /## Not available[^\n]*\n\n- node\/worker-1: nft list ruleset: nft is not installed/,
+      /## Not available[^\n]*\n\n(- node\/worker-1: ip -6 .*\n){2}- node\/worker-1: nft list ruleset: nft is not installed/,
     );
     // what collect cannot gather: the far side (remote/) is the user's evidence
     cpSync(join(CALICO_SNAPSHOT, "remote"), join(dir, "remote"), { recursive: true });

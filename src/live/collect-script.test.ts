@@ -5,8 +5,11 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { after, describe, it } from "node:test";
 import fc from "fast-check";
+import { readIpRoute } from "../evidence/ip-route.ts";
+import { readIpRule } from "../evidence/ip-rule.ts";
 import { createLab, labUnavailableReason } from "../lab/netns.ts";
 import { NODE_COMMANDS, NODE_SCRIPT, parseScriptOutput } from "./collect-commands.ts";
+import { judge } from "./collect-exec.ts";
 
 const scratch = mkdtempSync(join(tmpdir(), "podpath-script-test-"));
 after(() => rmSync(scratch, { recursive: true, force: true }));
@@ -15,7 +18,8 @@ after(() => rmSync(scratch, { recursive: true, force: true }));
 const STUBS: Record<string, string> = {
   "iptables-save": `printf '*nat\\n:POSTROUTING ACCEPT [0:0]\\n-A POSTROUTING -j MASQUERADE\\nCOMMIT'`, // no final newline
   sysctl: `echo "net.ipv4.ip_forward = 1"; echo "sysctl: cannot stat /proc/sys/net/ipv4/conf/all/rp_filter: No such file or directory" >&2; exit 255`,
-  ip: `if [ "$1" = route ]; then printf 'default via 10.0.0.1 dev eth0\\n\\n'; else printf '1: lo: <LOOPBACK>\\n'; fi`,
+  // `ip -6 ...` as on a node booted with ipv6.disable=1
+  ip: `case "$*" in route*) printf 'default via 10.0.0.1 dev eth0\\n\\n';; rule) printf '0:\\tfrom all lookup local\\n';; "-6 "*) echo 'RTNETLINK answers: Address family not supported by protocol' >&2; echo 'Dump terminated' >&2; exit 2;; *) printf '1: lo: <LOOPBACK>\\n';; esac`,
   conntrack: `echo "tcp 6 431999 ESTABLISHED src=10.4.0.12 dst=10.20.30.40"; echo "conntrack v1.4.7 (conntrack-tools): 1 flow entries have been shown." >&2`,
 };
 
@@ -47,6 +51,18 @@ describe("NODE_SCRIPT under a real shell", () => {
       assert.equal(sec.code, alone.status, c.argv.join(" "));
       assert.ok(sec.stdout.equals(alone.stdout), `${c.argv.join(" ")} stdout differs`);
       assert.equal(sec.stderr, alone.stderr.toString());
+    }
+    // a node without IPv6: its `ip -6` commands are not available there, not failures
+    const v6 = NODE_COMMANDS.filter((c) => c.argv[1] === "-6");
+    assert.deepEqual(
+      v6.map((c) => c.artifact),
+      ["ip6-route", "ip6-rule"],
+    );
+    for (const c of v6) {
+      const sec = sections.find((s) => s.command === c.argv.join(" "))!;
+      const v = judge(c, { ...sec, timedOut: false }, 1000);
+      assert.ok("why" in v && v.notAvailable === true, JSON.stringify(v));
+      assert.match(v.why, /no IPv6.*: RTNETLINK answers: Address family not supported/);
     }
   });
 
@@ -105,6 +121,12 @@ describe("NODE_SCRIPT under a real shell", () => {
         ["ip", "addr", "add", "10.128.0.20/24", "dev", "eth0"],
         ["ip", "link", "set", "eth0", "up"],
         ["ip", "route", "add", "10.20.0.0/16", "via", "10.128.0.1", "dev", "eth0", "onlink"],
+        // policy routing: a table of its own and the rule that chooses it, in both families
+        ["ip", "route", "add", "10.30.0.0/16", "via", "10.128.0.1", "dev", "eth0", "table", "100"],
+        ["ip", "rule", "add", "from", "10.4.0.0/24", "lookup", "100", "pref", "100"],
+        ["ip", "-6", "addr", "add", "fd00:128::20/64", "dev", "eth0", "nodad"],
+        ["ip", "-6", "route", "add", "fd00:30::/48", "via", "fd00:128::1", "table", "100"],
+        ["ip", "-6", "rule", "add", "from", "fd00:4::/64", "lookup", "100", "pref", "100"],
         ["iptables", "-w", "-t", "nat", "-N", "IP-MASQ"],
         [
           "iptables",
@@ -161,7 +183,10 @@ describe("NODE_SCRIPT under a real shell", () => {
       const sections = parseScriptOutput(Buffer.from(script.stdout));
       for (const argv of [
         ["iptables-save"],
-        ["ip", "route"],
+        ["ip", "route", "show", "table", "all"],
+        ["ip", "rule"],
+        ["ip", "-6", "route", "show", "table", "all"],
+        ["ip", "-6", "rule"],
         ["ip", "addr"],
         ["ipset", "save"],
         ["nft", "list", "ruleset"],
@@ -179,6 +204,45 @@ describe("NODE_SCRIPT under a real shell", () => {
         ipt,
         /-A IP-MASQ -d 10\.0\.0\.0\/8 -m comment --comment "ip-masq-agent: local traffic is not subject to MASQUERADE" -j RETURN/,
       );
+      const out = (command: string) =>
+        sections.find((s) => s.command === command)!.stdout.toString("utf8");
+      // every table: the policy table's route and the kernel's local table
+      assert.match(
+        out("ip route show table all"),
+        /^10\.30\.0\.0\/16 via 10\.128\.0\.1 dev eth0 table 100 /m,
+      );
+      assert.match(out("ip route show table all"), /^local 10\.128\.0\.20 dev eth0 table local /m);
+      assert.match(out("ip rule"), /^100:\tfrom 10\.4\.0\.0\/24 lookup 100 ?$/m);
+      assert.match(
+        out("ip -6 route show table all"),
+        /^fd00:30::\/48 via fd00:128::1 dev eth0 table 100 /m,
+      );
+      assert.match(out("ip -6 rule"), /^100:\tfrom fd00:4::\/64 lookup 100 ?$/m);
+      // and the snapshot's readers take them as collected, every line, without a complaint
+      for (const [command, family] of [
+        ["ip route show table all", 4],
+        ["ip -6 route show table all", 6],
+      ] as const) {
+        const r = readIpRoute(out(command), "ip-route.txt", { family });
+        assert.deepEqual(r.diagnostics, [], command);
+        assert.equal(r.value.length, out(command).trim().split("\n").length, command);
+        assert.ok(
+          r.value.some((x) => x.table === "local" && x.type === "local"),
+          command,
+        );
+        assert.ok(
+          r.value.some((x) => x.table === "100" && x.family === family),
+          command,
+        );
+      }
+      for (const command of ["ip rule", "ip -6 rule"]) {
+        const r = readIpRule(out(command), "ip-rule.txt");
+        assert.deepEqual(r.diagnostics, [], command);
+        assert.ok(
+          r.value.some((x) => x.priority === 100 && x.table === "100"),
+          command,
+        );
+      }
       assert.match(
         sections.find((s) => s.command === "ipset save")!.stdout.toString("utf8"),
         /^create cali40masq-ipam-pools hash:net family inet .*\nadd cali40masq-ipam-pools 10\.244\.0\.0\/16$/m,

@@ -238,10 +238,15 @@ describe("podpath collect against the API server", () => {
           "ip6tables-save",
           "sysctl",
           "ip-route",
+          "ip-rule",
           "ip-addr",
           "conntrack",
         ]) {
           assert.ok(files.includes(`nodes/${n}/${a}.txt`), `nodes/${n}/${a}.txt`);
+        }
+        // pool-b's kernel has no IPv6: its IPv6 routes and rules are not available there
+        for (const a of ["ip6-route", "ip6-rule"]) {
+          assert.equal(files.includes(`nodes/${n}/${a}.txt`), !n.includes("pool-b"), `${n} ${a}`);
         }
         assert.ok(files.includes(`captures/${n}.pcap`));
         const meta = readFileSync(join(s.dir, `captures/${n}.yaml`), "utf8");
@@ -294,6 +299,9 @@ describe("podpath collect against the API server", () => {
         "iptables-save",
         "ip6tables-save",
         "sysctl",
+        "ip",
+        "ip",
+        "ip",
         "ip",
         "ip",
         "conntrack",
@@ -496,7 +504,7 @@ describe("podpath collect against the API server", () => {
       // the line is erased before what follows: the tools a node lacks (one line), the count
       assert.match(
         base.stderr(),
-        /\r\x1b\[2Kpodpath: not available, not collected: ipset save \(3 nodes\), nft list ruleset \(3 nodes\)\npodpath: \d+ files written; nodes 3\/3 read\n$/,
+        /\r\x1b\[2Kpodpath: not available, not collected: ipset save \(3 nodes\), nft list ruleset \(3 nodes\), ip -6 route show table all \(1 node\), ip -6 rule \(1 node\)\npodpath: \d+ files written; nodes 3\/3 read\n$/,
       );
       assert.equal(base.stdout(), `${s.dir}\n`);
       const plain = await runCollect(

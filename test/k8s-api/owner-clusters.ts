@@ -20,6 +20,10 @@ const FILE_OF: Record<string, string> = {
   "iptables-save": "iptables-save.txt",
   "ip6tables-save": "ip6tables-save.txt",
   "ip route": "ip-route.txt",
+  "ip route show table all": "ip-route.txt",
+  "ip rule": "ip-rule.txt",
+  "ip -6 route show table all": "ip6-route.txt",
+  "ip -6 rule": "ip6-rule.txt",
   "ip addr": "ip-addr.txt",
   "conntrack -L": "conntrack.txt",
   "ipset save": "ipset.txt",
@@ -27,6 +31,26 @@ const FILE_OF: Record<string, string> = {
   "cilium-dbg status --verbose": "cilium-status.txt",
   "cilium-dbg bpf ipmasq list": "cilium-bpf-ipmasq.txt",
 };
+
+/**
+ * What a command the snapshot has no file for prints: the fixtures were made before podpath read
+ * `ip rule` and the IPv6 routes, so on a node `ip rule` prints the kernel's three default rules
+ * (the replicas route by their main table) and `ip -6` answers as a kernel without IPv6; any
+ * other command is not installed.
+ */
+function missing(onNode: boolean, cmd: string): ExecAnswer {
+  if (onNode && cmd === "ip rule")
+    return {
+      stdout:
+        "0:\tfrom all lookup local\n32766:\tfrom all lookup main\n32767:\tfrom all lookup default\n",
+    };
+  if (onNode && cmd.startsWith("ip -6 "))
+    return {
+      stderr: "RTNETLINK answers: Address family not supported by protocol\nDump terminated\n",
+      code: 2,
+    };
+  return { notFound: true };
+}
 
 /** Every object of the snapshot's cluster/*.yaml (Lists or single objects). */
 export function snapshotObjects(root: string): Obj[] {
@@ -63,7 +87,7 @@ export function fixtureExec(root: string, o: FixtureExecOptions = {}) {
       ? join(root, "nodes", node)
       : join(root, "pods", pod.metadata.namespace ?? "", pod.metadata.name);
     const file = argv[0] === "sysctl" ? "sysctl.txt" : FILE_OF[cmd];
-    if (file === undefined || !existsSync(join(dir, file))) return { notFound: true };
+    if (file === undefined || !existsSync(join(dir, file))) return missing(onNode, cmd);
     return { stdout: readFileSync(join(dir, file)) };
   };
   return answer;

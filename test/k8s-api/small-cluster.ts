@@ -425,11 +425,29 @@ export function smallClusterExec(pod: Obj, argv: readonly string[]): ExecAnswer 
         stdout:
           "net.ipv4.ip_forward = 1\nnet.ipv4.conf.all.rp_filter = 1\nnet.ipv4.conf.default.rp_filter = 1\n",
       };
-    if (cmd === "ip route")
+    if (cmd === "ip route show table all")
       return {
         stdout:
-          "default via 10.128.0.1 dev eth0 proto dhcp src 10.128.0.2 metric 1024\n10.4.0.12 dev gke3f1e2d3c4b5 scope host\n",
+          "default via 10.128.0.1 dev eth0 proto dhcp src 10.128.0.2 metric 1024\n10.4.0.12 dev gke3f1e2d3c4b5 scope host\nlocal 10.128.0.2 dev eth0 table local proto kernel scope host src 10.128.0.2\nlocal 127.0.0.0/8 dev lo table local proto kernel scope host src 127.0.0.1\nlocal 127.0.0.1 dev lo table local proto kernel scope host src 127.0.0.1\nbroadcast 127.255.255.255 dev lo table local proto kernel scope link src 127.0.0.1\nlocal ::1 dev lo table local proto kernel metric 0 pref medium\n",
       };
+    if (cmd === "ip rule")
+      return {
+        stdout:
+          "0:\tfrom all lookup local\n32766:\tfrom all lookup main\n32767:\tfrom all lookup default\n",
+      };
+    // pool-b's nodes boot with ipv6.disable=1: `ip -6` answers as such a kernel does
+    if (argv[0] === "ip" && argv[1] === "-6" && nodeName.includes("pool-b"))
+      return {
+        stderr: "RTNETLINK answers: Address family not supported by protocol\nDump terminated\n",
+        code: 2,
+      };
+    if (cmd === "ip -6 route show table all")
+      return {
+        stdout:
+          "fe80::/64 dev eth0 proto kernel metric 256 pref medium\nlocal ::1 dev lo table local proto kernel metric 0 pref medium\n",
+      };
+    if (cmd === "ip -6 rule")
+      return { stdout: "0:\tfrom all lookup local\n32766:\tfrom all lookup main\n" };
     if (cmd === "ip addr")
       return {
         stdout:
