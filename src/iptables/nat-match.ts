@@ -671,10 +671,40 @@ export function compileRulePreds(rule: Rule, family: Family, k: AddressKnowledge
     const neg = rule.fragment.negated;
     preds.push(() => (neg ? YES : NO));
   }
+  const first = preds.length;
   for (const m of rule.matches) compileMatch(m, k, preds);
   for (const h of rule.hidden ?? []) preds.push(hiddenPred(h, rule));
   void family;
-  return preds;
+  return withPortsFirst(rule, preds, first);
+}
+
+/**
+ * A rule whose modules read the node's addresses (addrtype, set) before its ports (kube-proxy's
+ * `-m addrtype --dst-type LOCAL -m tcp --dport N`) is first tested on the flow's known ports
+ * alone: a port that differs is a NO whatever the other predicates say, so the answer is the
+ * same, and a packet to another port does not classify its address. The port predicates stay
+ * where they were for the flows whose ports are not known.
+ */
+function withPortsFirst(rule: Rule, preds: Pred[], first: number): Pred[] {
+  let costly = false;
+  const quick: Pred[] = [];
+  for (const m of rule.matches) {
+    if (m.kind === "addrtype" || m.kind === "opaque") costly = true;
+    else if (m.kind === "ports" && costly) {
+      if (m.dport) quick.push(knownPortPred(m.dport, "dport"));
+      if (m.sport) quick.push(knownPortPred(m.sport, "sport"));
+    }
+  }
+  if (quick.length === 0) return preds;
+  return [...preds.slice(0, first), ...quick, ...preds.slice(first)];
+}
+
+/** NO when the flow's port is known and outside the spec; else YES (the real test comes later). */
+function knownPortPred(spec: PortsSpec, which: "sport" | "dport"): Pred {
+  if (which === "dport") {
+    return (s) => (s.dport !== undefined && inRanges(s.dport, spec) === spec.negated ? NO : YES);
+  }
+  return (s) => (s.sport !== undefined && inRanges(s.sport, spec) === spec.negated ? NO : YES);
 }
 
 /** Builds the address knowledge from the context (local addresses and interface addresses). */
