@@ -8,11 +8,12 @@
  * require cache), which start-up mostly consists of.
  *
  * Goal: diagnose at least 3x faster than iptables-restore --test, end to end (ratio of pairs,
- * median). Prints PASS/MISS; exits non-zero only when it could not measure.
+ * median). Prints PASS/MISS, and the load average before and after (other work on the machine
+ * shows in every figure but the ratio); exits non-zero only when it could not measure.
  */
 import { spawnSync } from "node:child_process";
 import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
-import { tmpdir } from "node:os";
+import { loadavg, tmpdir } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath, pathToFileURL } from "node:url";
 import { createLab, labUnavailableReason, type Namespace } from "../src/lab/netns.ts";
@@ -20,7 +21,7 @@ import { createLab, labUnavailableReason, type Namespace } from "../src/lab/netn
 const ROOT = join(import.meta.dirname, "..");
 const CLI = join(ROOT, "dist/cli/main.js");
 const GEN = join(ROOT, "..", "shared", "bench", "gen-iptables.py");
-const RUNS = 7;
+const RUNS = 9;
 const GOAL = 3;
 
 interface Timing {
@@ -119,6 +120,11 @@ async function main(): Promise<number> {
       '{"apiVersion":"v1","kind":"List","items":[]}\n',
     );
 
+    const load = () =>
+      loadavg()
+        .map((x) => x.toFixed(2))
+        .join(" ");
+    const loadBefore = load();
     const ns = lab ? await lab.addNamespace("e2e") : undefined;
     if (!ns) console.log(`iptables-restore not measured: ${unavailable}`);
     const start: Timing[] = [];
@@ -131,6 +137,7 @@ async function main(): Promise<number> {
       pp.push(timed([process.execPath, CLI, "diagnose", snap, "-o", "json"]));
       if (ns) ref.push(await restoreOnce(ns, dump));
     }
+    console.log(`load average (1, 5, 15 min): ${loadBefore} before, ${load()} after`);
     const ms = (ts: Timing[], k: keyof Timing) => `${median(ts.map((t) => t[k])).toFixed(0)} ms`;
     const mods = (m: { all: number; own: number }) => `${m.all} modules (${m.own} of podpath's)`;
     const startMods = modulesLoaded(dir, ["diagnose", empty, "-o", "json"], [2]);
