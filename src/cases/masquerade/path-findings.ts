@@ -6,13 +6,13 @@
  * rejects it) and `masq/policy-route-elsewhere` (`ip rule` sends the packet another way than the
  * main table says); and the path's hops (DNAT, the route, the verdict) for the diagram.
  */
-import type { Rule } from "../../iptables/dump.ts";
+import type { IptablesDump, Rule } from "../../iptables/dump.ts";
 import type { AddressFact } from "../../iptables/nat-trace.ts";
 import { type Attribution, attributeBlockingRule, ruleAtLine } from "../../iptables/owners.ts";
 import type { NodeView } from "../../k8s/objects.ts";
 import type { PathHop } from "../../model/answer.ts";
 import { type Finding, refToEvidence, type SourceRef } from "../../model/types.ts";
-import { formatCidr, formatIp, type Ip } from "../../net/cidr.ts";
+import { type Family, formatCidr, formatIp, type Ip } from "../../net/cidr.ts";
 import { nftPathRuleset, nodePathEvaluator } from "../../path/node-path.ts";
 import type { PathOutcome, PathResult, PathStep } from "../../path/path-types.ts";
 import { REJECT_SEEN_AS } from "../../path/reject-with.ts";
@@ -39,20 +39,24 @@ type Dnat = Extract<PathStep, { kind: "dnat" }>;
 type Verdict = Extract<PathStep, { kind: "verdict" }>;
 
 const at = (r: SourceRef) => `${r.file}:${r.line}`;
-const dstText = (ip: Ip, port: number | undefined) => `${formatIp(ip)}${port ? `:${port}` : ""}`;
+/** `ip:port`, `[ip]:port` for IPv6 (whose address has colons of its own). */
+const dstText = (ip: Ip, port: number | undefined) =>
+  port ? (ip.family === 6 ? `[${formatIp(ip)}]:${port}` : `${formatIp(ip)}:${port}`) : formatIp(ip);
 
 function commentOf(rule: Rule | undefined): string | undefined {
   for (const m of rule?.matches ?? []) if (m.kind === "comment") return m.comment;
   return undefined;
 }
 
-/** The fix, in the words of whoever wrote the rule. */
+/** The fix, in the words of whoever wrote the rule (ip6tables' for an IPv6 packet). */
 function fixOf(
   a: Attribution,
   chain: string,
   podRange: string,
   port: number | undefined,
+  family: Family,
 ): { say: string; next: string[] } {
+  const ipt = family === 6 ? "ip6tables" : "iptables";
   const input = chain === "INPUT";
   const what = input && port ? `tcp/${port}` : `the pod range ${podRange}`;
   switch (a.owner) {
@@ -61,11 +65,11 @@ function fixOf(
         say: `This is the distribution's default firewall (iptables-services' /etc/sysconfig/iptables), loaded at boot before Kubernetes' rules. Let ${what} through above it, or stop the service so kube-proxy and the CNI own the rules.`,
         next: input
           ? [
-              `iptables -I INPUT -p tcp --dport ${port ?? "<port>"} -j ACCEPT && service iptables save   # on the node`,
+              `${ipt} -I INPUT -p tcp --dport ${port ?? "<port>"} -j ACCEPT && service ${ipt} save   # on the node`,
               "systemctl disable --now iptables   # or: stop iptables-services (its REJECT comes back at boot otherwise)",
             ]
           : [
-              `iptables -I FORWARD -s ${podRange} -j ACCEPT; iptables -I FORWARD -d ${podRange} -j ACCEPT; service iptables save   # on the node`,
+              `${ipt} -I FORWARD -s ${podRange} -j ACCEPT; ${ipt} -I FORWARD -d ${podRange} -j ACCEPT; service ${ipt} save   # on the node`,
               "systemctl disable --now iptables   # or: stop iptables-services (its REJECT comes back at boot otherwise)",
             ],
       };
@@ -82,7 +86,7 @@ function fixOf(
       return {
         say: "Docker's rules drop it (Docker sets FORWARD's policy to DROP when it starts). Docker keeps DOCKER-USER for your own rules: accept the pod range there.",
         next: [
-          `iptables -I DOCKER-USER -s ${podRange} -j ACCEPT   # on the node, or run dockerd with --iptables=false on a Kubernetes node`,
+          `${ipt} -I DOCKER-USER -s ${podRange} -j ACCEPT   # on the node, or run dockerd with --iptables=false on a Kubernetes node`,
         ],
       };
     case "kube-proxy":
@@ -135,12 +139,14 @@ export function readPath(
   facts: ClusterFacts,
 ): PathReading {
   const outs = result.outcomes;
-  const dump = node.iptables;
+  const family = result.packet.dst.family;
+  const dump = dumpOf(node, family);
   const chainsOf = (table: string) => [
     ...(dump?.tables.get(table as "filter")?.chains.keys() ?? []),
   ];
   const view = facts.nodes.find((n) => n.name === node.name);
-  const podRange = view?.podCIDRs[0] ? formatCidr(view.podCIDRs[0].cidr) : "<pod CIDR>";
+  const range = view?.podCIDRs.find((c) => c.cidr.family === family) ?? view?.podCIDRs[0];
+  const podRange = range ? formatCidr(range.cidr) : "<pod CIDR>";
   const p = result.packet;
   const flowText = `${formatIp(p.src)} → ${dstText(p.dst, p.dport)}`;
   const subject = `flow/${formatIp(p.src)}->${dstText(p.dst, p.dport)}`;
@@ -241,7 +247,7 @@ export function readPath(
       });
       continue;
     }
-    const fix = fixOf(owner, v.chain, podRange, o.dportOut);
+    const fix = fixOf(owner, v.chain, podRange, o.dportOut, family);
     if (o.kind === "local" && dnat) {
       findings.push({
         id: "masq/service-node-rejects",
@@ -306,9 +312,16 @@ function policyOwner(table: string, chains: readonly string[]): Attribution {
   };
 }
 
+/** The node's iptables dump of the packet's family: iptables-save, or ip6tables-save for IPv6. */
+function dumpOf(node: NodeEvidence, family: Family): IptablesDump | undefined {
+  return [node.iptables, node.ip6tables].find((d) => d?.family === family);
+}
+
 /**
- * The whole path of one traced flow through its node's iptables rules (IPv4 dumps), read into
- * hops and findings; undefined when the node's dump is not there or is of the other family.
+ * The whole path of one traced flow through its node's rules (the family's iptables dump, or the
+ * nftables listing), read into hops and findings; undefined when neither is there. An IPv6 flow
+ * is read from ip6tables-save and the node's IPv6 routes and rules; what of them is missing, the
+ * path names as undecided.
  */
 export function wholePath(
   node: NodeEvidence,
@@ -318,10 +331,11 @@ export function wholePath(
   facts: ClusterFacts,
   addressFacts: readonly AddressFact[],
 ): PathReading | undefined {
-  const dump = node.iptables;
-  if (src.ip.family !== target.ip.family) return undefined;
-  // a node read from its nftables listing answers for either family; a dump only for its own
-  if (!nftPathRuleset(node) && (!dump || dump.family !== target.ip.family)) return undefined;
+  const family = target.ip.family;
+  if (src.ip.family !== family) return undefined;
+  // a node read from its nftables listing answers for either family; otherwise the family's own
+  // dump: iptables-save for IPv4, ip6tables-save for IPv6 (with the IPv6 routes and rules)
+  if (!nftPathRuleset(node) && dumpOf(node, family) === undefined) return undefined;
   const ev = nodePathEvaluator(node, view, addressFacts);
   if (!ev) return undefined;
   const result = ev.evaluate({
