@@ -56,7 +56,10 @@ interface CRule {
   readonly preds: readonly Pred[];
   /** Resolved chain for jump/goto targets; null when the chain is not in the dump. */
   jump: CChain | null | undefined;
-  /** Steps are immutable: the ones this rule produces are made once and shared. */
+  /** Steps are immutable: the ones this rule produces are made once and shared ({@link Memo}). */
+  m0?: NatStep;
+  m1?: NatStep;
+  m2?: NatStep;
   memo?: Map<unknown, NatStep>;
 }
 
@@ -83,6 +86,10 @@ interface CChain {
   runOf?: Int32Array;
   runs?: Run[];
   indexV4?: boolean;
+  /** The steps this chain always makes alike ({@link Memo}). */
+  m0?: NatStep;
+  m1?: NatStep;
+  m2?: NatStep;
   memo?: Map<unknown, NatStep>;
 }
 
@@ -306,6 +313,40 @@ function nextCandidate(c: CChain, pos: number, dst: bigint): number {
     pos = run.end;
   }
   return n;
+}
+
+/**
+ * What holds the steps a rule or chain always makes alike: the common keys in fields (a rule has
+ * one target, so one of jump, mark, dnat, snat, log; a chain is entered and ends in its policy),
+ * the others (a RETURN's chain, an ACCEPT's hook) in a map.
+ */
+interface Memo {
+  /** enter (a chain), or the one target step of a rule: jump, mark, dnat, snat, log. */
+  m0?: NatStep;
+  /** policy (a chain), or a statistic rule's "taken". */
+  m1?: NatStep;
+  /** A statistic rule's "not taken". */
+  m2?: NatStep;
+  memo?: Map<unknown, NatStep>;
+}
+
+function slotOf(key: unknown): number {
+  switch (key) {
+    case "enter":
+    case "jump":
+    case "mark":
+    case "dnat":
+    case "snat":
+    case "log":
+      return 0;
+    case "policy":
+    case "taken":
+      return 1;
+    case "not-taken":
+      return 2;
+    default:
+      return 3;
+  }
 }
 
 /** A walk between the hooks, copied: the second hook changes its state and frames. */
@@ -684,8 +725,16 @@ class Engine {
    * Pushes the step already made for this holder and key; false when there is none yet (then
    * {@link stepM} makes it: its note is a closure, made only then).
    */
-  private hit(w: Walk, holder: { memo?: Map<unknown, NatStep> }, key: unknown): boolean {
-    const step = holder.memo?.get(key);
+  private hit(w: Walk, holder: Memo, key: unknown): boolean {
+    const slot = slotOf(key);
+    const step =
+      slot === 0
+        ? holder.m0
+        : slot === 1
+          ? holder.m1
+          : slot === 2
+            ? holder.m2
+            : holder.memo?.get(key);
     if (step === undefined) return false;
     w.steps = { step, prev: w.steps };
     return true;
@@ -694,7 +743,7 @@ class Engine {
   /** Pushes a step made once per holder and key (`note` is only called the first time). */
   private stepM(
     w: Walk,
-    holder: { memo?: Map<unknown, NatStep> },
+    holder: Memo,
     key: unknown,
     kind: NatStepKind,
     chain: CChain,
@@ -702,14 +751,18 @@ class Engine {
     source: SourceRef,
     note: () => string,
   ): void {
-    let memo = holder.memo;
-    if (memo === undefined) {
-      memo = new Map();
-      holder.memo = memo;
-    }
-    let step = memo.get(key);
-    if (step === undefined) {
-      step = { kind, chain: chain.name, ruleIndex, source, note: note() };
+    if (this.hit(w, holder, key)) return;
+    const step: NatStep = { kind, chain: chain.name, ruleIndex, source, note: note() };
+    const slot = slotOf(key);
+    if (slot === 0) holder.m0 = step;
+    else if (slot === 1) holder.m1 = step;
+    else if (slot === 2) holder.m2 = step;
+    else {
+      let memo = holder.memo;
+      if (memo === undefined) {
+        memo = new Map();
+        holder.memo = memo;
+      }
       memo.set(key, step);
     }
     w.steps = { step, prev: w.steps };
