@@ -17,7 +17,7 @@ import { configInvalidFindings, driftFindings, ebpfFindings } from "./agent-find
 import { agentMissingFindings } from "./coverage.ts";
 import { chooseDestinations, type TracedDestination } from "./destinations.ts";
 import type { ClusterFacts } from "./facts.ts";
-import { evaluateNodeFlow, type FlowOutcome } from "./flow.ts";
+import type { FlowOutcome } from "./flow.ts";
 import type { AgentIntent } from "./intent.ts";
 import { masqueradeModel } from "./model.ts";
 import {
@@ -32,7 +32,6 @@ import {
   SOURCE_OWNERS,
   type SourceOwnerCase,
 } from "./owners/index.ts";
-import { wholePath } from "./path-findings.ts";
 import { returnPath, siteFor } from "./remote.ts";
 import {
   type AllowlistVerdict,
@@ -79,6 +78,23 @@ function isRelevant(
  * The masquerade case's answer. `owners` are the owners of the pods' source address it knows
  * besides ip-masq-agent (tests take one away to show the answer rests on its knowledge).
  */
+/**
+ * The path evaluators, loaded when a packet is first traced: a snapshot that names no pod and
+ * destination (a node's dump alone) needs none of them.
+ */
+let tracer:
+  | {
+      readonly evaluateNodeFlow: typeof import("./flow.ts").evaluateNodeFlow;
+      readonly wholePath: typeof import("./path-findings.ts").wholePath;
+    }
+  | undefined;
+
+async function loadTracer(): Promise<void> {
+  if (tracer) return;
+  const [flow, paths] = await Promise.all([import("./flow.ts"), import("./path-findings.ts")]);
+  tracer = { evaluateNodeFlow: flow.evaluateNodeFlow, wholePath: paths.wholePath };
+}
+
 export async function explainMasquerade(
   snap: Snapshot,
   opts: DiagnoseOptions,
@@ -106,6 +122,7 @@ export async function explainMasquerade(
   result.diagnostics.push(...sources.diagnostics);
 
   const rejected: AllowlistRejection[] = [];
+  if (targets.list.length > 0 && sources.list.length > 0) await loadTracer();
   for (const target of targets.list) {
     for (const src of sources.list)
       traceOne(snap, facts, intent, sites.sites, target, src, result, rejected, owners);
@@ -249,7 +266,7 @@ function traceOne(
 
   // The packet's whole way through its node: a Service's DNAT, the route, filter verdicts
   const way = nodeEv
-    ? wholePath(
+    ? tracer!.wholePath(
         nodeEv,
         nodeView,
         src,
@@ -390,7 +407,7 @@ function decideNode(
   }
   let outcome: FlowOutcome | undefined;
   if (nodeEv?.iptables) {
-    outcome = evaluateNodeFlow(
+    outcome = tracer!.evaluateNodeFlow(
       nodeEv,
       nodeView,
       {
