@@ -352,8 +352,22 @@ describe("DaemonSets on a real node, placed by the real controller manager and s
     assert.ok(rules(direct).includes(`-A POSTROUTING -j ${MARK_CHAIN}`), direct);
     assert.deepEqual(rules(read(fleetDir, "iptables-save.txt")), rules(direct));
     assert.deepEqual(rules(read(podDir, "iptables-save.txt")), rules(direct));
-    for (const f of ["ip-route.txt", "ip-addr.txt", "sysctl.txt"]) {
+    for (const f of [
+      "ip-route.txt",
+      "ip-rule.txt",
+      "ip6-route.txt",
+      "ip6-rule.txt",
+      "ip-addr.txt",
+      "sysctl.txt",
+    ]) {
       assert.equal(read(fleetDir, f), read(podDir, f), f);
+    }
+    // every routing table and the policy rules, as the node's own ip prints them
+    for (const [f, argv] of [
+      ["ip-route.txt", ["ip", "route", "show", "table", "all"]],
+      ["ip-rule.txt", ["ip", "rule"]],
+    ] as const) {
+      assert.equal(read(fleetDir, f), (await node!.ns.exec(argv)).stdout, f);
     }
     assert.match(
       read(fleetDir, "ip-addr.txt"),

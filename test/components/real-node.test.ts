@@ -351,6 +351,23 @@ describe("a real node: kubelet, containerd and the bridge plugin, the SNAT case 
       rules(collected).some((l) => l.includes("CNI-")),
       "the plugin's chain, as applied",
     );
+    // the routing the whole path reads: every table and the policy rules, in both families, as
+    // the node's own ip prints them
+    for (const [file, argv] of [
+      ["ip-route.txt", ["ip", "route", "show", "table", "all"]],
+      ["ip-rule.txt", ["ip", "rule"]],
+      ["ip6-route.txt", ["ip", "-6", "route", "show", "table", "all"]],
+      ["ip6-rule.txt", ["ip", "-6", "rule"]],
+    ] as const) {
+      const direct = await node!.ns.exec(argv);
+      assert.equal(direct.code, 0, direct.stderr);
+      assert.equal(readFileSync(join(dir, "nodes", NODE, file), "utf8"), direct.stdout, file);
+    }
+    assert.match(
+      readFileSync(join(dir, "nodes", NODE, "ip-route.txt"), "utf8"),
+      / table local /,
+      "the local table is in it",
+    );
     const pcap = readdirSync(join(dir, "captures")).find((f) => f.endsWith(".pcap"));
     assert.ok(pcap, readdirSync(join(dir, "captures")).join(", "));
     const read = await node!.ns.exec([
