@@ -45,6 +45,8 @@ export interface NodeInterface {
   readonly name: string;
   /** The primary address MASQUERADE picks on this interface. */
   readonly primary?: Ip;
+  /** The `ip addr` line of {@link primary}. */
+  readonly primarySource?: SourceRef;
   /** All addresses with their prefix lengths (for addrtype LOCAL and subnet broadcasts). */
   readonly addresses?: readonly { readonly ip: Ip; readonly prefix: number }[];
 }

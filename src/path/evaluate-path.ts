@@ -25,6 +25,12 @@ import type {
 } from "../iptables/nat-trace.ts";
 import type { SourceRef } from "../model/types.ts";
 import type { Ip } from "../net/cidr.ts";
+import {
+  loMasqueradeSource,
+  loMasqueradeStep,
+  loMasqueradeUndecided,
+  settleCandidates,
+} from "./lo-masquerade.ts";
 import { type NatLeaf, natLeaves, natSteps } from "./nat-steps.ts";
 import type {
   Hook,
@@ -461,61 +467,108 @@ function routeAndFilter(
           ["INPUT", walkers.mangle],
           ["INPUT", walkers.filter],
         ];
-    let live: Partial[] = [{ st, steps, assumptions: x.assumptions, prob: x.prob }];
-    for (const [h, w] of walks) {
-      if (host && h === "PREROUTING" && w === walkers.raw && st.ctstate !== "UNTRACKED") {
-        // nat POSTROUTING on lo comes before INPUT: a source it rewrites (MASQUERADE there takes
-        // another interface's address) is what INPUT's rules see, and is not followed here
-        live = live.filter((y) => {
-          const t = nat.evaluate({
-            ...flow,
-            outIface: "lo",
-            dstLocal: false,
-            ...(y.st.markKnown === FULL ? { mark: y.st.mark } : {}),
-          });
-          const rewrites = natLeaves(t).some(
-            (l) => l.trace.decision === "masquerade" || l.trace.decision === "snat",
-          );
-          if (!rewrites) return true;
-          const verdict: PathVerdict = {
-            kind: "undecided",
-            reason: "nat POSTROUTING rewrites the source of the node's own packet on lo",
-            ...(t.decidingRule ? { at: t.decidingRule } : {}),
-            unknowns: [],
-          };
-          out.push({
-            ...finish(p, y.st, y.steps, y.assumptions, y.prob, verdict, "INPUT"),
-            kind: "output",
-          });
-          return false;
+    // nat POSTROUTING on lo comes before INPUT: the source a MASQUERADE there gives (the first
+    // address of scope global, lo-masquerade.ts) is what INPUT's rules see
+    const run = (live0: Partial[], from: number, sink: PathOutcome[], masqDone: boolean): void => {
+      let live = live0;
+      for (let i = from; i < walks.length; i++) {
+        const [h, w] = walks[i]!;
+        if (
+          !masqDone &&
+          host &&
+          h === "PREROUTING" &&
+          w === walkers.raw &&
+          st.ctstate !== "UNTRACKED"
+        ) {
+          const kept: Partial[] = [];
+          for (const y of live) {
+            const t = nat.evaluate({
+              ...flow,
+              outIface: "lo",
+              dstLocal: false,
+              ...(y.st.markKnown === FULL ? { mark: y.st.mark } : {}),
+            });
+            const leaves = natLeaves(t);
+            const rewrites = leaves.some(
+              (l) => l.trace.decision === "masquerade" || l.trace.decision === "snat",
+            );
+            if (!rewrites) {
+              kept.push(y);
+              continue;
+            }
+            const rule = t.decidingRule;
+            const masq =
+              rule !== undefined && leaves.every((l) => l.trace.decision === "masquerade");
+            const m = masq ? loMasqueradeSource(ctx, family) : undefined;
+            if (m === undefined || m.kind === "unknown" || rule === undefined) {
+              const verdict: PathVerdict = m
+                ? loMasqueradeUndecided(rule, "the node's addresses are not in evidence")
+                : {
+                    kind: "undecided",
+                    reason: "nat POSTROUTING rewrites the source of the node's own packet on lo",
+                    ...(rule ? { at: rule } : {}),
+                    unknowns: [],
+                  };
+              sink.push({
+                ...finish(p, y.st, y.steps, y.assumptions, y.prob, verdict, "INPUT"),
+                kind: "output",
+              });
+              continue;
+            }
+            const stepsM = push(y.steps, loMasqueradeStep({ family, value: y.st.src }, m, rule));
+            const per = (m.kind === "known" ? [m.ip] : m.ips).map((ip) => {
+              const s2 = cloneState(y.st);
+              s2.src = ip.value;
+              const o: PathOutcome[] = [];
+              run([{ ...y, st: s2, steps: stepsM }], i, o, true);
+              return o;
+            });
+            const settled = settleCandidates(per);
+            if (settled) sink.push(...settled);
+            else
+              sink.push({
+                ...finish(
+                  p,
+                  y.st,
+                  stepsM,
+                  y.assumptions,
+                  y.prob,
+                  loMasqueradeUndecided(rule, "INPUT's rules tell its possible sources apart"),
+                  "INPUT",
+                ),
+                kind: "output",
+              });
+          }
+          live = kept;
+        }
+        const next: Partial[] = [];
+        for (const y of live) {
+          y.st.inIface = h === "INPUT" || h === "PREROUTING" ? (host ? "lo" : y.st.inIface) : "";
+          y.st.outIface = h === "OUTPUT" ? (first.dev ?? "lo") : h === "POSTROUTING" ? "lo" : "";
+          const ct = y.st.ctstate;
+          const n0 = next.length;
+          walkTable(w, h, y, sink, p, next);
+          // conntrack already tracks the packet back on lo: raw's NOTRACK there changes nothing
+          for (let j = n0; j < next.length; j++) next[j]!.st.ctstate = ct;
+        }
+        live = next;
+      }
+      for (const y of live) {
+        sink.push({
+          ...finish(
+            p,
+            y.st,
+            y.steps,
+            y.assumptions,
+            y.prob,
+            { kind: "delivered", dst, ...(dport !== undefined ? { port: dport } : {}) },
+            "INPUT",
+          ),
+          kind: host ? "output" : "local",
         });
       }
-      const next: Partial[] = [];
-      for (const y of live) {
-        y.st.inIface = h === "INPUT" || h === "PREROUTING" ? (host ? "lo" : y.st.inIface) : "";
-        y.st.outIface = h === "OUTPUT" ? (first.dev ?? "lo") : h === "POSTROUTING" ? "lo" : "";
-        const ct = y.st.ctstate;
-        const from = next.length;
-        walkTable(w, h, y, out, p, next);
-        // conntrack already tracks the packet back on lo: raw's NOTRACK there changes nothing
-        for (let i = from; i < next.length; i++) next[i]!.st.ctstate = ct;
-      }
-      live = next;
-    }
-    for (const y of live) {
-      out.push({
-        ...finish(
-          p,
-          y.st,
-          y.steps,
-          y.assumptions,
-          y.prob,
-          { kind: "delivered", dst, ...(dport !== undefined ? { port: dport } : {}) },
-          "INPUT",
-        ),
-        kind: host ? "output" : "local",
-      });
-    }
+    };
+    run([{ st, steps, assumptions: x.assumptions, prob: x.prob }], 0, out, false);
     return;
   }
   // forwarded (or sent by the node): mangle and filter FORWARD/OUTPUT, mangle POSTROUTING

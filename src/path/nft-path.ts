@@ -12,6 +12,7 @@ import { protoNumber } from "../nftables/match.ts";
 import type { NftRuleset } from "../nftables/model.ts";
 import { CT_STATE_BITS } from "../nftables/values.ts";
 import {
+  cloneWalk,
   type NftHook,
   type NftHookBase,
   type NftHookEnd,
@@ -19,6 +20,12 @@ import {
   NftWalker,
 } from "../nftables/walk.ts";
 import type { PathContext } from "./evaluate-path.ts";
+import {
+  loMasqueradeSource,
+  loMasqueradeStep,
+  loMasqueradeUndecided,
+  settleCandidates,
+} from "./lo-masquerade.ts";
 import type {
   Hook,
   PathEvaluator,
@@ -39,6 +46,11 @@ interface Live {
   readonly steps: StepList;
   /** The connection is not tracked (`notrack`): nat chains never see it. */
   readonly untracked: boolean;
+  /**
+   * One of the sources a masquerade on lo may give the node's own packet when `ip addr` is not in
+   * evidence: the walks of one group are settled together (lo-masquerade.ts).
+   */
+  readonly masqGroup?: { readonly rule: SourceRef };
 }
 
 const HOOK: { readonly [K in NftHook]: Hook } = {
@@ -108,7 +120,7 @@ export function compileNftPath(rs: NftRuleset, ctx: PathContext = {}): PathEvalu
 
 /** One packet's evaluation. */
 class NftPathRun {
-  readonly out: PathOutcome[] = [];
+  out: PathOutcome[] = [];
   readonly rs: NftRuleset;
   readonly ctx: PathContext;
   readonly walker: NftWalker;
@@ -250,6 +262,27 @@ class NftPathRun {
     this.after(p, y, host, dst, local, route.dev, route.via);
   }
 
+  /** Prerouting on lo (the node's own packet) and input: delivered unless a rule ends it. */
+  private deliver(
+    p: PathPacket,
+    live0: Live[],
+    host: boolean,
+    dst: Ip,
+    dport: number | undefined,
+  ): void {
+    let live = live0;
+    if (host) live = this.hook(p, live, "prerouting", "lo", "", "lo-in");
+    const iif = host ? "lo" : (live0[0]?.w.pkt.iif ?? "");
+    live = this.hook(p, live, "input", iif, "", host ? "lo-in" : "");
+    for (const z of live)
+      this.finish(
+        p,
+        z,
+        { kind: "delivered", dst, ...(dport !== undefined ? { port: dport } : {}) },
+        "INPUT",
+      );
+  }
+
   /** Input (delivered) or forward and postrouting (sent on), after the routing decision. */
   private after(
     p: PathPacket,
@@ -263,20 +296,37 @@ class NftPathRun {
     const pkt = y.w.pkt;
     const dport = pkt.dport;
     if (local) {
-      let live = [y];
-      if (host) {
-        // the node's packet to itself: postrouting on lo, then back in through prerouting on lo
-        live = this.hook(p, live, "postrouting", "", "lo", "lo-out");
-        live = this.hook(p, live, "prerouting", "lo", "", "lo-in");
+      if (!host) {
+        this.deliver(p, [y], host, dst, dport);
+        return;
       }
-      live = this.hook(p, live, "input", host ? "lo" : (pkt.iif ?? ""), "", host ? "lo-in" : "");
-      for (const z of live)
-        this.finish(
-          p,
-          z,
-          { kind: "delivered", dst, ...(dport !== undefined ? { port: dport } : {}) },
-          "INPUT",
-        );
+      // the node's packet to itself: postrouting on lo, then back in through prerouting on lo
+      const groups = new Map<{ readonly rule: SourceRef }, Live[]>();
+      const plain: Live[] = [];
+      for (const z of this.hook(p, [y], "postrouting", "", "lo", "lo-out")) {
+        if (z.masqGroup === undefined) plain.push(z);
+        else groups.set(z.masqGroup, [...(groups.get(z.masqGroup) ?? []), z]);
+      }
+      this.deliver(p, plain, host, dst, dport);
+      for (const [g, members] of groups) {
+        // every source the masquerade may give: decided when they all end the same way
+        const save = this.out;
+        const per = members.map((z) => {
+          this.out = [];
+          this.deliver(p, [z], host, dst, dport);
+          return this.out;
+        });
+        this.out = save;
+        const settled = settleCandidates(per);
+        if (settled) this.out.push(...settled);
+        else
+          this.finish(
+            p,
+            members[0]!,
+            loMasqueradeUndecided(g.rule, "INPUT's rules tell its possible sources apart"),
+            "INPUT",
+          );
+      }
       return;
     }
     let live = [y];
@@ -362,17 +412,37 @@ class NftPathRun {
               const s = e.nat!;
               if (s.kind === "snat" || s.kind === "masquerade") {
                 if (loop === "lo-out") {
-                  this.finish(
-                    p,
-                    y,
-                    {
-                      kind: "undecided",
-                      reason: "nat postrouting rewrites the source of the node's own packet on lo",
-                      at: e.ref,
-                      unknowns: [],
-                    },
-                    "INPUT",
-                  );
+                  // what INPUT sees: the first address of scope global (lo-masquerade.ts)
+                  const m =
+                    s.kind === "masquerade"
+                      ? loMasqueradeSource(this.ctx, p.dst.family)
+                      : undefined;
+                  if (m === undefined || m.kind === "unknown") {
+                    this.finish(
+                      p,
+                      y,
+                      m
+                        ? loMasqueradeUndecided(e.ref, "the node's addresses are not in evidence")
+                        : {
+                            kind: "undecided",
+                            reason:
+                              "nat postrouting rewrites the source of the node's own packet on lo",
+                            at: e.ref,
+                            unknowns: [],
+                          },
+                      "INPUT",
+                    );
+                    break;
+                  }
+                  const from: Ip = { family: p.dst.family, value: y.w.pkt.src };
+                  const steps = push(y.steps, loMasqueradeStep(from, m, e.ref));
+                  const group = m.kind === "candidates" ? { rule: e.ref } : undefined;
+                  for (const ip of m.kind === "known" ? [m.ip] : m.ips) {
+                    const w2 = cloneWalk(y.w);
+                    w2.pkt.src = ip.value;
+                    const x2: Live = { ...y, w: w2, steps, ...(group ? { masqGroup: group } : {}) };
+                    next.push({ x: x2, natDone: true });
+                  }
                   break;
                 }
                 const to = this.snatTo(s, oif);

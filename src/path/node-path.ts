@@ -40,7 +40,7 @@ export function pathContextOf(
     const primary = primaryAddress(i, family) ?? primaryAddress(i, other);
     return {
       name: i.name,
-      ...(primary ? { primary: primary.local } : {}),
+      ...(primary ? { primary: primary.local, primarySource: primary.source } : {}),
       addresses: i.addresses.map((a) => ({ ip: a.local, prefix: a.cidr.prefix })),
     };
   });
