@@ -209,10 +209,7 @@ const EVIDENCE_DIFFERS: Readonly<Record<string, string>> = {
  * Flows podpath leaves undecided where the kernel decides, with why: each must still be
  * undecided (once decided, it is held to the kernel like every other flow: take it off the list).
  */
-const KNOWN_GAPS: Readonly<Record<string, string>> = {
-  "node -> kubernetes ClusterIP (the node itself)":
-    "kube-proxy marks the node's own packet to its own endpoint for masquerade (KUBE-SEP's `-s <node> -j KUBE-MARK-MASQ`, nftables' hairpin mark); nat POSTROUTING then masquerades it on lo, and the whole path (path/evaluate-path.ts, path/nft-path.ts) stops there undecided; the kernel delivers it",
-};
+const KNOWN_GAPS: Readonly<Record<string, string>> = {};
 
 /** podpath's outcomes as a sorted list of words (undecided reasons left out). */
 function podpathSet(outcomes: Parameters<typeof podpathWords>[0]): string[] {
