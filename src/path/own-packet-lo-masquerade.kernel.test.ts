@@ -6,7 +6,8 @@
  * KUBE-FIREWALL) or `nft -f` (nftables mode's hairpin mark and masquerade); a real TCP connection
  * from the namespace to the Service address is accepted by a listener on the node's address, which
  * reports the source it sees. The kernel's masquerade on lo takes the first primary address of
- * scope global in ifindex order (lo's 127.0.0.1 is scope host): that source, and delivery, are
+ * scope global in ifindex order (lo's 127.0.0.1 is scope host; a global address on lo comes
+ * first): that source, and delivery, are
  * what both whole-path evaluators must answer from the namespace's own `ip addr`, `ip route`,
  * iptables-save and `nft list ruleset`. Kernel test: needs root; fails in CI without it, skips
  * locally.
@@ -106,9 +107,15 @@ const skip =
   (hasCommand("iptables-restore") && hasCommand("nft") ? false : "iptables or nft is missing");
 
 /** A node namespace whose interfaces are created (so numbered) in `order`. */
-async function nodeNamespace(lab: Lab, role: string, order: readonly Iface[]): Promise<Namespace> {
+async function nodeNamespace(
+  lab: Lab,
+  role: string,
+  order: readonly Iface[],
+  loAddress: string | undefined,
+): Promise<Namespace> {
   const ns = await lab.addNamespace(role);
   await mustExec(ns, ["ip", "link", "set", "lo", "up"]);
+  if (loAddress) await mustExec(ns, ["ip", "addr", "add", loAddress, "dev", "lo"]);
   for (const i of order) {
     await mustExec(ns, ["ip", "link", "add", i, "type", "veth", "peer", "name", `${i}p`]);
     await mustExec(ns, ["ip", "addr", "add", IFACES[i], "dev", i]);
@@ -149,9 +156,11 @@ function masqueradedTo(r: PathResult): string | undefined {
   return s?.kind === "snat" && s.to ? formatIp(s.to) : undefined;
 }
 
-const CASES: readonly { order: readonly Iface[]; want: string }[] = [
+/** `lo`: a global address on lo itself (a VIP), which comes before every other interface's. */
+const CASES: readonly { order: readonly Iface[]; lo?: string; want: string }[] = [
   { order: ["other0", "eth0", "pod0"], want: "10.1.0.1" },
   { order: ["pod0", "other0", "eth0"], want: "10.244.0.1" },
+  { order: ["pod0", "eth0"], lo: "10.9.9.9/32", want: "10.9.9.9" },
 ];
 
 describe("the node's own packet masqueraded on lo, on the kernel", { skip }, () => {
@@ -170,7 +179,7 @@ describe("the node's own packet masqueraded on lo, on the kernel", { skip }, () 
   for (const mode of ["iptables", "nftables"] as const) {
     it(`takes the first global address in ifindex order and is delivered, as podpath says (${mode})`, async () => {
       for (const [n, c] of CASES.entries()) {
-        const ns = await nodeNamespace(lab!, `${mode.slice(0, 3)}${n}`, c.order);
+        const ns = await nodeNamespace(lab!, `${mode.slice(0, 3)}${n}`, c.order, c.lo);
         if (mode === "iptables") await mustExec(ns, ["iptables-restore"], IPTABLES);
         else await mustExec(ns, ["nft", "-f", "-"], NFT);
         const seen = await probe(ns);
