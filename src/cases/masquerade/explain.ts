@@ -32,6 +32,7 @@ import {
   SOURCE_OWNERS,
   type SourceOwnerCase,
 } from "./owners/index.ts";
+import { anyNodeHasNatChain } from "./owners/nat-chains.ts";
 import { returnPath, siteFor } from "./remote.ts";
 import {
   type AllowlistVerdict,
@@ -66,11 +67,7 @@ function isRelevant(
     intent.configMap !== undefined ||
     intent.daemonSet !== undefined ||
     sites > 0 ||
-    [...snap.nodes.values()].some((n) =>
-      [...(n.iptables?.tables.get("nat")?.chains.keys() ?? [])].some((c) =>
-        /MASQ|^AWS-SNAT-CHAIN-/.test(c),
-      ),
-    )
+    anyNodeHasNatChain(snap, /MASQ|^AWS-SNAT-CHAIN-/)
   );
 }
 

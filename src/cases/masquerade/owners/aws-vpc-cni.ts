@@ -22,6 +22,7 @@ import { type Evidence, refToEvidence, type SourceRef } from "../../../model/typ
 import { contains, formatCidr, formatIp, type Ip, tryParseCidr } from "../../../net/cidr.ts";
 import { rawWord, sh } from "../../../report/shell-quote.ts";
 import type { Snapshot } from "../../../snapshot/load.ts";
+import { natChainsMatching } from "./nat-chains.ts";
 import type {
   ExemptWording,
   OwnerExempt,
@@ -32,7 +33,7 @@ import type {
   OwnerWireWording,
   SourceOwnerCase,
 } from "./owner.ts";
-import { ipMasqAgentPresent, natChainNames, ruleOwner } from "./rule-owner.ts";
+import { ipMasqAgentPresent, ruleOwner } from "./rule-owner.ts";
 
 const DS_CMD = "kubectl -n kube-system get daemonset aws-node -o yaml";
 const SNAT_CHAIN_RE = /^AWS-SNAT-CHAIN-\d+$/;
@@ -57,7 +58,7 @@ function chainedRuleNotTaken(snap: Snapshot, node: string, dst: Ip): Rule | unde
 
 /** The node's dump has the plugin's SNAT chain (an older node may name it -1…). */
 function hasAwsSnatChain(snap: Snapshot, node: string): boolean {
-  return natChainNames(snap, node, SNAT_CHAIN_RE).length > 0;
+  return natChainsMatching(snap.nodes.get(node)?.iptables, SNAT_CHAIN_RE).length > 0;
 }
 
 function ruleText(ref: SourceRef): string {

@@ -29,6 +29,7 @@ import {
 import { contains, type Family, formatIp, type Ip, tryParseIp } from "../../../net/cidr.ts";
 import { quoted, sh } from "../../../report/shell-quote.ts";
 import type { Snapshot } from "../../../snapshot/load.ts";
+import { natChainsMatching } from "./nat-chains.ts";
 import type {
   ExemptWording,
   OwnerExempt,
@@ -39,7 +40,7 @@ import type {
   OwnerWireWording,
   SourceOwnerCase,
 } from "./owner.ts";
-import { ipMasqAgentPresent, natChainNames, ruleOwner } from "./rule-owner.ts";
+import { ipMasqAgentPresent, ruleOwner } from "./rule-owner.ts";
 
 const POOLS_CMD = "kubectl get ippools.crd.projectcalico.org -o yaml";
 
@@ -84,7 +85,7 @@ const masqSetOf = (family: Family) => calicoIpsetName(family, SET_ID_MASQ_POOLS)
 const saveOf = (family: Family) => (family === 6 ? "ip6tables-save" : "iptables-save");
 
 function hasCalicoChains(snap: Snapshot, node: string): boolean {
-  return natChainNames(snap, node, /^cali-/).length > 0;
+  return natChainsMatching(snap.nodes.get(node)?.iptables, /^cali-/).length > 0;
 }
 
 /** Calico is at work: IPPools, the calico-node DaemonSet, or cali-* nat chains on a node. */

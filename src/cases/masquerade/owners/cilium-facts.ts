@@ -39,6 +39,7 @@ import type { Cidr, Ip } from "../../../net/cidr.ts";
 import { rawWord, sh } from "../../../report/shell-quote.ts";
 import { ownerTexts, type Snapshot } from "../../../snapshot/load.ts";
 import type { ClusterFacts } from "../facts.ts";
+import { anyNodeHasNatChain, natChainsMatching } from "./nat-chains.ts";
 
 const EBPF_DAEMONSETS = /^(anetd|cilium)$/;
 
@@ -275,10 +276,7 @@ export function ciliumPresent(snap: Snapshot): boolean {
   for (const n of snap.nodes.values()) {
     if (ownerTexts(n, "cilium-status").length > 0 || ownerTexts(n, "cilium-bpf-ipmasq").length > 0)
       return true;
-    if (
-      [...(n.iptables?.tables.get("nat")?.chains.keys() ?? [])].some((c) => c.startsWith("CILIUM_"))
-    )
-      return true;
+    if (natChainsMatching(n.iptables, /^CILIUM_/).length > 0) return true;
   }
   return false;
 }
@@ -289,9 +287,6 @@ export function upstreamAgentAtWork(snap: Snapshot): boolean {
     snap.objects.some(
       (o) =>
         o.kind === "DaemonSet" && o.namespace === "kube-system" && /^ip-masq-agent/.test(o.name),
-    ) ||
-    [...snap.nodes.values()].some((n) =>
-      [...(n.iptables?.tables.get("nat")?.chains.keys() ?? [])].some((c) => /^IP-MASQ/.test(c)),
-    )
+    ) || anyNodeHasNatChain(snap, /^IP-MASQ/)
   );
 }

@@ -25,6 +25,7 @@ import {
 } from "../../../net/cidr.ts";
 import { quoted, sh } from "../../../report/shell-quote.ts";
 import type { Snapshot } from "../../../snapshot/load.ts";
+import { natChainsMatching } from "./nat-chains.ts";
 import type {
   ExemptWording,
   OwnerExempt,
@@ -35,12 +36,12 @@ import type {
   OwnerWireWording,
   SourceOwnerCase,
 } from "./owner.ts";
-import { ipMasqAgentPresent, natChainNames, ruleOwner } from "./rule-owner.ts";
+import { ipMasqAgentPresent, ruleOwner } from "./rule-owner.ts";
 
 const refText = (r: SourceRef) => `${r.file}:${r.line}${r.text ? ` (${r.text.trim()})` : ""}`;
 
 function hasFlannelChain(snap: Snapshot, node: string): boolean {
-  return natChainNames(snap, node, /^FLANNEL-/).length > 0;
+  return natChainsMatching(snap.nodes.get(node)?.iptables, /^FLANNEL-/).length > 0;
 }
 
 function flannelPresent(snap: Snapshot): boolean {

@@ -12,6 +12,7 @@ import {
 } from "../../../iptables/owners.ts";
 import type { SourceRef } from "../../../model/types.ts";
 import type { Snapshot } from "../../../snapshot/load.ts";
+import { anyNodeHasNatChain } from "./nat-chains.ts";
 
 /** The rule at `ref` in the node's dump, and who wrote it. */
 export function ruleOwner(
@@ -71,14 +72,6 @@ export function foreignOwnerText(
 export function ipMasqAgentPresent(snap: Snapshot): boolean {
   return (
     snap.objects.some((o) => o.namespace === "kube-system" && /^ip-masq-agent/.test(o.name)) ||
-    [...snap.nodes.values()].some((n) =>
-      [...(n.iptables?.tables.get("nat")?.chains.keys() ?? [])].some((c) => /^IP-MASQ/.test(c)),
-    )
+    anyNodeHasNatChain(snap, /^IP-MASQ/)
   );
-}
-
-/** The nat chains of a node's dump whose names match, in the dump's order. */
-export function natChainNames(snap: Snapshot, node: string, test: RegExp): string[] {
-  const nat = snap.nodes.get(node)?.iptables?.tables.get("nat");
-  return [...(nat?.chains.keys() ?? [])].filter((c) => test.test(c));
 }
