@@ -65,6 +65,22 @@ describe("loMasqueradeSource", () => {
     });
   });
 
+  it("offers IPv6's global addresses as candidates (source address selection is not followed)", () => {
+    const r = loMasqueradeSource(
+      {
+        interfaces: [{ name: "eth0", primary: parseIp("fd00::2") }],
+        localAddresses: [
+          parseIp("::1"),
+          parseIp("fe80::1"),
+          parseIp("fd00::2"),
+          parseIp("fd00::3"),
+        ],
+      },
+      6,
+    );
+    assert.deepEqual(r, { kind: "candidates", ips: [parseIp("fd00::2"), parseIp("fd00::3")] });
+  });
+
   it("is unknown when an address block does not say which address an interface holds", () => {
     const r = loMasqueradeSource({ localAddresses: [parseCidr("10.0.0.0/8")] }, 4);
     assert.deepEqual(r, { kind: "unknown" });

@@ -5,7 +5,9 @@
  * lo's own addresses are scope host, so it takes lo's first primary address of scope global if
  * lo has one, else the first primary address of scope global of the namespace's devices in their
  * order, which `ip addr` prints (ifindex order). Verified on the kernel by
- * own-packet-lo-masquerade.kernel.test.ts.
+ * own-packet-lo-masquerade.kernel.test.ts. IPv6's masquerade chooses by source address selection
+ * (ipv6_dev_get_saddr), not held to the kernel here: every global address of the node's is a
+ * candidate.
  */
 import type { NatContext } from "../iptables/nat-trace.ts";
 import type { SourceRef } from "../model/types.ts";
@@ -43,7 +45,7 @@ const NOT_GLOBAL = [
  */
 export function loMasqueradeSource(ctx: NatContext, family: Family): LoMasqueradeSource {
   const ifaces = ctx.interfaces ?? [];
-  if (ifaces.some((i) => (i.addresses?.length ?? 0) > 0 || i.primary !== undefined)) {
+  if (family === 4 && ifaces.some((i) => (i.addresses?.length ?? 0) > 0 || i.primary)) {
     for (const i of ifaces) {
       const a = i.primary;
       if (a === undefined || a.family !== family) continue;
@@ -79,7 +81,7 @@ export function loMasqueradeStep(
   const note =
     m.kind === "known"
       ? `masquerade on lo: ${formatIp(m.ip)}, the first address of scope global (${m.iface}${m.source ? `, ${m.source.file}:${m.source.line}` : ""})`
-      : `masquerade on lo: one of the node's addresses ${m.ips.map(formatIp).join(", ")} (the first of scope global in \`ip addr\` order; \`ip addr\` is not in evidence)`;
+      : `masquerade on lo: one of the node's addresses ${m.ips.map(formatIp).join(", ")} (which one, the evidence does not say: IPv4 takes the first of scope global in \`ip addr\` order)`;
   return {
     kind: "snat",
     decision: "masquerade",
