@@ -10,17 +10,18 @@
  * Reproduce: PODPATH_PATH_DIFF_SEED=<seed> PODPATH_PATH_DIFF_SETS=1 node scripts/test.mjs path-differential
  */
 import assert from "node:assert/strict";
-import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { after, describe, it } from "node:test";
-import { parseIp } from "../net/cidr.ts";
 import { nodePathEvaluator } from "../path/node-path.ts";
-import type { PathResult } from "../path/path-types.ts";
 import { loadSnapshot } from "../snapshot/load.ts";
 import { openSnapshot } from "../snapshot/source.ts";
 import { kernelSkip } from "./kernel-guard.ts";
-import { kernelWords, outcomeTest, podpathWords } from "./path-agreement.ts";
+import { outcomeTest } from "./path-agreement.ts";
+import { parsePacket } from "./path-capture.ts";
+import { pathPacketOf, writeNodeSnapshot } from "./path-diff-node.ts";
+import { PathDiffTally } from "./path-diff-tally.ts";
 import {
   generateEstablishedFlows,
   generatePathCase,
@@ -28,14 +29,8 @@ import {
   laterPacketsOf,
   type PathFlow,
 } from "./path-gen.ts";
-import {
-  createPathSandbox,
-  type KernelPathVerdict,
-  type NodeFiles,
-  parsePacket,
-  withObservers,
-  withoutObservers,
-} from "./path-sandbox.ts";
+import { withObservers, withoutObservers } from "./path-observers.ts";
+import { createPathSandbox, type KernelPathVerdict, type NodeFiles } from "./path-sandbox.ts";
 import { rootNamespaceHash } from "./root-state.ts";
 
 const BASE_SEED = Number(process.env["PODPATH_PATH_DIFF_SEED"] ?? 20261202);
@@ -52,12 +47,12 @@ after(() => {
 });
 
 function writeSnapshot(dir: string, files: NodeFiles) {
-  const n = join(dir, "nodes", "n1");
-  mkdirSync(n, { recursive: true });
-  writeFileSync(join(n, "iptables-save.txt"), files.iptablesSave);
-  writeFileSync(join(n, "ip-rule.txt"), files.ipRule);
-  writeFileSync(join(n, "ip-route.txt"), files.ipRoute);
-  writeFileSync(join(n, "ip-addr.txt"), files.ipAddr);
+  writeNodeSnapshot(dir, {
+    "iptables-save.txt": files.iptablesSave,
+    "ip-rule.txt": files.ipRule,
+    "ip-route.txt": files.ipRoute,
+    "ip-addr.txt": files.ipAddr,
+  });
 }
 
 function evaluate(dir: string, flows: readonly PathFlow[]) {
@@ -65,23 +60,13 @@ function evaluate(dir: string, flows: readonly PathFlow[]) {
   assert.ok(node?.iptables && node.routes && node.ipRules, "the snapshot holds the node's files");
   const ev = nodePathEvaluator(node);
   assert.ok(ev);
-  return flows.map((f) =>
-    ev.evaluate({
-      src: parseIp(f.src),
-      dst: parseIp(f.dst),
-      proto: f.proto,
-      ...(f.sport !== undefined ? { sport: f.sport } : {}),
-      ...(f.dport !== undefined ? { dport: f.dport } : {}),
-      origin: f.origin,
-      ...(f.established ? { ctstate: "ESTABLISHED" as const } : {}),
-    }),
-  );
+  return flows.map((f) => ev.evaluate(pathPacketOf(f)).outcomes);
 }
 
 describe("path-sandbox helpers", () => {
   it("adds the observers first in every built-in chain and strips them from a save", () => {
     const c = generatePathCase(7);
-    const text = withObservers(c.restore, generatePathFlows(7, 3));
+    const text = withObservers(c.restore, generatePathFlows(7, 3), 4);
     assert.match(text, /\*security\n/);
     const lines = text.split("\n");
     const filterAt = lines.indexOf("*filter");
@@ -111,14 +96,10 @@ describe("whole-path evaluator vs kernel (differential)", { skip: kernelSkip() }
     const sb = await createPathSandbox();
     const dir = mkdtempSync(join(tmpdir(), "podpath-path-diff-"));
     dirs.push(dir);
-    const failures: string[] = [];
-    let decided = 0;
-    let total = 0;
-    let established = 0;
-    const notEstablished = new Map<string, number>();
+    const tally = new PathDiffTally(outcomeTest);
     const started = Date.now();
     try {
-      for (let k = 0; k < SETS && failures.length < 5; k++) {
+      for (let k = 0; k < SETS && tally.failures.length < 5; k++) {
         const seed = BASE_SEED + k;
         const c = generatePathCase(seed);
         const flows = [
@@ -131,62 +112,37 @@ describe("whole-path evaluator vs kernel (differential)", { skip: kernelSkip() }
         if (err !== undefined) throw new Error(`seed ${seed}: the kernel refused the case: ${err}`);
         const files = await sb.nodeFiles();
         writeSnapshot(dir, files);
-        const compare = (
-          flows: readonly PathFlow[],
-          observed: readonly KernelPathVerdict[],
-          results: readonly PathResult[],
-        ) => {
-          for (const [i, f] of flows.entries()) {
-            const v = observed[i]!;
-            if (v.kind === "not-established") {
-              // the kernel never held the connection established: no established packet to compare
-              notEstablished.set(v.why, (notEstablished.get(v.why) ?? 0) + 1);
-              continue;
-            }
-            total++;
-            if (f.established) established++;
-            const k = kernelWords(v);
-            const tests = results[i]!.outcomes.map((o) => outcomeTest(o, f));
-            const definite = tests.every((x) => x !== undefined);
-            if (definite) decided++;
-            if (tests.some((x) => x === undefined || x(k))) continue;
-            failures.push(
-              [
-                `seed ${seed} (PODPATH_PATH_DIFF_SEED=${seed} PODPATH_PATH_DIFF_SETS=1), flow ${JSON.stringify(f)}`,
-                `  kernel:  ${k}`,
-                `  podpath: ${podpathWords(results[i]!.outcomes)}`,
-                "  ip rule:",
-                ...files.ipRule.split("\n").map((l) => `    ${l}`),
-                "  routes:",
-                ...c.routes.map((l) => `    ${l}`),
-                "  rules:",
-                ...files.iptablesSave
-                  .split("\n")
-                  .filter((l) => /^[*:-]/.test(l))
-                  .map((l) => `    ${l}`),
-              ].join("\n"),
-            );
-          }
+        const context = {
+          env: "PODPATH_PATH_DIFF",
+          seed,
+          ipRuleLabel: "ip rule",
+          ipRule: files.ipRule,
+          routes: c.routes,
+          rulesLabel: "rules",
+          rules: files.iptablesSave.split("\n").filter((l) => /^[*:-]/.test(l)),
+        };
+        const compare = (flows: readonly PathFlow[], observed: readonly KernelPathVerdict[]) => {
+          const outcomes = evaluate(dir, flows);
+          tally.compare(flows, observed, (_, i) => outcomes[i]!, context);
         };
         const observed = await sb.observe(flows);
-        compare(flows, observed, evaluate(dir, flows));
+        compare(flows, observed);
         // the UDP flows the kernel let through, again as later packets of their connections
         const passed = flows.filter((f, i) => {
           const v = observed[i]!.kind;
           return !f.established && (v === "forwarded" || v === "delivered");
         });
         const later = again.filter((a) => passed.some((f) => f.sport === a.sport! - SHIFT));
-        if (later.length > 0) compare(later, await sb.observe(later), evaluate(dir, later));
+        if (later.length > 0) compare(later, await sb.observe(later));
       }
     } finally {
       await sb.destroy();
     }
+    const { total, established, decided, failures } = tally;
     t.diagnostic(
       `${total} cases (${established} later packets of established connections), ${decided} decided by podpath, ${failures.length} disagreements, ${Date.now() - started} ms`,
     );
-    t.diagnostic(
-      `later packets left out: ${[...notEstablished].map(([w, n]) => `${n}x ${w}`).join("; ") || "none"}`,
-    );
+    t.diagnostic(tally.leftOut());
     assert.equal(await rootNamespaceHash(), rootBefore, "the root namespace changed");
     assert.deepEqual(failures, [], `\n${failures.join("\n\n")}`);
     assert.ok(total >= SETS * FLOWS_PER_SET);

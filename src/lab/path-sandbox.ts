@@ -12,29 +12,20 @@
  * the sentinels, ICMP errors and TCP resets through every chain and keep the pods' replies in the
  * main table; they are marked and left out of the snapshot podpath reads. An explicit I/O module.
  */
-import type { ChildProcess } from "node:child_process";
 import { type SandboxFlow, type Sender, startSender } from "./nat-sandbox.ts";
 import { createLab, type Lab, mustExec as must, type Namespace } from "./netns.ts";
+import { type Capture, type SandboxPacket, startCapture } from "./path-capture.ts";
 import { PATH_NET, type PathCase, type PathFlow } from "./path-gen.ts";
+import {
+  ipRuleWithoutObservers,
+  readDeliveries,
+  withObservers,
+  withoutObservers,
+  zeroDeliveries,
+} from "./path-observers.ts";
+import { type KernelPathVerdict, type PathCaptures, verdictOf } from "./path-verdict.ts";
 
-/** What the kernel did with one flow. */
-export type KernelPathVerdict =
-  | { readonly kind: "delivered" }
-  | {
-      readonly kind: "forwarded";
-      readonly dev: string;
-      readonly src: string;
-      readonly dst: string;
-      readonly dport?: number;
-    }
-  | { readonly kind: "rejected"; readonly with: string }
-  | { readonly kind: "silent" }
-  /**
-   * A flow to be sent as a later packet of its connection that conntrack did not hold
-   * ESTABLISHED when it was sent (its first packet did not pass, or the answer never reached
-   * conntrack): nothing to compare with an established packet's path.
-   */
-  | { readonly kind: "not-established"; readonly why: string };
+export type { KernelPathVerdict } from "./path-verdict.ts";
 
 /** The node's state as a snapshot holds it (real tools' output, kernel-only parts left out). */
 export interface NodeFiles {
@@ -58,74 +49,7 @@ export interface PathSandbox {
   destroy(): Promise<void>;
 }
 
-const OBSERVER = "podpath-observer";
 const SENTINEL = "10.244.0.99";
-/** Kernel-only `ip rule` priorities (left out of the snapshot). */
-const OBSERVER_PRIORITIES = ["1", "2"];
-
-const BUILTIN: Readonly<Record<string, readonly string[]>> = {
-  raw: ["PREROUTING", "OUTPUT"],
-  mangle: ["PREROUTING", "INPUT", "FORWARD", "OUTPUT", "POSTROUTING"],
-  nat: ["PREROUTING", "INPUT", "OUTPUT", "POSTROUTING"],
-  filter: ["INPUT", "FORWARD", "OUTPUT"],
-};
-
-/**
- * The restore text with the observers: first in every built-in chain, ACCEPT for the sentinels
- * (UDP port 9), ICMP destination-unreachable and TCP resets (never a generated flow), and a
- * security table counting each flow that reaches the end of INPUT.
- */
-export function withObservers(restore: string, flows: readonly PathFlow[]): string {
-  const c = `-m comment --comment ${OBSERVER}`;
-  const observers = (chain: string) => [
-    `-A ${chain} -p udp -m udp --sport 9 ${c} -j ACCEPT`,
-    `-A ${chain} -p icmp -m icmp --icmp-type 3 ${c} -j ACCEPT`,
-    `-A ${chain} -p tcp -m tcp --tcp-flags RST RST ${c} -j ACCEPT`,
-  ];
-  const out: string[] = [];
-  let table = "";
-  let inserted = false;
-  for (const l of restore.split("\n")) {
-    if (l.startsWith("*")) {
-      table = l.slice(1);
-      inserted = false;
-    }
-    if (!inserted && (l.startsWith("-A ") || l === "COMMIT")) {
-      for (const chain of BUILTIN[table] ?? []) out.push(...observers(chain));
-      inserted = true;
-    }
-    out.push(l);
-  }
-  // by what NAT keeps: the source port (unique in a batch), or an echo's destination (unique too)
-  const count = flows.map((f) =>
-    f.proto === "icmp"
-      ? `-A INPUT -p icmp -d ${f.dst}/32 -m icmp --icmp-type 8 ${c}`
-      : `-A INPUT -p ${f.proto} -m ${f.proto} --sport ${f.sport} ${c}`,
-  );
-  return [
-    ...out.filter((l) => l !== ""),
-    "*security",
-    ":INPUT ACCEPT [0:0]",
-    ":FORWARD ACCEPT [0:0]",
-    ":OUTPUT ACCEPT [0:0]",
-    ...count,
-    "COMMIT",
-    "",
-  ].join("\n");
-}
-
-/** iptables-save output without the observers and the security table. */
-export function withoutObservers(saved: string): string {
-  const out: string[] = [];
-  let skip = false;
-  for (const l of saved.split("\n")) {
-    if (l === "*security") skip = true;
-    if (!skip && !l.includes(OBSERVER)) out.push(l);
-    if (skip && l === "COMMIT") skip = false;
-  }
-  return out.join("\n");
-}
-
 const batch = (ns: Namespace, lines: readonly string[]) =>
   lines.length === 0
     ? Promise.resolve("")
@@ -214,10 +138,10 @@ export async function createPathSandbox(): Promise<PathSandbox> {
       `route add default via ${eth1.gateway} dev ${eth1.iface} table 100`,
     ]);
     const caps = {
-      far0: await startCapture(far0, ["-i", "eth0", "-Q", "in", "ip"]),
-      far1: await startCapture(far1, ["-i", "eth0", "-Q", "in", "ip"]),
-      pod: await startCapture(pod, ["-i", "eth0", "-Q", "in", "icmp or tcp"]),
-      lo: await startCapture(node, ["-i", "lo", "icmp or tcp or udp port 9"]),
+      far0: await startCapture(far0, 4, ["-i", "eth0", "-Q", "in", "ip"]),
+      far1: await startCapture(far1, 4, ["-i", "eth0", "-Q", "in", "ip"]),
+      pod: await startCapture(pod, 4, ["-i", "eth0", "-Q", "in", "icmp or tcp"]),
+      lo: await startCapture(node, 4, ["-i", "lo", "icmp or tcp or udp port 9"]),
     };
     const senders = {
       pod: startSender(pod),
@@ -236,7 +160,7 @@ function sandbox(
   lab: Lab,
   pod: Namespace,
   node: Namespace,
-  caps: Record<"far0" | "far1" | "pod" | "lo", Capture>,
+  caps: PathCaptures,
   senders: Record<"pod" | "node" | "far0" | "far1", Sender>,
   far: Record<"far0" | "far1", Namespace>,
 ): PathSandbox {
@@ -395,7 +319,7 @@ function sandbox(
       undo = [];
       counted = flows;
       const r = await node.exec(["iptables-restore", "-w"], {
-        input: withObservers(c.restore, flows),
+        input: withObservers(c.restore, flows, 4),
       });
       if (r.code !== 0) return r.stderr.trim() || `iptables-restore exited ${r.code}`;
       // routes first: the kernel checks a gateway through the rules (a rule may refuse it)
@@ -420,10 +344,7 @@ function sandbox(
       ]);
       return {
         iptablesSave: withoutObservers(save),
-        ipRule: rule
-          .split("\n")
-          .filter((l) => !OBSERVER_PRIORITIES.includes(l.split(":")[0] ?? ""))
-          .join("\n"),
+        ipRule: ipRuleWithoutObservers(rule),
         ipRoute: route,
         ipAddr: addr,
       };
@@ -441,25 +362,10 @@ function sandbox(
         for (const [f, w] of why) established.set(f, w);
       }
       clear();
-      await must(node, ["iptables", "-w", "-t", "security", "-Z", "INPUT"]);
+      await zeroDeliveries(node, 4);
       await sendAll(flows);
       await settle();
-      const counters = await must(node, [
-        "iptables",
-        "-w",
-        "-t",
-        "security",
-        "-L",
-        "INPUT",
-        "-v",
-        "-n",
-        "-x",
-      ]);
-      const hits = counters
-        .split("\n")
-        .slice(2)
-        .filter((l) => l.trim() !== "")
-        .map((l) => Number(l.trim().split(/\s+/)[0]));
+      const hits = await readDeliveries(node, 4);
       return flows.map((f): KernelPathVerdict => {
         const why = established.get(f);
         if (why !== undefined) return { kind: "not-established", why };
@@ -470,59 +376,11 @@ function sandbox(
             : x.proto === f.proto && x.sport === f.sport,
         );
         if (i < 0) throw new Error(`no counting rule for ${JSON.stringify(f)}: not given to load`);
-        return verdictOf(f, (hits[i] ?? 0) > 0, caps);
+        return verdictOf(f, (hits[i] ?? 0) > 0, caps, 4);
       });
     },
     destroy: () => lab.destroy(),
   };
-}
-
-function verdictOf(
-  f: PathFlow,
-  delivered: boolean,
-  caps: Record<"far0" | "far1" | "pod" | "lo", Capture>,
-): KernelPathVerdict {
-  if (delivered) return { kind: "delivered" };
-  const proto = { tcp: 6, udp: 17, icmp: 1 }[f.proto];
-  for (const [dev, cap] of [
-    ["eth0", caps.far0],
-    ["eth1", caps.far1],
-  ] as const) {
-    const p = cap.packets.find((x) =>
-      x.proto !== proto
-        ? false
-        : proto === 1
-          ? x.icmpType === 8 && x.dst === f.dst
-          : x.sport === f.sport,
-    );
-    if (p) {
-      return {
-        kind: "forwarded",
-        dev,
-        src: p.src,
-        dst: p.dst,
-        ...(p.dport !== undefined && proto !== 1 ? { dport: p.dport } : {}),
-      };
-    }
-  }
-  const at = f.origin === "pod" ? caps.pod : caps.lo;
-  for (const p of at.packets) {
-    if (p.proto === 1 && p.icmpType === 3 && p.inner && p.inner.proto === proto) {
-      const same =
-        proto === 1
-          ? p.inner.src === f.src && p.inner.dst === f.dst && p.inner.icmpType === 8
-          : p.inner.src === f.src && p.inner.sport === f.sport;
-      if (same)
-        return {
-          kind: "rejected",
-          with: ICMP_CODES[p.icmpCode ?? -1] ?? `icmp-code-${p.icmpCode}`,
-        };
-    }
-    if (p.proto === 6 && p.rst && p.dst === f.src && p.dport === f.sport && proto === 6) {
-      return { kind: "rejected", with: "tcp-reset" };
-    }
-  }
-  return { kind: "silent" };
 }
 
 /** The node's own addresses: an answer from one of them is sent by the node. */
@@ -561,130 +419,4 @@ export function readConntrackLine(line: string): ConntrackLine | undefined {
     reply: { src: src[1]!, dst: dst[1]!, sport: sport[1]!, dport: dport[1]! },
     replied: !line.includes("[UNREPLIED]"),
   };
-}
-
-/** ICMP destination-unreachable codes in `--reject-with` words (RFC 792, RFC 1812). */
-const ICMP_CODES: Readonly<Record<number, string>> = {
-  0: "icmp-net-unreachable",
-  1: "icmp-host-unreachable",
-  2: "icmp-proto-unreachable",
-  3: "icmp-port-unreachable",
-  9: "icmp-net-prohibited",
-  10: "icmp-host-prohibited",
-  13: "icmp-admin-prohibited",
-};
-
-/** One captured IPv4 packet's headers (and, for an ICMP error, the packet it quotes). */
-export interface SandboxPacket {
-  readonly proto: number;
-  readonly src: string;
-  readonly dst: string;
-  readonly sport?: number;
-  readonly dport?: number;
-  readonly rst?: boolean;
-  readonly icmpType?: number;
-  readonly icmpCode?: number;
-  readonly inner?: {
-    readonly proto: number;
-    readonly src: string;
-    readonly dst: string;
-    readonly sport?: number;
-    /** The quoted packet's ICMP type (8: the echo request a flow sends). */
-    readonly icmpType?: number;
-  };
-}
-
-const ip4 = (b: readonly number[], at: number) => b.slice(at, at + 4).join(".");
-const u16 = (b: readonly number[], at: number) => ((b[at] ?? 0) << 8) | (b[at + 1] ?? 0);
-
-/** Reads an IPv4 packet's headers from its bytes (tcpdump -x prints them from the IP header). */
-export function parsePacket(b: readonly number[]): SandboxPacket | undefined {
-  if (b.length < 20 || b[0]! >> 4 !== 4) return undefined;
-  const ihl = (b[0]! & 15) * 4;
-  const proto = b[9]!;
-  const base = { proto, src: ip4(b, 12), dst: ip4(b, 16) };
-  const l4 = ihl;
-  if (proto === 6 || proto === 17) {
-    return {
-      ...base,
-      sport: u16(b, l4),
-      dport: u16(b, l4 + 2),
-      ...(proto === 6 ? { rst: ((b[l4 + 13] ?? 0) & 4) !== 0 } : {}),
-    };
-  }
-  if (proto === 1) {
-    const icmpType = b[l4]!;
-    const icmpCode = b[l4 + 1]!;
-    if (icmpType !== 3) return { ...base, icmpType, icmpCode };
-    const q = l4 + 8;
-    const qihl = ((b[q] ?? 0) & 15) * 4;
-    const qproto = b[q + 9] ?? 0;
-    return {
-      ...base,
-      icmpType,
-      icmpCode,
-      inner: {
-        proto: qproto,
-        src: ip4(b, q + 12),
-        dst: ip4(b, q + 16),
-        ...(qproto === 6 || qproto === 17 ? { sport: u16(b, q + qihl) } : {}),
-        ...(qproto === 1 ? { icmpType: b[q + qihl] ?? -1 } : {}),
-      },
-    };
-  }
-  return base;
-}
-
-const SNAPLEN = 200;
-
-interface Capture {
-  readonly packets: SandboxPacket[];
-  readonly proc: ChildProcess;
-}
-
-/** tcpdump -x in a namespace, its packets parsed as they come; resolves once it listens. */
-async function startCapture(ns: Namespace, args: readonly string[]): Promise<Capture> {
-  const proc = ns.spawn(["tcpdump", "-l", "-nn", "-x", "-s", String(SNAPLEN), ...args]);
-  const packets: SandboxPacket[] = [];
-  let buf = "";
-  let bytes: number[] = [];
-  const flush = () => {
-    const p = parsePacket(bytes);
-    if (p) packets.push(p);
-    bytes = [];
-  };
-  proc.stdout?.setEncoding("utf8").on("data", (d: string) => {
-    buf += d;
-    const lines = buf.split("\n");
-    buf = lines.pop() ?? "";
-    for (const l of lines) {
-      const m = /^\s+0x[0-9a-f]+:\s+(.*)$/.exec(l);
-      if (!m) {
-        flush();
-        continue;
-      }
-      for (const w of m[1]!.trim().split(/\s+/)) {
-        for (let i = 0; i + 1 < w.length; i += 2)
-          bytes.push(Number.parseInt(w.slice(i, i + 2), 16));
-      }
-      // complete at its IP total length, or at the snapshot length (less the link header)
-      if (bytes.length >= 4 && bytes.length >= Math.min(u16(bytes, 2), SNAPLEN - 14)) flush();
-    }
-  });
-  let err = "";
-  await new Promise<void>((resolve, reject) => {
-    const timer = setTimeout(
-      () => reject(new Error(`tcpdump did not start in ${ns.name}: ${err}`)),
-      20_000,
-    );
-    proc.stderr?.setEncoding("utf8").on("data", (d: string) => {
-      err += d;
-      if (/listening on/.test(err)) {
-        clearTimeout(timer);
-        resolve();
-      }
-    });
-    proc.on("exit", () => reject(new Error(`tcpdump exited in ${ns.name}: ${err}`)));
-  });
-  return { packets, proc };
 }

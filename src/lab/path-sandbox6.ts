@@ -10,13 +10,18 @@
  * seen at every capture point. Kernel-only rules are marked and left out of the snapshot. An
  * explicit I/O module.
  */
-import type { ChildProcess } from "node:child_process";
-import { formatIp, parseIp } from "../net/cidr.ts";
 import { type SandboxFlow, type Sender, startSender } from "./nat-sandbox.ts";
 import { createLab, type Lab, mustExec as must, type Namespace } from "./netns.ts";
+import { type SandboxPacket, startCapture } from "./path-capture.ts";
 import { PATH_NET, type PathCase, type PathFlow } from "./path-gen.ts";
 import { toIpv6 } from "./path-gen6.ts";
-import { type KernelPathVerdict, withoutObservers } from "./path-sandbox.ts";
+import {
+  ipRuleWithoutObservers,
+  readDeliveries,
+  withObservers,
+  withoutObservers,
+} from "./path-observers.ts";
+import { type KernelPathVerdict, type PathCaptures, verdictOf } from "./path-verdict.ts";
 
 /** The sandbox's fixed shape in IPv6 (each address lab/path-gen6's carry-over of IPv4's). */
 export const PATH_NET6 = {
@@ -39,10 +44,6 @@ export const PATH_NET6 = {
 const LEN = 120;
 const SENTINEL = toIpv6("10.244.0.99");
 const POD_NET = `${toIpv6("10.244.0.0")}/${LEN}`;
-const OBSERVER = "podpath-observer";
-/** Kernel-only `ip -6 rule` priorities (left out of the snapshot). */
-const OBSERVER_PRIORITIES = ["1", "2"];
-
 /** The node's IPv6 state as a snapshot holds it, beside its (untouched) IPv4 state. */
 export interface NodeFiles6 {
   readonly ip6tablesSave: string;
@@ -61,58 +62,6 @@ export interface PathSandbox6 {
   nodeFiles(): Promise<NodeFiles6>;
   observe(flows: readonly PathFlow[]): Promise<KernelPathVerdict[]>;
   destroy(): Promise<void>;
-}
-
-const BUILTIN: Readonly<Record<string, readonly string[]>> = {
-  raw: ["PREROUTING", "OUTPUT"],
-  mangle: ["PREROUTING", "INPUT", "FORWARD", "OUTPUT", "POSTROUTING"],
-  nat: ["PREROUTING", "INPUT", "OUTPUT", "POSTROUTING"],
-  filter: ["INPUT", "FORWARD", "OUTPUT"],
-};
-
-/**
- * The ip6tables-restore text with the observers: first in every built-in chain, ACCEPT for the
- * sentinels (UDP port 9), ICMPv6 destination-unreachable, neighbour discovery and TCP resets
- * (never a generated flow), and a security table counting each flow that reaches the end of INPUT.
- */
-export function withObservers6(restore: string, flows: readonly PathFlow[]): string {
-  const c = `-m comment --comment ${OBSERVER}`;
-  const observers = (chain: string) => [
-    `-A ${chain} -p udp -m udp --sport 9 ${c} -j ACCEPT`,
-    ...[1, 135, 136].map(
-      (t) => `-A ${chain} -p ipv6-icmp -m icmp6 --icmpv6-type ${t} ${c} -j ACCEPT`,
-    ),
-    `-A ${chain} -p tcp -m tcp --tcp-flags RST RST ${c} -j ACCEPT`,
-  ];
-  const out: string[] = [];
-  let table = "";
-  let inserted = false;
-  for (const l of restore.split("\n")) {
-    if (l.startsWith("*")) {
-      table = l.slice(1);
-      inserted = false;
-    }
-    if (!inserted && (l.startsWith("-A ") || l === "COMMIT")) {
-      for (const chain of BUILTIN[table] ?? []) out.push(...observers(chain));
-      inserted = true;
-    }
-    out.push(l);
-  }
-  const count = flows.map((f) =>
-    f.proto === "icmp"
-      ? `-A INPUT -d ${f.dst}/128 -p ipv6-icmp -m icmp6 --icmpv6-type 128 ${c}`
-      : `-A INPUT -p ${f.proto} -m ${f.proto} --sport ${f.sport} ${c}`,
-  );
-  return [
-    ...out.filter((l) => l !== ""),
-    "*security",
-    ":INPUT ACCEPT [0:0]",
-    ":FORWARD ACCEPT [0:0]",
-    ":OUTPUT ACCEPT [0:0]",
-    ...count,
-    "COMMIT",
-    "",
-  ].join("\n");
 }
 
 const batch6 = (ns: Namespace, lines: readonly string[]) =>
@@ -193,10 +142,10 @@ export async function createPathSandbox6(): Promise<PathSandbox6> {
       `route add default via ${eth1.gateway} dev ${eth1.iface} table 100`,
     ]);
     const caps = {
-      far0: await startCapture(far0, ["-i", "eth0", "-Q", "in", "ip6"]),
-      far1: await startCapture(far1, ["-i", "eth0", "-Q", "in", "ip6"]),
-      pod: await startCapture(pod, ["-i", "eth0", "-Q", "in", "icmp6 or tcp"]),
-      lo: await startCapture(node, ["-i", "lo", "icmp6 or tcp or udp port 9"]),
+      far0: await startCapture(far0, 6, ["-i", "eth0", "-Q", "in", "ip6"]),
+      far1: await startCapture(far1, 6, ["-i", "eth0", "-Q", "in", "ip6"]),
+      pod: await startCapture(pod, 6, ["-i", "eth0", "-Q", "in", "icmp6 or tcp"]),
+      lo: await startCapture(node, 6, ["-i", "lo", "icmp6 or tcp or udp port 9"]),
     };
     const senders = { pod: startSender(pod), node: startSender(node) };
     return sandbox(lab, pod, node, caps, senders);
@@ -206,13 +155,11 @@ export async function createPathSandbox6(): Promise<PathSandbox6> {
   }
 }
 
-type Caps = Record<"far0" | "far1" | "pod" | "lo", Capture>;
-
 function sandbox(
   lab: Lab,
   pod: Namespace,
   node: Namespace,
-  caps: Caps,
+  caps: PathCaptures,
   senders: { pod: Sender; node: Sender },
 ): PathSandbox6 {
   let undo: string[] = [];
@@ -222,7 +169,7 @@ function sandbox(
       await batch6(node, undo);
       undo = [];
       const r = await node.exec(["ip6tables-restore", "-w"], {
-        input: withObservers6(c.restore, flows),
+        input: withObservers(c.restore, flows, 6),
       });
       if (r.code !== 0) return r.stderr.trim() || `ip6tables-restore exited ${r.code}`;
       for (const route of c.routes) {
@@ -249,10 +196,7 @@ function sandbox(
       ]);
       return {
         ip6tablesSave: withoutObservers(save6),
-        ip6Rule: rule6
-          .split("\n")
-          .filter((l) => !OBSERVER_PRIORITIES.includes(l.split(":")[0] ?? ""))
-          .join("\n"),
+        ip6Rule: ipRuleWithoutObservers(rule6),
         ip6Route: route6,
         ipAddr: addr,
         iptablesSave: save,
@@ -296,7 +240,7 @@ function sandbox(
         await senders.pod.send([sentinel(dst)]);
       }
       await senders.node.send([{ proto: "udp", src: "::1", dst: "::1", sport: 9, dport: 9 }]);
-      const isSentinel = (p: Packet6) => p.proto === 17 && p.sport === 9;
+      const isSentinel = (p: SandboxPacket) => p.proto === 17 && p.sport === 9;
       const done = () =>
         caps.far0.packets.some(isSentinel) &&
         caps.far1.packets.some(isSentinel) &&
@@ -312,201 +256,9 @@ function sandbox(
         }
         await new Promise((r) => setTimeout(r, 5));
       }
-      const counters = await must(node, [
-        "ip6tables",
-        "-w",
-        "-t",
-        "security",
-        "-L",
-        "INPUT",
-        "-v",
-        "-n",
-        "-x",
-      ]);
-      const hits = counters
-        .split("\n")
-        .slice(2)
-        .filter((l) => l.trim() !== "")
-        .map((l) => Number(l.trim().split(/\s+/)[0]));
-      return flows.map((f, i) => verdictOf(f, (hits[i] ?? 0) > 0, caps));
+      const hits = await readDeliveries(node, 6);
+      return flows.map((f, i) => verdictOf(f, (hits[i] ?? 0) > 0, caps, 6));
     },
     destroy: () => lab.destroy(),
   };
-}
-
-/** ICMPv6 destination-unreachable codes (RFC 4443) in ip6tables' `--reject-with` words. */
-const ICMP6_CODES: Readonly<Record<number, string>> = {
-  0: "icmp6-no-route",
-  1: "icmp6-adm-prohibited",
-  3: "icmp6-addr-unreachable",
-  4: "icmp6-port-unreachable",
-  5: "icmp6-policy-fail",
-  6: "icmp6-reject-route",
-};
-
-function verdictOf(f: PathFlow, delivered: boolean, caps: Caps): KernelPathVerdict {
-  if (delivered) return { kind: "delivered" };
-  const proto = { tcp: 6, udp: 17, icmp: 58 }[f.proto];
-  for (const [dev, cap] of [
-    ["eth0", caps.far0],
-    ["eth1", caps.far1],
-  ] as const) {
-    const p = cap.packets.find((x) =>
-      x.proto !== proto
-        ? false
-        : proto === 58
-          ? x.icmpType === 128 && x.dst === f.dst
-          : x.sport === f.sport,
-    );
-    if (p) {
-      return {
-        kind: "forwarded",
-        dev,
-        src: p.src,
-        dst: p.dst,
-        ...(p.dport !== undefined && proto !== 58 ? { dport: p.dport } : {}),
-      };
-    }
-  }
-  const at = f.origin === "pod" ? caps.pod : caps.lo;
-  for (const p of at.packets) {
-    if (p.proto === 58 && p.icmpType === 1 && p.inner && p.inner.proto === proto) {
-      const same =
-        proto === 58
-          ? p.inner.src === f.src && p.inner.dst === f.dst && p.inner.icmpType === 128
-          : p.inner.src === f.src && p.inner.sport === f.sport;
-      if (same)
-        return {
-          kind: "rejected",
-          with: ICMP6_CODES[p.icmpCode ?? -1] ?? `icmp6-code-${p.icmpCode}`,
-        };
-    }
-    if (p.proto === 6 && p.rst && p.dst === f.src && p.dport === f.sport && proto === 6) {
-      return { kind: "rejected", with: "tcp-reset" };
-    }
-  }
-  return { kind: "silent" };
-}
-
-/** One captured IPv6 packet's headers (and, for an ICMPv6 error, the packet it quotes). */
-export interface Packet6 {
-  /** The next header after the fixed header (no extension headers are sent here). */
-  readonly proto: number;
-  readonly src: string;
-  readonly dst: string;
-  readonly sport?: number;
-  readonly dport?: number;
-  readonly rst?: boolean;
-  readonly icmpType?: number;
-  readonly icmpCode?: number;
-  readonly inner?: {
-    readonly proto: number;
-    readonly src: string;
-    readonly dst: string;
-    readonly sport?: number;
-    /** The quoted packet's ICMPv6 type (128: the echo request a flow sends). */
-    readonly icmpType?: number;
-  };
-}
-
-/** An IPv6 address at `at`, as podpath prints it (RFC 5952). */
-function ip6(b: readonly number[], at: number): string {
-  const groups: string[] = [];
-  for (let i = 0; i < 16; i += 2)
-    groups.push((((b[at + i] ?? 0) << 8) | (b[at + i + 1] ?? 0)).toString(16));
-  return formatIp(parseIp(groups.join(":")));
-}
-const u16 = (b: readonly number[], at: number) => ((b[at] ?? 0) << 8) | (b[at + 1] ?? 0);
-
-/** Reads an IPv6 packet's headers from its bytes (tcpdump -x prints them from the IP header). */
-export function parsePacket6(b: readonly number[]): Packet6 | undefined {
-  if (b.length < 40 || b[0]! >> 4 !== 6) return undefined;
-  const proto = b[6]!;
-  const base = { proto, src: ip6(b, 8), dst: ip6(b, 24) };
-  const l4 = 40;
-  if (proto === 6 || proto === 17) {
-    return {
-      ...base,
-      sport: u16(b, l4),
-      dport: u16(b, l4 + 2),
-      ...(proto === 6 ? { rst: ((b[l4 + 13] ?? 0) & 4) !== 0 } : {}),
-    };
-  }
-  if (proto === 58) {
-    const icmpType = b[l4]!;
-    const icmpCode = b[l4 + 1]!;
-    if (icmpType !== 1 || b.length < l4 + 8 + 40) return { ...base, icmpType, icmpCode };
-    const q = l4 + 8;
-    const qproto = b[q + 6] ?? 0;
-    return {
-      ...base,
-      icmpType,
-      icmpCode,
-      inner: {
-        proto: qproto,
-        src: ip6(b, q + 8),
-        dst: ip6(b, q + 24),
-        ...(qproto === 6 || qproto === 17 ? { sport: u16(b, q + 40) } : {}),
-        ...(qproto === 58 ? { icmpType: b[q + 40] ?? -1 } : {}),
-      },
-    };
-  }
-  return base;
-}
-
-const SNAPLEN = 300;
-
-interface Capture {
-  readonly packets: Packet6[];
-  readonly proc: ChildProcess;
-}
-
-/** tcpdump -x in a namespace, its IPv6 packets parsed as they come; resolves once it listens. */
-async function startCapture(ns: Namespace, args: readonly string[]): Promise<Capture> {
-  const proc = ns.spawn(["tcpdump", "-l", "-nn", "-x", "-s", String(SNAPLEN), ...args]);
-  const packets: Packet6[] = [];
-  let buf = "";
-  let bytes: number[] = [];
-  const flush = () => {
-    const p = parsePacket6(bytes);
-    if (p) packets.push(p);
-    bytes = [];
-  };
-  proc.stdout?.setEncoding("utf8").on("data", (d: string) => {
-    buf += d;
-    const lines = buf.split("\n");
-    buf = lines.pop() ?? "";
-    for (const l of lines) {
-      const m = /^\s+0x([0-9a-f]+):\s+(.*)$/.exec(l);
-      if (!m) {
-        flush();
-        continue;
-      }
-      // a dump from offset 0 starts a packet: tcpdump first dumps the payload of an ICMPv6 code
-      // it cannot name (policy-fail, reject-route) from the ICMPv6 header, then -x's own dump
-      if (Number.parseInt(m[1]!, 16) === 0) flush();
-      for (const w of m[2]!.trim().split(/\s+/)) {
-        for (let i = 0; i + 1 < w.length; i += 2)
-          bytes.push(Number.parseInt(w.slice(i, i + 2), 16));
-      }
-      // complete at its payload length plus the fixed header, or at the snapshot length
-      if (bytes.length >= 6 && bytes.length >= Math.min(40 + u16(bytes, 4), SNAPLEN - 14)) flush();
-    }
-  });
-  let err = "";
-  await new Promise<void>((resolve, reject) => {
-    const timer = setTimeout(
-      () => reject(new Error(`tcpdump did not start in ${ns.name}: ${err}`)),
-      20_000,
-    );
-    proc.stderr?.setEncoding("utf8").on("data", (d: string) => {
-      err += d;
-      if (/listening on/.test(err)) {
-        clearTimeout(timer);
-        resolve();
-      }
-    });
-    proc.on("exit", () => reject(new Error(`tcpdump exited in ${ns.name}: ${err}`)));
-  });
-  return { packets, proc };
 }

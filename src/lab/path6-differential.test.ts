@@ -10,7 +10,7 @@
  * Reproduce: PODPATH_PATH6_DIFF_SEED=<seed> PODPATH_PATH6_DIFF_SETS=1 node scripts/test.mjs path6-differential
  */
 import assert from "node:assert/strict";
-import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { after, describe, it } from "node:test";
@@ -19,11 +19,13 @@ import { nodePathEvaluator } from "../path/node-path.ts";
 import { loadSnapshot } from "../snapshot/load.ts";
 import { openSnapshot } from "../snapshot/source.ts";
 import { kernelSkip } from "./kernel-guard.ts";
-import { kernelWords, podpathWords } from "./path-agreement.ts";
 import { outcomeTest6 } from "./path-agreement6.ts";
+import { parsePacket6 } from "./path-capture.ts";
+import { pathPacketOf, writeNodeSnapshot } from "./path-diff-node.ts";
+import { PathDiffTally } from "./path-diff-tally.ts";
 import { generatePathCase, generatePathFlows, type PathFlow } from "./path-gen.ts";
 import { toIp6tablesRestore, toIpv6Case, toIpv6Flows, toIpv6Text } from "./path-gen6.ts";
-import { createPathSandbox6, type NodeFiles6, parsePacket6 } from "./path-sandbox6.ts";
+import { createPathSandbox6, type NodeFiles6 } from "./path-sandbox6.ts";
 import { rootNamespaceHash } from "./root-state.ts";
 
 const BASE_SEED = Number(process.env["PODPATH_PATH6_DIFF_SEED"] ?? 20261202);
@@ -36,16 +38,16 @@ after(() => {
 });
 
 function writeSnapshot(dir: string, files: NodeFiles6) {
-  const n = join(dir, "nodes", "n1");
-  mkdirSync(n, { recursive: true });
-  writeFileSync(join(n, "ip6tables-save.txt"), files.ip6tablesSave);
-  writeFileSync(join(n, "ip6-rule.txt"), files.ip6Rule);
-  writeFileSync(join(n, "ip6-route.txt"), files.ip6Route);
-  writeFileSync(join(n, "ip-addr.txt"), files.ipAddr);
-  // the node's IPv4 state too: an IPv6 packet must not be answered from it
-  writeFileSync(join(n, "iptables-save.txt"), files.iptablesSave);
-  writeFileSync(join(n, "ip-rule.txt"), files.ipRule);
-  writeFileSync(join(n, "ip-route.txt"), files.ipRoute);
+  writeNodeSnapshot(dir, {
+    "ip6tables-save.txt": files.ip6tablesSave,
+    "ip6-rule.txt": files.ip6Rule,
+    "ip6-route.txt": files.ip6Route,
+    "ip-addr.txt": files.ipAddr,
+    // the node's IPv4 state too: an IPv6 packet must not be answered from it
+    "iptables-save.txt": files.iptablesSave,
+    "ip-rule.txt": files.ipRule,
+    "ip-route.txt": files.ipRoute,
+  });
 }
 
 function evaluate(dir: string, flows: readonly PathFlow[]) {
@@ -53,16 +55,7 @@ function evaluate(dir: string, flows: readonly PathFlow[]) {
   assert.ok(node?.ip6tables && node.routes6 && node.ipRules6, "the snapshot holds the IPv6 files");
   const ev = nodePathEvaluator(node);
   assert.ok(ev);
-  return flows.map((f) =>
-    ev.evaluate({
-      src: parseIp(f.src),
-      dst: parseIp(f.dst),
-      proto: f.proto,
-      ...(f.sport !== undefined ? { sport: f.sport } : {}),
-      ...(f.dport !== undefined ? { dport: f.dport } : {}),
-      origin: f.origin,
-    }),
-  );
+  return flows.map((f) => ev.evaluate(pathPacketOf(f)).outcomes);
 }
 
 describe("path-gen6 and path-sandbox6 helpers", () => {
@@ -121,12 +114,10 @@ describe("whole-path evaluator vs kernel over IPv6 (differential)", { skip: kern
     const sb = await createPathSandbox6();
     const dir = mkdtempSync(join(tmpdir(), "podpath-path6-diff-"));
     dirs.push(dir);
-    const failures: string[] = [];
-    let decided = 0;
-    let total = 0;
+    const tally = new PathDiffTally(outcomeTest6);
     const started = Date.now();
     try {
-      for (let k = 0; k < SETS && failures.length < 5; k++) {
+      for (let k = 0; k < SETS && tally.failures.length < 5; k++) {
         const seed = BASE_SEED + k;
         const c = toIpv6Case(generatePathCase(seed));
         const flows = toIpv6Flows(generatePathFlows(seed, FLOWS_PER_SET));
@@ -135,35 +126,21 @@ describe("whole-path evaluator vs kernel over IPv6 (differential)", { skip: kern
         const files = await sb.nodeFiles();
         writeSnapshot(dir, files);
         const observed = await sb.observe(flows);
-        const results = evaluate(dir, flows);
-        for (const [i, f] of flows.entries()) {
-          total++;
-          const k = kernelWords(observed[i]!);
-          const tests = results[i]!.outcomes.map((o) => outcomeTest6(o, f));
-          const definite = tests.every((x) => x !== undefined);
-          if (definite) decided++;
-          if (tests.some((x) => x === undefined || x(k))) continue;
-          failures.push(
-            [
-              `seed ${seed} (PODPATH_PATH6_DIFF_SEED=${seed} PODPATH_PATH6_DIFF_SETS=1), flow ${JSON.stringify(f)}`,
-              `  kernel:  ${k}`,
-              `  podpath: ${podpathWords(results[i]!.outcomes)}`,
-              "  ip -6 rule:",
-              ...files.ip6Rule.split("\n").map((l) => `    ${l}`),
-              "  routes:",
-              ...c.routes.map((l) => `    ${l}`),
-              "  rules:",
-              ...files.ip6tablesSave
-                .split("\n")
-                .filter((l) => /^[*:-]/.test(l))
-                .map((l) => `    ${l}`),
-            ].join("\n"),
-          );
-        }
+        const outcomes = evaluate(dir, flows);
+        tally.compare(flows, observed, (_, i) => outcomes[i]!, {
+          env: "PODPATH_PATH6_DIFF",
+          seed,
+          ipRuleLabel: "ip -6 rule",
+          ipRule: files.ip6Rule,
+          routes: c.routes,
+          rulesLabel: "rules",
+          rules: files.ip6tablesSave.split("\n").filter((l) => /^[*:-]/.test(l)),
+        });
       }
     } finally {
       await sb.destroy();
     }
+    const { total, decided, failures } = tally;
     t.diagnostic(
       `${total} IPv6 cases, ${decided} decided by podpath, ${failures.length} disagreements, ${Date.now() - started} ms`,
     );
