@@ -6,7 +6,7 @@
  * ICMPv6 one ip6t_REJECT sends, DNAT's `addr:port` the bracketed `[addr]:port`. The sandbox's
  * fixed shape (lab/path-sandbox) is carried over the same way. Pure and reproducible.
  */
-import type { PathCase, PathFlow } from "./path-gen.ts";
+import { PATH_NET, type PathCase, type PathFlow } from "./path-gen.ts";
 
 const V4 = /(?<![\w:.])(\d{1,3})\.(\d{1,3})\.(\d{1,3})\.(\d{1,3})(\/\d{1,2})?(:\d+)?(?![\w.])/g;
 
@@ -63,3 +63,20 @@ export function toIpv6Case(c: PathCase): PathCase {
 export function toIpv6Flows(flows: readonly PathFlow[]): PathFlow[] {
   return flows.map((f) => ({ ...f, src: toIpv6(f.src), dst: toIpv6(f.dst) }));
 }
+
+/** The sandbox's fixed shape in IPv6 (each address the carry-over of lab/path-gen's IPv4 one). */
+export const PATH_NET6 = {
+  podIface: PATH_NET.podIface,
+  podGateway: toIpv6(PATH_NET.podGateway),
+  pods: PATH_NET.pods.map(toIpv6),
+  eth0: {
+    iface: "eth0",
+    node: toIpv6(PATH_NET.eth0.node),
+    gateway: toIpv6(PATH_NET.eth0.gateway),
+  },
+  eth1: {
+    iface: "eth1",
+    node: toIpv6(PATH_NET.eth1.node),
+    gateway: toIpv6(PATH_NET.eth1.gateway),
+  },
+} as const;

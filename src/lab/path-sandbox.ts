@@ -10,20 +10,24 @@
  * A run is complete when sentinel packets sent after the flows are seen at every capture point
  * (to each far host, and to the node, whose ICMP answer reaches the pod). Kernel-only rules let
  * the sentinels, ICMP errors and TCP resets through every chain and keep the pods' replies in the
- * main table; they are marked and left out of the snapshot podpath reads. An explicit I/O module.
+ * main table; they are marked and left out of the snapshot podpath reads. The network, the traffic,
+ * the observers and the verdicts are lab/path-sandbox-net, lab/path-traffic, lab/path-observers
+ * and lab/path-verdict (shared with IPv6's lab/path-sandbox6); the later packets of established
+ * connections (their first packets answered from where they went) are this module's own. An
+ * explicit I/O module.
  */
-import { type SandboxFlow, type Sender, startSender } from "./nat-sandbox.ts";
-import { createLab, type Lab, mustExec as must, type Namespace } from "./netns.ts";
-import { type Capture, type SandboxPacket, startCapture } from "./path-capture.ts";
+import type { SandboxFlow } from "./nat-sandbox.ts";
+import { type Lab, mustExec as must, type Namespace } from "./netns.ts";
 import { PATH_NET, type PathCase, type PathFlow } from "./path-gen.ts";
 import {
   ipRuleWithoutObservers,
   readDeliveries,
-  withObservers,
   withoutObservers,
   zeroDeliveries,
 } from "./path-observers.ts";
-import { type KernelPathVerdict, type PathCaptures, verdictOf } from "./path-verdict.ts";
+import { createSandboxNet, ipBatch, loadCase, type SandboxNet } from "./path-sandbox-net.ts";
+import { clearCaptures, sendFlows, settle } from "./path-traffic.ts";
+import { type KernelPathVerdict, verdictOf } from "./path-verdict.ts";
 
 export type { KernelPathVerdict } from "./path-verdict.ts";
 
@@ -49,184 +53,16 @@ export interface PathSandbox {
   destroy(): Promise<void>;
 }
 
-const SENTINEL = "10.244.0.99";
-const batch = (ns: Namespace, lines: readonly string[]) =>
-  lines.length === 0
-    ? Promise.resolve("")
-    : must(ns, ["ip", "-force", "-batch", "-"], `${lines.join("\n")}\n`);
-
-const sysctl = (ns: Namespace, ...kv: string[]) => must(ns, ["sysctl", "-q", "-w", ...kv]);
-
-async function macOf(ns: Namespace, iface: string): Promise<string> {
-  const out = await must(ns, ["cat", `/sys/class/net/${iface}/address`]);
-  return out.trim();
-}
-
 export async function createPathSandbox(): Promise<PathSandbox> {
-  const lab = await createLab({ prefix: "pppath" });
-  try {
-    const pod = await lab.addNamespace("pod");
-    const node = await lab.addNamespace("node");
-    const far0 = await lab.addNamespace("far0");
-    const far1 = await lab.addNamespace("far1");
-    const { eth0, eth1 } = PATH_NET;
-    await lab.link(pod, "eth0", node, PATH_NET.podIface);
-    await lab.link(node, eth0.iface, far0, "eth0");
-    await lab.link(node, eth1.iface, far1, "eth0");
-    await batch(pod, [
-      "link set lo up",
-      "link set eth0 up",
-      ...[...PATH_NET.pods, SENTINEL].map((a) => `addr add ${a}/24 dev eth0`),
-      `route add default via ${PATH_NET.podGateway} dev eth0`,
-    ]);
-    await batch(node, [
-      "link set lo up",
-      `addr add ${PATH_NET.podGateway}/24 dev ${PATH_NET.podIface}`,
-      `link set ${PATH_NET.podIface} up`,
-      `addr add ${eth0.node}/24 dev ${eth0.iface}`,
-      `link set ${eth0.iface} up`,
-      `addr add ${eth1.node}/24 dev ${eth1.iface}`,
-      `link set ${eth1.iface} up`,
-      `route add default via ${eth0.gateway} dev ${eth0.iface}`,
-    ]);
-    for (const [far, net] of [
-      [far0, eth0],
-      [far1, eth1],
-    ] as const) {
-      await batch(far, [
-        "link set lo up",
-        "link set eth0 up",
-        `addr add ${net.gateway}/24 dev eth0`,
-        // the answers that make a connection established go back through the node
-        `route add default via ${net.node} dev eth0`,
-      ]);
-      // silent: no answer may come back and be mistaken for the node's
-      await must(far, ["iptables", "-w", "-A", "INPUT", "-j", "DROP"]);
-      await batch(far, [
-        `neigh replace ${net.node} lladdr ${await macOf(node, net.iface)} dev eth0 nud permanent`,
-      ]);
-    }
-    // every neighbour known up front: no packet waits for ARP, none is lost to it
-    const podMac = await macOf(pod, "eth0");
-    await batch(node, [
-      ...[...PATH_NET.pods, SENTINEL].map(
-        (a) => `neigh replace ${a} lladdr ${podMac} dev ${PATH_NET.podIface} nud permanent`,
-      ),
-      `neigh replace ${eth0.gateway} lladdr ${await macOf(far0, "eth0")} dev ${eth0.iface} nud permanent`,
-      `neigh replace ${eth1.gateway} lladdr ${await macOf(far1, "eth0")} dev ${eth1.iface} nud permanent`,
-    ]);
-    await batch(pod, [
-      `neigh replace ${PATH_NET.podGateway} lladdr ${await macOf(node, PATH_NET.podIface)} dev eth0 nud permanent`,
-    ]);
-    await sysctl(
-      node,
-      "net.ipv4.ip_forward=1",
-      // every ICMP error sent, however many a run asks for
-      "net.ipv4.icmp_ratelimit=0",
-      "net.ipv4.icmp_msgs_per_sec=100000",
-      "net.ipv4.icmp_msgs_burst=100000",
-      "net.ipv4.conf.all.rp_filter=0",
-      "net.ipv4.conf.default.rp_filter=0",
-      `net.ipv4.conf.${PATH_NET.podIface}.rp_filter=0`,
-      "net.ipv4.conf.eth0.rp_filter=0",
-      "net.ipv4.conf.eth1.rp_filter=0",
-    );
-    // the kernel's own: sentinels by the main table, replies to the pods too
-    await batch(node, [
-      `rule add priority 1 from ${SENTINEL} lookup main`,
-      "rule add priority 2 to 10.244.0.0/24 lookup main",
-      `route add default via ${eth1.gateway} dev ${eth1.iface} table 100`,
-    ]);
-    const caps = {
-      far0: await startCapture(far0, 4, ["-i", "eth0", "-Q", "in", "ip"]),
-      far1: await startCapture(far1, 4, ["-i", "eth0", "-Q", "in", "ip"]),
-      pod: await startCapture(pod, 4, ["-i", "eth0", "-Q", "in", "icmp or tcp"]),
-      lo: await startCapture(node, 4, ["-i", "lo", "icmp or tcp or udp port 9"]),
-    };
-    const senders = {
-      pod: startSender(pod),
-      node: startSender(node),
-      far0: startSender(far0),
-      far1: startSender(far1),
-    };
-    return sandbox(lab, pod, node, caps, senders, { far0, far1 });
-  } catch (e) {
-    await lab.destroy();
-    throw e;
-  }
+  return sandbox(await createSandboxNet(4));
 }
 
-function sandbox(
-  lab: Lab,
-  pod: Namespace,
-  node: Namespace,
-  caps: PathCaptures,
-  senders: Record<"pod" | "node" | "far0" | "far1", Sender>,
-  far: Record<"far0" | "far1", Namespace>,
-): PathSandbox {
+function sandbox(sb: SandboxNet): PathSandbox {
+  const { lab, node, caps, senders, far, sentinel } = sb;
+  const batch = (ns: Namespace, lines: readonly string[]) => ipBatch(4, ns, lines);
   let undo: string[] = [];
   /** The flows `load` gave counting rules, in the security table's order. */
   let counted: readonly PathFlow[] = [];
-  const clear = () => {
-    for (const c of Object.values(caps)) c.packets.length = 0;
-  };
-  const toSandbox = (f: PathFlow): SandboxFlow => ({
-    proto: f.proto,
-    src: f.src,
-    dst: f.dst,
-    ...(f.sport !== undefined ? { sport: f.sport } : {}),
-    ...(f.dport !== undefined ? { dport: f.dport } : {}),
-  });
-  const sendAll = async (flows: readonly PathFlow[]) => {
-    const podFlows = flows.filter((f) => f.origin === "pod");
-    const hostFlows = flows.filter((f) => f.origin === "host");
-    await Promise.all([
-      senders.pod.send(podFlows.filter((f) => f.proto !== "icmp").map(toSandbox)),
-      senders.node.send(hostFlows.filter((f) => f.proto !== "icmp").map(toSandbox)),
-      ...flows
-        .filter((f) => f.proto === "icmp")
-        .map((f) =>
-          (f.origin === "pod" ? pod : node).exec(
-            ["ping", "-n", "-c", "1", "-W", "0.01", "-I", f.src, f.dst],
-            { timeoutMs: 5_000 },
-          ),
-        ),
-    ]);
-  };
-  /** Sends the sentinels and waits until every capture point has seen its own. */
-  const settle = async () => {
-    const sentinel = (dst: string): SandboxFlow => ({
-      proto: "udp",
-      src: SENTINEL,
-      dst,
-      sport: 9,
-      dport: 9,
-    });
-    // one at a time: each binds the same source port
-    for (const dst of [PATH_NET.eth0.gateway, PATH_NET.eth1.gateway, PATH_NET.podGateway]) {
-      await senders.pod.send([sentinel(dst)]);
-    }
-    await senders.node.send([
-      { proto: "udp", src: "127.0.0.1", dst: "127.0.0.1", sport: 9, dport: 9 },
-    ]);
-    const seen = (c: Capture, test: (p: SandboxPacket) => boolean) => c.packets.some(test);
-    const isSentinel = (p: SandboxPacket) => p.proto === 17 && p.sport === 9;
-    const done = () =>
-      seen(caps.far0, isSentinel) &&
-      seen(caps.far1, isSentinel) &&
-      seen(caps.lo, isSentinel) &&
-      seen(caps.pod, (p) => p.inner?.src === SENTINEL && p.inner.sport === 9);
-    const deadline = Date.now() + 15_000;
-    while (!done()) {
-      if (Date.now() > deadline) {
-        const missing = Object.entries(caps)
-          .filter(([, c]) => !c.packets.some((p) => isSentinel(p) || p.inner?.sport === 9))
-          .map(([k]) => k);
-        throw new Error(`the sentinels never reached ${missing.join(", ")}`);
-      }
-      await new Promise((r) => setTimeout(r, 5));
-    }
-  };
   /**
    * Answers each first packet from where it went (the node itself, or the far host that saw
    * it: the reply tuple conntrack lists), then waits until conntrack has seen the answers (the
@@ -290,7 +126,7 @@ function sandbox(
       { at: "far1", src: PATH_NET.eth1.gateway },
     ] as const;
     for (const x of farSentinels) {
-      await senders[x.at].send([{ proto: "udp", src: x.src, dst: SENTINEL, sport: 9, dport: 9 }]);
+      await senders[x.at].send([{ proto: "udp", src: x.src, dst: sentinel, sport: 9, dport: 9 }]);
     }
     const deadline = Date.now() + 15_000;
     let entries: ConntrackLine[] = [];
@@ -300,7 +136,7 @@ function sandbox(
         .map(readConntrackLine)
         .filter((e): e is ConntrackLine => e !== undefined);
       const answered = (src: string) =>
-        entries.some((e) => e.orig.src === SENTINEL && e.orig.dst === src && e.replied);
+        entries.some((e) => e.orig.src === sentinel && e.orig.dst === src && e.replied);
       if (farSentinels.every((x) => answered(x.src))) break;
       if (Date.now() > deadline) throw new Error("the far hosts' sentinel answers never came");
       await new Promise((r) => setTimeout(r, 5));
@@ -318,22 +154,7 @@ function sandbox(
       await batch(node, undo);
       undo = [];
       counted = flows;
-      const r = await node.exec(["iptables-restore", "-w"], {
-        input: withObservers(c.restore, flows, 4),
-      });
-      if (r.code !== 0) return r.stderr.trim() || `iptables-restore exited ${r.code}`;
-      // routes first: the kernel checks a gateway through the rules (a rule may refuse it)
-      for (const route of c.routes) {
-        const res = await node.exec(["ip", "route", "add", ...route.split(" ")]);
-        if (res.code !== 0) return `ip route add ${route}: ${res.stderr.trim()}`;
-        undo.push(`route del ${route}`);
-      }
-      for (const rule of c.ipRules) {
-        const res = await node.exec(["ip", "rule", "add", ...rule.split(" ")]);
-        if (res.code !== 0) return `ip rule add ${rule}: ${res.stderr.trim()}`;
-        undo.push(`rule del ${rule}`);
-      }
-      return undefined;
+      return loadCase(sb, c, flows, undo);
     },
     async nodeFiles() {
       const [save, rule, route, addr] = await Promise.all([
@@ -355,16 +176,16 @@ function sandbox(
       const established = new Map<PathFlow, string | undefined>();
       if (later.length > 0) {
         // the connections' first packets, each answered from where it went
-        clear();
-        await sendAll(later);
-        await settle();
+        clearCaptures(sb);
+        await sendFlows(sb, later);
+        await settle(sb);
         const why = await answerFirstPackets(later);
         for (const [f, w] of why) established.set(f, w);
       }
-      clear();
+      clearCaptures(sb);
       await zeroDeliveries(node, 4);
-      await sendAll(flows);
-      await settle();
+      await sendFlows(sb, flows);
+      await settle(sb);
       const hits = await readDeliveries(node, 4);
       return flows.map((f): KernelPathVerdict => {
         const why = established.get(f);
