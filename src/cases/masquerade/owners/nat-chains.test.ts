@@ -43,3 +43,28 @@ test("a global pattern answers the same for every name", () => {
   const dump = readIptablesText(DUMP, "iptables-save.txt", { family: 4 }).value;
   assert.deepEqual(natChainsMatching(dump, /^KUBE-/g), ["KUBE-SVC-AAA", "KUBE-SEP-BBB"]);
 });
+
+test("searching the names as one text answers as testing each name alone would", () => {
+  const dump = readIptablesText(DUMP, "iptables-save.txt", { family: 4 }).value;
+  assert.ok(dump);
+  const names = [...(dump.tables.get("nat")?.chains.keys() ?? [])];
+  const patterns = [
+    /MASQ|^AWS-SNAT-CHAIN-/,
+    /^KUBE-[^X]*$/,
+    /[^Z]+/,
+    /ING$/,
+    /^.*$/s,
+    /^[\s\S]*-B/,
+    /(?<!KUBE-)SEP/,
+    /AGENT(?!.)/,
+    /^$/,
+    /a/i,
+    /\bPOST/,
+  ];
+  for (const p of patterns)
+    assert.deepEqual(
+      natChainsMatching(dump, p),
+      names.filter((n) => p.test(n)),
+      String(p),
+    );
+});
