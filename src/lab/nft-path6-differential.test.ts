@@ -9,9 +9,7 @@
  * Reproduce: PODPATH_NFT_PATH6_DIFF_SEED=<seed> PODPATH_NFT_PATH6_DIFF_SETS=1 node scripts/test.mjs nft-path6-differential
  */
 import assert from "node:assert/strict";
-import { mkdtempSync, rmSync } from "node:fs";
-import { tmpdir } from "node:os";
-import { join } from "node:path";
+import { rmSync } from "node:fs";
 import { after, describe, it } from "node:test";
 import { nftPathRuleset, nodePathEvaluator } from "../path/node-path.ts";
 import { loadSnapshot } from "../snapshot/load.ts";
@@ -20,13 +18,12 @@ import { kernelSkip } from "./kernel-guard.ts";
 import { mustExec as must } from "./netns.ts";
 import { outcomeTest6 } from "./path-agreement6.ts";
 import { pathPacketOf, writeNodeSnapshot } from "./path-diff-node.ts";
-import { PathDiffTally } from "./path-diff-tally.ts";
+import { runDifferential } from "./path-diff-run.ts";
 import { generatePathCase, generatePathFlows } from "./path-gen.ts";
 import { toIpv6Case, toIpv6Flows } from "./path-gen6.ts";
 import { loadAsNft } from "./path-nft-load.ts";
 import { ipRuleWithoutObservers, listingWithoutSandbox, withObservers } from "./path-observers.ts";
 import { createPathSandbox6 } from "./path-sandbox6.ts";
-import { rootNamespaceHash } from "./root-state.ts";
 
 const BASE_SEED = Number(process.env["PODPATH_NFT_PATH6_DIFF_SEED"] ?? 20261202);
 const SETS = Number(process.env["PODPATH_NFT_PATH6_DIFF_SETS"] ?? 30);
@@ -41,17 +38,16 @@ describe("nftables whole-path evaluator vs kernel over IPv6 (differential)", {
   skip: kernelSkip(),
 }, () => {
   it(`agrees with the kernel on ${SETS} IPv6 nftables node configurations x ${FLOWS_PER_SET} flows from seed ${BASE_SEED}`, async (t) => {
-    const rootBefore = await rootNamespaceHash();
-    const sb = await createPathSandbox6();
-    const node = sb.lab.namespaces.find((n) => n.role === "node");
-    assert.ok(node, "the sandbox has a node namespace");
-    const dir = mkdtempSync(join(tmpdir(), "podpath-nft-path6-diff-"));
-    dirs.push(dir);
-    const tally = new PathDiffTally(outcomeTest6);
-    const started = Date.now();
-    try {
-      for (let k = 0; k < SETS && tally.failures.length < 5; k++) {
-        const seed = BASE_SEED + k;
+    const { tally, ms, check } = await runDifferential({
+      create: createPathSandbox6,
+      tmpPrefix: "podpath-nft-path6-diff-",
+      dirs,
+      test: outcomeTest6,
+      baseSeed: BASE_SEED,
+      sets: SETS,
+      set: async (sb, seed, dir, tally) => {
+        const node = sb.lab.namespaces.find((n) => n.role === "node");
+        assert.ok(node, "the sandbox has a node namespace");
         const c = toIpv6Case(generatePathCase(seed));
         const flows = toIpv6Flows(generatePathFlows(seed, FLOWS_PER_SET));
         // the tables nft made last time go first: ip6tables-restore then starts from nothing
@@ -89,16 +85,13 @@ describe("nftables whole-path evaluator vs kernel over IPv6 (differential)", {
           rulesLabel: "listing",
           rules: ruleset.split("\n"),
         });
-      }
-    } finally {
-      await sb.destroy();
-    }
+      },
+    });
     const { total, decided, failures } = tally;
     t.diagnostic(
-      `${total} IPv6 nftables cases, ${decided} decided by podpath, ${failures.length} disagreements, ${Date.now() - started} ms`,
+      `${total} IPv6 nftables cases, ${decided} decided by podpath, ${failures.length} disagreements, ${ms} ms`,
     );
-    assert.equal(await rootNamespaceHash(), rootBefore, "the root namespace changed");
-    assert.deepEqual(failures, [], `\n${failures.join("\n\n")}`);
+    await check();
     assert.ok(total >= SETS * FLOWS_PER_SET);
     assert.ok(decided >= total * 0.8, `only ${decided} of ${total} cases were decided`);
   });

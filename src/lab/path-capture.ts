@@ -40,6 +40,15 @@ function ip6(b: readonly number[], at: number): string {
   return formatIp(parseIp(groups.join(":")));
 }
 
+/** A TCP or UDP header's ports at `l4` (and for TCP, whether RST is set). */
+function ports(b: readonly number[], l4: number, proto: number) {
+  return {
+    sport: u16(b, l4),
+    dport: u16(b, l4 + 2),
+    ...(proto === 6 ? { rst: ((b[l4 + 13] ?? 0) & 4) !== 0 } : {}),
+  };
+}
+
 /** Reads an IPv4 packet's headers from its bytes (tcpdump -x prints them from the IP header). */
 export function parsePacket(b: readonly number[]): SandboxPacket | undefined {
   if (b.length < 20 || b[0]! >> 4 !== 4) return undefined;
@@ -47,14 +56,7 @@ export function parsePacket(b: readonly number[]): SandboxPacket | undefined {
   const proto = b[9]!;
   const base = { proto, src: ip4(b, 12), dst: ip4(b, 16) };
   const l4 = ihl;
-  if (proto === 6 || proto === 17) {
-    return {
-      ...base,
-      sport: u16(b, l4),
-      dport: u16(b, l4 + 2),
-      ...(proto === 6 ? { rst: ((b[l4 + 13] ?? 0) & 4) !== 0 } : {}),
-    };
-  }
+  if (proto === 6 || proto === 17) return { ...base, ...ports(b, l4, proto) };
   if (proto === 1) {
     const icmpType = b[l4]!;
     const icmpCode = b[l4 + 1]!;
@@ -84,14 +86,7 @@ export function parsePacket6(b: readonly number[]): SandboxPacket | undefined {
   const proto = b[6]!;
   const base = { proto, src: ip6(b, 8), dst: ip6(b, 24) };
   const l4 = 40;
-  if (proto === 6 || proto === 17) {
-    return {
-      ...base,
-      sport: u16(b, l4),
-      dport: u16(b, l4 + 2),
-      ...(proto === 6 ? { rst: ((b[l4 + 13] ?? 0) & 4) !== 0 } : {}),
-    };
-  }
+  if (proto === 6 || proto === 17) return { ...base, ...ports(b, l4, proto) };
   if (proto === 58) {
     const icmpType = b[l4]!;
     const icmpCode = b[l4 + 1]!;

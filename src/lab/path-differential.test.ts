@@ -10,9 +10,7 @@
  * Reproduce: PODPATH_PATH_DIFF_SEED=<seed> PODPATH_PATH_DIFF_SETS=1 node scripts/test.mjs path-differential
  */
 import assert from "node:assert/strict";
-import { mkdtempSync, rmSync } from "node:fs";
-import { tmpdir } from "node:os";
-import { join } from "node:path";
+import { rmSync } from "node:fs";
 import { after, describe, it } from "node:test";
 import { nodePathEvaluator } from "../path/node-path.ts";
 import { loadSnapshot } from "../snapshot/load.ts";
@@ -21,7 +19,7 @@ import { kernelSkip } from "./kernel-guard.ts";
 import { outcomeTest } from "./path-agreement.ts";
 import { parsePacket } from "./path-capture.ts";
 import { pathPacketOf, writeNodeSnapshot } from "./path-diff-node.ts";
-import { PathDiffTally } from "./path-diff-tally.ts";
+import { laterOfPassed, runDifferential } from "./path-diff-run.ts";
 import {
   generateEstablishedFlows,
   generatePathCase,
@@ -31,7 +29,6 @@ import {
 } from "./path-gen.ts";
 import { withObservers, withoutObservers } from "./path-observers.ts";
 import { createPathSandbox, type KernelPathVerdict, type NodeFiles } from "./path-sandbox.ts";
-import { rootNamespaceHash } from "./root-state.ts";
 
 const BASE_SEED = Number(process.env["PODPATH_PATH_DIFF_SEED"] ?? 20261202);
 const SETS = Number(process.env["PODPATH_PATH_DIFF_SETS"] ?? 60);
@@ -92,15 +89,14 @@ describe("path-sandbox helpers", () => {
 
 describe("whole-path evaluator vs kernel (differential)", { skip: kernelSkip() }, () => {
   it(`agrees with the kernel on ${SETS} node configurations x ${FLOWS_PER_SET} flows from seed ${BASE_SEED}`, async (t) => {
-    const rootBefore = await rootNamespaceHash();
-    const sb = await createPathSandbox();
-    const dir = mkdtempSync(join(tmpdir(), "podpath-path-diff-"));
-    dirs.push(dir);
-    const tally = new PathDiffTally(outcomeTest);
-    const started = Date.now();
-    try {
-      for (let k = 0; k < SETS && tally.failures.length < 5; k++) {
-        const seed = BASE_SEED + k;
+    const { tally, ms, check } = await runDifferential({
+      create: createPathSandbox,
+      tmpPrefix: "podpath-path-diff-",
+      dirs,
+      test: outcomeTest,
+      baseSeed: BASE_SEED,
+      sets: SETS,
+      set: async (sb, seed, dir, tally) => {
         const c = generatePathCase(seed);
         const flows = [
           ...generatePathFlows(seed, FLOWS_PER_SET),
@@ -128,23 +124,16 @@ describe("whole-path evaluator vs kernel (differential)", { skip: kernelSkip() }
         const observed = await sb.observe(flows);
         compare(flows, observed);
         // the UDP flows the kernel let through, again as later packets of their connections
-        const passed = flows.filter((f, i) => {
-          const v = observed[i]!.kind;
-          return !f.established && (v === "forwarded" || v === "delivered");
-        });
-        const later = again.filter((a) => passed.some((f) => f.sport === a.sport! - SHIFT));
+        const later = laterOfPassed(flows, observed, again, SHIFT);
         if (later.length > 0) compare(later, await sb.observe(later));
-      }
-    } finally {
-      await sb.destroy();
-    }
+      },
+    });
     const { total, established, decided, failures } = tally;
     t.diagnostic(
-      `${total} cases (${established} later packets of established connections), ${decided} decided by podpath, ${failures.length} disagreements, ${Date.now() - started} ms`,
+      `${total} cases (${established} later packets of established connections), ${decided} decided by podpath, ${failures.length} disagreements, ${ms} ms`,
     );
     t.diagnostic(tally.leftOut());
-    assert.equal(await rootNamespaceHash(), rootBefore, "the root namespace changed");
-    assert.deepEqual(failures, [], `\n${failures.join("\n\n")}`);
+    await check();
     assert.ok(total >= SETS * FLOWS_PER_SET);
     assert.ok(established >= SETS / 5, `only ${established} established cases`);
     assert.ok(decided >= total * 0.8, `only ${decided} of ${total} cases were decided`);

@@ -10,9 +10,7 @@
  * Reproduce: PODPATH_PATH6_DIFF_SEED=<seed> PODPATH_PATH6_DIFF_SETS=1 node scripts/test.mjs path6-differential
  */
 import assert from "node:assert/strict";
-import { mkdtempSync, rmSync } from "node:fs";
-import { tmpdir } from "node:os";
-import { join } from "node:path";
+import { rmSync } from "node:fs";
 import { after, describe, it } from "node:test";
 import { parseIp } from "../net/cidr.ts";
 import { nodePathEvaluator } from "../path/node-path.ts";
@@ -22,11 +20,10 @@ import { kernelSkip } from "./kernel-guard.ts";
 import { outcomeTest6 } from "./path-agreement6.ts";
 import { parsePacket6 } from "./path-capture.ts";
 import { pathPacketOf, writeNodeSnapshot } from "./path-diff-node.ts";
-import { PathDiffTally } from "./path-diff-tally.ts";
+import { runDifferential } from "./path-diff-run.ts";
 import { generatePathCase, generatePathFlows, type PathFlow } from "./path-gen.ts";
 import { toIp6tablesRestore, toIpv6Case, toIpv6Flows, toIpv6Text } from "./path-gen6.ts";
 import { createPathSandbox6, type NodeFiles6 } from "./path-sandbox6.ts";
-import { rootNamespaceHash } from "./root-state.ts";
 
 const BASE_SEED = Number(process.env["PODPATH_PATH6_DIFF_SEED"] ?? 20261202);
 const SETS = Number(process.env["PODPATH_PATH6_DIFF_SETS"] ?? 30);
@@ -110,15 +107,14 @@ describe("path-gen6 and path-sandbox6 helpers", () => {
 
 describe("whole-path evaluator vs kernel over IPv6 (differential)", { skip: kernelSkip() }, () => {
   it(`agrees with the kernel on ${SETS} IPv6 node configurations x ${FLOWS_PER_SET} flows from seed ${BASE_SEED}`, async (t) => {
-    const rootBefore = await rootNamespaceHash();
-    const sb = await createPathSandbox6();
-    const dir = mkdtempSync(join(tmpdir(), "podpath-path6-diff-"));
-    dirs.push(dir);
-    const tally = new PathDiffTally(outcomeTest6);
-    const started = Date.now();
-    try {
-      for (let k = 0; k < SETS && tally.failures.length < 5; k++) {
-        const seed = BASE_SEED + k;
+    const { tally, ms, check } = await runDifferential({
+      create: createPathSandbox6,
+      tmpPrefix: "podpath-path6-diff-",
+      dirs,
+      test: outcomeTest6,
+      baseSeed: BASE_SEED,
+      sets: SETS,
+      set: async (sb, seed, dir, tally) => {
         const c = toIpv6Case(generatePathCase(seed));
         const flows = toIpv6Flows(generatePathFlows(seed, FLOWS_PER_SET));
         const err = await sb.load(c, flows);
@@ -136,16 +132,13 @@ describe("whole-path evaluator vs kernel over IPv6 (differential)", { skip: kern
           rulesLabel: "rules",
           rules: files.ip6tablesSave.split("\n").filter((l) => /^[*:-]/.test(l)),
         });
-      }
-    } finally {
-      await sb.destroy();
-    }
+      },
+    });
     const { total, decided, failures } = tally;
     t.diagnostic(
-      `${total} IPv6 cases, ${decided} decided by podpath, ${failures.length} disagreements, ${Date.now() - started} ms`,
+      `${total} IPv6 cases, ${decided} decided by podpath, ${failures.length} disagreements, ${ms} ms`,
     );
-    assert.equal(await rootNamespaceHash(), rootBefore, "the root namespace changed");
-    assert.deepEqual(failures, [], `\n${failures.join("\n\n")}`);
+    await check();
     assert.ok(total >= SETS * FLOWS_PER_SET);
     assert.ok(decided >= total * 0.8, `only ${decided} of ${total} cases were decided`);
   });
