@@ -98,7 +98,6 @@ export function placeExcerptLines(
   const certain = new Set<TableName>();
   for (const c of cands.values()) if (c.length === 1) certain.add(c[0]!);
   if (certain.size < 2) return undefined;
-  // blocks: a declaration after a rule line opens the next table's block
   // blocks: a declaration after a rule line, of a chain the block already declares, or out of
   // order (iptables-save sorts a table's chains by name) opens the next table's block. A split
   // too many only places fewer lines by their block, never one wrongly
