@@ -115,17 +115,17 @@ const FAMILY = {
   6: { snaplen: 300, parse: parsePacket6, header: 6, length: (b: number[]) => 40 + u16(b, 4) },
 } as const;
 
-export interface Capture {
+export interface PathCapture {
   readonly packets: SandboxPacket[];
   readonly proc: ChildProcess;
 }
 
 /** tcpdump -x in a namespace, its packets parsed as they come; resolves once it listens. */
-export async function startCapture(
+export async function startPathCapture(
   ns: Namespace,
   family: 4 | 6,
   args: readonly string[],
-): Promise<Capture> {
+): Promise<PathCapture> {
   const fam = FAMILY[family];
   const proc = ns.spawn(["tcpdump", "-l", "-nn", "-x", "-s", String(fam.snaplen), ...args]);
   const packets: SandboxPacket[] = [];

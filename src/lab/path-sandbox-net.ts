@@ -9,7 +9,7 @@
  */
 import { type Sender, startSender } from "./nat-sandbox.ts";
 import { createLab, type Lab, mustExec as must, type Namespace } from "./netns.ts";
-import { startCapture } from "./path-capture.ts";
+import { startPathCapture } from "./path-capture.ts";
 import { PATH_NET, type PathCase, type PathFlow } from "./path-gen.ts";
 import { PATH_NET6, toIpv6 } from "./path-gen6.ts";
 import { withObservers } from "./path-observers.ts";
@@ -61,7 +61,11 @@ const FAMILY = {
 } as const;
 
 /** `ip -batch` (IPv6: `ip -6 -batch`) in a namespace. */
-export function ipBatch(family: 4 | 6, ns: Namespace, lines: readonly string[]): Promise<string> {
+export function sandboxIpBatch(
+  family: 4 | 6,
+  ns: Namespace,
+  lines: readonly string[],
+): Promise<string> {
   return lines.length === 0
     ? Promise.resolve("")
     : must(ns, [...FAMILY[family].ip, "-force", "-batch", "-"], `${lines.join("\n")}\n`);
@@ -97,7 +101,7 @@ const SYSCTLS = {
 export async function createSandboxNet(family: 4 | 6): Promise<SandboxNet> {
   const fam = FAMILY[family];
   const { net, sentinel, len, nodad } = fam;
-  const batch = (ns: Namespace, lines: readonly string[]) => ipBatch(family, ns, lines);
+  const batch = (ns: Namespace, lines: readonly string[]) => sandboxIpBatch(family, ns, lines);
   const lab = await createLab({ prefix: fam.prefix });
   try {
     const pod = await lab.addNamespace("pod");
@@ -175,10 +179,10 @@ export async function createSandboxNet(family: 4 | 6): Promise<SandboxNet> {
       `route add default via ${eth1.gateway} dev ${eth1.iface} table 100`,
     ]);
     const caps = {
-      far0: await startCapture(far0, family, ["-i", "eth0", "-Q", "in", fam.ipFilter]),
-      far1: await startCapture(far1, family, ["-i", "eth0", "-Q", "in", fam.ipFilter]),
-      pod: await startCapture(pod, family, ["-i", "eth0", "-Q", "in", `${fam.icmp} or tcp`]),
-      lo: await startCapture(node, family, ["-i", "lo", `${fam.icmp} or tcp or udp port 9`]),
+      far0: await startPathCapture(far0, family, ["-i", "eth0", "-Q", "in", fam.ipFilter]),
+      far1: await startPathCapture(far1, family, ["-i", "eth0", "-Q", "in", fam.ipFilter]),
+      pod: await startPathCapture(pod, family, ["-i", "eth0", "-Q", "in", `${fam.icmp} or tcp`]),
+      lo: await startPathCapture(node, family, ["-i", "lo", `${fam.icmp} or tcp or udp port 9`]),
     };
     const senders = {
       pod: startSender(pod),

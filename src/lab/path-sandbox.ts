@@ -25,9 +25,9 @@ import {
   withoutObservers,
   zeroDeliveries,
 } from "./path-observers.ts";
-import { createSandboxNet, ipBatch, loadCase, type SandboxNet } from "./path-sandbox-net.ts";
+import { createSandboxNet, loadCase, type SandboxNet, sandboxIpBatch } from "./path-sandbox-net.ts";
 import { clearCaptures, sendFlows, settle } from "./path-traffic.ts";
-import { type KernelPathVerdict, verdictOf } from "./path-verdict.ts";
+import { type KernelPathVerdict, pathVerdictOf } from "./path-verdict.ts";
 
 export type { KernelPathVerdict } from "./path-verdict.ts";
 
@@ -59,7 +59,7 @@ export async function createPathSandbox(): Promise<PathSandbox> {
 
 function sandbox(sb: SandboxNet): PathSandbox {
   const { lab, node, caps, senders, far, sentinel } = sb;
-  const batch = (ns: Namespace, lines: readonly string[]) => ipBatch(4, ns, lines);
+  const batch = (ns: Namespace, lines: readonly string[]) => sandboxIpBatch(4, ns, lines);
   let undo: string[] = [];
   /** The flows `load` gave counting rules, in the security table's order. */
   let counted: readonly PathFlow[] = [];
@@ -197,7 +197,7 @@ function sandbox(sb: SandboxNet): PathSandbox {
             : x.proto === f.proto && x.sport === f.sport,
         );
         if (i < 0) throw new Error(`no counting rule for ${JSON.stringify(f)}: not given to load`);
-        return verdictOf(f, (hits[i] ?? 0) > 0, caps, 4);
+        return pathVerdictOf(f, (hits[i] ?? 0) > 0, caps, 4);
       });
     },
     destroy: () => lab.destroy(),

@@ -13,9 +13,9 @@ import type { Lab } from "./netns.ts";
 import { mustExec as must } from "./netns.ts";
 import type { PathCase, PathFlow } from "./path-gen.ts";
 import { ipRuleWithoutObservers, readDeliveries, withoutObservers } from "./path-observers.ts";
-import { createSandboxNet, ipBatch, loadCase } from "./path-sandbox-net.ts";
+import { createSandboxNet, loadCase, sandboxIpBatch } from "./path-sandbox-net.ts";
 import { clearCaptures, sendFlows, settle } from "./path-traffic.ts";
-import { type KernelPathVerdict, verdictOf } from "./path-verdict.ts";
+import { type KernelPathVerdict, pathVerdictOf } from "./path-verdict.ts";
 
 export { PATH_NET6 } from "./path-gen6.ts";
 
@@ -46,7 +46,7 @@ export async function createPathSandbox6(): Promise<PathSandbox6> {
   return {
     lab,
     async load(c, flows) {
-      await ipBatch(6, node, undo);
+      await sandboxIpBatch(6, node, undo);
       undo = [];
       return loadCase(sb, c, flows, undo);
     },
@@ -76,7 +76,7 @@ export async function createPathSandbox6(): Promise<PathSandbox6> {
       await sendFlows(sb, flows);
       await settle(sb);
       const hits = await readDeliveries(node, 6);
-      return flows.map((f, i) => verdictOf(f, (hits[i] ?? 0) > 0, caps, 6));
+      return flows.map((f, i) => pathVerdictOf(f, (hits[i] ?? 0) > 0, caps, 6));
     },
     destroy: () => lab.destroy(),
   };

@@ -4,7 +4,7 @@
  * on a far host), rejected (an ICMP(v6) destination-unreachable quoting it, or a TCP reset, seen
  * at its sender), or silent.
  */
-import type { Capture } from "./path-capture.ts";
+import type { PathCapture } from "./path-capture.ts";
 import type { PathFlow } from "./path-gen.ts";
 
 /** What the kernel did with one flow. */
@@ -27,7 +27,7 @@ export type KernelPathVerdict =
   | { readonly kind: "not-established"; readonly why: string };
 
 /** A sandbox's capture points: the far hosts behind eth0 and eth1, the pod, the node's lo. */
-export type PathCaptures = Record<"far0" | "far1" | "pod" | "lo", Capture>;
+export type PathCaptures = Record<"far0" | "far1" | "pod" | "lo", PathCapture>;
 
 /** ICMP destination-unreachable codes in `--reject-with` words (RFC 792, RFC 1812). */
 const ICMP_CODES: Readonly<Record<number, string>> = {
@@ -56,7 +56,7 @@ const ICMP = {
   6: { proto: 58, echo: 128, unreachable: 1, codes: ICMP6_CODES, unnamed: "icmp6-code" },
 } as const;
 
-export function verdictOf(
+export function pathVerdictOf(
   f: PathFlow,
   delivered: boolean,
   caps: PathCaptures,
