@@ -128,20 +128,15 @@ export async function zeroDeliveries(node: Namespace, family: 4 | 6): Promise<vo
   ]);
 }
 
+/** `iptables -t security -L INPUT -v -n -x`: the counters of the rules at the end of INPUT. */
+export function listSecurityInput(node: Namespace, family: 4 | 6): Promise<string> {
+  const tool = family === 4 ? "iptables" : "ip6tables";
+  return must(node, [tool, "-w", "-t", "security", "-L", "INPUT", "-v", "-n", "-x"]);
+}
+
 /** The security table's INPUT counters, in rule order: packets that reached the end of INPUT. */
 export async function readDeliveries(node: Namespace, family: 4 | 6): Promise<number[]> {
-  const tool = family === 4 ? "iptables" : "ip6tables";
-  const counters = await must(node, [
-    tool,
-    "-w",
-    "-t",
-    "security",
-    "-L",
-    "INPUT",
-    "-v",
-    "-n",
-    "-x",
-  ]);
+  const counters = await listSecurityInput(node, family);
   return counters
     .split("\n")
     .slice(2)

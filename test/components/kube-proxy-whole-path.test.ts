@@ -33,6 +33,7 @@ import { join } from "node:path";
 import { after, before, describe, it } from "node:test";
 import { mustExec as must, type Namespace } from "../../src/lab/netns.ts";
 import { kernelWords, outcomeTest, podpathWords } from "../../src/lab/path-agreement.ts";
+import { pathPacketOf } from "../../src/lab/path-diff-node.ts";
 import { PATH_NET, type PathFlow } from "../../src/lab/path-gen.ts";
 import {
   createPathSandbox,
@@ -40,7 +41,6 @@ import {
   type PathSandbox,
 } from "../../src/lab/path-sandbox.ts";
 import { rootNamespaceHash } from "../../src/lab/root-state.ts";
-import { parseIp } from "../../src/net/cidr.ts";
 import { nodePathEvaluator } from "../../src/path/node-path.ts";
 import type { PathEvaluator } from "../../src/path/path-types.ts";
 import { loadSnapshot } from "../../src/snapshot/load.ts";
@@ -227,14 +227,7 @@ function kernelKind(words: string): string {
 /** podpath's answer to one flow, and how it stands to the kernel's verdict. */
 function answer(ev: PathEvaluator, name: string, f: PathFlow, seen: KernelPathVerdict): FlowAnswer {
   const kernel = kernelWords(seen);
-  const r = ev.evaluate({
-    src: parseIp(f.src),
-    dst: parseIp(f.dst),
-    proto: f.proto,
-    ...(f.sport !== undefined ? { sport: f.sport } : {}),
-    ...(f.dport !== undefined ? { dport: f.dport } : {}),
-    origin: f.origin,
-  });
+  const r = ev.evaluate(pathPacketOf(f));
   const tests = r.outcomes.map((o) => outcomeTest(o, f));
   return {
     name,

@@ -11,6 +11,7 @@
 import type { ChildProcess } from "node:child_process";
 import { mustExec as must, type Namespace } from "../../src/lab/netns.ts";
 import type { PathFlow } from "../../src/lab/path-gen.ts";
+import { listSecurityInput } from "../../src/lab/path-observers.ts";
 import type { KernelPathVerdict } from "../../src/lab/path-sandbox.ts";
 
 /** One TCP or UDP packet a far host received: `src:sport > dst:dport`. */
@@ -160,17 +161,7 @@ export async function unmasked(
 ): Promise<KernelPathVerdict[]> {
   await caps.settle();
   const entries = parseConntrack(await must(node, ["conntrack", "-L"]));
-  const counters = await must(node, [
-    "iptables",
-    "-w",
-    "-t",
-    "security",
-    "-L",
-    "INPUT",
-    "-v",
-    "-n",
-    "-x",
-  ]);
+  const counters = await listSecurityInput(node, 4);
   const delivered = new Set<number>();
   for (const l of counters.split("\n")) {
     const m = new RegExp(`^\\s*(\\d+) .*/\\* ${COUNTER}-(\\d+) \\*/`).exec(l);
