@@ -1,15 +1,5 @@
-/**
- * @module path/node-path — a node's whole-path evaluator built from its snapshot evidence: the
- * dump, its addresses and interfaces (`ip addr`), every routing table and `ip rule`, its IP sets,
- * the Node's InternalIP and facts from other evidence. Built once per node. A packet is answered
- * from the evidence of its own family: an IPv6 packet from the node's ip6tables dump (or the
- * listing's ip6/inet tables), its IPv6 routes and `ip -6 rule`; without them, an undecided
- * outcome naming the file and the command that decide it, never the IPv4 reading.
- */
-import { primaryAddress } from "../evidence/ip-addr.ts";
 import type { Route } from "../evidence/ip-route.ts";
-import type { IptablesDump } from "../iptables/dump.ts";
-import type { AddressFact, Assumption, NodeInterface } from "../iptables/nat-trace.ts";
+import type { AddressFact, Assumption } from "../iptables/nat-trace.ts";
 import type { NodeView } from "../k8s/objects.ts";
 import type { Family } from "../net/cidr.ts";
 import { isIptablesNftTable } from "../nftables/active-rules.ts";
@@ -17,6 +7,7 @@ import type { NftRuleset } from "../nftables/model.ts";
 import type { NodeEvidence } from "../snapshot/load.ts";
 import { compilePath, type PathContext } from "./evaluate-path.ts";
 import { compileNftPath } from "./nft-path.ts";
+import { nodeDump, nodeNatContext } from "./node-context.ts";
 import type { PathEvaluator, PathOutcome, PathPacket, PathResult } from "./path-types.ts";
 
 const built = new WeakMap<NodeEvidence, PathEvaluator>();
@@ -35,37 +26,17 @@ export function pathContextOf(
   addressFacts: readonly AddressFact[] = [],
   family: Family = 4,
 ): PathContext {
-  const other: Family = family === 4 ? 6 : 4;
-  const interfaces: NodeInterface[] = (node.interfaces ?? []).map((i) => {
-    const primary = primaryAddress(i, family) ?? primaryAddress(i, other);
-    return {
-      name: i.name,
-      ...(primary ? { primary: primary.local, primarySource: primary.source } : {}),
-      addresses: i.addresses.map((a) => ({ ip: a.local, prefix: a.cidr.prefix })),
-    };
-  });
-  const localAddresses = (node.interfaces ?? []).flatMap((i) => i.addresses.map((a) => a.local));
-  const internal = (view?.internalIPs.find((a) => a.ip.family === family) ?? view?.internalIPs[0])
-    ?.ip;
   const routes = routesOf(node, family);
   const rules = family === 4 ? node.ipRules : node.ipRules6;
   const rulesArtifact = family === 4 ? "ip-rule" : "ip6-rule";
   return {
-    ...(node.ipsets ? { ipsets: node.ipsets } : { ipsetFile: `nodes/${node.name}/ipset.txt` }),
-    ...(node.interfaces ? { localAddresses, interfaces } : {}),
-    ...(internal ? { nodeInternalIp: internal } : {}),
-    ...(addressFacts.length > 0 ? { addressFacts } : {}),
+    ...nodeNatContext(node, view, addressFacts, family),
     routing: {
       ...(routes ? { routes } : {}),
       ...(rules ? { rules } : {}),
       rulesFile: node.files[rulesArtifact] ?? `nodes/${node.name}/${rulesArtifact}.txt`,
     },
   };
-}
-
-/** The node's iptables dump of one family (iptables-save, ip6tables-save). */
-function dumpOf(node: NodeEvidence, family: Family): IptablesDump | undefined {
-  return [node.iptables, node.ip6tables].find((d) => d?.family === family);
 }
 
 /**
@@ -77,7 +48,7 @@ function dumpOf(node: NodeEvidence, family: Family): IptablesDump | undefined {
 export function nftPathRuleset(node: NodeEvidence, family: Family = 4): NftRuleset | undefined {
   const rs = node.natFrom === "nftables" ? node.nftables : undefined;
   if (!rs) return undefined;
-  const dump = dumpOf(node, family);
+  const dump = nodeDump(node, family);
   const nftFamily = family === 6 ? "ip6" : "ip";
   for (const [name, table] of dump?.tables ?? []) {
     const rules = [...table.chains.values()].some((c) => c.rules.length > 0);
@@ -100,7 +71,7 @@ interface Missing {
 function missingFor(node: NodeEvidence, family: Family, nft: boolean): Missing | undefined {
   const dir = `nodes/${node.name}`;
   if (family === 4) return undefined; // IPv4 keeps its reading as before
-  if (!nft && !dumpOf(node, 6))
+  if (!nft && !nodeDump(node, 6))
     return {
       what: "the node's ip6tables rules",
       file: node.files["ip6tables-save"] ?? `${dir}/ip6tables-save.txt`,
@@ -181,7 +152,7 @@ function familyEvaluator(
   const missing = missingFor(node, family, rs !== undefined);
   if (missing) return undecidedFor(missing);
   const ctx = pathContextOf(node, view, addressFacts, family);
-  const dump = dumpOf(node, family);
+  const dump = nodeDump(node, family);
   const e = rs ? compileNftPath(rs, ctx) : dump ? compilePath(dump, ctx) : undefined;
   if (!e || family === 4) return e;
   const ev6 = node.ipRules6 ? e : withDefaultRules6(e, node);

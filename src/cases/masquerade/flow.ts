@@ -1,18 +1,10 @@
-/**
- * @module cases/masquerade/flow — one flow through one node's installed nat rules: the context
- * the evaluator needs (the node's addresses, interfaces and routes, its InternalIP) taken from the
- * node's evidence, and its answer reduced to what the masquerade question reports.
- */
-import { primaryAddress } from "../../evidence/ip-addr.ts";
 import { lookupRoute } from "../../evidence/ip-route.ts";
 import { compileNat, decidingRuleOf } from "../../iptables/nat-eval.ts";
 import type {
   AddressFact,
   Assumption,
-  NatContext,
   NatEvaluator,
   NatTrace,
-  NodeInterface,
   UnknownFact,
 } from "../../iptables/nat-trace.ts";
 import type { NodeView } from "../../k8s/objects.ts";
@@ -20,6 +12,7 @@ import type { SourceRef } from "../../model/types.ts";
 import type { Ip } from "../../net/cidr.ts";
 import type { NftRuleset } from "../../nftables/model.ts";
 import { compileNftNat } from "../../nftables/nat-eval.ts";
+import { nodeDump, nodeNatContext } from "../../path/node-context.ts";
 import { decideRoute } from "../../path/route-decision.ts";
 import type { NodeEvidence } from "../../snapshot/load.ts";
 
@@ -70,38 +63,6 @@ type NatDump = NonNullable<NodeEvidence["iptables"]>;
 /** One evaluator per dump: a node's iptables-save and its ip6tables-save each have their own. */
 const evaluators = new WeakMap<NatDump, NatEvaluator>();
 
-/** The node's dump for a flow of this family (IPv6: its ip6tables-save). */
-function dumpFor(node: NodeEvidence, family: 4 | 6): NatDump | undefined {
-  return family === 6 ? node.ip6tables : node.iptables;
-}
-
-function contextOf(
-  node: NodeEvidence,
-  view: NodeView | undefined,
-  addressFacts: readonly AddressFact[],
-  family: 4 | 6 = 4,
-): NatContext {
-  const other = family === 4 ? 6 : 4;
-  const interfaces: NodeInterface[] = (node.interfaces ?? []).map((i) => {
-    const primary = primaryAddress(i, family) ?? primaryAddress(i, other);
-    return {
-      name: i.name,
-      ...(primary ? { primary: primary.local } : {}),
-      addresses: i.addresses.map((a) => ({ ip: a.local, prefix: a.cidr.prefix })),
-    };
-  });
-  const localAddresses = (node.interfaces ?? []).flatMap((i) => i.addresses.map((a) => a.local));
-  const internal = (view?.internalIPs.find((a) => a.ip.family === family) ?? view?.internalIPs[0])
-    ?.ip;
-  // the node's `ipset save` / `ipset list` decides `-m set` matches (Calico's cali-nat-outgoing)
-  return {
-    ...(node.ipsets ? { ipsets: node.ipsets } : { ipsetFile: `nodes/${node.name}/ipset.txt` }),
-    ...(node.interfaces ? { localAddresses, interfaces } : {}),
-    ...(internal ? { nodeInternalIp: internal } : {}),
-    ...(addressFacts.length > 0 ? { addressFacts } : {}),
-  };
-}
-
 const nftEvaluators = new WeakMap<NftRuleset, Map<number, NatEvaluator>>();
 
 function evaluatorOf(
@@ -116,15 +77,15 @@ function evaluatorOf(
     const byFamily = nftEvaluators.get(rs) ?? new Map<number, NatEvaluator>();
     nftEvaluators.set(rs, byFamily);
     const ev =
-      byFamily.get(family) ?? compileNftNat(rs, contextOf(node, view, addressFacts, family));
+      byFamily.get(family) ?? compileNftNat(rs, nodeNatContext(node, view, addressFacts, family));
     byFamily.set(family, ev);
     return ev;
   }
-  const dump = dumpFor(node, family);
+  const dump = nodeDump(node, family);
   if (!dump) return undefined;
   let e = evaluators.get(dump);
   if (!e) {
-    e = compileNat(dump, contextOf(node, view, addressFacts, family));
+    e = compileNat(dump, nodeNatContext(node, view, addressFacts, family));
     evaluators.set(dump, e);
   }
   return e;
@@ -179,7 +140,7 @@ export function evaluateNodeFlow(
 ): FlowOutcome | undefined {
   // an IPv6 flow goes through the node's ip6tables-save; without it, the evaluator of the
   // IPv4 dump says that the families differ
-  const dump = dumpFor(node, q.dst.family) ?? node.iptables;
+  const dump = nodeDump(node, q.dst.family) ?? node.iptables;
   const ev = evaluatorOf(node, view, addressFacts, dump === node.iptables ? 4 : 6);
   if (!ev) return undefined;
   const inIface = q.origin === "pod" ? routeDev(node, q.src).dev : undefined;

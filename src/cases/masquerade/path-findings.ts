@@ -6,13 +6,14 @@
  * rejects it) and `masq/policy-route-elsewhere` (`ip rule` sends the packet another way than the
  * main table says); and the path's hops (DNAT, the route, the verdict) for the diagram.
  */
-import type { IptablesDump, Rule } from "../../iptables/dump.ts";
+import type { Rule } from "../../iptables/dump.ts";
 import type { AddressFact } from "../../iptables/nat-trace.ts";
 import { type Attribution, attributeBlockingRule, ruleAtLine } from "../../iptables/owners.ts";
 import type { NodeView } from "../../k8s/objects.ts";
 import type { PathHop } from "../../model/answer.ts";
 import { type Finding, refToEvidence, type SourceRef } from "../../model/types.ts";
 import { type Family, formatCidr, formatIp, type Ip } from "../../net/cidr.ts";
+import { nodeDump } from "../../path/node-context.ts";
 import { nftPathRuleset, nodePathEvaluator } from "../../path/node-path.ts";
 import type { PathOutcome, PathResult, PathStep } from "../../path/path-types.ts";
 import { REJECT_SEEN_AS } from "../../path/reject-with.ts";
@@ -140,7 +141,7 @@ export function readPath(
 ): PathReading {
   const outs = result.outcomes;
   const family = result.packet.dst.family;
-  const dump = dumpOf(node, family);
+  const dump = nodeDump(node, family);
   const chainsOf = (table: string) => [
     ...(dump?.tables.get(table as "filter")?.chains.keys() ?? []),
   ];
@@ -312,11 +313,6 @@ function policyOwner(table: string, chains: readonly string[]): Attribution {
   };
 }
 
-/** The node's iptables dump of the packet's family: iptables-save, or ip6tables-save for IPv6. */
-function dumpOf(node: NodeEvidence, family: Family): IptablesDump | undefined {
-  return [node.iptables, node.ip6tables].find((d) => d?.family === family);
-}
-
 /**
  * The whole path of one traced flow through its node's rules (the family's iptables dump, or the
  * nftables listing), read into hops and findings; undefined when neither is there. An IPv6 flow
@@ -335,7 +331,7 @@ export function wholePath(
   if (src.ip.family !== family) return undefined;
   // a node read from its nftables listing answers for either family; otherwise the family's own
   // dump: iptables-save for IPv4, ip6tables-save for IPv6 (with the IPv6 routes and rules)
-  if (!nftPathRuleset(node) && dumpOf(node, family) === undefined) return undefined;
+  if (!nftPathRuleset(node) && nodeDump(node, family) === undefined) return undefined;
   const ev = nodePathEvaluator(node, view, addressFacts);
   if (!ev) return undefined;
   const result = ev.evaluate({
