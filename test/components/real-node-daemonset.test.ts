@@ -309,6 +309,36 @@ describe("DaemonSets on a real node, placed by the real controller manager and s
   });
 
   it("podpath's fleet collector (a DaemonSet) runs on the node and reads what its per-node collector pod reads", async () => {
+    // The collectors run on the host network; the pod network is not theirs. A pod removed just
+    // before (the first test's) leaves the node's bridge after its API object is gone: its veth
+    // goes, then cni0 loses its carrier (`linkdown` routes) and its IPv6 link-local route. Both
+    // collectors must read the node in one state, so wait until that state has settled.
+    const netState = async () => {
+      const ports = (await node!.ns.exec(["ip", "-o", "link", "show", "master", "cni0"])).stdout;
+      const bridge = await node!.ns.exec(["ip", "-o", "link", "show", "dev", "cni0"]);
+      const reads = await Promise.all(
+        [
+          ["ip", "route", "show", "table", "all"],
+          ["ip", "-6", "route", "show", "table", "all"],
+          ["ip", "addr"],
+        ].map(async (argv) => (await node!.ns.exec(argv)).stdout),
+      );
+      const idle =
+        ports.trim() === "" && (bridge.code !== 0 || /NO-CARRIER|state DOWN/.test(bridge.stdout));
+      return { idle, text: reads.join("\n") };
+    };
+    let last = "";
+    await waitUntil(
+      "the pod network on the node to settle (no pod on cni0, the same routes twice)",
+      async () => {
+        const s = await netState();
+        const settled = s.idle && s.text === last;
+        last = s.text;
+        return settled || undefined;
+      },
+      120_000,
+      () => `${last}\n${context()}`,
+    );
     const fleetDir = join(work, "fleet");
     const runId = "fleet1";
     const f = startFleet({
