@@ -45,6 +45,7 @@ import type {
   UnknownFact,
 } from "./nat-trace.ts";
 import { ruleCount } from "./saved-chain.ts";
+import { SRC_READS, type SrcRead } from "./src-reads.ts";
 
 interface CRule {
   readonly rule: Rule;
@@ -125,6 +126,8 @@ interface FirstHook {
   readonly ended: readonly HookEnd[];
   readonly between: readonly Walk[];
   readonly walks: number;
+  /** The source tests its walk made (iptables/src-reads), when it was watched. */
+  readonly reads: readonly SrcRead[] | undefined;
 }
 
 interface HookEnd {
@@ -516,6 +519,12 @@ class Engine {
         between.push({ w: copyWalk(w), kind: "accept", ref: w.hook.ref });
       }
       this.walks = last.walks;
+      // a watched evaluation reads the source as the walk it reuses did
+      const log = SRC_READS.log;
+      if (log !== undefined) {
+        if (last.reads === undefined) log.opaque = true;
+        else for (const r of last.reads) log.reads.push(r);
+      }
     } else this.first(flow, host, markKnown, ctstate, finals, between);
     return this.second(flow, host, finals, between, notes);
   }
@@ -568,6 +577,8 @@ class Engine {
       steps: undefined,
       prob: 1,
     };
+    const log = SRC_READS.log;
+    const readsFrom = log === undefined ? 0 : log.reads.length;
     const ends1 = this.runHook(w0, first);
     for (const e of ends1) {
       if (e.kind === "drop" || e.kind === "undecided") finals.push(e);
@@ -580,6 +591,7 @@ class Engine {
             ended: [...finals],
             between: copyWalks(between),
             walks: this.walks,
+            reads: log === undefined ? undefined : log.reads.slice(readsFrom),
           }
         : undefined;
   }
@@ -1183,6 +1195,8 @@ class Engine {
         `NETMAP: destination becomes ${fmt(family, s.dst)}`,
       );
     } else {
+      // the text names the source's own translation
+      SRC_READS.log?.reads.push({ kind: "exact", seen: s.src });
       this.step(
         w,
         "netmap",
@@ -1294,6 +1308,7 @@ class Engine {
     }
     if (t.kind === "NETMAP") {
       const hostBits = t.to.end - t.to.start;
+      SRC_READS.log?.reads.push({ kind: "exact", seen: flow.src.value });
       const ip: Ip = { family, value: (flow.src.value & ~hostBits) | t.to.start };
       return { decision: "snat", out: { ip, how: "netmap", note: `NETMAP to ${formatIp(ip)}` } };
     }

@@ -9,6 +9,10 @@ import type { AddrMatch, HiddenPart, IfaceMatch, Match, PortsSpec, Rule, TypeSet
 import { ipsetMembership } from "./ipset-member.ts";
 import type { IpsetDump } from "./ipset-parser.ts";
 import type { AddressFact, Assumption, CtState, Decider } from "./nat-trace.ts";
+import { SRC_READS } from "./src-reads.ts";
+
+// the log of source reads (iptables/src-reads), bound once: read on every source test
+const R = SRC_READS;
 
 /** An unknown fact taken one way on a walk, under the key its predicates ask for it by. */
 export interface Taken {
@@ -207,17 +211,30 @@ const ADDR_GETTERS: { readonly [K in AddrField]: (s: PacketState) => bigint } = 
 function addrPred(m: AddrMatch, which: AddrField): Pred {
   const { start, end } = m.cidr;
   const neg = m.negated;
+  // a watched evaluation logs each test of the source (iptables/src-reads)
   if (which === "src") {
-    if (start === end) return (s) => ((s.src === start) !== neg ? YES : NO);
-    return (s) => ((s.src >= start && s.src <= end) !== neg ? YES : NO);
+    if (start === end)
+      return (s) => {
+        const log = R.log;
+        if (log !== undefined) log.reads.push({ kind: "range", start, end, seen: s.src });
+        return (s.src === start) !== neg ? YES : NO;
+      };
+    return (s) => {
+      const log = R.log;
+      if (log !== undefined) log.reads.push({ kind: "range", start, end, seen: s.src });
+      return (s.src >= start && s.src <= end) !== neg ? YES : NO;
+    };
   }
   if (which === "dst") {
     if (start === end) return (s) => ((s.dst === start) !== neg ? YES : NO);
     return (s) => ((s.dst >= start && s.dst <= end) !== neg ? YES : NO);
   }
   const get = ADDR_GETTERS[which];
+  const isSrc = which === "origSrc";
   return (s) => {
     const v = get(s);
+    const log = R.log;
+    if (isSrc && log !== undefined) log.reads.push({ kind: "range", start, end, seen: v });
     return (v >= start && v <= end) !== neg ? YES : NO;
   };
 }
@@ -279,6 +296,9 @@ function inRanges(v: number, spec: PortsSpec): boolean {
 function portPred(spec: PortsSpec, which: "sport" | "dport" | "either", label: string): Pred {
   const decide: Decider = { command: "give the flow's port: --dest IP:PORT" };
   const pred: Pred = (s) => {
+    const log = R.log;
+    if (log !== undefined && which !== "dport")
+      log.reads.push({ kind: "sport", spec, seen: s.sport });
     if (which === "either") {
       if (s.sport === undefined || s.dport === undefined) {
         const a = assumed(s, pred);
@@ -342,6 +362,9 @@ function typePred(set: TypeSet, which: "src" | "dst", k: AddressKnowledge, label
   const routeDependent = types.some((t) => ROUTE_TYPES.has(t));
   const pred: Pred = (s) => {
     const addr = which === "src" ? s.src : s.dst;
+    // the type of the source, its facts and its text turn on the exact address
+    const log = R.log;
+    if (log !== undefined && which === "src") log.reads.push({ kind: "exact", seen: addr });
     const t = classify(addr, s.family, k, s);
     if (t === undefined) {
       return unknown(
@@ -603,6 +626,8 @@ function setPred(
   };
   return (s) => {
     const addr = dir === "src" ? s.src : s.dst;
+    const log = R.log;
+    if (log !== undefined && dir === "src") log.reads.push({ kind: "exact", seen: addr });
     const shown = formatIp({ family: s.family, value: addr });
     const key = `ipset:${name}:${s.family}:${addr}`;
     const fact = `${shown} is a member of ipset ${name}`;
@@ -704,7 +729,11 @@ function knownPortPred(spec: PortsSpec, which: "sport" | "dport"): Pred {
   if (which === "dport") {
     return (s) => (s.dport !== undefined && inRanges(s.dport, spec) === spec.negated ? NO : YES);
   }
-  return (s) => (s.sport !== undefined && inRanges(s.sport, spec) === spec.negated ? NO : YES);
+  return (s) => {
+    const log = R.log;
+    if (log !== undefined) log.reads.push({ kind: "sport", spec, seen: s.sport });
+    return s.sport !== undefined && inRanges(s.sport, spec) === spec.negated ? NO : YES;
+  };
 }
 
 /** Builds the address knowledge from the context (local addresses and interface addresses). */

@@ -23,8 +23,10 @@ import type {
   NatEvaluator,
   NatTrace,
 } from "../iptables/nat-trace.ts";
+import { unwatchSrcReads, watchSrcReads } from "../iptables/src-reads.ts";
 import type { SourceRef } from "../model/types.ts";
 import type { Ip } from "../net/cidr.ts";
+import { AnswerCache } from "./answer-cache.ts";
 import {
   loMasqueradeSource,
   loMasqueradeStep,
@@ -66,6 +68,19 @@ const toArray = toArrayShared;
 /** What the path evaluator knows about the node beyond its rules. */
 export interface PathContext extends NatContext {
   readonly routing?: RoutingEvidence;
+  /**
+   * Reuse an answer for packets the rules cannot tell apart (path/answer-cache); default true.
+   * False evaluates every packet afresh (the same answers, slower for many packets).
+   */
+  readonly reuseAnswers?: boolean;
+}
+
+/** A whole-path evaluator whose reused answers (path/answer-cache) can be dropped. */
+export interface CachingPathEvaluator extends PathEvaluator {
+  /** Forgets every reused answer: the next packets are evaluated afresh. */
+  forgetAnswers(): void;
+  /** How many answers are kept for reuse. */
+  readonly keptAnswers: number;
 }
 
 /** A packet part-way through the node: its state, the steps so far, what it took for true. */
@@ -85,7 +100,7 @@ const FULL = 0xffffffff;
  * const path = compilePath(dump, { routing: { routes, rules }, localAddresses });
  * path.evaluate({ src, dst: parseIp("10.96.0.10"), proto: "udp", dport: 53, origin: "pod" });
  */
-export function compilePath(dump: IptablesDump, ctx: PathContext = {}): PathEvaluator {
+export function compilePath(dump: IptablesDump, ctx: PathContext = {}): CachingPathEvaluator {
   // a Service's packet is asked again with the endpoint's route: only its POSTROUTING is walked
   const nat = compileNat(dump, { ...ctx, reuseFirstHook: true });
   const ifaceAddrs = (ctx.interfaces ?? []).flatMap((i) => i.addresses ?? []);
@@ -102,13 +117,35 @@ export function compilePath(dump: IptablesDump, ctx: PathContext = {}): PathEval
     filter: new TableWalker(dump, "filter", k),
     knowledge: k,
   };
+  const cache = ctx.reuseAnswers === false ? undefined : new AnswerCache(ctx.routing?.rules);
+  const one = (p: PathPacket): PathResult => {
+    const inIface = inIfaceOf(ctx, p);
+    const key = cache?.keyOf(p, inIface);
+    if (cache === undefined || key === undefined)
+      return evaluateOne(dump, ctx, nat, walkers, p, inIface);
+    const kept = cache.get(key, p);
+    if (kept !== undefined) return kept;
+    const log = watchSrcReads();
+    let r: PathResult;
+    try {
+      r = evaluateOne(dump, ctx, nat, walkers, p, inIface);
+    } finally {
+      unwatchSrcReads(log);
+    }
+    cache.put(key, p, r, log);
+    return r;
+  };
   return {
+    forgetAnswers: () => cache?.clear(),
+    get keptAnswers() {
+      return cache?.size ?? 0;
+    },
     evaluate: (packet) => {
       if (packet.ctstate === "unknown") {
         // the connection's state is not given: a new connection and an established one, both
         const ref: SourceRef = { file: dump.file, line: 0, text: "(the connection's state)" };
         const both = (["NEW", "ESTABLISHED"] as const).flatMap((cs) => {
-          const r = evaluateOne(dump, ctx, nat, walkers, { ...packet, ctstate: cs });
+          const r = one({ ...packet, ctstate: cs });
           const a: Assumption = {
             fact: "the packet belongs to a connection conntrack already knows",
             rule: ref,
@@ -120,7 +157,7 @@ export function compilePath(dump: IptablesDump, ctx: PathContext = {}): PathEval
         });
         return { packet, outcomes: both, notes: [] };
       }
-      return evaluateOne(dump, ctx, nat, walkers, packet);
+      return one(packet);
     },
   };
 }
@@ -180,19 +217,23 @@ function initialState(dump: IptablesDump, p: PathPacket, inIface: string | undef
   };
 }
 
+/** The interface a packet arrives on: as given, else from the routes toward its source. */
+function inIfaceOf(ctx: PathContext, p: PathPacket): string | undefined {
+  if (p.origin === "host") return undefined;
+  const routes = ctx.routing?.routes;
+  return p.inIface ?? (routes ? routeByDefaultRules(routes, p.src)?.dev : undefined);
+}
+
 function evaluateOne(
   dump: IptablesDump,
   ctx: PathContext,
   nat: NatEvaluator,
   walkers: Walkers,
   p: PathPacket,
+  inIface: string | undefined,
 ): PathResult {
   const notes: string[] = [];
-  const routes = ctx.routing?.routes;
   const host = p.origin === "host";
-  const inIface = host
-    ? undefined
-    : (p.inIface ?? (routes ? routeByDefaultRules(routes, p.src)?.dev : undefined));
   const outcomes: PathOutcome[] = [];
   const start: Partial = {
     st: initialState(dump, p, inIface),
