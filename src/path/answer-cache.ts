@@ -18,7 +18,7 @@ import { contains, type Ip } from "../net/cidr.ts";
 import type { PathOutcome, PathPacket, PathResult, PathStep, PathVerdict } from "./path-types.ts";
 
 /** How many answers are kept before the cache starts afresh. */
-const MAX_ENTRIES = 1 << 16;
+const MAX_ENTRIES = 1 << 14;
 
 /** The tests an answer's source passed, read off its log (duplicates once). */
 interface Guard {
