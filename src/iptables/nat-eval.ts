@@ -45,7 +45,7 @@ import type {
   UnknownFact,
 } from "./nat-trace.ts";
 import { ruleCount } from "./saved-chain.ts";
-import { SRC_READS, type SrcRead } from "./src-reads.ts";
+import { EXACT_SRC, SRC_READS, type SrcReadLog } from "./src-reads.ts";
 
 interface CRule {
   readonly rule: Rule;
@@ -127,7 +127,7 @@ interface FirstHook {
   readonly between: readonly Walk[];
   readonly walks: number;
   /** The source tests its walk made (iptables/src-reads), when it was watched. */
-  readonly reads: readonly SrcRead[] | undefined;
+  readonly reads: SrcReadLog | undefined;
 }
 
 interface HookEnd {
@@ -523,7 +523,7 @@ class Engine {
       const log = SRC_READS.log;
       if (log !== undefined) {
         if (last.reads === undefined) log.opaque = true;
-        else for (const r of last.reads) log.reads.push(r);
+        else log.addAll(last.reads);
       }
     } else this.first(flow, host, markKnown, ctstate, finals, between);
     return this.second(flow, host, finals, between, notes);
@@ -578,7 +578,7 @@ class Engine {
       prob: 1,
     };
     const log = SRC_READS.log;
-    const readsFrom = log === undefined ? 0 : log.reads.length;
+    const readsFrom = log === undefined ? 0 : log.length;
     const ends1 = this.runHook(w0, first);
     for (const e of ends1) {
       if (e.kind === "drop" || e.kind === "undecided") finals.push(e);
@@ -591,7 +591,7 @@ class Engine {
             ended: [...finals],
             between: copyWalks(between),
             walks: this.walks,
-            reads: log === undefined ? undefined : log.reads.slice(readsFrom),
+            reads: log === undefined ? undefined : log.slice(readsFrom),
           }
         : undefined;
   }
@@ -1196,7 +1196,7 @@ class Engine {
       );
     } else {
       // the text names the source's own translation
-      SRC_READS.log?.reads.push({ kind: "exact", seen: s.src });
+      SRC_READS.log?.add(EXACT_SRC, s.src);
       this.step(
         w,
         "netmap",
@@ -1308,7 +1308,7 @@ class Engine {
     }
     if (t.kind === "NETMAP") {
       const hostBits = t.to.end - t.to.start;
-      SRC_READS.log?.reads.push({ kind: "exact", seen: flow.src.value });
+      SRC_READS.log?.add(EXACT_SRC, flow.src.value);
       const ip: Ip = { family, value: (flow.src.value & ~hostBits) | t.to.start };
       return { decision: "snat", out: { ip, how: "netmap", note: `NETMAP to ${formatIp(ip)}` } };
     }

@@ -9,7 +9,7 @@ import type { AddrMatch, HiddenPart, IfaceMatch, Match, PortsSpec, Rule, TypeSet
 import { ipsetMembership } from "./ipset-member.ts";
 import type { IpsetDump } from "./ipset-parser.ts";
 import type { AddressFact, Assumption, CtState, Decider } from "./nat-trace.ts";
-import { SRC_READS } from "./src-reads.ts";
+import { EXACT_SRC, SRC_READS, type SrcTest } from "./src-reads.ts";
 
 // the log of source reads (iptables/src-reads), bound once: read on every source test
 const R = SRC_READS;
@@ -212,16 +212,17 @@ function addrPred(m: AddrMatch, which: AddrField): Pred {
   const { start, end } = m.cidr;
   const neg = m.negated;
   // a watched evaluation logs each test of the source (iptables/src-reads)
+  const test: SrcTest = { kind: "range", start, end };
   if (which === "src") {
     if (start === end)
       return (s) => {
         const log = R.log;
-        if (log !== undefined) log.reads.push({ kind: "range", start, end, seen: s.src });
+        if (log !== undefined) log.add(test, s.src);
         return (s.src === start) !== neg ? YES : NO;
       };
     return (s) => {
       const log = R.log;
-      if (log !== undefined) log.reads.push({ kind: "range", start, end, seen: s.src });
+      if (log !== undefined) log.add(test, s.src);
       return (s.src >= start && s.src <= end) !== neg ? YES : NO;
     };
   }
@@ -234,7 +235,7 @@ function addrPred(m: AddrMatch, which: AddrField): Pred {
   return (s) => {
     const v = get(s);
     const log = R.log;
-    if (isSrc && log !== undefined) log.reads.push({ kind: "range", start, end, seen: v });
+    if (isSrc && log !== undefined) log.add(test, v);
     return (v >= start && v <= end) !== neg ? YES : NO;
   };
 }
@@ -295,10 +296,10 @@ function inRanges(v: number, spec: PortsSpec): boolean {
 
 function portPred(spec: PortsSpec, which: "sport" | "dport" | "either", label: string): Pred {
   const decide: Decider = { command: "give the flow's port: --dest IP:PORT" };
+  const test: SrcTest = { kind: "sport", spec };
   const pred: Pred = (s) => {
     const log = R.log;
-    if (log !== undefined && which !== "dport")
-      log.reads.push({ kind: "sport", spec, seen: s.sport });
+    if (log !== undefined && which !== "dport") log.add(test, s.sport);
     if (which === "either") {
       if (s.sport === undefined || s.dport === undefined) {
         const a = assumed(s, pred);
@@ -364,7 +365,7 @@ function typePred(set: TypeSet, which: "src" | "dst", k: AddressKnowledge, label
     const addr = which === "src" ? s.src : s.dst;
     // the type of the source, its facts and its text turn on the exact address
     const log = R.log;
-    if (log !== undefined && which === "src") log.reads.push({ kind: "exact", seen: addr });
+    if (log !== undefined && which === "src") log.add(EXACT_SRC, addr);
     const t = classify(addr, s.family, k, s);
     if (t === undefined) {
       return unknown(
@@ -627,7 +628,7 @@ function setPred(
   return (s) => {
     const addr = dir === "src" ? s.src : s.dst;
     const log = R.log;
-    if (log !== undefined && dir === "src") log.reads.push({ kind: "exact", seen: addr });
+    if (log !== undefined && dir === "src") log.add(EXACT_SRC, addr);
     const shown = formatIp({ family: s.family, value: addr });
     const key = `ipset:${name}:${s.family}:${addr}`;
     const fact = `${shown} is a member of ipset ${name}`;
@@ -729,9 +730,10 @@ function knownPortPred(spec: PortsSpec, which: "sport" | "dport"): Pred {
   if (which === "dport") {
     return (s) => (s.dport !== undefined && inRanges(s.dport, spec) === spec.negated ? NO : YES);
   }
+  const test: SrcTest = { kind: "sport", spec };
   return (s) => {
     const log = R.log;
-    if (log !== undefined) log.reads.push({ kind: "sport", spec, seen: s.sport });
+    if (log !== undefined) log.add(test, s.sport);
     return s.sport !== undefined && inRanges(s.sport, spec) === spec.negated ? NO : YES;
   };
 }

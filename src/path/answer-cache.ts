@@ -12,7 +12,8 @@
  * the source). The node's own packets (routed from the socket, masqueraded on lo) are not kept.
  */
 import type { IpRule } from "../evidence/ip-rule.ts";
-import type { SrcRead, SrcReadLog } from "../iptables/src-reads.ts";
+import type { PortsSpec } from "../iptables/dump.ts";
+import type { SrcReadLog } from "../iptables/src-reads.ts";
 import { sportAnswer } from "../iptables/src-reads.ts";
 import { contains, type Ip } from "../net/cidr.ts";
 import type { PathOutcome, PathPacket, PathResult, PathStep, PathVerdict } from "./path-types.ts";
@@ -26,10 +27,9 @@ interface Guard {
   readonly starts: readonly bigint[];
   readonly ends: readonly bigint[];
   readonly inside: readonly boolean[];
-  readonly ports: readonly {
-    readonly read: Extract<SrcRead, { kind: "sport" }>;
-    readonly answer: boolean | "unknown";
-  }[];
+  /** Port specs, with the answer the source port gave each. */
+  readonly specs: readonly PortsSpec[];
+  readonly answers: readonly (boolean | "unknown")[];
   /** The one source the answer holds for, when something read the exact address. */
   readonly exact: bigint | undefined;
 }
@@ -102,7 +102,7 @@ export class AnswerCache {
   /** Keeps the packet's answer, made while `log` was watching; false when it cannot be reused. */
   put(key: string, p: PathPacket, r: PathResult, log: SrcReadLog): boolean {
     if (log.opaque) return false;
-    const guard = guardOf(log.reads, p);
+    const guard = guardOf(log, p);
     if (guard === undefined) return false;
     const slots = new Array<SrcSlots | undefined>(r.outcomes.length);
     for (let i = 0; i < slots.length; i++) {
@@ -135,36 +135,40 @@ export class AnswerCache {
 }
 
 /** The log's tests as a guard; undefined when a test read another source than the packet's. */
-function guardOf(reads: readonly SrcRead[], p: PathPacket): Guard | undefined {
+function guardOf(log: SrcReadLog, p: PathPacket): Guard | undefined {
   const src = p.src.value;
+  const sport = p.sport;
   const starts: bigint[] = [];
   const ends: bigint[] = [];
   const inside: boolean[] = [];
-  const ports: { read: Extract<SrcRead, { kind: "sport" }>; answer: boolean | "unknown" }[] = [];
-  const seenBlocks = new Set<string>();
-  const seenPorts = new Set<unknown>();
+  const specs: PortsSpec[] = [];
+  const answers: (boolean | "unknown")[] = [];
   let exact: bigint | undefined;
-  for (const r of reads) {
-    if (r.kind === "sport") {
-      if (r.seen !== p.sport) return undefined;
-      if (seenPorts.has(r.spec)) continue;
-      seenPorts.add(r.spec);
-      ports.push({ read: r, answer: sportAnswer(r.spec, r.seen) });
+  const tests = log.tests;
+  const seen = log.seen;
+  // the same test comes back (a rule read by several walks): once in the guard, found by a scan
+  // of the few kept so far
+  next: for (let i = 0; i < log.length; i++) {
+    const t = tests[i]!;
+    if (t.kind === "sport") {
+      if (seen[i] !== sport) return undefined;
+      for (const x of specs) if (x === t.spec) continue next;
+      specs.push(t.spec);
+      answers.push(sportAnswer(t.spec, sport));
       continue;
     }
-    if (r.seen !== src) return undefined;
-    if (r.kind === "exact") {
+    if (seen[i] !== src) return undefined;
+    if (t.kind === "exact") {
       exact = src;
       continue;
     }
-    const id = `${r.start}-${r.end}`;
-    if (seenBlocks.has(id)) continue;
-    seenBlocks.add(id);
-    starts.push(r.start);
-    ends.push(r.end);
-    inside.push(src >= r.start && src <= r.end);
+    for (let j = 0; j < starts.length; j++)
+      if (starts[j] === t.start && ends[j] === t.end) continue next;
+    starts.push(t.start);
+    ends.push(t.end);
+    inside.push(src >= t.start && src <= t.end);
   }
-  return { starts, ends, inside, ports, exact };
+  return { starts, ends, inside, specs, answers, exact };
 }
 
 /** Whether a source and source port answer the guard's tests as its answer's packet did. */
@@ -176,43 +180,68 @@ function holds(g: Guard, src: bigint, sport: number | undefined): boolean {
   for (let i = 0; i < starts.length; i++) {
     if ((src >= starts[i]! && src <= ends[i]!) !== inside[i]) return false;
   }
-  for (const x of g.ports) if (sportAnswer(x.read.spec, sport) !== x.answer) return false;
+  const specs = g.specs;
+  for (let i = 0; i < specs.length; i++)
+    if (sportAnswer(specs[i]!, sport) !== g.answers[i]) return false;
   return true;
 }
 
 /**
  * Where the outcome holds the packet's source object (the evaluation hands the packet's own `Ip`
- * on); undefined when nowhere, null when it holds it anywhere else (then it is not kept).
+ * on); undefined when nowhere, null when it holds it anywhere else (then it is not kept). Only the
+ * fields path-types declares as `Ip` are read: this runs for every step of every answer kept.
  */
 function slotsOf(o: PathOutcome, src: Ip): SrcSlots | undefined | null {
-  const steps: number[] = [];
-  const to: boolean[] = [];
-  for (let i = 0; i < o.steps.length; i++) {
-    const s = o.steps[i]!;
+  let steps: number[] | undefined;
+  let to: boolean[] | undefined;
+  const list = o.steps;
+  for (let i = 0; i < list.length; i++) {
+    const s = list[i]!;
     if (s.kind === "snat" && s.from === src) {
+      if (steps === undefined || to === undefined) {
+        steps = [];
+        to = [];
+      }
       steps.push(i);
       to.push(s.to === src);
-    } else if (holdsShallow(s, src)) return null;
+    } else if (stepHolds(s, src)) return null;
   }
   const v = o.verdict;
   let verdict = false;
   if (v.kind === "forwarded" && v.src === src) {
     if (v.dst === src || v.via === src) return null;
     verdict = true;
-  } else if (holdsShallow(v, src)) return null;
+  } else if (verdictHolds(v, src)) return null;
   if (o.dstOut === src) return null;
-  for (const a of o.assumptions) if (holdsShallow(a, src)) return null;
-  return steps.length === 0 && !verdict ? undefined : { steps, to, verdict };
+  return steps === undefined && !verdict
+    ? undefined
+    : { steps: steps ?? [], to: to ?? [], verdict };
 }
 
-/** Whether any field of the object (or of an object in it, one level down) is `src`. */
-function holdsShallow(x: object, src: Ip): boolean {
-  for (const v of Object.values(x)) {
-    if (v === src) return true;
-    if (typeof v === "object" && v !== null)
-      for (const w of Object.values(v)) if (w === src) return true;
+/** Whether a step holds `src` in one of its `Ip` fields (an assumption, a rule, a hook hold none). */
+function stepHolds(s: PathStep, src: Ip): boolean {
+  switch (s.kind) {
+    case "dnat":
+      return s.to === src;
+    case "route":
+      return s.dst === src || s.via === src || s.src === src || s.mainTable?.via === src;
+    case "snat":
+      return s.from === src || s.to === src;
+    default:
+      return false;
   }
-  return false;
+}
+
+/** Whether a verdict holds `src` in one of its `Ip` fields. */
+function verdictHolds(v: PathVerdict, src: Ip): boolean {
+  switch (v.kind) {
+    case "delivered":
+      return v.dst === src;
+    case "forwarded":
+      return v.src === src || v.dst === src || v.via === src;
+    default:
+      return false;
+  }
 }
 
 /** The kept outcome with `src` as its packet's source. */

@@ -23,7 +23,7 @@ import type {
   NatEvaluator,
   NatTrace,
 } from "../iptables/nat-trace.ts";
-import { unwatchSrcReads, watchSrcReads } from "../iptables/src-reads.ts";
+import { SrcReadLog, unwatchSrcReads, watchSrcReads } from "../iptables/src-reads.ts";
 import type { SourceRef } from "../model/types.ts";
 import type { Ip } from "../net/cidr.ts";
 import { AnswerCache } from "./answer-cache.ts";
@@ -118,6 +118,8 @@ export function compilePath(dump: IptablesDump, ctx: PathContext = {}): CachingP
     knowledge: k,
   };
   const cache = ctx.reuseAnswers === false ? undefined : new AnswerCache(ctx.routing?.rules);
+  // one log, emptied for every packet evaluated afresh (the cache copies what it keeps of it)
+  const reads = new SrcReadLog();
   const one = (p: PathPacket): PathResult => {
     const inIface = inIfaceOf(ctx, p);
     const key = cache?.keyOf(p, inIface);
@@ -125,7 +127,7 @@ export function compilePath(dump: IptablesDump, ctx: PathContext = {}): CachingP
       return evaluateOne(dump, ctx, nat, walkers, p, inIface);
     const kept = cache.get(key, p);
     if (kept !== undefined) return kept;
-    const log = watchSrcReads();
+    const log = watchSrcReads(reads);
     let r: PathResult;
     try {
       r = evaluateOne(dump, ctx, nat, walkers, p, inIface);
