@@ -9,10 +9,13 @@ import type { AddrMatch, HiddenPart, IfaceMatch, Match, PortsSpec, Rule, TypeSet
 import { ipsetMembership } from "./ipset-member.ts";
 import type { IpsetDump } from "./ipset-parser.ts";
 import type { AddressFact, Assumption, CtState, Decider } from "./nat-trace.ts";
+import { OIF_READS } from "./oif-reads.ts";
 import { EXACT_SRC, SRC_READS, type SrcTest } from "./src-reads.ts";
 
 // the log of source reads (iptables/src-reads), bound once: read on every source test
 const R = SRC_READS;
+// whether the outgoing interface was read (iptables/oif-reads), bound once
+const O = OIF_READS;
 
 /** An unknown fact taken one way on a walk, under the key its predicates ask for it by. */
 export interface Taken {
@@ -253,6 +256,7 @@ function ifacePred(m: IfaceMatch, which: "inIface" | "outIface"): Pred {
       : "ip route get <destination>   # on the node: the interface it leaves by",
   };
   return (s) => {
+    if (!isIn) O.read = true;
     const v = isIn ? s.inIface : s.outIface;
     if (v === undefined) {
       const a = assumed(s, key);

@@ -23,6 +23,7 @@ import type {
   NatEvaluator,
   NatTrace,
 } from "../iptables/nat-trace.ts";
+import { OIF_READS } from "../iptables/oif-reads.ts";
 import { SrcReadLog, unwatchSrcReads, watchSrcReads } from "../iptables/src-reads.ts";
 import type { SourceRef } from "../model/types.ts";
 import type { Ip } from "../net/cidr.ts";
@@ -182,6 +183,11 @@ interface NatOutcomes {
 /** The first nat evaluation of a packet: the interface it was told, and its outcomes. */
 interface FirstNat extends NatOutcomes {
   readonly dev: string | undefined;
+  /**
+   * Whether its answer turns on that interface: a rule tested `-o` (iptables/oif-reads) or an
+   * outcome MASQUERADEs (the interface's address). When not, it holds for any other interface.
+   */
+  readonly byDev: boolean;
 }
 
 /** A nat evaluation for POSTROUTING: the interface it was told, and whether the destination is the packet's own. */
@@ -382,13 +388,18 @@ function natThenRoute(
         ...(markKnown ? { mark: x.st.mark } : {}),
       });
   const dev1 = host ? hostDev : inRoute?.kind === "route" ? inRoute.route.dev : undefined;
+  OIF_READS.read = false;
   const t1 =
     x.st.ctstate === "UNTRACKED"
       ? untrackedTrace(baseFlow, dump.file)
       : nat.evaluate(dev1 ? { ...baseFlow, outIface: dev1 } : baseFlow);
+  const readOif = OIF_READS.read;
   for (const n of t1.notes) if (!notes.includes(n)) notes.push(n);
   const post: PostNat[] = [];
-  const first: FirstNat = { dev: dev1, leaves: natLeaves(t1) };
+  const leaves1 = natLeaves(t1);
+  let byDev = readOif;
+  for (const l of leaves1) if (l.trace.decision === "masquerade") byDev = true;
+  const first: FirstNat = { dev: dev1, leaves: leaves1, byDev };
   for (const leaf of first.leaves) {
     const st = cloneState(x.st);
     const pre = natSteps(dump, leaf.trace, st);
@@ -637,10 +648,11 @@ function routeAndFilter(
   const unchanged = st.dst === p.dst.value;
   let leaves: NatOutcomes | undefined =
     st.ctstate === "UNTRACKED" ? first : postFor(post, dev, unchanged);
-  if (leaves === undefined && dev === first.dev) {
-    // the same question as the first evaluation: told the same interface, and either the
-    // destination was rewritten (no word on it) or the node's addresses already say it is not
-    // the node's own (the word "not local" then changes no answer)
+  if (leaves === undefined && (dev === first.dev || (!host && !first.byDev))) {
+    // the same question as the first evaluation: told the same interface (or another one, when
+    // no rule read it and nothing took its address), and either the destination was rewritten
+    // (no word on it) or the node's addresses already say it is not the node's own (the word
+    // "not local" then changes no answer)
     if (!unchanged || isLocalAddress(st.dst, dump.family, walkers.knowledge, undefined) === false)
       leaves = first;
   }
