@@ -366,14 +366,8 @@ function natThenRoute(
 ): void {
   const host = p.origin === "host";
   const markKnown = x.st.markKnown === FULL;
-  // built field by field (in the order of the type): this runs for every packet
-  const baseFlow: Mutable<Flow> = { src: p.src, dst: p.dst, proto: p.proto } as Flow;
-  if (p.sport !== undefined) baseFlow.sport = p.sport;
-  if (p.dport !== undefined) baseFlow.dport = p.dport;
-  baseFlow.origin = p.origin;
-  if (inIface) baseFlow.inIface = inIface;
-  if (markKnown) baseFlow.mark = x.st.mark;
-  if (x.st.ctstate !== "NEW") baseFlow.ctstate = x.st.ctstate;
+  const mark = markKnown ? x.st.mark : undefined;
+  const baseFlow = natFlow(p, inIface, mark, x.st.ctstate, undefined);
   // the node's own traffic: the socket's route (evaluateOne) gives the interface its `-o` rules see
   const hostDev = host && x.st.outIface !== "" ? x.st.outIface : undefined;
   // a packet that comes in: the route to its original destination gives the interface the first
@@ -392,7 +386,7 @@ function natThenRoute(
   const t1 =
     x.st.ctstate === "UNTRACKED"
       ? untrackedTrace(baseFlow, dump.file)
-      : nat.evaluate(dev1 ? { ...baseFlow, outIface: dev1 } : baseFlow);
+      : nat.evaluate(dev1 ? natFlow(p, inIface, mark, x.st.ctstate, dev1) : baseFlow);
   const readOif = OIF_READS.read;
   for (const n of t1.notes) if (!notes.includes(n)) notes.push(n);
   const post: PostNat[] = [];
@@ -452,6 +446,28 @@ function natThenRoute(
       first,
     );
   }
+}
+
+/**
+ * The packet as the nat evaluator is asked about it, leaving by `outIface` when given; built field
+ * by field (in the order of the type, `outIface` last), not spread: this runs for every packet.
+ */
+function natFlow(
+  p: PathPacket,
+  inIface: string | undefined,
+  mark: number | undefined,
+  ctstate: CtState,
+  outIface: string | undefined,
+): Flow {
+  const f: Mutable<Flow> = { src: p.src, dst: p.dst, proto: p.proto } as Flow;
+  if (p.sport !== undefined) f.sport = p.sport;
+  if (p.dport !== undefined) f.dport = p.dport;
+  f.origin = p.origin;
+  if (inIface) f.inIface = inIface;
+  if (mark !== undefined) f.mark = mark;
+  if (ctstate !== "NEW") f.ctstate = ctstate;
+  if (outIface) f.outIface = outIface;
+  return f;
 }
 
 function routeAndFilter(
