@@ -9,7 +9,7 @@
 // Stack traces of internal errors name the chunk's file and line, with function names as in the
 // source; `node --enable-source-maps dist/cli/main.js ...` maps them to src/ (the .map files sit
 // beside the chunks and are not published).
-import { mkdirSync, readFileSync, rmSync } from "node:fs";
+import { mkdirSync, readdirSync, readFileSync, renameSync, rmSync, writeFileSync } from "node:fs";
 import { join, relative, sep } from "node:path";
 import { build } from "esbuild";
 
@@ -38,8 +38,6 @@ const ownUrl = {
   },
 };
 
-rmSync(join(DIST, CHUNKS), { recursive: true, force: true });
-mkdirSync(join(DIST, "cli"), { recursive: true });
 const result = await build({
   entryPoints: { "cli/main": join(SRC, "cli", "main.ts") },
   outdir: DIST,
@@ -54,14 +52,26 @@ const result = await build({
   sourcesContent: false,
   plugins: [ownUrl],
   logLevel: "warning",
-  metafile: true,
+  write: false,
 });
-const outputs = Object.keys(result.metafile.outputs).filter((f) => f.endsWith(".js"));
+// chunks first, the entry last (each written whole, then renamed into place), stale chunks
+// removed after: a CLI started meanwhile finds either the old build or the new one
 const main = join(DIST, "cli", "main.js");
-if (!readFileSync(main, "utf8").startsWith("#!/usr/bin/env node\n")) {
-  console.error("bundle-cli: dist/cli/main.js lost its #! line");
+const files = result.outputFiles.sort((a, b) => (a.path === main) - (b.path === main));
+if (!files.some((f) => f.path === main) || !files.at(-1).text.startsWith("#!/usr/bin/env node\n")) {
+  console.error("bundle-cli: no dist/cli/main.js with its #! line in the output");
   process.exit(1);
 }
-console.log(
-  `bundle-cli: ${relative(ROOT, main)} and ${outputs.length - 1} chunks in ${relative(ROOT, join(DIST, CHUNKS))}${sep}`,
-);
+mkdirSync(join(DIST, CHUNKS), { recursive: true });
+for (const f of files) {
+  const tmp = `${f.path}.${process.pid}.tmp`;
+  writeFileSync(tmp, f.contents, { mode: f.path === main ? 0o755 : 0o644 });
+  renameSync(tmp, f.path);
+}
+const written = new Set(files.map((f) => f.path));
+for (const name of readdirSync(join(DIST, CHUNKS))) {
+  const path = join(DIST, CHUNKS, name);
+  if (!written.has(path)) rmSync(path, { force: true });
+}
+const chunks = files.filter((f) => f.path.endsWith(".js") && f.path !== main).length;
+console.log(`bundle-cli: ${relative(ROOT, main)} and ${chunks} chunks in ${CHUNKS}${sep}`);
