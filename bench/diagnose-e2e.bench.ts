@@ -1,6 +1,6 @@
 /**
  * End-to-end benchmark, as the user waits for it: the built CLI (`node dist/cli/main.js diagnose`,
- * run `npm run build` first) on a snapshot whose node carries a 10k-service kube-proxy dump (made
+ * run `npm run build` first, which bundles it) on a snapshot whose node carries a 10k-service kube-proxy dump (made
  * by ../shared/bench/gen-iptables.py), against the real `iptables-restore --test` of the same dump
  * in a lab namespace, interleaved run by run; and start-up alone (`diagnose` of a snapshot with one
  * empty List). Both are whole processes timed from outside (wall clock, and the children's CPU).
@@ -103,6 +103,12 @@ async function main(): Promise<number> {
   if (!existsSync(CLI)) {
     console.error("diagnose-e2e: dist/cli/main.js is missing; run npm run build first");
     return 1;
+  }
+  // `npm run build` bundles the CLI (scripts/bundle-cli.mjs); tsc alone leaves one module a file
+  if (!readFileSync(CLI, "utf8").includes("../cli-chunks/")) {
+    console.log(
+      "diagnose-e2e: dist/cli/main.js is tsc's output, not the bundle (run npm run build): measured as it is",
+    );
   }
   const dir = mkdtempSync(join(tmpdir(), "podpath-bench-e2e-"));
   const unavailable = labUnavailableReason();
