@@ -9,8 +9,7 @@
  * Another packet with the same key that answers each of those tests alike takes the same way
  * through the same rules: its answer is the stored one with its own source written where the
  * evaluation writes the packet's source (the snat step's `from`, a forwarded verdict that keeps
- * the source). The node's own packets (routed from the socket, masqueraded on lo) are not kept,
- * nor an answer whose key misses for the first time (only the key is noted).
+ * the source). The node's own packets (routed from the socket, masqueraded on lo) are not kept.
  */
 import type { IpRule } from "../evidence/ip-rule.ts";
 import type { PortsSpec } from "../iptables/dump.ts";
@@ -57,12 +56,6 @@ interface Entry {
 export class AnswerCache {
   readonly #byKey = new Map<string, Entry[]>();
   #size = 0;
-  /**
-   * Keys that missed once: an answer is kept the second time its key misses, not the first (a
-   * doorkeeper, as caches admit entries). A kept answer lives past the young generation and the
-   * collector copies it: for a key never asked again that costs more than the answer saves.
-   */
-  readonly #seen = new Set<string>();
   /** The `ip rule` selectors that read the source or its port (undefined: none do). */
   readonly #ruleFroms: readonly IpRule[];
 
@@ -108,17 +101,9 @@ export class AnswerCache {
     return undefined;
   }
 
-  /**
-   * Keeps the packet's answer, made while `log` was watching; false when it is not kept (its key
-   * missed for the first time) or cannot be reused.
-   */
+  /** Keeps the packet's answer, made while `log` was watching; false when it cannot be reused. */
   put(key: string, p: PathPacket, r: PathResult, log: SrcReadLog): boolean {
     if (log.opaque) return false;
-    if (!this.#seen.has(key)) {
-      if (this.#seen.size >= MAX_ENTRIES) this.#seen.clear();
-      this.#seen.add(key);
-      return false;
-    }
     const guard = guardOf(log, p);
     if (guard === undefined) return false;
     const slots = new Array<SrcSlots | undefined>(r.outcomes.length);
@@ -139,10 +124,9 @@ export class AnswerCache {
     return true;
   }
 
-  /** Forgets every answer, and every key seen. */
+  /** Forgets every answer. */
   clear(): void {
     this.#byKey.clear();
-    this.#seen.clear();
     this.#size = 0;
   }
 
