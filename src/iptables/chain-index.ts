@@ -185,8 +185,13 @@ function grown(a: Int32Array): Int32Array {
   return b;
 }
 
-/** Are `text[a, a + len)` and `text[b, b + len)` the same characters? */
+/**
+ * Are `text[a, a + len)` and `text[b, b + len)` the same characters? Compared from the end:
+ * chain names share their beginnings (`KUBE-SEP-`, `KUBE-SVC-`) and differ in their last
+ * characters (a hash), so two different names are told apart at the first character compared.
+ */
 export function sameText(text: string, a: number, b: number, len: number): boolean {
-  for (let k = 0; k < len; k++) if (text.charCodeAt(a + k) !== text.charCodeAt(b + k)) return false;
+  for (let k = len - 1; k >= 0; k--)
+    if (text.charCodeAt(a + k) !== text.charCodeAt(b + k)) return false;
   return true;
 }
