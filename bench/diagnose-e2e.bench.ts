@@ -1,7 +1,7 @@
 /**
  * End-to-end benchmark, as the user waits for it: the built CLI (`node dist/cli/main.js diagnose`,
  * run `npm run build` first, which bundles it) on a snapshot whose node carries a 10k-service kube-proxy dump (made
- * by ../shared/bench/gen-iptables.py), against the real `iptables-restore --test` of the same dump
+ * by bench/generators/gen-iptables.py), against the real `iptables-restore --test` of the same dump
  * in a lab namespace, interleaved run by run; and start-up alone (`diagnose` of a snapshot with one
  * empty List). Both are whole processes timed from outside (wall clock, and the children's CPU).
  * Also counts the modules each loads (ES modules through a module hook, CommonJS ones from the
@@ -20,7 +20,7 @@ import { createLab, labUnavailableReason, type Namespace } from "../src/lab/netn
 
 const ROOT = join(import.meta.dirname, "..");
 const CLI = join(ROOT, "dist/cli/main.js");
-const GEN = join(ROOT, "..", "shared", "bench", "gen-iptables.py");
+const GEN = join(ROOT, "bench", "generators", "gen-iptables.py");
 const RUNS = 9;
 const GOAL = 3;
 

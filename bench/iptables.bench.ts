@@ -1,7 +1,7 @@
 /**
  * iptables benchmark: podpath's iptables-save read + parse + nat compile against the real
  * `iptables-restore --test` on the same kube-proxy-sized dumps (1k / 10k / 30k service ports, made
- * by ../shared/bench/gen-iptables.py into a temporary directory), measured in the same run and
+ * by bench/generators/gen-iptables.py into a temporary directory), measured in the same run and
  * interleaved so both see the same machine load; then nat flow evaluations per second on the 10k
  * table. Prints PASS/MISS per goal; exits non-zero only when it could not measure.
  *
@@ -22,8 +22,7 @@ import { createLab, labUnavailableReason, type Namespace } from "../src/lab/netn
 import { formatIp, type Ip, parseIp } from "../src/net/cidr.ts";
 import { readTextFile } from "../src/snapshot/source.ts";
 
-// the shared benchmark generators sit beside the repository
-const GEN = join(import.meta.dirname, "..", "..", "shared", "bench", "gen-iptables.py");
+const GEN = join(import.meta.dirname, "generators", "gen-iptables.py");
 const SIZES = [1000, 10000, 30000] as const;
 const RUNS: Record<number, number> = { 1000: 5, 10000: 5, 30000: 3 };
 /** 10k / 30k pairs for the growth ratio. */

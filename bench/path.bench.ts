@@ -1,7 +1,8 @@
 /**
- * Benchmark: whole-path evaluations per second on the 10k-service kube-proxy table (the shared
- * generator's dump): raw, mangle, nat PREROUTING (the Service's DNAT), the routing decision, filter
- * FORWARD and nat POSTROUTING for every flow, as `diagnose` asks them. Goal: >= 100,000 per second.
+ * Benchmark: whole-path evaluations per second on the 10k-service kube-proxy table (the dump of
+ * bench/generators/gen-iptables.py): raw, mangle, nat PREROUTING (the Service's DNAT), the routing
+ * decision, filter FORWARD and nat POSTROUTING for every flow, as `diagnose` asks them.
+ * Goal: >= 100,000 per second.
  * The reference measured in the same run, in turns with the whole path so that both see the same
  * machine load, is the nat evaluator alone on the same flows (told the interface the route gives,
  * as the whole path tells it): the ratio says what the rest of the path costs on top of nat.
@@ -31,7 +32,7 @@ import { type Ip, parseIp } from "../src/net/cidr.ts";
 import { compilePath } from "../src/path/evaluate-path.ts";
 import type { PathEvaluator, PathPacket } from "../src/path/path-types.ts";
 
-const GEN = join(import.meta.dirname, "..", "..", "shared", "bench", "gen-iptables.py");
+const GEN = join(import.meta.dirname, "generators", "gen-iptables.py");
 const SERVICES = 10000;
 /** Turns of each measurement, and how long one turn runs. */
 const ROUNDS = 5;
