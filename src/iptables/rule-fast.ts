@@ -6,10 +6,14 @@
  * the whole line, which is the reference behaviour; a property test holds the two equal.
  *
  * {@link checkRuleAt} does the same cut in place on the dump's text and builds nothing: a dump's
- * lines are checked when it is read and built when asked for (iptables/saved-rule). Hand-tuned for
- * kube-proxy's dumps (hundreds of thousands of lines): positions in the text rather than copied
- * strings, and a match segment accepted once is recognised by its characters afterwards
- * ({@link SeenSegments}) rather than copied out and looked up in the cache's Map each time.
+ * lines are checked when it is read and built when asked for (iptables/saved-rule).
+ *
+ * Measured for the CLI, which reads a dump once in a fresh process: most of that reading runs
+ * before the optimizing compiler has reached these functions, and there the engine's own string
+ * functions (indexOf, slice, startsWith, Map lookups) beat loops over character codes written
+ * here. Recognising repeated match segments by a hash of their characters instead of copying them
+ * out for the cache's Map gained nothing measurable on a warmed-up parse of a 10k-service dump
+ * and cost a cold one about 10% (min of 10 fresh processes each), and was dropped.
  */
 import type { Family } from "../net/cidr.ts";
 import type { Match, Target } from "./dump.ts";
@@ -148,87 +152,6 @@ class NextOf {
 }
 
 /**
- * The segments of a text already checked and accepted (`-m tcp --dport 80`, `-j REJECT
- * --reject-with icmp-port-unreachable`), each known by where it first stands in the text. Asked
- * by a stretch of the text, it answers without copying the stretch out: kube-proxy repeats a few
- * hundred such segments over a hundred thousand rules, and copying each out and hashing it for
- * the {@link SegmentCache}'s Maps cost the checker a fifth of its time. Open addressing over a
- * flat table (hash, place, length per slot), the characters compared from the end (segments of
- * one kind share their beginning). Only a cache: a segment not found is read as before.
- */
-class SeenSegments {
-  readonly #text: string;
-  #slots = new Int32Array(3 * 256);
-  #mask = 255;
-  #count = 0;
-
-  constructor(text: string) {
-    this.#text = text;
-  }
-
-  /** Was `text[a, b)` accepted before? `h` is {@link segmentHash} of it. */
-  has(a: number, b: number, h: number): boolean {
-    const text = this.#text;
-    const slots = this.#slots;
-    const len = b - a;
-    for (let i = h & this.#mask; ; i = (i + 1) & this.#mask) {
-      const s = i * 3;
-      const at = slots[s + 1]!;
-      if (at === 0) return false;
-      if (slots[s] !== h || slots[s + 2] !== len) continue;
-      if (sameRange(text, at - 1, a, len)) return true;
-    }
-  }
-
-  /** Remembers `text[a, b)` (not in the set) as accepted; `h` is {@link segmentHash} of it. */
-  add(a: number, b: number, h: number): void {
-    if (this.#count >= SEEN_LIMIT) return;
-    if (2 * (this.#count + 1) > this.#mask + 1) this.#grow();
-    this.#place(h, a + 1, b - a);
-    this.#count++;
-  }
-
-  #place(h: number, at1: number, len: number): void {
-    const slots = this.#slots;
-    let i = h & this.#mask;
-    while (slots[i * 3 + 1] !== 0) i = (i + 1) & this.#mask;
-    slots[i * 3] = h;
-    slots[i * 3 + 1] = at1;
-    slots[i * 3 + 2] = len;
-  }
-
-  #grow(): void {
-    const old = this.#slots;
-    const size = (this.#mask + 1) * 4;
-    this.#slots = new Int32Array(3 * size);
-    this.#mask = size - 1;
-    for (let s = 0; s < old.length; s += 3) {
-      if (old[s + 1] !== 0) this.#place(old[s]!, old[s + 1]!, old[s + 2]!);
-    }
-  }
-}
-
-/** How many segments a {@link SeenSegments} keeps at most (the rest are read each time). */
-const SEEN_LIMIT = 1 << 16;
-
-/** FNV-1a over `text[a, b)`'s character codes, 32 bits. */
-function segmentHash(text: string, a: number, b: number): number {
-  let h = 0x811c9dc5;
-  for (let i = a; i < b; i++) {
-    h ^= text.charCodeAt(i);
-    h = Math.imul(h, 0x01000193);
-  }
-  return h | 0;
-}
-
-/** Are `text[a, a + len)` and `text[b, b + len)` the same characters (compared from the end)? */
-function sameRange(text: string, a: number, b: number, len: number): boolean {
-  for (let k = len - 1; k >= 0; k--)
-    if (text.charCodeAt(a + k) !== text.charCodeAt(b + k)) return false;
-  return true;
-}
-
-/**
  * Where the next quote, backslash, " -", tab and carriage return are in a dump's text, at or
  * after the last position asked for. Lines are checked in order, so each search starts where the
  * last one ended and the whole text is searched once (a search bounded by the line would start
@@ -241,9 +164,6 @@ export class TextCursor {
   readonly #spaceDash: NextOf;
   readonly #tab: NextOf;
   readonly #cr: NextOf;
-  /** Segments accepted, per address family (made when first needed). */
-  #seen4: SeenSegments | undefined;
-  #seen6: SeenSegments | undefined;
 
   constructor(text: string) {
     this.text = text;
@@ -275,16 +195,6 @@ export class TextCursor {
    */
   otherSpace(p: number): number {
     return Math.min(this.#tab.at(p), this.#cr.at(p));
-  }
-
-  /** The segments of the text accepted so far as read for `family`. */
-  seen(family: Family): SeenSegments {
-    if (family === 4) {
-      this.#seen4 ??= new SeenSegments(this.text);
-      return this.#seen4;
-    }
-    this.#seen6 ??= new SeenSegments(this.text);
-    return this.#seen6;
   }
 }
 
@@ -374,15 +284,8 @@ export function checkSpacedRuleAt(
           text.startsWith(COMMENT_PREFIX, segStart)
         )
       ) {
-        // not a plain comment (those are read directly when built); one accepted before in this
-        // text is told by its characters, without copying it out
-        const h = segmentHash(text, segStart, cand);
-        const seen = cur.seen(family);
-        if (!seen.has(segStart, cand, h)) {
-          if (readMatch(text.slice(segStart, cand), family, cache) === undefined)
-            return NOT_CHECKED;
-          seen.add(segStart, cand, h);
-        }
+        // not a plain comment (those are read directly when built)
+        if (readMatch(text.slice(segStart, cand), family, cache) === undefined) return NOT_CHECKED;
       }
     }
     if (cand >= stop) break;
