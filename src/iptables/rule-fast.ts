@@ -216,23 +216,8 @@ export function checkRuleAt(
   family: Family,
   cache: SegmentCache,
 ): number {
-  if (cur.otherSpace(from) < stop) return NOT_CHECKED; // tabs, a carriage return inside
-  return checkSpacedRuleAt(cur, from, stop, family, cache);
-}
-
-/**
- * {@link checkRuleAt} of a line its caller already knows to hold neither tab nor carriage return
- * from `from` to `stop` (iptables/save-parser asks once per line, for the chain's name and the
- * arguments together).
- */
-export function checkSpacedRuleAt(
-  cur: TextCursor,
-  from: number,
-  stop: number,
-  family: Family,
-  cache: SegmentCache,
-): number {
   const text = cur.text;
+  if (cur.otherSpace(from) < stop) return NOT_CHECKED; // tabs, a carriage return inside
   let jump = NO_JUMP;
   let baseEnd = stop;
   let segStart = -1;

@@ -21,7 +21,7 @@ import {
 } from "./dump.ts";
 import { parseRuleArgs, type RuleParts } from "./rule-args.ts";
 import {
-  checkSpacedRuleAt,
+  checkRuleAt,
   NO_JUMP,
   NOT_CHECKED,
   newSegmentCache,
@@ -672,8 +672,7 @@ function appendChecked(
   const nameEnd = sp < 0 || sp > stop ? stop : sp;
   if (nameEnd === nameStart || text.charCodeAt(nameStart) === 34) return false;
   const from = nameEnd === stop ? stop : nameEnd + 1;
-  // no tab or carriage return from nameStart on (above), so none from `from` on
-  const jump = checkSpacedRuleAt(st.cursor, from, stop, st.family, st.cache);
+  const jump = checkRuleAt(st.cursor, from, stop, st.family, st.cache);
   if (jump === NOT_CHECKED) return false;
   const ts = stateOf(st, table);
   let chain = st.lastChain;
