@@ -1,11 +1,12 @@
 /**
  * End-to-end benchmark, as the user waits for it: the built CLI (`node dist/cli/main.js diagnose`,
- * run `npm run build` first, which bundles it) on a snapshot whose node carries a 10k-service kube-proxy dump (made
- * by bench/generators/gen-iptables.py), against the real `iptables-restore --test` of the same dump
- * in a lab namespace, interleaved run by run; and start-up alone (`diagnose` of a snapshot with one
- * empty List). Both are whole processes timed from outside (wall clock, and the children's CPU).
- * Also counts the modules each loads (ES modules through a module hook, CommonJS ones from the
- * require cache), which start-up mostly consists of.
+ * run `npm run build` first, which bundles it) on a snapshot whose node carries a 10k-service
+ * kube-proxy dump (made by bench/generators/gen-iptables.py), against the real
+ * `iptables-restore --test` of the same dump in a lab namespace, interleaved run by run; and
+ * start-up alone (`diagnose` of a snapshot with one empty List). Both are whole processes timed
+ * from outside (wall clock, and the children's CPU). Also counts the modules each loads (ES
+ * modules through a module hook, CommonJS ones from the require cache), which start-up mostly
+ * consists of.
  *
  * Goal: diagnose at least 3x faster than iptables-restore --test, end to end (ratio of pairs,
  * median). Prints PASS/MISS, and the load average before and after (other work on the machine

@@ -15,7 +15,8 @@
  * Service population), new sources in the node's pod range 10.4.1.0/24 and new source ports.
  * "cold" is one pass over fresh packets with the cache emptied first; "uncached" one pass over
  * fresh packets by an evaluator that keeps no answers (what a miss would cost without the cache's
- * bookkeeping); "warm" is passes over fresh packets with the cache kept, and the goal is judged on it. The answers are checked unchanged:
+ * bookkeeping); "warm" is passes over fresh packets with the cache kept, and the goal is judged
+ * on it. The answers are checked unchanged:
  * a fingerprint of every outcome of the seeded packets, with and without the cache, must equal
  * the one recorded before the cache existed.
  */
