@@ -379,6 +379,32 @@ export class TableWalker {
           w.steps = push(w.steps, this.#ruleStep(cr, `${s.branchNote}: taken`));
         }
       }
+      const t = cr.target;
+      if (t?.kind === "chain" && !cr.jump) {
+        // a chain the dump does not show (a grep or a cut of iptables-save dropped it): it may
+        // decide the packet, or let it through as a RETURN would; both are followed, as the nat
+        // evaluator does
+        const key = `chain:${this.table}:${t.name}`;
+        const taken = assumed(s, key);
+        if (taken === undefined) {
+          const other = this.#fork(w, {
+            key,
+            fact: `chain ${t.name} (${this.table}, not in ${this.#dump.file}) decides this packet`,
+            reason: `${t.goto ? "goto" : "jump"} to chain ${t.name}, which is not in ${this.#dump.file}`,
+            rule: cr.source,
+            decide: {
+              file: this.#dump.file,
+              command: `iptables-save -t ${this.table}   # on the node: chain ${t.name}`,
+            },
+          });
+          // not deciding: on after the rule (a goto leaves the calling chain as well)
+          if (t.goto) other.frames[other.frames.length - 1]!.pos = n;
+          forks.push(other);
+        } else if (taken === false) {
+          if (t.goto) f.pos = n;
+          continue;
+        }
+      }
       const ended = this.#act(w, c, cr);
       if (ended) return ended;
     }
