@@ -318,7 +318,7 @@ function walkTable(
         ? { kind: "dropped", by: end.by, table: w.table, chain: end.chain }
         : end.kind === "reject"
           ? { kind: "rejected", with: end.with, by: end.by, table: w.table, chain: end.chain }
-          : { kind: "undecided", reason: end.reason, at: end.at, unknowns: [] };
+          : { kind: "undecided", reason: end.reason, at: end.at, unknowns: end.unknowns ?? [] };
     out.push(finish(p, e.st, steps, assumptions, prob, verdict, hook));
   }
 }

@@ -50,7 +50,13 @@ export type TableEnd =
       readonly by: SourceRef;
       readonly chain: string;
     }
-  | { readonly kind: "undecided"; readonly reason: string; readonly at: SourceRef };
+  | {
+      readonly kind: "undecided";
+      readonly reason: string;
+      readonly at: SourceRef;
+      /** The facts that would decide it, with the command that gets them. */
+      readonly unknowns?: readonly UnknownFact[];
+    };
 
 /** One walk's end with the packet as it left the table, its steps (after those it came with) and its chance. */
 export interface WalkEnd {
@@ -215,9 +221,29 @@ export class TableWalker {
     const h = this.#hook(hook);
     if (h === null) {
       // a whole dump without this chain: nothing there, the packet passes
-      return [{ end: ACCEPT, st, steps, prob: 1 }];
+      if (this.#dump.excerpt === undefined) return [{ end: ACCEPT, st, steps, prob: 1 }];
+      // an excerpt that shows the table but not this chain: its rules and policy are not known
+      const file = this.#dump.file;
+      const at = this.#dump.tables.get(this.table)?.source ?? { file, line: 0 };
+      return [
+        {
+          end: {
+            kind: "undecided",
+            reason: `${this.table} ${hook} is not in ${file} (an excerpt)`,
+            at,
+            unknowns: [this.#wholeTable(`what ${this.table} ${hook} does with the packet`, at)],
+          },
+          st,
+          steps,
+          prob: 1,
+        },
+      ];
     }
-    if (h.chain.rules.length === 0 && h.chain.chain.policy === "ACCEPT") {
+    if (
+      h.chain.rules.length === 0 &&
+      h.chain.chain.policy === "ACCEPT" &&
+      h.chain.chain.partial !== true
+    ) {
       // an empty chain that accepts (mangle's, often): its policy, without a walk
       return [{ end: ACCEPT, st, steps: push(steps, h.step), prob: 1 }];
     }
@@ -337,8 +363,20 @@ export class TableWalker {
       if (f === undefined) return this.#end(w, ACCEPT);
       const c = f.chain;
       const n = c.rules.length;
+      // a chain the file may not show whole: a grep's missing rules may come first, a cut's last
+      const chain = c.chain;
+      if (chain.partial && (chain.partialTail ? f.pos >= n : f.pos === 0)) {
+        const open = this.#openPartial(w, c, forks);
+        if (open) return open;
+      }
       const idx = nextCandidate(c.index, n, f.pos, s);
       if (idx >= n) {
+        if (chain.partialTail && f.pos < n) {
+          // the rules shown are done: the ones cut off come next
+          f.pos = n;
+          const open = this.#openPartial(w, c, forks);
+          if (open) return open;
+        }
         frames.pop();
         if (frames.length === 0) return this.#policy(w, c.chain);
         continue;
@@ -410,6 +448,53 @@ export class TableWalker {
     }
   }
 
+  /** An unknown fact about this table that the whole table decides. */
+  #wholeTable(fact: string, rule: SourceRef): UnknownFact {
+    const file = this.#dump.file;
+    return {
+      fact,
+      reason: `${file} does not show all of table ${this.table}`,
+      rule,
+      decide: {
+        file,
+        command: `iptables-save -t ${this.table}   # on the node: the whole table, not an excerpt`,
+      },
+    };
+  }
+
+  /**
+   * A chain the file may not show whole, as the nat evaluator reads one: this walk goes on taking
+   * the chain as shown, and a fork that takes the rules not shown as deciding ends undecided,
+   * naming what decides it. Its end when this walk is that fork; once per walk and chain.
+   */
+  #openPartial(w: Walk, c: CChain, forks: Walk[]): WalkEnd | undefined {
+    const name = c.chain.name;
+    const key = `complete:${this.table}:${name}`;
+    const file = this.#dump.file;
+    const cut = c.chain.partialTail === true;
+    const fact: UnknownFact = {
+      ...this.#wholeTable(
+        `${file} shows every rule of ${this.table} ${name} (it is ${cut ? "cut short" : "an excerpt"})`,
+        c.chain.declared ?? this.#dump.tables.get(this.table)?.source ?? { file, line: 0 },
+      ),
+      reason: cut
+        ? `${file} is cut short: rules of ${name} after the last one it shows may decide`
+        : `${file} is an excerpt: rules of ${name} it does not show may decide first`,
+    };
+    const taken = assumed(w.st, key);
+    if (taken === undefined) {
+      forks.push(this.#fork(w, { ...fact, key }));
+      return undefined;
+    }
+    if (taken) return undefined;
+    return this.#end(w, {
+      kind: "undecided",
+      reason: `the rules of ${this.table} ${name} that ${file} does not show`,
+      at: fact.rule,
+      unknowns: [fact],
+    });
+  }
+
   #ruleStep(r: CRule, note: string): PathStep {
     return {
       kind: "rule",
@@ -451,6 +536,7 @@ export class TableWalker {
         kind: "undecided",
         reason: `the policy of ${this.table} ${c.name} is not in ${this.#dump.file}`,
         at: ref,
+        unknowns: [this.#wholeTable(`the policy of ${this.table} ${c.name}`, ref)],
       });
     }
     return this.#end(w, ACCEPT);

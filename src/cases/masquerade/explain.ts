@@ -275,6 +275,7 @@ function traceOne(
   if (way) {
     hops.push(...way.hops);
     result.findings.push(...way.findings);
+    result.missing.push(...way.missing);
   }
   const ending =
     way?.stops ??

@@ -169,3 +169,44 @@ describe("an owner's file that cannot be read is named, whoever reads it", () =>
     });
   }
 });
+
+describe("a filter table cut short (the lab's Service snapshot, nat first as legacy iptables-save prints)", () => {
+  const FIX = join(import.meta.dirname, "fixtures/service-probes");
+  const DUMP = "nodes/worker-1/iptables-save.txt";
+  const lines = readFileSync(join(FIX, DUMP), "utf8").split("\n");
+  const table = (name: string) => {
+    const start = lines.indexOf(`*${name}`);
+    return lines.slice(start - 1, lines.indexOf("COMMIT", start) + 2);
+  };
+  const filter = table("filter");
+  const cut = [
+    ...table("nat"),
+    ...filter.slice(
+      0,
+      filter.findIndex((l) => l.startsWith("-A FORWARD")),
+    ),
+  ];
+  const fixtureWith = (text: string) => {
+    const root = mkdtempSync(join(tmp, "s-"));
+    cpSync(FIX, root, { recursive: true });
+    writeFileSync(join(root, DUMP), text);
+    return root;
+  };
+  const filterMissing = (a: Answer) =>
+    a.missing.filter((m) => m.file === DUMP && m.command?.startsWith("iptables-save -t filter"));
+
+  it("keeps the INPUT REJECT it shows, adds no serious finding, and names the command for each flow it leaves open", async () => {
+    const whole = await run(FIX);
+    const part = await run(fixtureWith(`${cut.join("\n")}\n`));
+    assert.deepEqual(filterMissing(whole), []);
+    const rejects = part.findings.find((f) => f.id === "masq/service-node-rejects");
+    assert.ok(rejects, JSON.stringify(part.findings.map((f) => f.id)));
+    assert.match(rejects.title, /filter INPUT rule 9 rejects it.*\(on 1 of its \d+ ways\)/);
+    for (const k of serious(part)) assert.ok(serious(whole).has(k), k);
+    const open = filterMissing(part);
+    // the web Service's packet is forwarded to its endpoint: filter FORWARD, cut off, decides
+    const web = open.find((m) => m.would_decide.includes("10.244.1.7 → 10.96.0.50:80"));
+    assert.ok(web, JSON.stringify(open));
+    assert.match(web.would_decide, /filter FORWARD \(it is cut short\)/);
+  });
+});

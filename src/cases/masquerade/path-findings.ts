@@ -11,7 +11,7 @@ import type { AddressFact } from "../../iptables/nat-trace.ts";
 import { type Attribution, attributeBlockingRule, ruleAtLine } from "../../iptables/owners.ts";
 import type { NodeView } from "../../k8s/objects.ts";
 import type { PathHop } from "../../model/answer.ts";
-import { type Finding, refToEvidence, type SourceRef } from "../../model/types.ts";
+import { type Finding, type Missing, refToEvidence, type SourceRef } from "../../model/types.ts";
 import { type Family, formatCidr, formatIp, type Ip } from "../../net/cidr.ts";
 import { nodeDump } from "../../path/node-context.ts";
 import { nftPathRuleset, nodePathEvaluator } from "../../path/node-path.ts";
@@ -34,6 +34,11 @@ export interface PathReading {
   readonly local: boolean;
   /** Every outcome's destination was rewritten (a Service): where it goes instead. */
   readonly rewrittenTo?: readonly Ip[];
+  /**
+   * What would decide the ways the rules leave open (a chain cut off or not shown, an `ip rule`
+   * testing what is not known): the file, the command, and which flow it decides.
+   */
+  readonly missing: readonly Missing[];
 }
 
 type Dnat = Extract<PathStep, { kind: "dnat" }>;
@@ -287,10 +292,29 @@ export function readPath(
           ? `${node.name} drops ${flowText} (${v.table} ${v.chain}): the sender times out`
           : `${node.name} has no way to send ${flowText} (${v.kind === "unroutable" ? v.how : "?"})`;
   }
+  // the ways the rules leave open: what decides them, one entry per file and command
+  const undecided = outs.filter((o) => o.verdict.kind === "undecided");
+  const deciders = new Map<string, { file: string; command: string; facts: string[] }>();
+  for (const o of undecided) {
+    if (o.verdict.kind !== "undecided") continue;
+    for (const u of o.verdict.unknowns) {
+      const file = u.decide.file ?? u.rule.file;
+      const k = `${file}\n${u.decide.command}`;
+      const d = deciders.get(k) ?? { file, command: u.decide.command, facts: [] };
+      deciders.set(k, d);
+      if (!d.facts.includes(u.fact)) d.facts.push(u.fact);
+    }
+  }
+  const missing: Missing[] = [...deciders.values()].map((d) => ({
+    file: d.file,
+    would_decide: `whether ${d.facts.slice(0, 2).join("; ")}${d.facts.length > 2 ? `; and ${d.facts.length - 2} more of the same file` : ""}: how ${flowText} ends on ${node.name}${share(undecided.length)}`,
+    command: d.command,
+  }));
   return {
     hops,
     findings,
     local,
+    missing,
     ...(stops ? { stops } : {}),
     ...(rewritten ? { rewrittenTo: [...new Set(outs.map((o) => o.dstOut))] } : {}),
   };
