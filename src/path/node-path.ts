@@ -118,16 +118,38 @@ function undecidedFor(m: Missing): PathEvaluator {
 }
 
 /**
- * An IPv6 evaluator over a node without `ip -6 rule`: the kernel's default rules (local, main)
- * taken for true, and said so on every outcome with the command that decides it.
+ * The tables of the node's IPv4 routes (`ip route show table all`) beyond local, main and default:
+ * policy routing's.
  */
-function withDefaultRules6(e: PathEvaluator, node: NodeEvidence): PathEvaluator {
-  const file = node.files["ip6-rule"] ?? `nodes/${node.name}/ip6-rule.txt`;
+export function policyTables(routes: readonly Route[] | undefined): string[] {
+  const out = new Set<string>();
+  for (const r of routes ?? []) {
+    if (r.family !== 4) continue;
+    if (r.table !== "local" && r.table !== "main" && r.table !== "default") out.add(r.table);
+  }
+  return [...out];
+}
+
+/**
+ * An evaluator over a node without the family's `ip rule` (IPv6's always; IPv4's when the node's
+ * routes show tables beyond local, main and default, which only rules lead to): the kernel's
+ * default rules taken for true, and said so on every outcome with the command that decides it.
+ */
+function withDefaultRules(e: PathEvaluator, node: NodeEvidence, family: Family): PathEvaluator {
+  const artifact = family === 4 ? "ip-rule" : "ip6-rule";
+  const file = node.files[artifact] ?? `nodes/${node.name}/${artifact}.txt`;
+  const command = family === 4 ? "ip rule" : "ip -6 rule";
   const a: Assumption = {
-    fact: "the node's IPv6 policy rules are the kernel's defaults (0 lookup local, 32766 lookup main)",
-    rule: { file, line: 0, text: "(ip -6 rule)" },
-    reason: `${file} is not in the snapshot`,
-    decide: { file, command: "ip -6 rule   # on the node" },
+    fact:
+      family === 4
+        ? "the node's IPv4 policy rules are the kernel's defaults (0 lookup local, 32766 lookup main, 32767 lookup default)"
+        : "the node's IPv6 policy rules are the kernel's defaults (0 lookup local, 32766 lookup main)",
+    rule: { file, line: 0, text: `(${command})` },
+    reason:
+      family === 4
+        ? `${file} is not in the snapshot, and the routes show table ${policyTables(node.routes).join(", ")}, which only a rule sends packets to`
+        : `${file} is not in the snapshot`,
+    decide: { file, command: `${command}   # on the node` },
     holds: true,
   };
   return {
@@ -154,8 +176,13 @@ function familyEvaluator(
   const ctx = pathContextOf(node, view, addressFacts, family);
   const dump = nodeDump(node, family);
   const e = rs ? compileNftPath(rs, ctx) : dump ? compilePath(dump, ctx) : undefined;
-  if (!e || family === 4) return e;
-  const ev6 = node.ipRules6 ? e : withDefaultRules6(e, node);
+  if (!e) return e;
+  if (family === 4) {
+    return node.ipRules || policyTables(node.routes).length === 0
+      ? e
+      : withDefaultRules(e, node, 4);
+  }
+  const ev6 = node.ipRules6 ? e : withDefaultRules(e, node, 6);
   // `icmp` toward an IPv6 address is ICMPv6 (ping to it), as `-p ipv6-icmp` rules name it
   return {
     evaluate: (p) => ev6.evaluate(p.proto === "icmp" ? { ...p, proto: "ipv6-icmp" } : p),

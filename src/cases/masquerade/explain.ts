@@ -8,6 +8,7 @@ import { isExempt } from "../../agents/ip-masq-agent/exempt.ts";
 import type { PathHop } from "../../model/answer.ts";
 import { type Evidence, type Finding, refToEvidence, type SourceRef } from "../../model/types.ts";
 import { contains, formatCidr, formatIp, type Ip } from "../../net/cidr.ts";
+import { policyTables } from "../../path/node-path.ts";
 import { sh } from "../../report/shell-quote.ts";
 import type { NodeEvidence, Snapshot } from "../../snapshot/load.ts";
 import type { readSites } from "../../snapshot/sites.ts";
@@ -276,6 +277,15 @@ function traceOne(
     hops.push(...way.hops);
     result.findings.push(...way.findings);
     result.missing.push(...way.missing);
+    const tables = target.ip.family === 4 && !nodeEv?.ipRules ? policyTables(nodeEv?.routes) : [];
+    if (tables.length > 0) {
+      // the routes show tables only an ip rule leads to: the default rules were taken instead
+      result.missing.push({
+        file: nodeEv?.files["ip-rule"] ?? `nodes/${src.node}/ip-rule.txt`,
+        would_decide: `which table routes the packets traced on ${src.node}: its routes show table ${tables.join(", ")}, which only a rule sends packets to; without ip rule the kernel's default rules (local, main, default) were taken`,
+        command: sh`ip rule   # on ${src.node}`,
+      });
+    }
   }
   const ending =
     way?.stops ??
