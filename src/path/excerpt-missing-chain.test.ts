@@ -97,6 +97,10 @@ describe("a filter rule jumping to a chain the excerpt does not show", () => {
         o.verdict.kind === "undecided" ? o.verdict.reason : "",
         /jump to chain KUBE-FIREWALL, which is not in /,
       );
+      assert.deepEqual(
+        o.verdict.kind === "undecided" && o.verdict.unknowns.map((u) => u.decide.command),
+        ["iptables-save -t filter   # on the node: chain KUBE-FIREWALL"],
+      );
     }
   });
 

@@ -583,10 +583,22 @@ export class TableWalker {
       case "chain": {
         const to = r.jump;
         if (!to) {
+          const file = this.#dump.file;
           return this.#end(w, {
             kind: "undecided",
-            reason: `${t.goto ? "goto" : "jump"} to chain ${t.name}, which is not in ${this.#dump.file}`,
+            reason: `${t.goto ? "goto" : "jump"} to chain ${t.name}, which is not in ${file}`,
             at: r.source,
+            unknowns: [
+              {
+                fact: `what chain ${t.name} (${this.table}) does with the packet`,
+                reason: `${file} does not show chain ${t.name}`,
+                rule: r.source,
+                decide: {
+                  file,
+                  command: `iptables-save -t ${this.table}   # on the node: chain ${t.name}`,
+                },
+              },
+            ],
           });
         }
         if (w.frames.length >= MAX_DEPTH) {
