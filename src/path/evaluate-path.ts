@@ -489,7 +489,9 @@ function routeAndFilter(
   const host = p.origin === "host";
   const routing = ctx.routing ?? {};
   const q: { -readonly [K in keyof RoutedPacket]: RoutedPacket[K] } = { dst };
-  if (!host) q.src = p.src;
+  // the node's own packet is rerouted with the source it already has (ip_route_me_harder), as
+  // the nftables path does
+  q.src = p.src;
   if (host) q.iif = "lo";
   else if (st.inIface) q.iif = st.inIface;
   if (st.markKnown === FULL) q.mark = st.mark;
