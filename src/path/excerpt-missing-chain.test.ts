@@ -6,15 +6,9 @@
  * The lab's service scenario's INPUT, as `iptables-save | grep INPUT` prints it.
  */
 import assert from "node:assert/strict";
-import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
-import { tmpdir } from "node:os";
-import { join } from "node:path";
-import { after, describe, it } from "node:test";
-import { parseIp } from "../net/cidr.ts";
-import { loadSnapshot } from "../snapshot/load.ts";
-import { openSnapshot } from "../snapshot/source.ts";
-import { nodePathEvaluator } from "./node-path.ts";
+import { describe, it } from "node:test";
 import type { PathOutcome, PathResult } from "./path-types.ts";
+import { podPacketAnswer, snapshotWith } from "./test-helpers/node-snapshot.ts";
 
 const IP_ADDR = `1: lo: <LOOPBACK,UP,LOWER_UP> mtu 65536 qdisc noqueue state UNKNOWN group default qlen 1000
     link/loopback 00:00:00:00:00:00 brd 00:00:00:00:00:00
@@ -31,30 +25,17 @@ const IP_ROUTE = `default via 192.168.50.20 dev eth0
 local 192.168.50.10 dev eth0 table local proto kernel scope host src 192.168.50.10 
 `;
 
-const dirs: string[] = [];
-after(() => {
-  for (const d of dirs) rmSync(d, { recursive: true, force: true });
-});
-
 /** The node's answer for pod 10.244.1.7 → 192.168.50.10:6443 (delivered locally: filter INPUT). */
 function answer(excerpt: string): PathResult {
-  const dir = mkdtempSync(join(tmpdir(), "podpath-excerpt-chain-"));
-  dirs.push(dir);
-  mkdirSync(join(dir, "nodes/worker-1"), { recursive: true });
-  writeFileSync(join(dir, "nodes/worker-1/iptables-save.txt"), excerpt);
-  writeFileSync(join(dir, "nodes/worker-1/ip-addr.txt"), IP_ADDR);
-  writeFileSync(join(dir, "nodes/worker-1/ip-route.txt"), IP_ROUTE);
-  const node = loadSnapshot(openSnapshot(dir)).nodes.get("worker-1");
-  assert.ok(node);
-  const ev = nodePathEvaluator(node);
-  assert.ok(ev);
-  return ev.evaluate({
-    src: parseIp("10.244.1.7"),
-    dst: parseIp("192.168.50.10"),
-    proto: "tcp",
-    sport: 40000,
+  const snap = snapshotWith({
+    "nodes/worker-1/iptables-save.txt": excerpt,
+    "nodes/worker-1/ip-addr.txt": IP_ADDR,
+    "nodes/worker-1/ip-route.txt": IP_ROUTE,
+  });
+  return podPacketAnswer(snap, "worker-1", {
+    src: "10.244.1.7",
+    dst: "192.168.50.10",
     dport: 6443,
-    origin: "pod",
     inIface: "veth-client",
   });
 }

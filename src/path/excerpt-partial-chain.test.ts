@@ -9,15 +9,11 @@
  * prints nat before filter) pasted short reads; and `grep -- '-A INPUT'` of it.
  */
 import assert from "node:assert/strict";
-import { cpSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
-import { tmpdir } from "node:os";
+import { readFileSync } from "node:fs";
 import { join } from "node:path";
-import { after, describe, it } from "node:test";
-import { parseIp } from "../net/cidr.ts";
-import { loadSnapshot } from "../snapshot/load.ts";
-import { openSnapshot } from "../snapshot/source.ts";
-import { nodePathEvaluator } from "./node-path.ts";
+import { describe, it } from "node:test";
 import type { PathOutcome, PathResult } from "./path-types.ts";
+import { podPacketAnswer, snapshotWith } from "./test-helpers/node-snapshot.ts";
 
 const FIXTURE = join(import.meta.dirname, "../cases/masquerade/fixtures/service-probes");
 const DUMP = "nodes/worker-1/iptables-save.txt";
@@ -38,28 +34,13 @@ const CUT = [
   ),
 ];
 
-const dirs: string[] = [];
-after(() => {
-  for (const d of dirs) rmSync(d, { recursive: true, force: true });
-});
-
 /** The node's answer for a packet of pod 10.244.1.7 with the given dump. */
 function answer(dump: string, dst: string, dport: number): PathResult {
-  const dir = mkdtempSync(join(tmpdir(), "podpath-partial-chain-"));
-  dirs.push(dir);
-  cpSync(FIXTURE, dir, { recursive: true });
-  writeFileSync(join(dir, DUMP), dump);
-  const node = loadSnapshot(openSnapshot(dir)).nodes.get("worker-1");
-  assert.ok(node);
-  const ev = nodePathEvaluator(node);
-  assert.ok(ev);
-  return ev.evaluate({
-    src: parseIp("10.244.1.7"),
-    dst: parseIp(dst),
-    proto: "tcp",
-    sport: 40000,
+  const snap = snapshotWith({ [DUMP]: dump }, FIXTURE);
+  return podPacketAnswer(snap, "worker-1", {
+    src: "10.244.1.7",
+    dst,
     dport,
-    origin: "pod",
     inIface: "veth-client",
   });
 }

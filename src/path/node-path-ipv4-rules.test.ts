@@ -9,17 +9,13 @@
  * `ip rule add from 100.64.1.50 lookup 2 pref 1536`), on the EKS example's node.
  */
 import assert from "node:assert/strict";
-import { cpSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
-import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { after, describe, it } from "node:test";
+import { describe, it } from "node:test";
 import type { Missing } from "../model/types.ts";
-import { parseIp } from "../net/cidr.ts";
 import { diagnose } from "../questions/diagnose.ts";
-import { loadSnapshot, type Snapshot } from "../snapshot/load.ts";
-import { openSnapshot } from "../snapshot/source.ts";
-import { nodePathEvaluator } from "./node-path.ts";
+import type { Snapshot } from "../snapshot/load.ts";
 import type { PathResult } from "./path-types.ts";
+import { podPacketAnswer, snapshotWith } from "./test-helpers/node-snapshot.ts";
 
 const EXAMPLE = join(import.meta.dirname, "../../examples/eks-exclude-snat-cidrs");
 const NODE = "ip-192-168-1-10.eu-west-1.compute.internal";
@@ -43,36 +39,24 @@ const RULES = `0:\tfrom all lookup local
 `;
 const FACT = /^the node's IPv4 policy rules are the kernel's defaults/;
 
-const dirs: string[] = [];
-after(() => {
-  for (const d of dirs) rmSync(d, { recursive: true, force: true });
-});
-
 /** The example with its node's routes (and rules) replaced. */
 function snapshot(routes: string | undefined, rules: string | undefined): Snapshot {
-  const dir = mkdtempSync(join(tmpdir(), "podpath-ipv4-rules-"));
-  dirs.push(dir);
-  cpSync(EXAMPLE, dir, { recursive: true });
-  if (routes !== undefined) writeFileSync(join(dir, "nodes", NODE, "ip-route.txt"), routes);
-  if (rules !== undefined) writeFileSync(join(dir, "nodes", NODE, "ip-rule.txt"), rules);
-  return loadSnapshot(openSnapshot(dir));
+  return snapshotWith(
+    {
+      ...(routes !== undefined ? { [`nodes/${NODE}/ip-route.txt`]: routes } : {}),
+      ...(rules !== undefined ? { [`nodes/${NODE}/ip-rule.txt`]: rules } : {}),
+    },
+    EXAMPLE,
+  );
 }
 
-function answer(snap: Snapshot): PathResult {
-  const node = snap.nodes.get(NODE);
-  assert.ok(node);
-  const ev = nodePathEvaluator(node);
-  assert.ok(ev);
-  return ev.evaluate({
-    src: parseIp("100.64.1.50"),
-    dst: parseIp("10.20.30.40"),
-    proto: "tcp",
-    sport: 40000,
+const answer = (snap: Snapshot): PathResult =>
+  podPacketAnswer(snap, NODE, {
+    src: "100.64.1.50",
+    dst: "10.20.30.40",
     dport: 5432,
-    origin: "pod",
     inIface: "enia",
   });
-}
 
 /** The entries asking for ip-rule.txt because the default rules were taken. */
 const ruleMissing = (missing: readonly Missing[]) =>

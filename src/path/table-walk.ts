@@ -430,10 +430,7 @@ export class TableWalker {
             fact: `chain ${t.name} (${this.table}, not in ${this.#dump.file}) decides this packet`,
             reason: `${t.goto ? "goto" : "jump"} to chain ${t.name}, which is not in ${this.#dump.file}`,
             rule: cr.source,
-            decide: {
-              file: this.#dump.file,
-              command: `iptables-save -t ${this.table}   # on the node: chain ${t.name}`,
-            },
+            decide: this.#showChain(t.name),
           });
           // not deciding: on after the rule (a goto leaves the calling chain as well)
           if (t.goto) other.frames[other.frames.length - 1]!.pos = n;
@@ -446,6 +443,14 @@ export class TableWalker {
       const ended = this.#act(w, c, cr);
       if (ended) return ended;
     }
+  }
+
+  /** What shows a chain the dump does not: the table's dump, on the node. */
+  #showChain(name: string): UnknownFact["decide"] {
+    return {
+      file: this.#dump.file,
+      command: `iptables-save -t ${this.table}   # on the node: chain ${name}`,
+    };
   }
 
   /** An unknown fact about this table that the whole table decides. */
@@ -593,10 +598,7 @@ export class TableWalker {
                 fact: `what chain ${t.name} (${this.table}) does with the packet`,
                 reason: `${file} does not show chain ${t.name}`,
                 rule: r.source,
-                decide: {
-                  file,
-                  command: `iptables-save -t ${this.table}   # on the node: chain ${t.name}`,
-                },
+                decide: this.#showChain(t.name),
               },
             ],
           });
